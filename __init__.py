@@ -1,0 +1,1 @@
+"""ExecuTorch-compatible export stack: `executorch.exir` writes `.pte` programs, `executorch.runtime` runs them."""

@@ -1,0 +1,52 @@
+"""Shared test fixtures: the published reference runtime, when ET_REFERENCE_PYTHON names it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TOOLS = REPO.parent / "shared" / "tools" / "reference-runtime"
+
+
+class ReferenceRuntime:
+    """Runs `.pte` files on the published ExecuTorch runtime, in its own process."""
+
+    def __init__(self, python: str, tools: Path):
+        self.python = python
+        self.tools = tools
+
+    def run(self, pte: Path, inputs, tmp_path: Path, method: str = "forward") -> list:
+        inp, out = tmp_path / "ref_in.pt", tmp_path / "ref_out.pt"
+        torch.save(list(inputs), inp)
+        proc = subprocess.run(
+            [self.python, str(self.tools / "run_pte.py"), str(pte), "--inputs", str(inp),
+             "--outputs", str(out), "--method", method],
+            capture_output=True, text=True, timeout=600,
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"reference runtime failed on {pte} (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        return torch.load(out)
+
+    def export(self, factory: str, out: Path) -> Path:
+        proc = subprocess.run(
+            [self.python, str(self.tools / "export_pte.py"), factory, str(out)],
+            capture_output=True, text=True, timeout=900,
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"reference exporter failed on {factory}: {proc.stderr[-2000:]}")
+        return out
+
+
+@pytest.fixture(scope="session")
+def reference_runtime() -> ReferenceRuntime:
+    python = os.environ.get("ET_REFERENCE_PYTHON")
+    if not python:
+        pytest.skip("ET_REFERENCE_PYTHON is not set; see ../shared/tools/reference-runtime/README.md")
+    if not Path(python).exists():
+        pytest.fail(f"ET_REFERENCE_PYTHON={python} does not exist")
+    return ReferenceRuntime(python, SHARED_TOOLS)
