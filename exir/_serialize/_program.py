@@ -1,0 +1,266 @@
+"""`Program` <-> `.pte` bytes: the FlatBuffer, the extended header and the data segments.
+
+File layout, as the published exporter writes it:
+
+    [root offset][b"ET12"][extended header, padded][rest of the FlatBuffer]
+    [zero padding to segment_alignment][segment 0][padding][segment 1]...
+
+The constant segment holds every `constant_buffer` entry, each padded to
+`constant_tensor_alignment` except the last, and its per-buffer offsets go into
+`Program.constant_segment`. Other segments (delegate blobs, named data) come from
+`Program.segment_data`, indexed like the file's segments; the slot of the constant segment
+is an empty placeholder there (and is left out when it is the last one). `Program.segments`
+is derived: the writer computes it, the reader returns it empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from typing import Optional
+
+from executorch.exir import schema as s
+from executorch.exir._serialize._alignment import aligned, check_alignment, padding_for
+from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
+from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
+from executorch.exir._serialize._header import HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, decode_header
+from executorch.exir.error import SerializeError
+
+DEFAULT_SEGMENT_ALIGNMENT = 128
+DEFAULT_CONSTANT_TENSOR_ALIGNMENT = 16
+# The schema's force_align for inline delegate data; used when no delegate_alignment is given.
+DEFAULT_DELEGATE_ALIGNMENT = 16
+
+_ELEMENT_SIZE = {
+    s.ScalarType.BYTE: 1, s.ScalarType.CHAR: 1, s.ScalarType.SHORT: 2, s.ScalarType.INT: 4,
+    s.ScalarType.LONG: 8, s.ScalarType.HALF: 2, s.ScalarType.FLOAT: 4, s.ScalarType.DOUBLE: 8,
+    s.ScalarType.BOOL: 1, s.ScalarType.QINT8: 1, s.ScalarType.QUINT8: 1, s.ScalarType.QINT32: 4,
+    s.ScalarType.BFLOAT16: 2, s.ScalarType.QUINT4X2: 1, s.ScalarType.QUINT2X4: 1,
+    s.ScalarType.BITS16: 2, s.ScalarType.FLOAT8E5M2: 1, s.ScalarType.FLOAT8E4M3FN: 1,
+    s.ScalarType.FLOAT8E5M2FNUZ: 1, s.ScalarType.FLOAT8E4M3FNUZ: 1, s.ScalarType.UINT16: 2,
+    s.ScalarType.UINT32: 4, s.ScalarType.UINT64: 8,
+}
+
+
+def serialize_pte_chunks(
+    program: s.Program,
+    *,
+    segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT,
+    constant_tensor_alignment: int = DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
+    delegate_alignment: Optional[int] = None,
+) -> list[s.BytesLike]:
+    """The `.pte` image of `program` as pieces to write in order; constant and segment data are
+    passed through as views, never copied. `program` is not modified."""
+    check_alignment("segment_alignment", segment_alignment)
+    check_alignment("constant_tensor_alignment", constant_tensor_alignment)
+    if delegate_alignment is not None:
+        check_alignment("delegate_alignment", delegate_alignment)
+    inline_alignment = delegate_alignment or DEFAULT_DELEGATE_ALIGNMENT
+
+    segment_pieces, fields = _layout_segments(program, segment_alignment, constant_tensor_alignment)
+    flat = write_flatbuffer(
+        dataclasses.replace(program, **fields),
+        tensor_alignment=constant_tensor_alignment,
+        delegate_alignment=inline_alignment,
+    )
+    segments: list[s.DataSegment] = fields["segments"]
+    data_size = segments[-1].offset + segments[-1].size if segments else 0
+    if data_size == 0:
+        return [flat]
+
+    # The header is padded to the largest force_align in the schema so that inserting it keeps
+    # every aligned vector in the FlatBuffer aligned.
+    header_length = aligned(HEADER_LENGTH, max(constant_tensor_alignment, inline_alignment))
+    program_size = len(flat) + header_length
+    base = aligned(program_size, segment_alignment)
+    (root,) = struct.unpack_from("<I", flat, 0)
+    head = (
+        struct.pack("<I", root + header_length)
+        + bytes(flat[4:HEADER_OFFSET])
+        + ExtendedHeader(program_size, base, data_size).encode(header_length)
+    )
+    return [head, flat[HEADER_OFFSET:], bytes(base - program_size), *segment_pieces]
+
+
+def serialize_pte_binary(
+    program: s.Program,
+    *,
+    segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT,
+    constant_tensor_alignment: int = DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
+    delegate_alignment: Optional[int] = None,
+) -> bytes:
+    """The `.pte` image of `program` as one bytes object (see `serialize_pte_chunks`)."""
+    return b"".join(
+        serialize_pte_chunks(
+            program,
+            segment_alignment=segment_alignment,
+            constant_tensor_alignment=constant_tensor_alignment,
+            delegate_alignment=delegate_alignment,
+        )
+    )
+
+
+def _layout_segments(
+    program: s.Program, segment_alignment: int, tensor_alignment: int
+) -> tuple[list[s.BytesLike], dict]:
+    """The segment data pieces (with padding) and the Program fields that describe them."""
+    fields: dict = {}
+    contents: list[list[memoryview]] = []
+    for i, data in enumerate(program.segment_data):
+        contents.append([as_byte_view(data, f"Program.segment_data[{i}]")])
+    if program.constant_buffer:
+        index = program.constant_segment.segment_index
+        if index < len(contents) and len(contents[index][0]):
+            raise SerializeError(
+                f"Program.segment_data[{index}] holds {len(contents[index][0])} bytes but that slot belongs "
+                "to the constant segment (constant_segment.segment_index); leave it empty (b'') and put "
+                "constant tensors in constant_buffer"
+            )
+        contents.extend([] for _ in range(index + 1 - len(contents)))
+        pieces, offsets = _constant_pieces(program.constant_buffer, tensor_alignment)
+        contents[index] = pieces
+        fields["constant_buffer"] = []
+        fields["constant_segment"] = s.SubsegmentOffsets(index, offsets)
+
+    out: list[s.BytesLike] = []
+    segments: list[s.DataSegment] = []
+    end = 0
+    for pieces in contents:
+        size = sum(len(p) for p in pieces)
+        offset = aligned(end, segment_alignment)
+        if offset > end:
+            out.append(bytes(offset - end))
+        out.extend(p for p in pieces if len(p))
+        segments.append(s.DataSegment(offset, size))
+        end = offset + size
+    fields["segments"] = segments
+    return out, fields
+
+
+def _constant_pieces(buffers: list[s.Buffer], alignment: int) -> tuple[list[memoryview], list[int]]:
+    """Views of the constant buffers with zero padding between them, and each buffer's offset."""
+    pieces: list = []
+    offsets: list[int] = []
+    offset = 0
+    last = len(buffers) - 1
+    for i, buf in enumerate(buffers):
+        view = as_byte_view(buf.storage, f"Program.constant_buffer[{i}].storage")
+        offsets.append(offset)
+        pieces.append(view)
+        offset += len(view)
+        pad = padding_for(offset, alignment)
+        if pad and i < last:
+            pieces.append(bytes(pad))
+            offset += pad
+    return pieces, offsets
+
+
+def deserialize_pte_binary(data: s.BytesLike) -> s.Program:
+    """The `Program` in a `.pte` image; constant and segment data are views over `data`.
+
+    Raises SerializeError, with the reason, when `data` is not a well-formed `.pte`."""
+    view = as_byte_view(data, "the .pte data")
+    size = len(view)
+    if size < HEADER_OFFSET:
+        raise SerializeError(
+            f"the .pte data is {size} bytes, too short for a FlatBuffer (at least {HEADER_OFFSET}); "
+            "the file is truncated or empty, re-export it"
+        )
+    ident = bytes(view[4:HEADER_OFFSET])
+    if ident != FILE_IDENTIFIER:
+        raise SerializeError(
+            f"the data has file identifier {ident!r}, not {FILE_IDENTIFIER!r}: it is not a .pte file of this "
+            "format version; re-export it with this version of executorch"
+        )
+    header = decode_header(view)
+    program_size = header.program_size if header else size
+    program = read_flatbuffer(view[:program_size])
+    base = header.segment_base_offset if header else 0
+    segments = _segment_views(program.segments, view, base, program_size)
+    return _restore(program, segments)
+
+
+def _segment_views(
+    segments: list[s.DataSegment], view: memoryview, base: int, program_size: int
+) -> list[memoryview]:
+    views = []
+    for i, seg in enumerate(segments):
+        if seg.size == 0:
+            views.append(view[0:0])
+            continue
+        if base == 0:
+            raise SerializeError(
+                f"segment {i} holds {seg.size} bytes but the file has no segment base offset (no extended "
+                "header); the file is corrupt, re-export it"
+            )
+        start = base + seg.offset
+        if start + seg.size > len(view):
+            raise SerializeError(
+                f"segment {i} ({seg.size} bytes at {start}) runs past the end of the {len(view)}-byte file; "
+                "the file is truncated, re-export or re-copy it"
+            )
+        views.append(view[start : start + seg.size])
+    return views
+
+
+def _restore(program: s.Program, segments: list[memoryview]) -> s.Program:
+    """Moves the constant segment back into `constant_buffer` and other segments into `segment_data`."""
+    const = program.constant_segment
+    index = const.segment_index
+    if const.offsets:
+        if program.constant_buffer:
+            raise SerializeError(
+                "the program has both inline constant_buffer entries and a constant segment; the file "
+                "is corrupt, re-export it"
+            )
+        if index >= len(segments):
+            raise SerializeError(
+                f"constant_segment.segment_index is {index} but the file has {len(segments)} segments; "
+                "the file is corrupt, re-export it"
+            )
+        program.constant_buffer = _split_constants(program, const.offsets, segments[index])
+        program.constant_segment = s.SubsegmentOffsets(index, [])
+        segments = list(segments)
+        segments[index] = b""
+        if index == len(segments) - 1:
+            segments.pop()
+    program.segment_data = segments
+    program.segments = []
+    return program
+
+
+def _split_constants(program: s.Program, offsets: list[int], segment: memoryview) -> list[s.Buffer]:
+    """One Buffer per constant, without the alignment padding that follows it in the segment."""
+    ends = offsets[1:] + [len(segment)]
+    for i, (start, end) in enumerate(zip(offsets, ends)):
+        if not start <= end <= len(segment):
+            raise SerializeError(
+                f"constant_segment offset {i} ({start}..{end}) is out of order or outside the "
+                f"{len(segment)}-byte constant segment; the file is corrupt, re-export it"
+            )
+    used = _constant_sizes(program)
+    buffers = []
+    for i, (start, end) in enumerate(zip(offsets, ends)):
+        need = used.get(i)
+        if need is not None and 0 <= need and start + need < end:
+            tail = segment[start + need : end]
+            if tail == bytes(len(tail)):
+                end = start + need
+        buffers.append(s.Buffer(segment[start:end]))
+    return buffers
+
+
+def _constant_sizes(program: s.Program) -> dict[int, int]:
+    """Bytes each constant buffer must hold, from the tensors that read it."""
+    sizes: dict[int, int] = {}
+    for plan in program.execution_plan:
+        for value in plan.values:
+            t = value.val
+            if type(t) is s.Tensor and t.data_buffer_idx and t.allocation_info is None:
+                numel = 1
+                for d in t.sizes:
+                    numel *= d
+                need = (t.storage_offset + numel) * _ELEMENT_SIZE.get(t.scalar_type, 1)
+                if need > sizes.get(t.data_buffer_idx, -1):
+                    sizes[t.data_buffer_idx] = need
+    return sizes
