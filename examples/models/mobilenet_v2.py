@@ -1,4 +1,7 @@
-"""MobileNetV2, built layer for layer as torchvision builds it (3,504,872 parameters)."""
+"""MobileNetV2, built layer for layer as torchvision builds it (3,504,872 parameters).
+
+Self-contained so that tools can load it by path: `mobilenet_v2.py:make_mobilenet_v2`.
+"""
 
 from __future__ import annotations
 
@@ -91,3 +94,10 @@ class MobileNetV2(nn.Module):
         x = nn.functional.adaptive_avg_pool2d(x, (1, 1))
         x = torch.flatten(x, 1)
         return self.classifier(x)
+
+
+def make_mobilenet_v2() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """MobileNetV2 in eval mode with seed-0 weights and one 224x224 RGB image."""
+    torch.manual_seed(0)
+    model = MobileNetV2().eval()
+    return model, (torch.randn(1, 3, 224, 224),)

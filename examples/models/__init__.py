@@ -1,0 +1,32 @@
+"""The model zoo: name -> factory returning (model in eval mode, example inputs), seeded.
+
+Each model lives in a self-contained file so tools can also load it by path as
+`FILE.py:FACTORY`. A factory `make_x` may have a sibling `make_x_dynamic_shapes()` returning
+the `dynamic_shapes` argument for `torch.export.export`; `DYNAMIC_SHAPES` collects those.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from torch import nn
+
+from .mobilenet_v2 import make_mobilenet_v2
+from .multi_io import make_multi_io
+from .resnet18 import make_resnet18
+from .transformer_encoder import make_transformer_encoder, make_transformer_encoder_dynamic_shapes
+
+Factory = Callable[[], "tuple[nn.Module, tuple[Any, ...]]"]
+
+MODELS: dict[str, Factory] = {
+    "mobilenet_v2": make_mobilenet_v2,
+    "resnet18": make_resnet18,
+    "transformer_encoder": make_transformer_encoder,
+    "multi_io": make_multi_io,
+}
+
+DYNAMIC_SHAPES: dict[str, Callable[[], Any]] = {
+    "transformer_encoder": make_transformer_encoder_dynamic_shapes,
+}
+
+__all__ = ["DYNAMIC_SHAPES", "MODELS"]

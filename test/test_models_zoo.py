@@ -1,0 +1,94 @@
+"""The model zoo: published parameter counts, seeded determinism, eager runs and torch.export."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten
+
+from executorch.examples.models import DYNAMIC_SHAPES, MODELS
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "examples" / "models"
+
+
+def _flat(outputs) -> list[torch.Tensor]:
+    return tree_flatten(outputs)[0]
+
+
+def _load_by_path(name: str):
+    spec = importlib.util.spec_from_file_location(f"zoo_{name}", MODELS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, f"make_{name}")
+
+
+@pytest.mark.parametrize(("name", "count"), [("mobilenet_v2", 3_504_872), ("resnet18", 11_689_512)])
+def test_parameter_count_matches_torchvision(name, count):
+    model, _ = MODELS[name]()
+    assert sum(p.numel() for p in model.parameters()) == count
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_factory_is_deterministic_and_in_eval_mode(name):
+    (m1, in1), (m2, in2) = MODELS[name](), MODELS[name]()
+    assert not m1.training and not any(sub.training for sub in m1.modules())
+    for a, b in zip(in1, in2):
+        assert torch.equal(a, b)
+    for (k1, v1), (k2, v2) in zip(m1.state_dict().items(), m2.state_dict().items()):
+        assert k1 == k2 and torch.equal(v1, v2)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_factory_loads_by_path(name):
+    model, inputs = _load_by_path(name)()
+    reference, ref_inputs = MODELS[name]()
+    assert type(model).__name__ == type(reference).__name__
+    with torch.no_grad():
+        for a, b in zip(_flat(model(*inputs)), _flat(reference(*ref_inputs))):
+            assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_exported_program_matches_eager(name):
+    model, inputs = MODELS[name]()
+    dynamic_shapes = DYNAMIC_SHAPES[name]() if name in DYNAMIC_SHAPES else None
+    ep = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
+    with torch.no_grad():
+        expected = _flat(model(*inputs))
+        actual = _flat(ep.module()(*inputs))
+    assert len(actual) == len(expected) > 0
+    for a, e in zip(actual, expected):
+        assert a.shape == e.shape and torch.isfinite(e).all()
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+
+
+def test_transformer_encoder_accepts_other_sequence_lengths():
+    model, (x,) = MODELS["transformer_encoder"]()
+    ep = torch.export.export(model, (x,), dynamic_shapes=DYNAMIC_SHAPES["transformer_encoder"]())
+    for seq in (1, 37, 128):
+        longer = torch.randn(2, seq, 64)
+        with torch.no_grad():
+            torch.testing.assert_close(ep.module()(longer), model(longer), rtol=1e-5, atol=1e-5)
+
+
+def test_multi_io_returns_tuple_with_dict():
+    model, inputs = MODELS["multi_io"]()
+    with torch.no_grad():
+        out = model(*inputs)
+    assert len(inputs) == 2 and isinstance(out, tuple) and isinstance(out[2], dict)
+    assert len(_flat(out)) == 4
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_published_exporter_and_runtime_agree_with_eager(name, reference_runtime, tmp_path):
+    pte = reference_runtime.export(f"{MODELS_DIR / name}.py:make_{name}", tmp_path / f"{name}.pte")
+    model, inputs = MODELS[name]()
+    outputs = reference_runtime.run(pte, inputs, tmp_path)
+    with torch.no_grad():
+        expected = _flat(model(*inputs))
+    assert len(outputs) == len(expected)
+    for a, e in zip(outputs, expected):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
