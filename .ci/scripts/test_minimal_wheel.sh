@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Smoke test of the minimal wheel: build it two ways, check what it holds and declares, install it
+# in a clean venv (dependencies resolved by pip), export MobileNetV2 with it, run the result, and
+# check the .pte bytes match an export from the source tree.
+#
+# Env: PYTHON (builder, needs pip, build, packaging; default python3), TORCH_SPEC (default
+# torch==2.13.0), ET_REFERENCE_PYTHON (also run on the published runtime), ET_FULL_WHEEL (a full
+# wheel whose export must give the same bytes), KEEP_WORK=1 (keep the scratch dir).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+MODEL="$ROOT/examples/models/mobilenet_v2.py:make_mobilenet_v2"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/minimal-wheel.XXXXXX")
+[[ "${KEEP_WORK:-}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export EXECUTORCH_BUILD_MINIMAL=1
+unset EXECUTORCH_MINIMAL_WITH_FLATC
+
+step "build: pip wheel . --no-deps"
+(cd "$ROOT" && "$PYTHON" -m pip wheel . --no-deps -q -w "$WORK/pip") || fail "pip wheel failed"
+step "build: python -m build --wheel"
+(cd "$ROOT" && "$PYTHON" -m build --wheel -o "$WORK/build" . >"$WORK/build.log" 2>&1) \
+  || { tail -40 "$WORK/build.log"; fail "python -m build failed"; }
+WHEEL=$(ls "$WORK"/pip/executorch-*.whl)
+cmp "$WHEEL" "$WORK"/build/executorch-*.whl || fail "pip wheel and python -m build gave different bytes"
+echo "both builds: $(basename "$WHEEL"), byte-identical"
+
+step "inspect: tag, contents, Requires-Dist"
+"$PYTHON" "$ROOT/tools/packaging/inspect_wheel.py" "$WHEEL" --minimal --requires flatbuffers \
+  || fail "the minimal wheel breaks its promises (see above)"
+
+step "install in a clean venv (with $TORCH_SPEC first, then the wheel with its dependencies)"
+"$PYTHON" -m venv "$WORK/venv"
+VPY="$WORK/venv/bin/python"
+"$VPY" -m pip install -q "$TORCH_SPEC"
+"$VPY" -m pip list --format=freeze | sort >"$WORK/before.txt"
+"$VPY" -m pip install -q "$WHEEL"
+"$VPY" -m pip list --format=freeze | sort >"$WORK/after.txt"
+"$VPY" -m pip check
+ADDED=$(comm -13 "$WORK/before.txt" "$WORK/after.txt" | cut -d= -f1 | tr 'A-Z_' 'a-z-' | sort | xargs)
+echo "installing the wheel added: $ADDED"
+[[ "$ADDED" == "executorch flatbuffers" ]] || fail "expected the wheel to add only executorch and flatbuffers"
+(cd "$WORK" && "$VPY" -c "import executorch.exir, executorch.runtime") || fail "the installed wheel does not import"
+
+step "export MobileNetV2 with the installed wheel"
+(cd "$WORK" && "$VPY" -m executorch.exir export "$MODEL" -o "$WORK/wheel.pte") || fail "export with the wheel failed"
+ls -l "$WORK/wheel.pte"
+
+step "run it on the project's runtime (installed wheel)"
+(cd "$WORK" && "$VPY" "$ROOT/tools/packaging/run_check.py" "$MODEL" "$WORK/wheel.pte") || fail "project runtime"
+if [[ -n "${ET_REFERENCE_PYTHON:-}" ]]; then
+  step "run it on the published runtime"
+  (cd "$WORK" && "$ET_REFERENCE_PYTHON" "$ROOT/tools/packaging/run_check.py" "$MODEL" "$WORK/wheel.pte") \
+    || fail "published runtime"
+fi
+
+step "same bytes as an export from the source tree"
+mkdir -p "$WORK/src-shim" && ln -s "$ROOT" "$WORK/src-shim/executorch"
+(cd "$WORK" && PYTHONPATH="$WORK/src-shim" "$VPY" -m executorch.exir export "$MODEL" -o "$WORK/source.pte") \
+  || fail "export from the source tree failed"
+cmp "$WORK/wheel.pte" "$WORK/source.pte" || fail "the wheel and the source tree wrote different .pte bytes"
+echo "wheel.pte == source.pte ($(wc -c <"$WORK/wheel.pte") bytes)"
+if [[ -n "${ET_FULL_WHEEL:-}" ]]; then
+  step "same bytes as an export from the full wheel"
+  "$PYTHON" -m venv "$WORK/full"
+  "$WORK/full/bin/python" -m pip install -q "$TORCH_SPEC" "$ET_FULL_WHEEL"
+  (cd "$WORK" && "$WORK/full/bin/python" -m executorch.exir export "$MODEL" -o "$WORK/full.pte")
+  cmp "$WORK/wheel.pte" "$WORK/full.pte" || fail "the minimal and full wheels wrote different .pte bytes"
+  echo "wheel.pte == full.pte"
+fi
+
+step "minimal wheel: OK"
