@@ -1,0 +1,53 @@
+"""Export IR: lower a `torch.export` program to an ExecuTorch `.pte` program.
+
+    ep = torch.export.export(model, example_inputs)
+    pte = to_edge_transform_and_lower(ep).to_executorch()
+    pte.write_to_file("model.pte")
+
+Importing this package is cheap; the lowering machinery loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .error import ExportError, SerializeError
+
+__all__ = [
+    "EdgeCompileConfig",
+    "EdgeProgramManager",
+    "ExecutorchBackendConfig",
+    "ExecutorchProgramManager",
+    "ExportError",
+    "SerializeError",
+    "to_edge",
+    "to_edge_transform_and_lower",
+]
+
+_LAZY = {
+    "EdgeCompileConfig": ".config",
+    "ExecutorchBackendConfig": ".config",
+    "EdgeProgramManager": ".program",
+    "ExecutorchProgramManager": ".program",
+    "to_edge": ".program",
+    "to_edge_transform_and_lower": ".program",
+}
+
+if TYPE_CHECKING:
+    from .config import EdgeCompileConfig, ExecutorchBackendConfig
+    from .program import EdgeProgramManager, ExecutorchProgramManager, to_edge, to_edge_transform_and_lower
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'executorch.exir' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,59 @@
+"""Zero-copy byte views over tensor memory, so constant data reaches the file without copies."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+
+import torch
+
+from .schema import ScalarType
+
+_SCALAR_TYPES = {
+    torch.uint8: ScalarType.BYTE,
+    torch.int8: ScalarType.CHAR,
+    torch.int16: ScalarType.SHORT,
+    torch.int32: ScalarType.INT,
+    torch.int64: ScalarType.LONG,
+    torch.float16: ScalarType.HALF,
+    torch.float32: ScalarType.FLOAT,
+    torch.float64: ScalarType.DOUBLE,
+    torch.bool: ScalarType.BOOL,
+    torch.bfloat16: ScalarType.BFLOAT16,
+    torch.uint16: ScalarType.UINT16,
+    torch.uint32: ScalarType.UINT32,
+    torch.uint64: ScalarType.UINT64,
+}
+_DTYPES = {v: k for k, v in _SCALAR_TYPES.items()}
+
+
+def scalar_type(dtype: torch.dtype) -> ScalarType:
+    """The .pte scalar type of a torch dtype."""
+    return _SCALAR_TYPES[dtype]
+
+
+def torch_dtype(st: int) -> torch.dtype:
+    """The torch dtype of a .pte scalar type."""
+    return _DTYPES[ScalarType(st)]
+
+
+def tensor_bytes(t: torch.Tensor) -> memoryview:
+    """The bytes of a CPU tensor's elements in dense (contiguous) order, without copying when
+    the tensor is already dense. The view keeps `t` alive only through the caller: hold `t`."""
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    nbytes = t.numel() * t.element_size()
+    if nbytes == 0:
+        return memoryview(b"")
+    raw = (ctypes.c_char * nbytes).from_address(t.data_ptr())
+    view = memoryview(raw).cast("B")
+    # Tie the tensor's lifetime to the view's buffer so the memory can't be freed under it.
+    raw._owner = t  # type: ignore[attr-defined]
+    return view
+
+
+def digest(data: memoryview) -> bytes:
+    """A content hash used to store identical constant tensors once."""
+    return hashlib.blake2b(data, digest_size=16).digest()

@@ -1,0 +1,1 @@
+"""The edge dialect: which operators a lowered program may hold, and the ExecuTorch-only ones."""

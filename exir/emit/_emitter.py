@@ -1,0 +1,404 @@
+"""Emission: one edge-dialect graph becomes one `ExecutionPlan` of out-variant kernel calls.
+
+Values are laid out the way the ExecuTorch exporter lays them out (constants, then inputs,
+then per instruction its outputs and its arguments), tensors other than constants are placed
+in one planned arena, and static-shape views of planned tensors become aliases (same bytes,
+no instruction).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from torch import fx
+from torch.export.graph_signature import InputKind, OutputKind
+
+from .. import memory_planning
+from .. import schema as S
+from .._tensor_data import digest, scalar_type, tensor_bytes
+from ..error import ExportError
+from ..passes._graph import source_line
+from ._out_variants import out_variant, prim_op_name
+
+_ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
+
+
+class ConstantTable:
+    """The program's constant tensor data, shared by all methods; identical tensors stored once."""
+
+    def __init__(self) -> None:
+        self.buffers: list[S.Buffer] = [S.Buffer(storage=b"")]
+        self._index: dict[tuple, int] = {}
+        self._keep: list[torch.Tensor] = []
+
+    def add(self, t: torch.Tensor) -> int:
+        data = tensor_bytes(t)
+        key = (digest(data), len(data))
+        idx = self._index.get(key)
+        if idx is None:
+            idx = self._index[key] = len(self.buffers)
+            self.buffers.append(S.Buffer(storage=data))
+            self._keep.append(t)
+        return idx
+
+
+@dataclass
+class _Planned:
+    """A planned tensor value and the storage it uses (shared with the tensors it aliases)."""
+
+    value: S.Tensor
+    buffer: memory_planning.Buffer
+
+
+class _MethodEmitter:
+    def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner: str,
+                 alignment: int):
+        self.name = name
+        self.ep = ep
+        self.graph = ep.graph_module.graph
+        self.constants = constants
+        self.planner = planner
+        self.alignment = alignment
+        self.values: list[S.EValue] = []
+        self.node_values: dict[fx.Node, Any] = {}
+        self.planned: list[_Planned] = []
+        self.buffer_of: dict[int, memory_planning.Buffer] = {}
+        self.operators: list[S.Operator] = []
+        self.op_index: dict[tuple[str, str], int] = {}
+        self.instructions: list[S.Instruction] = []
+        self.step: dict[fx.Node, int] = {}
+        self.shape_env = None
+
+    # values -----------------------------------------------------------------------------
+    def _add(self, val: Any) -> int:
+        self.values.append(S.EValue(val))
+        return len(self.values) - 1
+
+    def _tensor_value(self, t: torch.Tensor, node: fx.Node, data_buffer_idx: int = 0) -> S.Tensor:
+        sizes, dynamism = self._sizes(t, node)
+        return S.Tensor(
+            scalar_type=scalar_type(t.dtype),
+            storage_offset=0,
+            sizes=sizes,
+            dim_order=self._dim_order(t, dynamism),
+            requires_grad=bool(t.requires_grad),
+            data_buffer_idx=data_buffer_idx,
+            allocation_info=None,
+            shape_dynamism=dynamism,
+        )
+
+    def _sizes(self, t: torch.Tensor, node: fx.Node) -> tuple[list[int], S.TensorShapeDynamism]:
+        sizes, dynamic = [], False
+        for s in t.shape:
+            if isinstance(s, int):
+                sizes.append(s)
+                continue
+            dynamic = True
+            sizes.append(self._upper_bound(s, node))
+        return sizes, S.TensorShapeDynamism.DYNAMIC_BOUND if dynamic else S.TensorShapeDynamism.STATIC
+
+    def _upper_bound(self, s: torch.SymInt, node: fx.Node) -> int:
+        expr = s.node.expr
+        upper = s.node.shape_env.bound_sympy(expr).upper
+        if not upper.is_finite or int(upper) > 2**31 - 1:
+            where = source_line(node)
+            raise ExportError(
+                f"method '{self.name}': node '{node.name}'{' (' + where + ')' if where else ''} has a dimension "
+                f"{expr} with no upper bound; .pte programs plan memory for the largest shape, so give each "
+                "dynamic dimension a maximum, e.g. torch.export.Dim('n', max=1024)"
+            )
+        return int(upper)
+
+    @staticmethod
+    def _dim_order(t: torch.Tensor, dynamism) -> list[int]:
+        if dynamism != S.TensorShapeDynamism.STATIC or t.dim() == 0:
+            return list(range(t.dim()))
+        strides = t.stride()
+        return sorted(range(t.dim()), key=lambda d: (-strides[d], d))
+
+    def _planned_tensor(self, t: torch.Tensor, node: fx.Node, alias_of: Optional[int] = None) -> int:
+        value = self._tensor_value(t, node)
+        idx = self._add(value)
+        if alias_of is not None:
+            buf = self.buffer_of[alias_of]
+        else:
+            nbytes = t.element_size()
+            for s in value.sizes:
+                nbytes *= s
+            buf = memory_planning.Buffer(size=nbytes, first=self.step[node], last=self.step[node])
+        self.buffer_of[idx] = buf
+        self.planned.append(_Planned(value, buf))
+        return idx
+
+    def _scalar(self, v: Any) -> int:
+        if isinstance(v, bool):
+            return self._add(S.Bool(v))
+        if isinstance(v, int):
+            return self._add(S.Int(v))
+        if isinstance(v, float):
+            return self._add(S.Double(v))
+        raise TypeError(v)
+
+    def _arg(self, arg: Any, ty: torch.Type, node: fx.Node) -> int:
+        """Emit one kernel argument as the value(s) its schema type calls for."""
+        if isinstance(arg, fx.Node):
+            return self._node_value(arg)
+        if arg is None:
+            return self._add(S.Null())
+        kind = ty.kind() if ty is not None else ""
+        if kind == "OptionalType":
+            return self._arg(arg, ty.getElementType(), node)
+        if isinstance(arg, torch.dtype):
+            return self._add(S.Int(int(scalar_type(arg))))
+        if isinstance(arg, (torch.layout, torch.memory_format, torch.device)):
+            return self._add(S.Int(_ENUMS.get(arg, 0)))
+        if isinstance(arg, str):
+            return self._add(S.String(arg))
+        if isinstance(arg, (list, tuple)):
+            elem = ty.getElementType() if kind == "ListType" else None
+            ek = elem.kind() if elem is not None else ""
+            if ek in ("FloatType",):
+                return self._add(S.DoubleList([float(a) for a in arg]))
+            if ek == "BoolType":
+                return self._add(S.BoolList([bool(a) for a in arg]))
+            if ek == "TensorType":
+                return self._add(S.TensorList([self._node_value(a) for a in arg]))
+            if ek == "OptionalType":
+                return self._add(S.OptionalTensorList([-1 if a is None else self._node_value(a) for a in arg]))
+            items = [self._node_value(a) if isinstance(a, fx.Node) else self._add(S.Int(int(a))) for a in arg]
+            return self._add(S.IntList(items))
+        if isinstance(arg, (bool, int, float)):
+            return self._scalar(arg)
+        raise ExportError(
+            f"method '{self.name}': node '{node.name}' has an argument {arg!r} of type {type(arg).__name__} that "
+            ".pte programs cannot hold; pass it as a tensor or a Python scalar"
+        )
+
+    def _node_value(self, n: fx.Node) -> int:
+        v = self.node_values.get(n)
+        if not isinstance(v, int):
+            raise ExportError(f"method '{self.name}': value of node '{n.name}' is used before it is defined")
+        return v
+
+    def _operator(self, name: str, overload: str) -> int:
+        key = (name, overload)
+        if key not in self.op_index:
+            self.op_index[key] = len(self.operators)
+            self.operators.append(S.Operator(name=name, overload=overload))
+        return self.op_index[key]
+
+    # nodes ------------------------------------------------------------------------------
+    def emit(self) -> S.ExecutionPlan:
+        nodes = list(self.graph.nodes)
+        self.step = {n: i for i, n in enumerate(nodes)}
+        inputs = self._emit_placeholders(nodes)
+        outputs: list[int] = []
+        for node in nodes:
+            if node.op == "call_function":
+                self._emit_call(node)
+            elif node.op == "output":
+                outputs = self._emit_outputs(node)
+        self._extend_lifetimes(nodes)
+        self._plan()
+        gm_spec = self.ep.call_spec
+        from torch.utils._pytree import treespec_dumps
+
+        return S.ExecutionPlan(
+            name=self.name,
+            container_meta_type=S.ContainerMetadata(
+                encoded_inp_str=treespec_dumps(gm_spec.in_spec) if gm_spec.in_spec is not None else "",
+                encoded_out_str=treespec_dumps(gm_spec.out_spec) if gm_spec.out_spec is not None else "",
+            ),
+            values=self.values,
+            inputs=inputs,
+            outputs=outputs,
+            chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions, stacktrace=None)],
+            operators=self.operators,
+            delegates=[],
+            non_const_buffer_sizes=self.arena_sizes,
+        )
+
+    def _emit_placeholders(self, nodes: list[fx.Node]) -> list[int]:
+        sig = self.ep.graph_signature
+        kinds = {spec.arg.name: spec for spec in sig.input_specs if hasattr(spec.arg, "name")}
+        user_inputs: list[fx.Node] = []
+        for node in nodes:
+            if node.op != "placeholder":
+                continue
+            spec = kinds.get(node.name)
+            v = node.meta.get("val")
+            if spec is None or spec.kind == InputKind.USER_INPUT:
+                user_inputs.append(node)
+                continue
+            if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                data = self._constant_data(spec)
+                self.node_values[node] = self._add(self._tensor_value(v, node, self.constants.add(data.detach())))
+            else:
+                raise ExportError(
+                    f"method '{self.name}': input '{node.name}' is a {spec.kind.name.lower()}, which .pte programs "
+                    "cannot hold; remove it from the model's forward"
+                )
+        inputs = []
+        for node in user_inputs:
+            v = node.meta.get("val")
+            if isinstance(v, torch.Tensor):
+                self.node_values[node] = self._planned_tensor(v, node)
+            elif isinstance(v, (bool, int, float)):
+                self.node_values[node] = self._scalar(v)
+            else:
+                raise ExportError(
+                    f"method '{self.name}': input '{node.name}' is a {type(v).__name__}; .pte methods take tensors "
+                    "and Python scalars, so pass it as a tensor"
+                )
+            inputs.append(self.node_values[node])
+        return inputs
+
+    def _constant_data(self, spec) -> torch.Tensor:
+        if spec.target in self.ep.state_dict:
+            return self.ep.state_dict[spec.target]
+        return self.ep.constants[spec.target]
+
+    def _emit_call(self, node: fx.Node) -> None:
+        target = node.target
+        if target is operator.getitem:
+            src, i = node.args
+            self.node_values[node] = self.node_values[src][i]
+            return
+        val = node.meta.get("val")
+        prim = prim_op_name(target)
+        if prim is not None:
+            args = [self._arg(a, None, node) if not isinstance(a, fx.Node) else self._node_value(a) for a in node.args]
+            out = self._add(S.Int(0))
+            self.node_values[node] = out
+            self._instruction(prim, args + [out])
+            return
+        base = node.args[0] if node.args else None
+        if (target in _ALIAS_VIEWS and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
+                and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
+            self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
+            return
+        out_op = out_variant(target, node, self.name)
+        vals = list(val) if isinstance(val, (list, tuple)) else [val]
+        outs = [self._planned_tensor(v, node) for v in vals]
+        schema = target._schema
+        args = []
+        for i, a in enumerate(schema.arguments):
+            if i < len(node.args):
+                x = node.args[i]
+            elif a.name in node.kwargs:
+                x = node.kwargs[a.name]
+            elif a.has_default_value():
+                x = a.default_value
+            else:
+                raise ExportError(f"method '{self.name}': node '{node.name}' is missing argument '{a.name}'")
+            args.append(self._arg(x, a.type, node))
+        ret = outs[0] if len(outs) == 1 else self._add(S.TensorList(list(outs)))
+        self.node_values[node] = outs[0] if not isinstance(val, (list, tuple)) else outs
+        name, overload = out_op
+        self._instruction(name, args + outs + [ret], overload)
+
+    def _instruction(self, name: str, args: list[int], overload: str = "") -> None:
+        self.instructions.append(S.Instruction(S.KernelCall(op_index=self._operator(name, overload), args=args)))
+
+    def _emit_outputs(self, node: fx.Node) -> list[int]:
+        sig = self.ep.graph_signature
+        outs = []
+        for spec, arg in zip(sig.output_specs, node.args[0]):
+            if spec.kind != OutputKind.USER_OUTPUT:
+                raise ExportError(
+                    f"method '{self.name}': the model mutates {spec.kind.name.lower().replace('_', ' ')} "
+                    f"'{spec.target}' in forward, which this exporter does not support yet; "
+                    "return the new value as an output instead"
+                )
+            if isinstance(arg, fx.Node):
+                outs.append(self._node_value(arg))
+            elif arg is None:
+                outs.append(self._add(S.Null()))
+            else:
+                outs.append(self._arg(arg, None, node))
+        return outs
+
+    # planning ---------------------------------------------------------------------------
+    def _extend_lifetimes(self, nodes: list[fx.Node]) -> None:
+        end = len(nodes)
+        for node in nodes:
+            idx = self.node_values.get(node)
+            buf = self.buffer_of.get(idx) if isinstance(idx, int) else None
+            if buf is None:
+                continue  # constants, scalars, and multi-output nodes (their getitems carry the uses)
+            if node.op == "placeholder":
+                buf.first = 0
+            buf.last = max(buf.last, self._last_use(node, end))
+
+    def _last_use(self, node: fx.Node, end: int) -> int:
+        last = self.step[node]
+        for u in node.users:
+            if u.op == "output":
+                return end
+            last = max(last, self._last_use(u, end) if u.target is operator.getitem else self.step[u])
+        return last
+
+    def _plan(self) -> None:
+        buffers = list({id(p.buffer): p.buffer for p in self.planned}.values())
+        size = self.planner(buffers, self.alignment)
+        for p in self.planned:
+            p.value.allocation_info = S.AllocationDetails.at(1, p.buffer.offset)
+        self.arena_sizes = [0, size] if self.planned else [0]
+
+
+def emit_method(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable,
+                planner=memory_planning.greedy,
+                alignment: int = memory_planning.DEFAULT_ALIGNMENT) -> S.ExecutionPlan:
+    """The ExecutionPlan for one edge-dialect program."""
+    return _MethodEmitter(name, ep, constants, planner, alignment).emit()
+
+
+def emit_constant_method(name: str, value: Any, constants: ConstantTable) -> S.ExecutionPlan:
+    """A method with no instructions that returns a constant (tensor, scalar, or a list of them)."""
+    values: list[S.EValue] = []
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    for v in items:
+        if isinstance(v, torch.Tensor):
+            t = S.Tensor(scalar_type(v.dtype), 0, list(v.shape), list(range(v.dim())), False,
+                         constants.add(v.detach()), None)
+            values.append(S.EValue(t))
+        elif isinstance(v, bool):
+            values.append(S.EValue(S.Bool(v)))
+        elif isinstance(v, int):
+            values.append(S.EValue(S.Int(v)))
+        elif isinstance(v, float):
+            values.append(S.EValue(S.Double(v)))
+        elif isinstance(v, str):
+            values.append(S.EValue(S.String(v)))
+        else:
+            raise ExportError(
+                f"constant method '{name}': value of type {type(v).__name__} cannot be stored; "
+                "use a tensor, a bool, an int, a float, a str, or a list of them"
+            )
+    from torch.utils._pytree import tree_flatten, treespec_dumps
+
+    _, out_spec = tree_flatten(value)
+    _, in_spec = tree_flatten(((), {}))
+    return S.ExecutionPlan(
+        name=name,
+        container_meta_type=S.ContainerMetadata(treespec_dumps(in_spec), treespec_dumps(out_spec)),
+        values=values,
+        inputs=[],
+        outputs=list(range(len(values))),
+        chains=[S.Chain(inputs=[], outputs=[], instructions=[], stacktrace=None)],
+        operators=[],
+        delegates=[],
+        non_const_buffer_sizes=[0],
+    )
+
+
+_ENUMS: dict[Any, int] = {
+    torch.strided: 0,
+    torch.contiguous_format: 0,
+    torch.preserve_format: 1,
+    torch.channels_last: 2,
+    torch.channels_last_3d: 3,
+}

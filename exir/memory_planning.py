@@ -1,0 +1,102 @@
+"""Memory planning: place every non-constant tensor in an arena, reusing space across lifetimes.
+
+A buffer is a run of bytes live over an inclusive range of instruction steps. Two buffers may
+share bytes only if their ranges don't overlap. Offsets are aligned; the arena size is the
+largest end offset. Planners are plain functions `list[Buffer] -> arena size` that fill in
+`Buffer.offset`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from .error import ExportError
+
+DEFAULT_ALIGNMENT = 16
+
+
+@dataclass
+class Buffer:
+    """Storage for one tensor, or for a tensor and the views that alias it."""
+
+    size: int  # bytes, upper bound for dynamically shaped tensors
+    first: int  # first step at which it is live
+    last: int  # last step at which it is live
+    offset: Optional[int] = None
+
+    def overlaps(self, other: "Buffer") -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+def _align(n: int, alignment: int) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def naive(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
+    """Every buffer gets its own bytes, one after another: no reuse."""
+    end = 0
+    for b in buffers:
+        b.offset = end
+        end = _align(end + b.size, alignment)
+    return end
+
+
+def greedy(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
+    """Greedy by size: largest first, each at the lowest aligned offset where it fits between
+    the buffers already placed whose lifetimes overlap it."""
+    placed: list[Buffer] = []
+    arena = 0
+    for b in sorted(buffers, key=lambda b: (-b.size, b.first)):
+        busy = sorted((p.offset, p.offset + p.size) for p in placed if p.overlaps(b) and p.size)
+        offset = 0
+        for start, end in busy:
+            if offset + b.size <= start:
+                break
+            offset = max(offset, _align(end, alignment))
+        b.offset = offset
+        placed.append(b)
+        arena = max(arena, _align(offset + b.size, alignment))
+    return arena
+
+
+PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": greedy, "naive": naive}
+
+
+def verify(buffers: list[Buffer]) -> None:
+    """Raise AssertionError if two buffers live at once share a byte (a planner bug)."""
+    by_offset = sorted((b for b in buffers if b.size), key=lambda b: b.offset)
+    for i, a in enumerate(by_offset):
+        for b in by_offset[i + 1:]:
+            if b.offset >= a.offset + a.size:
+                break
+            if a.overlaps(b):
+                raise AssertionError(f"memory plan overlap: {a} and {b}")
+
+
+@dataclass
+class MemoryPlanningPass:
+    """How to plan a method's memory: the algorithm ("greedy" or "naive", or a callable
+    `(buffers, alignment) -> arena size`), the alignment of every tensor, and whether graph
+    inputs and outputs get planned memory (else the caller binds them at run time)."""
+
+    memory_planning_algo: object = "greedy"
+    alignment: int = DEFAULT_ALIGNMENT
+    alloc_graph_input: bool = True
+    alloc_graph_output: bool = True
+
+    def __post_init__(self) -> None:
+        algo = self.memory_planning_algo
+        if isinstance(algo, str) and algo not in PLANNERS:
+            raise ExportError(
+                f"memory_planning_algo={algo!r} is not a planner; use one of {sorted(PLANNERS)} or a callable"
+            )
+        if not (isinstance(algo, str) or callable(algo)):
+            raise ExportError(f"memory_planning_algo must be a planner name or a callable, not {type(algo).__name__}")
+        if not isinstance(self.alignment, int) or self.alignment <= 0 or self.alignment & (self.alignment - 1):
+            raise ExportError(f"alignment={self.alignment!r} must be a positive power of two, e.g. 16")
+
+    @property
+    def planner(self) -> Callable[[list[Buffer], int], int]:
+        algo = self.memory_planning_algo
+        return PLANNERS[algo] if isinstance(algo, str) else algo  # type: ignore[return-value]

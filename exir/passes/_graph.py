@@ -1,0 +1,58 @@
+"""Small helpers for editing FX graphs while keeping each node's fake-tensor metadata exact."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+from torch import fx
+
+
+def fake_mode_of(graph: fx.Graph):
+    """The FakeTensorMode the graph's metadata was produced under."""
+    from torch._guards import detect_fake_mode
+
+    vals = [n.meta.get("val") for n in graph.nodes if n.op == "placeholder"]
+    return detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+
+
+def val(arg: Any) -> Any:
+    """The fake value standing for a node argument (recursing into lists and tuples)."""
+    if isinstance(arg, fx.Node):
+        return arg.meta["val"]
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(val(a) for a in arg)
+    return arg
+
+
+def insert_call(graph: fx.Graph, fake_mode, target: Callable, args: tuple, kwargs: dict | None = None,
+                like: fx.Node | None = None) -> fx.Node:
+    """Insert `target(*args, **kwargs)` at the graph's insert point, with its fake value computed."""
+    kwargs = kwargs or {}
+    node = graph.call_function(target, args, kwargs)
+    if like is not None:
+        for key in ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "torch_fn"):
+            if key in like.meta:
+                node.meta[key] = like.meta[key]
+    if target is operator.getitem:
+        node.meta["val"] = val(args[0])[args[1]]
+    else:
+        with fake_mode:
+            node.meta["val"] = target(*val(args), **val(kwargs))
+    return node
+
+
+def source_line(node: fx.Node) -> str:
+    """The user's source line that produced `node`, as `file:line`, or '' when unknown."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip().startswith("File ")]
+    if not lines:
+        return ""
+    last = lines[-1]  # innermost frame: "File "x.py", line 12, in forward"
+    try:
+        path = last.split('"')[1]
+        lineno = last.split("line ")[1].split(",")[0]
+        return f"{path}:{lineno}"
+    except IndexError:
+        return last

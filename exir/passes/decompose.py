@@ -1,0 +1,245 @@
+"""Core-ATen decomposition: direct rewrites for the common ops, torch's decomposer for the rest.
+
+`ExportedProgram.run_decompositions()` retraces the whole graph and costs seconds on a
+MobileNet-sized model. Most exported graphs only hold a handful of composite ops (conv2d,
+linear, batch_norm, in-place activations, ...) whose core-ATen form is a fixed local
+rewrite, so those are rewritten in place, producing the same nodes torch's decomposer
+would. A graph holding anything else goes through torch's decomposer first.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Callable, Optional
+
+import torch
+from torch import fx
+
+from ._graph import fake_mode_of, insert_call
+
+aten = torch.ops.aten
+
+# ops that assert at trace time and compute nothing at run time
+_ASSERTS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default, aten.sym_constrain_range_for_size.default}
+
+
+def _ints(v, n: int) -> list[int]:
+    if not isinstance(v, (list, tuple)):
+        return [v] * n
+    return list(v) * n if len(v) == 1 else list(v)
+
+
+def _all_args(node: fx.Node) -> list:
+    """Every schema argument of the node's op, from its args, its kwargs, or the default."""
+    out = []
+    for i, a in enumerate(node.target._schema.arguments):
+        if i < len(node.args):
+            out.append(node.args[i])
+        elif a.name in node.kwargs:
+            out.append(node.kwargs[a.name])
+        else:
+            out.append(a.default_value if a.has_default_value() else None)
+    return out
+
+
+def _conv(nd: int):
+    def rewrite(g, fm, node):
+        x, w, b, stride, padding, dilation, groups = _all_args(node)
+        if isinstance(padding, str):
+            return None
+        return insert_call(g, fm, aten.convolution.default,
+                           (x, w, b, _ints(stride, nd), _ints(padding, nd), _ints(dilation, nd), False, [0] * nd, groups),
+                           like=node)
+    return rewrite
+
+
+def _linear(g, fm, node):
+    x, w, b = _all_args(node)
+    xv = x.meta["val"]
+    if any(not isinstance(s, int) for s in xv.shape):
+        return None
+    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
+    if xv.dim() == 2:
+        return insert_call(g, fm, aten.addmm.default if b is not None else aten.mm.default,
+                           (b, x, wt) if b is not None else (x, wt), like=node)
+    if xv.dim() < 2 or b is None:
+        return None
+    flat = insert_call(g, fm, aten.view.default, (x, [math.prod(xv.shape[:-1]), xv.shape[-1]]), like=node)
+    mm = insert_call(g, fm, aten.addmm.default, (b, flat, wt), like=node)
+    return insert_call(g, fm, aten.view.default, (mm, list(node.meta["val"].shape)), like=node)
+
+
+def _batch_norm(g, fm, node):
+    x, w, b, mean, var, training, momentum, eps = _all_args(node)[:8]
+    if training or mean is None or var is None:
+        return None
+    bn = insert_call(g, fm, aten._native_batch_norm_legit_no_training.default, (x, w, b, mean, var, momentum, eps),
+                     like=node)
+    return insert_call(g, fm, operator.getitem, (bn, 0), like=node)
+
+
+def _layer_norm(g, fm, node):
+    x, shape, w, b, eps = _all_args(node)[:5]
+    ln = insert_call(g, fm, aten.native_layer_norm.default, (x, shape, w, b, eps), like=node)
+    return insert_call(g, fm, operator.getitem, (ln, 0), like=node)
+
+
+def _dropout(g, fm, node):
+    if _all_args(node)[2]:
+        return None
+    return insert_call(g, fm, aten.clone.default, (node.args[0],), like=node)
+
+
+def _static_shape(node: fx.Node) -> Optional[list[int]]:
+    shape = list(node.meta["val"].shape)
+    return shape if all(isinstance(s, int) for s in shape) else None
+
+
+def _flatten(g, fm, node):
+    shape = _static_shape(node)
+    if shape is None or not node.args[0].meta["val"].is_contiguous():
+        return None
+    return insert_call(g, fm, aten.view.default, (node.args[0], shape), like=node)
+
+
+def _reshape(g, fm, node):
+    if not node.args[0].meta["val"].is_contiguous():
+        return None
+    return insert_call(g, fm, aten.view.default, (node.args[0], list(node.args[1])), like=node)
+
+
+def _t(g, fm, node):
+    if node.args[0].meta["val"].dim() != 2:
+        return None
+    return insert_call(g, fm, aten.permute.default, (node.args[0], [1, 0]), like=node)
+
+
+def _transpose(g, fm, node):
+    x, a, b = node.args
+    n = x.meta["val"].dim()
+    perm = list(range(n))
+    perm[a % n], perm[b % n] = perm[b % n], perm[a % n]
+    return insert_call(g, fm, aten.permute.default, (x, perm), like=node)
+
+
+def _contiguous(g, fm, node):
+    x = node.args[0]
+    fmt = node.kwargs.get("memory_format", torch.contiguous_format)
+    if fmt != torch.contiguous_format:
+        return None
+    if x.meta["val"].is_contiguous():
+        return x
+    return insert_call(g, fm, aten.clone.default, (x,), {"memory_format": torch.contiguous_format}, like=node)
+
+
+def _adaptive_avg_pool2d(g, fm, node):
+    x, size = node.args
+    if list(size) == [1, 1]:
+        return insert_call(g, fm, aten.mean.dim, (x, [-1, -2], True), like=node)
+    return insert_call(g, fm, aten._adaptive_avg_pool2d.default, (x, list(size)), like=node)
+
+
+def _to_dtype(g, fm, node):
+    x, dtype = node.args[:2]
+    if len(node.args) > 2 or any(k not in ("non_blocking", "copy") for k in node.kwargs) or node.kwargs.get("non_blocking"):
+        return None
+    if x.meta["val"].dtype == dtype and not node.kwargs.get("copy", False):
+        return x
+    return insert_call(g, fm, aten._to_copy.default, (x,), {"dtype": dtype}, like=node)
+
+
+_REWRITES: dict[object, Callable] = {
+    aten.conv1d.default: _conv(1),
+    aten.conv2d.default: _conv(2),
+    aten.conv3d.default: _conv(3),
+    aten.linear.default: _linear,
+    aten.batch_norm.default: _batch_norm,
+    aten.layer_norm.default: _layer_norm,
+    aten.dropout.default: _dropout,
+    aten.flatten.using_ints: _flatten,
+    aten.reshape.default: _reshape,
+    aten.t.default: _t,
+    aten.transpose.int: _transpose,
+    aten.contiguous.default: _contiguous,
+    aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
+    aten.to.dtype: _to_dtype,
+}
+
+# Ops already in their final form: core ATen, plus the view ops (the edge pass makes them *_copy).
+_VIEWS = {aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default,
+          aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default}
+
+
+def _is_final(target) -> bool:
+    if target is operator.getitem or target in _VIEWS or target in _ASSERTS:
+        return True
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.core not in target.tags and torch.Tag.view_copy not in target.tags:
+        return target.namespace == "dim_order_ops"
+    return not target._schema.is_mutable
+
+
+def _inplace_functional(target):
+    """The functional twin of an in-place aten op (`relu_` -> `relu`), or None."""
+    if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
+        return None
+    name = target._schema.name.split("::")[1]
+    if not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(aten, name[:-1], None)
+    functional = getattr(packet, target._overloadname, None) if packet is not None else None
+    if functional is None or functional._schema.is_mutable or not _is_final(functional):
+        return None
+    return functional
+
+
+def _rewritable(node: fx.Node) -> bool:
+    if node.op != "call_function" or _is_final(node.target) or node.target in _REWRITES:
+        return True
+    fn = _inplace_functional(node.target)
+    if fn is None:
+        return False
+    # Rewriting `y = x.relu_()` as `y = relu(x)` is sound when nothing else can observe x being
+    # mutated: x is an intermediate, not an input, a buffer or a view of another tensor.
+    x = node.args[0]
+    return isinstance(x, fx.Node) and x.op == "call_function" and x.target not in _VIEWS
+
+
+def needs_torch_decomposition(gm: fx.GraphModule) -> bool:
+    """Whether the graph holds an op the direct rewrites don't cover."""
+    return not all(_rewritable(n) for n in gm.graph.nodes)
+
+
+def rewrite_to_core_aten(gm: fx.GraphModule) -> bool:
+    """Apply the direct rewrites in place. Returns False (graph untouched beyond finished
+    rewrites) if some node still needs torch's decomposer."""
+    g = gm.graph
+    fm = fake_mode_of(g)
+    order = {n: i for i, n in enumerate(g.nodes)}
+    for node in list(g.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target in _ASSERTS:
+            g.erase_node(node)
+            continue
+        if _is_final(node.target):
+            continue
+        fn = _inplace_functional(node.target)
+        with g.inserting_before(node):
+            if fn is not None:
+                new = g.call_function(fn, node.args, node.kwargs)
+                new.meta = dict(node.meta)
+                x = node.args[0]
+                for use in list(x.users):
+                    if use is not node and order.get(use, -1) > order[node]:
+                        use.replace_input_with(x, new)
+            else:
+                rewrite = _REWRITES.get(node.target)
+                new = rewrite(g, fm, node) if rewrite else None
+                if new is None:
+                    return False
+        node.replace_all_uses_with(new)
+        g.erase_node(node)
+    return True

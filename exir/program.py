@@ -1,0 +1,276 @@
+"""The lowering stages as users drive them: `to_edge` -> `EdgeProgramManager` -> `to_executorch`
+-> `ExecutorchProgramManager` (`.buffer`, `.write_to_file`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
+
+import torch
+from torch import fx
+from torch.export import ExportedProgram
+
+from . import schema as S
+from .config import EdgeCompileConfig, ExecutorchBackendConfig
+from .emit._emitter import ConstantTable, emit_constant_method, emit_method
+from .error import ExportError
+from .passes import decompose, edge
+
+Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
+
+
+def _as_dict(programs: Programs) -> dict[str, ExportedProgram]:
+    if isinstance(programs, ExportedProgram):
+        return {"forward": programs}
+    if isinstance(programs, Mapping) and programs:
+        bad = {k: type(v).__name__ for k, v in programs.items() if not isinstance(v, ExportedProgram)}
+        if not bad and all(isinstance(k, str) and k for k in programs):
+            return dict(programs)
+        raise ExportError(
+            f"programs must map method names to torch.export.ExportedProgram; got {bad or list(programs)}; "
+            "export each method with torch.export.export(module, args) first"
+        )
+    raise ExportError(
+        f"programs must be a torch.export.ExportedProgram or a dict of them, not {type(programs).__name__}; "
+        "call torch.export.export(module, example_args) first"
+    )
+
+
+def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None) -> ExportedProgram:
+    """A new ExportedProgram over a copy of the graph (or over `gm`), sharing the tensors."""
+    if gm is None:
+        graph = fx.Graph()
+        out = graph.graph_copy(ep.graph_module.graph, {})
+        graph.output(out)
+        gm = fx.GraphModule(ep.graph_module, graph)
+    return ExportedProgram(
+        root=gm,
+        graph=gm.graph,
+        graph_signature=ep.graph_signature,
+        state_dict=ep.state_dict,
+        range_constraints=ep.range_constraints,
+        module_call_graph=ep.module_call_graph,
+        example_inputs=ep.example_inputs,
+        constants=ep.constants,
+        verifiers=[ep.verifier],
+    )
+
+
+def _sync_output_names(ep: ExportedProgram) -> None:
+    # Rewrites replace nodes; the signature must name the nodes the graph now returns.
+    out_node = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
+    for spec, arg in zip(ep.graph_signature.output_specs, out_node.args[0]):
+        if isinstance(arg, fx.Node) and hasattr(spec.arg, "name"):
+            spec.arg.name = arg.name
+
+
+def _to_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
+    if not config.preserve_ops and not decompose.needs_torch_decomposition(ep.graph_module):
+        fast = _copy_program(ep)
+        if decompose.rewrite_to_core_aten(fast.graph_module):
+            return fast
+    table = torch.export.default_decompositions()
+    for op in config.preserve_ops:
+        table.pop(op, None)
+    slow = ep.run_decompositions(table)
+    if not decompose.rewrite_to_core_aten(slow.graph_module):
+        raise ExportError("internal error: a graph decomposed by torch still holds composite ops")
+    return slow
+
+
+def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
+    ep = _to_core_aten(ep, config)
+    gm = ep.graph_module
+    edge.to_functional_copies(gm)
+    if not config._skip_dim_order:
+        edge.to_dim_order_ops(gm)
+    if config._check_ir_validity:
+        edge.check_edge_ops(gm, name)
+    edge.check_values(gm, name)
+    _sync_output_names(ep)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return ep
+
+
+def _check_constant_methods(constant_methods: Optional[Mapping[str, Any]], methods: Iterable[str]) -> dict:
+    if constant_methods is None:
+        return {}
+    if not isinstance(constant_methods, Mapping):
+        raise ExportError(f"constant_methods must be a dict of name -> value, not {type(constant_methods).__name__}")
+    clash = set(constant_methods) & set(methods)
+    if clash:
+        raise ExportError(f"constant method names {sorted(clash)} are also program methods; rename one of them")
+    return dict(constant_methods)
+
+
+def to_edge(programs: Programs, constant_methods: Optional[Mapping[str, Any]] = None,
+            compile_config: Optional[EdgeCompileConfig] = None) -> "EdgeProgramManager":
+    """Lower exported programs to the edge dialect: core ATen ops, `*_copy` views, checked."""
+    progs = _as_dict(programs)
+    config = compile_config or EdgeCompileConfig()
+    if not isinstance(config, EdgeCompileConfig):
+        raise ExportError(f"compile_config must be an EdgeCompileConfig, not {type(config).__name__}")
+    consts = _check_constant_methods(constant_methods, progs)
+    return EdgeProgramManager({name: _to_edge_one(name, ep, config) for name, ep in progs.items()}, consts, config)
+
+
+def to_edge_transform_and_lower(
+    programs: Programs,
+    transform_passes: Optional[Union[list, Mapping[str, list]]] = None,
+    partitioner: Optional[Union[list, Mapping[str, list]]] = None,
+    constant_methods: Optional[Mapping[str, Any]] = None,
+    compile_config: Optional[EdgeCompileConfig] = None,
+) -> "EdgeProgramManager":
+    """`to_edge`, then the transform passes, then delegation to each partitioner's backend."""
+    manager = to_edge(programs, constant_methods, compile_config)
+    if transform_passes:
+        manager = manager.transform(transform_passes)
+    if partitioner:
+        manager = manager.to_backend(partitioner)
+    return manager
+
+
+def _apply_pass(p: Callable, ep: ExportedProgram) -> ExportedProgram:
+    result = p(ep.graph_module)
+    gm = getattr(result, "graph_module", result)
+    if gm is None:
+        gm = ep.graph_module
+    if not isinstance(gm, fx.GraphModule):
+        raise ExportError(
+            f"pass {getattr(p, '__name__', p)!r} returned {type(result).__name__}; a pass takes a GraphModule and "
+            "returns None (changed in place), a GraphModule, or an object with .graph_module"
+        )
+    gm.recompile()
+    return _copy_program(ep, gm) if gm is not ep.graph_module else ep
+
+
+def _per_method(arg, methods: Iterable[str]) -> dict[str, list]:
+    if isinstance(arg, Mapping):
+        return {m: list(arg.get(m, [])) for m in methods}
+    return {m: list(arg) for m in methods}
+
+
+class EdgeProgramManager:
+    """Edge-dialect programs, one per method, plus constant methods; lower with `to_executorch`."""
+
+    def __init__(self, programs: dict[str, ExportedProgram], constant_methods: Optional[dict] = None,
+                 compile_config: Optional[EdgeCompileConfig] = None):
+        self._programs = programs
+        self._constant_methods = dict(constant_methods or {})
+        self.compile_config = compile_config or EdgeCompileConfig()
+
+    @property
+    def methods(self) -> set[str]:
+        return set(self._programs)
+
+    def exported_program(self, method_name: str = "forward") -> ExportedProgram:
+        if method_name not in self._programs:
+            raise ExportError(f"no method '{method_name}'; methods: {sorted(self._programs)}")
+        return self._programs[method_name]
+
+    def transform(self, passes) -> "EdgeProgramManager":
+        """Run passes (callables over a GraphModule) on every method, or per method with a dict."""
+        per = _per_method(passes, self._programs)
+        out = {}
+        for name, ep in self._programs.items():
+            for p in per[name]:
+                ep = _apply_pass(p, ep)
+            if self.compile_config._check_ir_validity:
+                edge.check_edge_ops(ep.graph_module, name)
+            out[name] = ep
+        return EdgeProgramManager(out, self._constant_methods, self.compile_config)
+
+    def to_backend(self, partitioner) -> "EdgeProgramManager":
+        """Delegate the parts each partitioner claims to its backend."""
+        from .backend import to_backend
+
+        per = _per_method(partitioner if isinstance(partitioner, (list, tuple, Mapping)) else [partitioner],
+                          self._programs)
+        return EdgeProgramManager({name: to_backend(ep, per[name], name) for name, ep in self._programs.items()},
+                                  self._constant_methods, self.compile_config)
+
+    def to_executorch(self, config: Optional[ExecutorchBackendConfig] = None) -> "ExecutorchProgramManager":
+        """Out variants, memory planning and emission: the program a `.pte` file holds."""
+        config = config or ExecutorchBackendConfig()
+        if not isinstance(config, ExecutorchBackendConfig):
+            raise ExportError(f"config must be an ExecutorchBackendConfig, not {type(config).__name__}")
+        programs = {}
+        for name, ep in self._programs.items():
+            for p in config.passes:
+                ep = _apply_pass(p, ep)
+            programs[name] = ep
+        constants = ConstantTable()
+        plan = config.memory_planning_pass
+        plans = [emit_method(name, ep, constants, plan.planner, plan.alignment) for name, ep in programs.items()]
+        plans += [emit_constant_method(name, v, constants) for name, v in self._constant_methods.items()]
+        program = S.Program(
+            version=0,
+            execution_plan=plans,
+            constant_buffer=constants.buffers,
+            backend_delegate_data=[],
+            segments=[],
+            constant_segment=S.SubsegmentOffsets(segment_index=0, offsets=[]),
+        )
+        return ExecutorchProgramManager(program, programs, config)
+
+
+class ExecutorchProgramManager:
+    """A lowered program: `.buffer` is the `.pte` file's bytes, `write_to_file` writes them."""
+
+    def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig):
+        self._program = program
+        self._programs = programs
+        self._config = config
+        self._buffer: Optional[bytes] = None
+
+    @property
+    def methods(self) -> set[str]:
+        return {p.name for p in self._program.execution_plan}
+
+    @property
+    def executorch_program(self) -> S.Program:
+        return self._program
+
+    def exported_program(self, method_name: str = "forward") -> ExportedProgram:
+        if method_name not in self._programs:
+            raise ExportError(f"no method '{method_name}'; methods: {sorted(self._programs)}")
+        return self._programs[method_name]
+
+    def _chunks(self) -> list:
+        from ._serialize import serialize_pte_chunks
+
+        c = self._config
+        return serialize_pte_chunks(
+            self._program,
+            segment_alignment=c.segment_alignment,
+            constant_tensor_alignment=c.constant_tensor_alignment or 16,
+            delegate_alignment=c.delegate_alignment,
+        )
+
+    @property
+    def buffer(self) -> bytes:
+        """The `.pte` file's bytes."""
+        if self._buffer is None:
+            self._buffer = b"".join(self._chunks())
+        return self._buffer
+
+    def write_to_file(self, f) -> None:
+        """Write the `.pte` to an open binary file, or to a path (atomically: a failed write
+        leaves no file behind)."""
+        chunks = [self._buffer] if self._buffer is not None else self._chunks()
+        if isinstance(f, (str, os.PathLike)):
+            path = os.fspath(f)
+            tmp = f"{path}.{os.getpid()}.partial"
+            try:
+                with open(tmp, "xb") as out:
+                    for c in chunks:
+                        out.write(c)
+                os.replace(tmp, path)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+            return
+        for c in chunks:
+            f.write(c)
