@@ -1,0 +1,236 @@
+// Convolution algorithms: 1x1 as one GEMM, depthwise as direct row sweeps (3x3 fused), the rest
+// as im2col + GEMM, with a direct fallback when no scratch memory is available.
+#include "kernels/portable/cpu/conv.h"
+
+#include <algorithm>
+
+#include "kernels/portable/cpu/gemm.h"
+#include "kernels/portable/cpu/vectorize.h"
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+namespace {
+
+// Output columns [lo, hi) whose input column ow * stride + offset lies in [0, width).
+void valid_range(int64_t out_w, int64_t width, int64_t stride, int64_t offset, int64_t* lo,
+                 int64_t* hi) {
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = width - 1 - offset < 0 ? -1 : (width - 1 - offset) / stride;
+  *lo = std::min(first, out_w);
+  *hi = std::max(*lo, std::min(last + 1, out_w));
+}
+
+// out_plane += correlation of one input plane with one KH x KW filter.
+ET_MULTIVERSION void accumulate_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
+                                      const float* in, const float* w, float* out) {
+  for (int64_t oh = 0; oh < oh_count; ++oh) {
+    float* orow = out + oh * ow_count;
+    for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+      const int64_t ih = oh * s.stride_h - s.pad_h + kh * s.dilation_h;
+      if (ih < 0 || ih >= s.in_h) continue;
+      const float* irow = in + ih * s.in_w;
+      for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+        const int64_t off = kw * s.dilation_w - s.pad_w;
+        int64_t lo, hi;
+        valid_range(ow_count, s.in_w, s.stride_w, off, &lo, &hi);
+        const float wv = w[kh * s.kernel_w + kw];
+        if (s.stride_w == 1) {
+          for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow + off];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow * s.stride_w + off];
+        }
+      }
+    }
+  }
+}
+
+// One output of a 3x3 filter with bounds checks, for border pixels.
+float depthwise3x3_point(const Conv2dShape& s, const float* in, const float* w, float acc,
+                         int64_t oh, int64_t ow) {
+  for (int64_t kh = 0; kh < 3; ++kh) {
+    const int64_t ih = oh * s.stride_h - s.pad_h + kh;
+    if (ih < 0 || ih >= s.in_h) continue;
+    for (int64_t kw = 0; kw < 3; ++kw) {
+      const int64_t iw = ow * s.stride_w - s.pad_w + kw;
+      if (iw >= 0 && iw < s.in_w) acc += w[kh * 3 + kw] * in[ih * s.in_w + iw];
+    }
+  }
+  return acc;
+}
+
+// Interior of one output row of a 3x3 filter: all nine taps in one pass, no bounds checks.
+template <int kStride>
+ET_MULTIVERSION void depthwise3x3_row(const float* r0, const float* r1, const float* r2,
+                                      int64_t pad, const float* w, float bias, float* orow,
+                                      int64_t lo, int64_t hi) {
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
+              w7 = w[7], w8 = w[8];
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const int64_t i = ow * kStride - pad;
+    orow[ow] = bias + w0 * r0[i] + w1 * r0[i + 1] + w2 * r0[i + 2] + w3 * r1[i] +
+               w4 * r1[i + 1] + w5 * r1[i + 2] + w6 * r2[i] + w7 * r2[i + 1] + w8 * r2[i + 2];
+  }
+}
+
+void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
+                        const float* in, const float* w, float bias, float* out) {
+  int64_t lo, hi;  // columns whose three taps are all inside the row
+  valid_range(ow_count, s.in_w - 2, s.stride_w, -s.pad_w, &lo, &hi);
+  for (int64_t oh = 0; oh < oh_count; ++oh) {
+    float* orow = out + oh * ow_count;
+    const int64_t ih = oh * s.stride_h - s.pad_h;
+    const bool rows_inside = ih >= 0 && ih + 2 < s.in_h;
+    const int64_t row_lo = rows_inside ? lo : ow_count;
+    for (int64_t ow = 0; ow < std::min(row_lo, ow_count); ++ow)
+      orow[ow] = depthwise3x3_point(s, in, w, bias, oh, ow);
+    if (!rows_inside) continue;
+    const float* r0 = in + ih * s.in_w;
+    if (s.stride_w == 1) {
+      depthwise3x3_row<1>(r0, r0 + s.in_w, r0 + 2 * s.in_w, s.pad_w, w, bias, orow, lo, hi);
+    } else {
+      depthwise3x3_row<2>(r0, r0 + s.in_w, r0 + 2 * s.in_w, s.pad_w, w, bias, orow, lo, hi);
+    }
+    for (int64_t ow = hi; ow < ow_count; ++ow)
+      orow[ow] = depthwise3x3_point(s, in, w, bias, oh, ow);
+  }
+}
+
+// Unfolds one group of input channels into col[(c * KH + kh) * KW + kw][oh * OW + ow].
+ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_count,
+                            int64_t ow_count, const float* in, float* col) {
+  const int64_t plane = oh_count * ow_count;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in_c = in + c * s.in_h * s.in_w;
+    for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+      for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+        float* dst = col + ((c * s.kernel_h + kh) * s.kernel_w + kw) * plane;
+        const int64_t off = kw * s.dilation_w - s.pad_w;
+        int64_t lo, hi;
+        valid_range(ow_count, s.in_w, s.stride_w, off, &lo, &hi);
+        for (int64_t oh = 0; oh < oh_count; ++oh) {
+          float* drow = dst + oh * ow_count;
+          const int64_t ih = oh * s.stride_h - s.pad_h + kh * s.dilation_h;
+          if (ih < 0 || ih >= s.in_h) {
+            std::fill(drow, drow + ow_count, 0.f);
+            continue;
+          }
+          const float* irow = in_c + ih * s.in_w;
+          std::fill(drow, drow + lo, 0.f);
+          if (s.stride_w == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) drow[ow] = irow[ow + off];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) drow[ow] = irow[ow * s.stride_w + off];
+          }
+          std::fill(drow + hi, drow + ow_count, 0.f);
+        }
+      }
+    }
+  }
+}
+
+bool is_pointwise(const Conv2dShape& s) {
+  return s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 &&
+         s.pad_h == 0 && s.pad_w == 0;
+}
+
+void fill_bias(const float* bias, int64_t channels, int64_t plane, float* out) {
+  for (int64_t c = 0; c < channels; ++c)
+    std::fill(out + c * plane, out + (c + 1) * plane, bias ? bias[c] : 0.f);
+}
+
+}  // namespace
+
+size_t conv2d_workspace_floats(const Conv2dShape& s) {
+  const int64_t cg = s.in_channels / s.groups;
+  const int64_t ocg = s.out_channels / s.groups;
+  const int64_t plane = s.out_h() * s.out_w();
+  if (cg == 1 && ocg == 1) return 0;
+  const int64_t k = cg * s.kernel_h * s.kernel_w;
+  const size_t gemm = sgemm_workspace_floats(ocg, plane, k);
+  return is_pointwise(s) ? gemm : gemm + static_cast<size_t>(k * plane);
+}
+
+void conv2d(const Conv2dShape& s, const float* in, const float* weight, const float* bias,
+            float* out, float* workspace) {
+  const int64_t oh_count = s.out_h(), ow_count = s.out_w();
+  const int64_t plane = oh_count * ow_count;
+  const int64_t cg = s.in_channels / s.groups;
+  const int64_t ocg = s.out_channels / s.groups;
+  const int64_t ksize = s.kernel_h * s.kernel_w;
+  const int64_t in_plane = s.in_h * s.in_w;
+  const bool depthwise3x3 = s.kernel_h == 3 && s.kernel_w == 3 && s.dilation_h == 1 &&
+                            s.dilation_w == 1 && (s.stride_w == 1 || s.stride_w == 2);
+  for (int64_t n = 0; n < s.batch; ++n) {
+    const float* in_n = in + n * s.in_channels * in_plane;
+    float* out_n = out + n * s.out_channels * plane;
+    const bool direct = workspace == nullptr || (cg == 1 && ocg == 1);
+    if (direct) {
+      for (int64_t oc = 0; oc < s.out_channels; ++oc) {
+        const int64_t g = oc / ocg;
+        const float* w = weight + oc * cg * ksize;
+        float* o = out_n + oc * plane;
+        if (cg == 1 && depthwise3x3) {
+          depthwise3x3_plane(s, oh_count, ow_count, in_n + g * in_plane, w, bias ? bias[oc] : 0.f,
+                             o);
+          continue;
+        }
+        std::fill(o, o + plane, bias ? bias[oc] : 0.f);
+        for (int64_t c = 0; c < cg; ++c)
+          accumulate_plane(s, oh_count, ow_count, in_n + (g * cg + c) * in_plane, w + c * ksize, o);
+      }
+      continue;
+    }
+    const int64_t k = cg * ksize;
+    float* col = workspace;
+    float* gemm_ws = is_pointwise(s) ? workspace : workspace + k * plane;
+    fill_bias(bias, s.out_channels, plane, out_n);
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const float* in_g = in_n + g * cg * in_plane;
+      ConstMatrix b{in_g, plane, 1};
+      if (!is_pointwise(s)) {
+        im2col(s, cg, oh_count, ow_count, in_g, col);
+        b = {col, plane, 1};
+      }
+      sgemm(ocg, plane, k, 1.f, {weight + g * ocg * k, k, 1}, b, 1.f, out_n + g * ocg * plane,
+            plane, gemm_ws);
+    }
+  }
+}
+
+void conv_transpose2d(const Conv2dShape& s, int64_t out_h, int64_t out_w, const float* in,
+                      const float* weight, const float* bias, float* out) {
+  const int64_t cg = s.in_channels / s.groups;
+  const int64_t ocg = s.out_channels / s.groups;
+  const int64_t ksize = s.kernel_h * s.kernel_w;
+  const int64_t in_plane = s.in_h * s.in_w, out_plane = out_h * out_w;
+  for (int64_t n = 0; n < s.batch; ++n) {
+    float* out_n = out + n * s.out_channels * out_plane;
+    fill_bias(bias, s.out_channels, out_plane, out_n);
+    for (int64_t ic = 0; ic < s.in_channels; ++ic) {
+      const int64_t g = ic / cg;
+      const float* in_c = in + (n * s.in_channels + ic) * in_plane;
+      for (int64_t j = 0; j < ocg; ++j) {
+        const float* w = weight + (ic * ocg + j) * ksize;
+        float* o = out_n + (g * ocg + j) * out_plane;
+        for (int64_t ih = 0; ih < s.in_h; ++ih) {
+          for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+            const int64_t oh = ih * s.stride_h - s.pad_h + kh * s.dilation_h;
+            if (oh < 0 || oh >= out_h) continue;
+            for (int64_t iw = 0; iw < s.in_w; ++iw) {
+              const float v = in_c[ih * s.in_w + iw];
+              for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+                const int64_t ow = iw * s.stride_w - s.pad_w + kw * s.dilation_w;
+                if (ow >= 0 && ow < out_w) o[oh * out_w + ow] += v * w[kh * s.kernel_w + kw];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch

@@ -1,0 +1,262 @@
+// Goto-style blocked GEMM: pack panels of A and B, then run a register-tiled micro-kernel
+// written as plain loops the compiler vectorizes; an AVX2/FMA build of the micro-kernel is
+// picked at run time on x86 so the library itself still targets the baseline ISA.
+#include "kernels/portable/cpu/gemm.h"
+
+#include <algorithm>
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+namespace {
+
+// Cache blocking: a KC x NR sliver of B stays in L1, an MC x KC block of A in L2,
+// a KC x NC panel of B in L3.
+constexpr int64_t kMC = 144;
+constexpr int64_t kKC = 256;
+constexpr int64_t kNC = 2048;
+// Packed sizes round up to multiples every micro-kernel tile divides.
+constexpr int64_t kRowQuantum = 24;
+constexpr int64_t kColQuantum = 32;
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// Packs A[0:mc, 0:kc] as MR-row slivers, each stored k-major; rows past mc are zero.
+template <int MR>
+void pack_a(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const int64_t rows = std::min<int64_t>(MR, mc - i0);
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = a.data + i0 * a.row_stride + p * a.col_stride;
+      for (int64_t i = 0; i < rows; ++i) dst[i] = src[i * a.row_stride];
+      for (int64_t i = rows; i < MR; ++i) dst[i] = 0.f;
+      dst += MR;
+    }
+  }
+}
+
+// Packs B[0:kc, 0:nc] as NR-column slivers, each stored k-major; columns past nc are zero.
+template <int NR>
+void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
+  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+    const int64_t cols = std::min<int64_t>(NR, nc - j0);
+    if (cols == NR && b.col_stride == 1) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = b.data + p * b.row_stride + j0;
+        for (int64_t j = 0; j < NR; ++j) dst[j] = src[j];
+        dst += NR;
+      }
+      continue;
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = b.data + p * b.row_stride + j0 * b.col_stride;
+      for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * b.col_stride];
+      for (int64_t j = cols; j < NR; ++j) dst[j] = 0.f;
+      dst += NR;
+    }
+  }
+}
+
+// C[0:mr, 0:nr] = alpha * Apack * Bpack + beta * C over one MR x NR tile.
+template <int MR, int NR>
+inline __attribute__((always_inline)) void micro_kernel_body(int64_t kc, const float* a,
+                                                             const float* b, float alpha,
+                                                             float beta, float* c,
+                                                             int64_t ldc, int64_t mr,
+                                                             int64_t nr) {
+  float acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = 0.f;
+  for (int64_t p = 0; p < kc; ++p) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float ai = a[i];
+#pragma GCC unroll 32
+      for (int j = 0; j < NR; ++j) acc[i][j] += ai * b[j];
+    }
+    a += MR;
+    b += NR;
+  }
+  if (mr == MR && nr == NR) {
+    for (int i = 0; i < MR; ++i) {
+      float* ci = c + i * ldc;
+      if (beta == 0.f) {
+        for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j];
+      } else if (beta == 1.f) {
+        for (int j = 0; j < NR; ++j) ci[j] += alpha * acc[i][j];
+      } else {
+        for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j] + beta * ci[j];
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    for (int64_t j = 0; j < nr; ++j)
+      ci[j] = beta == 0.f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
+  }
+}
+
+using MicroKernel = void (*)(int64_t, const float*, const float*, float, float, float*, int64_t,
+                             int64_t, int64_t);
+
+void micro_kernel_baseline(int64_t kc, const float* a, const float* b, float alpha, float beta,
+                           float* c, int64_t ldc, int64_t mr, int64_t nr) {
+  micro_kernel_body<4, 8>(kc, a, b, alpha, beta, c, ldc, mr, nr);
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ET_GEMM_X86_DISPATCH 1
+__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
+                                                           const float* b, float alpha,
+                                                           float beta, float* c, int64_t ldc,
+                                                           int64_t mr, int64_t nr) {
+  micro_kernel_body<6, 16>(kc, a, b, alpha, beta, c, ldc, mr, nr);
+}
+__attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a,
+                                                                     const float* b, float alpha,
+                                                                     float beta, float* c,
+                                                                     int64_t ldc, int64_t mr,
+                                                                     int64_t nr) {
+  micro_kernel_body<8, 32>(kc, a, b, alpha, beta, c, ldc, mr, nr);
+}
+#endif
+
+template <int MR, int NR>
+void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float alpha,
+                   ConstMatrix a, ConstMatrix b, float beta, float* c, int64_t ldc,
+                   float* workspace) {
+  float* a_pack = workspace;
+  float* b_pack = workspace + round_up(std::min(m, kMC), kRowQuantum) * std::min(k, kKC);
+  for (int64_t jc = 0; jc < n; jc += kNC) {
+    const int64_t nc = std::min(kNC, n - jc);
+    for (int64_t pc = 0; pc < k; pc += kKC) {
+      const int64_t kc = std::min(kKC, k - pc);
+      // Only the first k-block applies the caller's beta; later ones accumulate.
+      const float beta_here = pc == 0 ? beta : 1.f;
+      pack_b<NR>(kc, nc, {b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride,
+                          b.col_stride},
+                 b_pack);
+      for (int64_t ic = 0; ic < m; ic += kMC) {
+        const int64_t mc = std::min(kMC, m - ic);
+        pack_a<MR>(mc, kc, {a.data + ic * a.row_stride + pc * a.col_stride, a.row_stride,
+                            a.col_stride},
+                   a_pack);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int64_t nr = std::min<int64_t>(NR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int64_t mr = std::min<int64_t>(MR, mc - ir);
+            kernel(kc, a_pack + ir * kc, b_pack + jr * kc, alpha, beta_here,
+                   c + (ic + ir) * ldc + jc + jr, ldc, mr, nr);
+          }
+        }
+      }
+    }
+  }
+}
+
+// No-scratch fallback: row-by-row axpy form, still vectorizable over n.
+void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
+                    float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    if (beta == 0.f) {
+      std::fill(ci, ci + n, 0.f);
+    } else if (beta != 1.f) {
+      for (int64_t j = 0; j < n; ++j) ci[j] *= beta;
+    }
+    for (int64_t p = 0; p < k; ++p) {
+      const float aip = alpha * a.data[i * a.row_stride + p * a.col_stride];
+      const float* bp = b.data + p * b.row_stride;
+      if (b.col_stride == 1) {
+        for (int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j * b.col_stride];
+      }
+    }
+  }
+}
+
+bool has_avx512() {
+#ifdef ET_GEMM_X86_DISPATCH
+  static const bool supported = __builtin_cpu_supports("avx512f");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+bool has_avx2_fma() {
+#ifdef ET_GEMM_X86_DISPATCH
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+size_t sgemm_workspace_floats(int64_t m, int64_t n, int64_t k) {
+  const int64_t kc = std::min(k, kKC);
+  return static_cast<size_t>(round_up(std::min(m, kMC), kRowQuantum) * kc +
+                             kc * round_up(std::min(n, kNC), kColQuantum));
+}
+
+bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
+                   ConstMatrix b, float beta, float* c, int64_t ldc, float* workspace) {
+  if (m <= 0 || n <= 0) return true;
+  if (k <= 0 || alpha == 0.f) {
+    unpacked_sgemm(m, n, 0, alpha, a, b, beta, c, ldc);
+    return true;
+  }
+  switch (path) {
+    case GemmPath::kUnpacked:
+      unpacked_sgemm(m, n, k, alpha, a, b, beta, c, ldc);
+      return true;
+    case GemmPath::kBaseline:
+      blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+      return true;
+#ifdef ET_GEMM_X86_DISPATCH
+    case GemmPath::kAvx2:
+      if (!has_avx2_fma()) return false;
+      blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+      return true;
+    case GemmPath::kAvx512:
+      if (!has_avx512()) return false;
+      blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+      return true;
+#endif
+    default:
+      return false;
+  }
+}
+
+void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
+           float beta, float* c, int64_t ldc, float* workspace) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.f) {
+    unpacked_sgemm(m, n, 0, alpha, a, b, beta, c, ldc);
+    return;
+  }
+  // One row times a row-major matrix streams B once either way; packing it only adds traffic.
+  if (workspace == nullptr || (m == 1 && b.col_stride == 1)) {
+    unpacked_sgemm(m, n, k, alpha, a, b, beta, c, ldc);
+    return;
+  }
+#ifdef ET_GEMM_X86_DISPATCH
+  if (has_avx512()) {
+    blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+    return;
+  }
+  if (has_avx2_fma()) {
+    blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+    return;
+  }
+#endif
+  blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+}
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch

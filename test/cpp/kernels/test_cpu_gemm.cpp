@@ -1,0 +1,87 @@
+// sgemm against a double-precision triple loop, on every code path and awkward shapes.
+#include <vector>
+
+#include "kernels/portable/cpu/gemm.h"
+#include "test/cpp/kernels/check.h"
+
+using executorch::kernels::cpu::ConstMatrix;
+using executorch::kernels::cpu::GemmPath;
+using executorch::kernels::cpu::sgemm;
+using executorch::kernels::cpu::sgemm_on_path;
+using executorch::kernels::cpu::sgemm_workspace_floats;
+
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// C = alpha * op(A) * op(B) + beta * C0 in double, with op() a transpose when asked.
+std::vector<float> reference(const Shape& s, float alpha, const std::vector<float>& a, bool ta,
+                             const std::vector<float>& b, bool tb, float beta,
+                             const std::vector<float>& c0) {
+  std::vector<float> c(s.m * s.n);
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < s.k; ++p)
+        acc += static_cast<double>(ta ? a[p * s.m + i] : a[i * s.k + p]) *
+               (tb ? b[j * s.k + p] : b[p * s.n + j]);
+      c[i * s.n + j] = static_cast<float>(alpha * acc + (beta == 0.f ? 0.0 : beta * c0[i * s.n + j]));
+    }
+  return c;
+}
+
+void check_shape(GemmPath path, const Shape& s, bool ta, bool tb, float alpha, float beta) {
+  auto a = ktest::random_floats(s.m * s.k, 1);
+  auto b = ktest::random_floats(s.k * s.n, 2);
+  auto c0 = ktest::random_floats(s.m * s.n, 3);
+  auto expected = reference(s, alpha, a, ta, b, tb, beta, c0);
+  ConstMatrix am = ta ? ConstMatrix{a.data(), 1, s.m} : ConstMatrix{a.data(), s.k, 1};
+  ConstMatrix bm = tb ? ConstMatrix{b.data(), 1, s.k} : ConstMatrix{b.data(), s.n, 1};
+  std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
+  auto c = c0;
+  if (beta == 0.f) std::fill(c.begin(), c.end(), std::nanf(""));  // beta 0 must not read C
+  if (!sgemm_on_path(path, s.m, s.n, s.k, alpha, am, bm, beta, c.data(), s.n, ws.data())) return;
+  // float accumulation error grows with the reduction length
+  CHECK_CLOSE(c.data(), expected.data(), c.size(), 1e-6 + 5e-8 * s.k);
+}
+
+const Shape kShapes[] = {{1, 1, 1},   {7, 13, 5},    {8, 32, 1},     {9, 33, 17},
+                         {100, 3, 77}, {1, 1000, 300}, {145, 2049, 3}, {33, 70, 600},
+                         {64, 64, 64}};
+
+}  // namespace
+
+KTEST(gemm_all_paths_match_reference) {
+  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2,
+                        GemmPath::kAvx512})
+    for (const Shape& s : kShapes) {
+      check_shape(path, s, false, false, 1.f, 0.f);
+      check_shape(path, s, true, false, 0.5f, 1.f);
+      check_shape(path, s, false, true, 2.f, -0.75f);
+    }
+}
+
+KTEST(gemm_default_dispatch_with_and_without_workspace) {
+  const Shape s{37, 41, 300};
+  auto a = ktest::random_floats(s.m * s.k, 4);
+  auto b = ktest::random_floats(s.k * s.n, 5);
+  std::vector<float> zero(s.m * s.n, 0.f);
+  auto expected = reference(s, 1.f, a, false, b, false, 0.f, zero);
+  std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
+  std::vector<float> c(s.m * s.n, 7.f);
+  sgemm(s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.f, c.data(), s.n, ws.data());
+  CHECK_CLOSE(c.data(), expected.data(), c.size(), 1e-5);
+  std::vector<float> c2(s.m * s.n, 7.f);
+  sgemm(s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.f, c2.data(), s.n, nullptr);
+  CHECK_CLOSE(c2.data(), expected.data(), c2.size(), 1e-5);
+}
+
+KTEST(gemm_empty_k_scales_c_by_beta) {
+  std::vector<float> c = {1.f, 2.f, 3.f, 4.f};
+  float dummy = 0.f;
+  sgemm(2, 2, 0, 1.f, {&dummy, 0, 1}, {&dummy, 2, 1}, 0.5f, c.data(), 2, nullptr);
+  const float expected[] = {0.5f, 1.f, 1.5f, 2.f};
+  CHECK_CLOSE(c.data(), expected, 4, 0);
+}
