@@ -29,17 +29,24 @@ class _Corrupt(Exception):
 
 
 class _Reader:
-    __slots__ = ("buf", "size")
+    __slots__ = ("buf", "size", "budget")
 
     def __init__(self, buf: memoryview):
         self.buf = buf
         self.size = len(buf)
+        # Every table starts with its own 4-byte vtable offset, so a well-formed buffer holds at
+        # most size/4 tables; more reads mean offsets that alias one table many times over,
+        # which would let a small file cost quadratic time.
+        self.budget = self.size // 4 + 1
 
     # Low level ----------------------------------------------------------------------------
 
     def fields(self, pos: int, count: int, what: str) -> list[int]:
         """Absolute positions of the table's first `count` fields (0 where a field is absent)."""
         size = self.size
+        self.budget -= 1
+        if self.budget < 0:
+            raise _Corrupt("it references more tables than it can hold (offsets alias each other)")
         if pos < 0 or pos + 4 > size:
             raise _Corrupt(f"{what} table at {pos} is outside the {size}-byte buffer")
         vt = pos - _I32(self.buf, pos)[0]

@@ -177,6 +177,7 @@ def deserialize_pte_binary(data: s.BytesLike) -> s.Program:
     program = read_flatbuffer(view[:program_size])
     base = header.segment_base_offset if header else 0
     segments = _segment_views(program.segments, view, base, program_size)
+    _check_references(program, segments)
     return _restore(program, segments)
 
 
@@ -201,6 +202,35 @@ def _segment_views(
             )
         views.append(view[start : start + seg.size])
     return views
+
+
+def _check_references(program: s.Program, segments: list[memoryview]) -> None:
+    """Every segment and inline-data index in the program names something the file holds."""
+
+    def check(index: int, limit: int, what: str, where: str) -> None:
+        if index >= limit:
+            raise SerializeError(
+                f"{what} refers to {where} {index} but the file has {limit}; the file is corrupt, re-export it"
+            )
+
+    for p, plan in enumerate(program.execution_plan):
+        for d, delegate in enumerate(plan.delegates):
+            ref = delegate.processed
+            what = f"execution_plan[{p}].delegates[{d}] ({delegate.id!r})"
+            if ref.location == s.DataLocation.SEGMENT:
+                check(ref.index, len(segments), what, "segment")
+            else:
+                check(ref.index, len(program.backend_delegate_data), what, "inline data entry")
+    for i, named in enumerate(program.named_data or ()):
+        check(named.segment_index, len(segments), f"named_data[{i}] ({named.key!r})", "segment")
+    for i, sub in enumerate(program.mutable_data_segments or ()):
+        check(sub.segment_index, len(segments), f"mutable_data_segments[{i}]", "segment")
+        for offset in sub.offsets:
+            if offset > len(segments[sub.segment_index]):
+                raise SerializeError(
+                    f"mutable_data_segments[{i}] has offset {offset} past the end of its "
+                    f"{len(segments[sub.segment_index])}-byte segment; the file is corrupt, re-export it"
+                )
 
 
 def _restore(program: s.Program, segments: list[memoryview]) -> s.Program:
