@@ -1,0 +1,138 @@
+"""Run `.pte` programs: `Runtime.get().load_program(path).load_method("forward").execute(inputs)`.
+
+The same API fronts two implementations: the native C++ runtime (full wheel) and a
+pure-Python interpreter over torch operators (every wheel). `Runtime.get().backend` names
+the active one; `EXECUTORCH_RUNTIME=native|python` forces a choice.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from types import ModuleType
+from typing import Any, BinaryIO, Optional, Sequence, Union
+
+from executorch.runtime._backend import MethodHandle, ProgramHandle, Verification, select_backend
+from executorch.runtime._errors import ExecuTorchError, InvalidProgramError, MethodNotFoundError
+from executorch.runtime._meta import MethodMeta, TensorInfo
+
+__all__ = [
+    "ExecuTorchError", "InvalidProgramError", "Method", "MethodMeta", "MethodNotFoundError",
+    "Program", "Runtime", "TensorInfo", "Verification",
+]
+
+ProgramSource = Union[bytes, bytearray, memoryview, BinaryIO, Path, str]
+
+
+class Method:
+    """One loaded method of a program; `execute` runs it."""
+
+    def __init__(self, handle: MethodHandle) -> None:
+        self._handle = handle
+
+    def execute(self, inputs: Sequence[Any]) -> list:
+        """Run the method on `inputs` (tensors, ints, floats, bools) and return its outputs as a list."""
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise TypeError(
+                f"inputs must be a list or tuple of tensors/scalars, got {type(inputs).__name__}; "
+                f"wrap a single tensor as [tensor]")
+        return self._handle.execute(list(inputs))
+
+    @property
+    def metadata(self) -> MethodMeta:
+        """The method's inputs and outputs (count, shapes, dtypes)."""
+        return self._handle.meta()
+
+
+class Program:
+    """A loaded program: its method names and their loaders."""
+
+    def __init__(self, handle: ProgramHandle, data: Optional[object]) -> None:
+        self._data = data  # the backend may point into these bytes
+        self._handle = handle
+        self._names = tuple(handle.method_names)
+        self._methods: dict[str, Method] = {}
+
+    @property
+    def method_names(self) -> set[str]:
+        """The names of the program's methods."""
+        return set(self._names)
+
+    def load_method(self, name: str) -> Method:
+        """Load (once, then cached) the method called `name`; unknown names raise MethodNotFoundError."""
+        method = self._methods.get(name)
+        if method is None:
+            self._check_name(name)
+            method = self._methods[name] = Method(self._handle.load_method(name))
+        return method
+
+    def metadata(self, method_name: str) -> MethodMeta:
+        """The inputs and outputs of `method_name`, without loading it."""
+        self._check_name(method_name)
+        return self._handle.method_meta(method_name)
+
+    def _check_name(self, name: str) -> None:
+        if name not in self._names:
+            known = ", ".join(repr(n) for n in self._names) or "none"
+            raise MethodNotFoundError(f"program has no method {name!r}; its methods are: {known}")
+
+
+class Runtime:
+    """The process-wide runtime; `Runtime.get()` returns the singleton."""
+
+    @staticmethod
+    @functools.lru_cache(maxsize=1)
+    def get() -> "Runtime":
+        """Return the runtime, choosing the backend on first use."""
+        name, module = select_backend()
+        return Runtime(name, module)
+
+    def __init__(self, backend: str, module: ModuleType) -> None:
+        self._backend = backend
+        self._module = module
+
+    @property
+    def backend(self) -> str:
+        """Which implementation runs programs: "native" or "python"."""
+        return self._backend
+
+    def load_program(
+        self,
+        data: ProgramSource,
+        *,
+        verification: Verification = Verification.InternalConsistency,
+        enable_etdump: bool = False,
+        debug_buffer_size: int = 0,
+        data_path: Optional[Union[Path, str]] = None,
+    ) -> Program:
+        """Load a program from a `.pte` path, its bytes, or a binary file object."""
+        if enable_etdump or debug_buffer_size:
+            raise ExecuTorchError(
+                "ETDump profiling is not available in this runtime; call load_program without "
+                "enable_etdump/debug_buffer_size")
+        if data_path is not None:
+            raise ExecuTorchError(
+                f"external tensor data ({data_path}) is not supported by this runtime; export "
+                f"the program with its weights inside the .pte")
+        if not isinstance(verification, Verification):
+            raise TypeError(f"verification must be a Verification, got {verification!r}")
+        payload = _read(data)
+        return Program(self._module.load_program(payload, verification), payload)
+
+
+def _read(data: ProgramSource) -> Union[bytes, memoryview]:
+    if isinstance(data, (str, Path)):
+        return Path(data).read_bytes()
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        # A private copy: the caller may change its buffer while the program points into it.
+        return bytes(data)
+    if hasattr(data, "read"):
+        payload = data.read()
+        if not isinstance(payload, (bytes, bytearray)):
+            raise TypeError(f"the file object returned {type(payload).__name__} from read(); open it in binary mode ('rb')")
+        return bytes(payload)
+    raise TypeError(
+        f"load_program takes a path, bytes, bytearray, memoryview or binary file object, "
+        f"got {type(data).__name__}")

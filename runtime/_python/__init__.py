@@ -1,0 +1,42 @@
+"""The pure-Python runtime backend: reads a `.pte` and runs its methods with torch kernels."""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+from executorch.exir import schema
+from executorch.runtime._backend import Verification
+from executorch.runtime._errors import InvalidProgramError
+from executorch.runtime._meta import MethodMeta
+from executorch.runtime._python._method import PythonMethod, plan_meta
+
+__all__ = ["PythonProgram", "load_program"]
+
+
+class PythonProgram:
+    """A deserialized program whose methods load on demand."""
+
+    def __init__(self, program: schema.Program) -> None:
+        self._program = program
+        self._plans = {}
+        for plan in program.execution_plan:
+            if plan.name in self._plans:
+                raise InvalidProgramError(f"the program has two methods named {plan.name!r}")
+            self._plans[plan.name] = plan
+
+    @property
+    def method_names(self) -> Sequence[str]:
+        return list(self._plans)
+
+    def method_meta(self, name: str) -> MethodMeta:
+        return plan_meta(self._plans[name])
+
+    def load_method(self, name: str) -> PythonMethod:
+        return PythonMethod(self._program, self._plans[name])
+
+
+def load_program(data: Union[bytes, memoryview], verification: Verification = Verification.InternalConsistency) -> PythonProgram:
+    """Read `.pte` bytes; every index and offset is checked whatever `verification` asks."""
+    from executorch.exir._serialize import deserialize_pte_binary
+
+    return PythonProgram(deserialize_pte_binary(data))

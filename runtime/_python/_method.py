@@ -1,0 +1,292 @@
+"""One method ready to run: instructions compiled to steps at load, a tight loop at execute."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, Optional
+
+import torch
+
+from executorch.exir import schema
+from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
+from executorch.runtime._meta import MethodMeta, TensorInfo
+from executorch.runtime._python import _kernels, _layout, _ops
+from executorch.runtime._python._values import PlanValues, TensorSpec
+
+# Like the native runtime, stop a method that jumps around forever (a malformed loop).
+MAX_INSTRUCTIONS = 10_000_000
+
+_Static = schema.TensorShapeDynamism.STATIC
+_Bound = schema.TensorShapeDynamism.DYNAMIC_BOUND
+
+
+class _Chain:
+    __slots__ = ("steps", "labels", "jumps")
+
+    def __init__(self, steps: list, labels: list[str], jumps: bool) -> None:
+        self.steps, self.labels, self.jumps = steps, labels, jumps
+
+
+class PythonMethod:
+    """Runs one ExecutionPlan with torch kernels over its planned memory."""
+
+    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan) -> None:
+        self.name = plan.name
+        self._plan = plan
+        self._values = PlanValues(program, plan)
+        self._objs = self._values.objects
+        self._resolved: dict[int, _ops.Resolved] = {}
+        self._dynamic = self._written_at_run_time()
+        self._chains = [self._compile(i, chain) for i, chain in enumerate(plan.chains)]
+        self._inputs = [self._input_binder(pos, idx) for pos, idx in enumerate(self._checked(plan.inputs, "input"))]
+        self._outputs = [self._output_reader(idx) for idx in self._checked(plan.outputs, "output")]
+        self._meta = plan_meta(plan)
+
+    def meta(self) -> MethodMeta:
+        return self._meta
+
+    def execute(self, inputs: list) -> list:
+        if len(inputs) != len(self._inputs):
+            raise ExecuTorchError(
+                f"method {self.name!r} takes {len(self._inputs)} inputs, got {len(inputs)}")
+        with torch.no_grad():
+            for bind, value in zip(self._inputs, inputs):
+                bind(value)
+            for c, chain in enumerate(self._chains):
+                self._run(c, chain)
+            return [read() for read in self._outputs]
+
+    def _run(self, c: int, chain: _Chain) -> None:
+        steps, pc = chain.steps, 0
+        try:
+            if not chain.jumps:
+                for pc, step in enumerate(steps):
+                    step()
+                return
+            budget, n = MAX_INSTRUCTIONS, len(steps)
+            while pc < n:
+                budget -= 1
+                if budget < 0:
+                    raise ExecuTorchError(
+                        f"method {self.name!r} ran {MAX_INSTRUCTIONS} instructions without finishing; "
+                        f"the program loops forever (check its JumpFalse destinations)")
+                nxt = steps[pc]()
+                pc = nxt if type(nxt) is int else pc + 1
+        except ExecuTorchError:
+            raise
+        except Exception as exc:  # a kernel rejected its arguments: report where, keep the cause
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExecuTorchError(
+                f"method {self.name!r}: instruction {pc} of chain {c} ({chain.labels[pc]}) failed: {detail}"
+            ) from exc
+
+    # ---- load-time compilation
+
+    def _checked(self, indices: list[int], what: str) -> list[int]:
+        for idx in indices:
+            self._check_index(idx, f"{what} list")
+        return list(indices)
+
+    def _check_index(self, idx: int, where: str) -> None:
+        if not 0 <= idx < len(self._objs):
+            raise InvalidProgramError(
+                f"{where} of method {self.name!r} refers to value {idx}, but the method has {len(self._objs)} values")
+
+    def _op(self, op_index: int) -> _ops.Resolved:
+        if op_index not in self._resolved:
+            if not 0 <= op_index < len(self._plan.operators):
+                raise InvalidProgramError(
+                    f"a KernelCall of method {self.name!r} uses operator {op_index}, but the method lists "
+                    f"{len(self._plan.operators)}")
+            self._resolved[op_index] = _ops.resolve(self._plan.operators[op_index])
+        return self._resolved[op_index]
+
+    def _written_at_run_time(self) -> set[int]:
+        """Values whose object (not just contents) an instruction replaces, so nothing may pre-bind them."""
+        written: set[int] = set()
+        for chain in self._plan.chains:
+            for instr in chain.instructions:
+                args = instr.instr_args
+                if isinstance(args, schema.MoveCall):
+                    self._check_index(args.move_to, "a MoveCall")
+                    written.add(args.move_to)
+                elif isinstance(args, schema.KernelCall) and args.args and self._op(args.op_index).stores:
+                    last = args.args[-1]
+                    self._check_index(last, "a KernelCall")
+                    if self._values.kind(last) not in (schema.Tensor, schema.TensorList):
+                        written.add(last)
+        return written
+
+    def _arg(self, idx: int) -> object:
+        self._check_index(idx, "an instruction argument")
+        objs, values = self._objs, self._values
+        if idx in self._dynamic:
+            return _ops.Dynamic(functools.partial(objs.__getitem__, idx))
+        refs = values.list_refs(idx) if isinstance(objs[idx], list) else ()
+        if any(r in self._dynamic for r in refs):
+            return _ops.Dynamic(functools.partial(values.list_value, idx))
+        return objs[idx]
+
+    def _store(self, idx: int) -> Callable[[object], None]:
+        objs, kind = self._objs, self._values.kind(idx)
+        if kind is schema.Tensor:
+            return lambda result: _copy_into(objs[idx], result)
+        if kind is schema.TensorList:
+            return lambda result: [_copy_into(t, r) for t, r in zip(self._values.list_value(idx), result)]
+        return functools.partial(objs.__setitem__, idx)
+
+    def _compile(self, c: int, chain: schema.Chain) -> _Chain:
+        steps, labels, jumps = [], [], False
+        for pc, instr in enumerate(chain.instructions):
+            args = instr.instr_args
+            if isinstance(args, schema.KernelCall):
+                op = self._op(args.op_index)
+                bound = [self._arg(i) for i in args.args]
+                specs = [self._values.specs.get(i) for i in args.args]
+                store = self._store(args.args[-1]) if args.args else (lambda _r: None)
+                steps.append(op.bind(bound, store, specs))
+                labels.append(op.name)
+            elif isinstance(args, schema.MoveCall):
+                self._check_index(args.move_from, "a MoveCall")
+                steps.append(functools.partial(_move, self._objs, args.move_from, args.move_to))
+                labels.append("move")
+            elif isinstance(args, schema.JumpFalseCall):
+                self._check_index(args.cond_value_index, "a JumpFalseCall")
+                steps.append(functools.partial(_jump_false, self._objs, args.cond_value_index,
+                                               args.destination_instruction, pc + 1))
+                labels.append("jump_false")
+                jumps = True
+            elif isinstance(args, schema.FreeCall):
+                self._check_index(args.value_index, "a FreeCall")
+                if self._values.kind(args.value_index) is not schema.Tensor:
+                    raise InvalidProgramError(
+                        f"instruction {pc} of method {self.name!r} frees value {args.value_index}, which is not a tensor")
+                steps.append(functools.partial(_free, self._objs, args.value_index))
+                labels.append("free")
+            elif isinstance(args, schema.DelegateCall):
+                raise ExecuTorchError(self._delegate_message(pc, args))
+            else:
+                raise InvalidProgramError(f"instruction {pc} of method {self.name!r} has no valid kind")
+        return _Chain(steps, labels, jumps)
+
+    def _delegate_message(self, pc: int, call: schema.DelegateCall) -> str:
+        delegates = self._plan.delegates
+        backend = (repr(delegates[call.delegate_index].id) if 0 <= call.delegate_index < len(delegates)
+                   else f"#{call.delegate_index}")
+        return (f"method {self.name!r} hands instruction {pc} to backend {backend}, and the Python runtime "
+                f"runs no backends; use the native runtime built with that backend, or export without a partitioner")
+
+    # ---- inputs and outputs
+
+    def _input_binder(self, pos: int, idx: int) -> Callable[[object], None]:
+        kind, objs = self._values.kind(idx), self._objs
+        if kind is schema.Tensor:
+            spec = self._values.specs[idx]
+            return functools.partial(_set_tensor_input, self.name, pos, spec, objs, idx)
+        if kind in (schema.Int, schema.Double, schema.Bool, schema.String, schema.Null):
+            return functools.partial(_check_fixed_input, self.name, pos, objs[idx])
+        raise ExecuTorchError(
+            f"input {pos} of method {self.name!r} is a {kind.__name__}, which the Python runtime cannot take as an input")
+
+    def _output_reader(self, idx: int) -> Callable[[], object]:
+        objs, values = self._objs, self._values
+        kind = values.kind(idx)
+        if kind is schema.Tensor:
+            return lambda: objs[idx].clone()
+        if kind in (schema.TensorList, schema.OptionalTensorList):
+            return lambda: [None if t is None else t.clone() for t in values.list_value(idx)]
+        if kind is schema.IntList:
+            return lambda: values.list_value(idx)
+        return lambda: _copy_if_list(objs[idx])
+
+
+def _copy_if_list(value: object) -> object:
+    return list(value) if isinstance(value, list) else value
+
+
+def _copy_into(slot: torch.Tensor, result: object) -> None:
+    if result is slot:
+        return
+    if not isinstance(result, torch.Tensor):
+        raise TypeError(f"kernel returned {type(result).__name__} where the program expects a tensor")
+    if slot.shape != result.shape:
+        _kernels.resize(slot, result.shape)
+    slot.copy_(result)
+
+
+def _move(objs: list, src: int, dst: int) -> None:
+    objs[dst] = objs[src]
+
+
+def _jump_false(objs: list, cond: int, dest: int, nxt: int) -> int:
+    value = objs[cond]
+    if isinstance(value, torch.Tensor):
+        if value.dtype != torch.bool:
+            raise TypeError(f"jump condition (value {cond}) is a {value.dtype} tensor; it must be bool")
+        holds = bool(value.all())
+    elif isinstance(value, bool):
+        holds = value
+    else:
+        raise TypeError(f"jump condition (value {cond}) is {type(value).__name__}; it must be a bool or bool tensor")
+    return nxt if holds else dest
+
+
+def _free(objs: list, idx: int) -> None:
+    t = objs[idx]
+    # Planned and constant memory belongs to the program; only a tensor's own allocation goes.
+    if isinstance(t, torch.Tensor) and t.untyped_storage().resizable():
+        t.set_()
+
+
+def _set_tensor_input(method: str, pos: int, spec: TensorSpec, objs: list, idx: int, value: object) -> None:
+    if not isinstance(value, torch.Tensor):
+        raise ExecuTorchError(
+            f"input {pos} of method {method!r} must be a tensor ({spec.dtype}, shape {list(spec.sizes)}), "
+            f"got {type(value).__name__}")
+    if value.dtype != spec.dtype:
+        raise ExecuTorchError(
+            f"input {pos} of method {method!r} must have dtype {spec.dtype}, got {value.dtype}; convert it with .to({spec.dtype})")
+    shape = tuple(value.shape)
+    if shape != spec.sizes:
+        _check_shape(method, pos, spec, shape)
+    target = objs[idx]
+    if tuple(target.shape) != shape:
+        _kernels.resize(target, shape, spec.dim_order)
+    target.copy_(value)
+
+
+def _check_shape(method: str, pos: int, spec: TensorSpec, shape: tuple) -> None:
+    where = f"input {pos} of method {method!r}"
+    if spec.dynamism == _Static:
+        raise ExecuTorchError(f"{where} must have shape {list(spec.sizes)}, got {list(shape)} (the shape is static)")
+    if len(shape) != len(spec.sizes):
+        raise ExecuTorchError(f"{where} must have {len(spec.sizes)} dimensions, got shape {list(shape)}")
+    if spec.dynamism == _Bound and math.prod(shape) > math.prod(spec.sizes):
+        raise ExecuTorchError(
+            f"{where} has shape {list(shape)} ({math.prod(shape)} elements), past its upper bound "
+            f"{list(spec.sizes)} ({math.prod(spec.sizes)} elements); re-export with larger Dim bounds")
+
+
+def _check_fixed_input(method: str, pos: int, expected: object, value: object) -> None:
+    ok = (type(value) is type(expected) and value == expected) or (
+        isinstance(expected, float) and type(value) is int and value == expected)
+    if not ok:
+        raise ExecuTorchError(
+            f"input {pos} of method {method!r} was fixed to {expected!r} when the program was exported, "
+            f"got {value!r}; pass {expected!r}, or re-export the model with the value you need")
+
+
+def plan_meta(plan: schema.ExecutionPlan) -> MethodMeta:
+    """The method's inputs and outputs as MethodMeta, read from the plan without loading it."""
+    def info(idx: int) -> Optional[TensorInfo]:
+        if not 0 <= idx < len(plan.values):
+            raise InvalidProgramError(f"method {plan.name!r} lists value {idx} as an input or output, out of range")
+        t = plan.values[idx].val
+        if not isinstance(t, schema.Tensor):
+            return None
+        dtype = _layout.to_dtype(t.scalar_type)
+        itemsize = dtype.itemsize if dtype is not None else 1
+        return TensorInfo(tuple(t.sizes), int(t.scalar_type), t.allocation_info is not None,
+                          math.prod(t.sizes) * itemsize)
+    return MethodMeta.make(plan.name, [info(i) for i in plan.inputs], [info(i) for i in plan.outputs])

@@ -1,0 +1,87 @@
+"""Files written by the published ExecuTorch exporter run on executorch.runtime and match eager torch.
+
+Needs ET_REFERENCE_PYTHON (the published exporter); skipped without it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten
+
+from executorch.runtime import ExecuTorchError, Runtime
+
+sys.path.insert(0, str(Path(__file__).parent))
+import runtime_models  # noqa: E402
+
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def published(reference_runtime, tmp_path_factory) -> Path:
+    """Every model of runtime_models exported once by the published exporter."""
+    out = tmp_path_factory.mktemp("published")
+    proc = subprocess.run(
+        [reference_runtime.python, str(Path(runtime_models.__file__)), str(out), *runtime_models.FACTORIES],
+        capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise AssertionError(f"the published exporter failed: {proc.stderr[-2000:]}")
+    return out
+
+
+def _eager(model, inputs) -> list[torch.Tensor]:
+    with torch.no_grad():
+        return tree_flatten(model(*inputs))[0]
+
+
+def _check(outputs, expected) -> None:
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", sorted(runtime_models.FACTORIES))
+def test_published_file_matches_eager(published, name):
+    model, inputs = runtime_models.FACTORIES[name]()
+    method = Runtime.get().load_program(published / f"{name}.pte").load_method("forward")
+    _check(method.execute(list(inputs)), _eager(model, inputs))
+    # A second run reuses the planned memory and must give the same answer.
+    _check(method.execute(list(inputs)), _eager(model, inputs))
+
+
+def test_published_mobilenet_v2_repeated_with_new_inputs(published):
+    model, _ = runtime_models.FACTORIES["mobilenet_v2"]()
+    method = Runtime.get().load_program(published / "mobilenet_v2.pte").load_method("forward")
+    torch.manual_seed(1)
+    for _ in range(2):
+        x = torch.randn(1, 3, 224, 224)
+        _check(method.execute([x]), _eager(model, (x,)))
+
+
+def test_published_dynamic_shapes_within_bound(published):
+    model, _ = runtime_models.FACTORIES["dynamic_mlp"]()
+    method = Runtime.get().load_program(published / "dynamic_mlp.pte").load_method("forward")
+    meta = method.metadata.input_tensor_meta(0)
+    assert meta.sizes() == (10, 8)  # the upper bound of the batch dimension
+    torch.manual_seed(2)
+    for batch in (1, 3, 10, 4):
+        x = torch.randn(batch, 8)
+        _check(method.execute([x]), _eager(model, (x,)))
+    with pytest.raises(ExecuTorchError, match=r"input 0 .* past its upper bound \[10, 8\]"):
+        method.execute([torch.randn(11, 8)])
+    with pytest.raises(ExecuTorchError, match=r"input 0 .* must have 2 dimensions"):
+        method.execute([torch.randn(4, 8, 1)])
+    x = torch.randn(2, 8)
+    _check(method.execute([x]), _eager(model, (x,)))
+
+
+def test_published_two_outputs_come_back_in_order(published):
+    model, inputs = runtime_models.FACTORIES["two_outputs"]()
+    outputs = Runtime.get().load_program(published / "two_outputs.pte").load_method("forward").execute(inputs)
+    assert isinstance(outputs, list) and len(outputs) == 2
+    assert torch.all(outputs[0] >= 0) and torch.all((outputs[1] > 0) & (outputs[1] < 1))
