@@ -38,10 +38,11 @@ class KernelRuntimeContext final {
   Error failure_ = Error::Ok;
 };
 
-// True when `args` has exactly `n` entries whose tags match `tags` (Tag::None
-// in `tags` accepts anything, for optional arguments; ListScalar accepts any scalar).
+// True when the first tags.size() entries of `args` match `tags` (Tag::None
+// accepts anything, for optional arguments; Tag::ListScalar accepts any scalar).
+// Entries past them are the op's return values (see README.md) and are ignored.
 inline bool args_match(Span<EValue*> args, std::initializer_list<Tag> tags) {
-  if (args.size() != tags.size()) return false;
+  if (args.size() < tags.size()) return false;
   size_t i = 0;
   for (Tag want : tags) {
     const EValue* v = args[i++];

@@ -12,7 +12,8 @@
 namespace executorch {
 namespace runtime {
 
-// Arguments are the operator's schema arguments in order, then its out arguments.
+// Arguments: the operator's schema arguments in order (out arguments included), then
+// one entry per return value (for out variants, the same values as the out arguments).
 using OpFunction = void (*)(KernelRuntimeContext& context, Span<EValue*> args);
 
 struct Kernel {
