@@ -1,0 +1,160 @@
+"""A readable summary of a `.pte` file: its layout and, per method, signature, operators and memory."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Optional
+
+from executorch.exir import schema as s
+from executorch.exir._serialize import deserialize_pte_binary
+from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
+from executorch.exir._serialize._header import decode_header
+
+_DTYPE_NAMES = {
+    s.ScalarType.BYTE: "uint8", s.ScalarType.CHAR: "int8", s.ScalarType.SHORT: "int16",
+    s.ScalarType.INT: "int32", s.ScalarType.LONG: "int64", s.ScalarType.HALF: "float16",
+    s.ScalarType.FLOAT: "float32", s.ScalarType.DOUBLE: "float64", s.ScalarType.BOOL: "bool",
+    s.ScalarType.BFLOAT16: "bfloat16", s.ScalarType.UINT16: "uint16", s.ScalarType.UINT32: "uint32",
+    s.ScalarType.UINT64: "uint64",
+}
+_SCALAR_NAMES = {s.Null: "None", s.Int: "int", s.Bool: "bool", s.Double: "float", s.String: "str"}
+_INSTRUCTION_NAMES = {
+    s.KernelCall: "kernel calls", s.DelegateCall: "delegate calls", s.MoveCall: "moves",
+    s.JumpFalseCall: "jumps", s.FreeCall: "frees",
+}
+
+
+def summarize(data: s.BytesLike, name: str = "program") -> str:
+    """The summary of the `.pte` image `data` as printable text; raises SerializeError when
+    `data` is not a well-formed `.pte`."""
+    program = deserialize_pte_binary(data)
+    view = memoryview(data).cast("B")
+    header = decode_header(view)
+    program_size = header.program_size if header else len(view)
+    # The deserializer folds the segment table away; the raw table gives the file's layout.
+    segments = read_flatbuffer(view[:program_size]).segments
+    lines = [f"{name}: {len(view):,} bytes, program version {program.version}"]
+    if header:
+        lines.append(
+            f"  FlatBuffer {program_size:,} bytes; segment data {header.segment_data_size:,} bytes "
+            f"at offset {header.segment_base_offset:,}"
+        )
+    else:
+        lines.append(f"  FlatBuffer {program_size:,} bytes; no extended header (no segments)")
+    lines += _segment_lines(program, segments)
+    constant_bytes = sum(len(memoryview(b.storage)) for b in program.constant_buffer)
+    lines.append(f"  constant data: {constant_bytes:,} bytes in {_count(len(program.constant_buffer), 'buffer')}")
+    if program.named_data:
+        lines.append(f"  named data: {', '.join(repr(n.key) for n in program.named_data)}")
+    for plan in program.execution_plan:
+        lines += _method_lines(program, plan)
+    return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _segment_lines(program: s.Program, segments: list[s.DataSegment]) -> list[str]:
+    if not segments:
+        return ["  segments: none"]
+    roles: dict[int, list[str]] = {}
+    if program.constant_buffer or program.constant_segment.offsets:
+        roles.setdefault(program.constant_segment.segment_index, []).append("constant tensors")
+    for plan in program.execution_plan:
+        for d in plan.delegates:
+            if d.processed.location == s.DataLocation.SEGMENT:
+                roles.setdefault(d.processed.index, []).append(f"delegate {d.id!r} of {plan.name!r}")
+    for sub in program.mutable_data_segments or ():
+        roles.setdefault(sub.segment_index, []).append("mutable data")
+    for named in program.named_data or ():
+        roles.setdefault(named.segment_index, []).append(f"named data {named.key!r}")
+    lines = [f"  segments: {len(segments)}"]
+    for i, seg in enumerate(segments):
+        role = ", ".join(roles.get(i, ["unreferenced"]))
+        lines.append(f"    [{i}] offset {seg.offset:,}, {seg.size:,} bytes: {role}")
+    return lines
+
+
+def _describe_value(plan: s.ExecutionPlan, index: int) -> str:
+    if not 0 <= index < len(plan.values):
+        return f"<value {index} out of range>"
+    val = plan.values[index].val
+    if isinstance(val, s.Tensor):
+        dtype = _DTYPE_NAMES.get(val.scalar_type, getattr(val.scalar_type, "name", str(val.scalar_type)).lower())
+        text = f"{dtype}[{', '.join(str(d) for d in val.sizes)}]"
+        if val.shape_dynamism == s.TensorShapeDynamism.DYNAMIC_BOUND:
+            text += " (dynamic; sizes are upper bounds)"
+        elif val.shape_dynamism == s.TensorShapeDynamism.DYNAMIC_UNBOUND:
+            text += " (dynamic, unbounded)"
+        return text
+    return _SCALAR_NAMES.get(type(val), type(val).__name__)
+
+
+def _signature_lines(plan: s.ExecutionPlan, label: str, indices: list[int]) -> list[str]:
+    if len(indices) == 1:
+        return [f"  {label} (1): {_describe_value(plan, indices[0])}"]
+    return [f"  {label} ({len(indices)}):"] + [f"    [{i}] {_describe_value(plan, v)}" for i, v in enumerate(indices)]
+
+
+def _constant_bytes(program: s.Program, plan: s.ExecutionPlan) -> int:
+    used = {
+        v.val.data_buffer_idx
+        for v in plan.values
+        if isinstance(v.val, s.Tensor) and v.val.data_buffer_idx > 0 and v.val.allocation_info is None
+    }
+    return sum(len(memoryview(program.constant_buffer[i].storage)) for i in used if i < len(program.constant_buffer))
+
+
+def _operator_name(plan: s.ExecutionPlan, index: int) -> str:
+    if not 0 <= index < len(plan.operators):
+        return f"<operator {index} out of range>"
+    op = plan.operators[index]
+    return f"{op.name}.{op.overload}" if op.overload else op.name
+
+
+def _delegate_size(program: s.Program, ref: s.BackendDelegateDataReference) -> Optional[int]:
+    if ref.location == s.DataLocation.INLINE and ref.index < len(program.backend_delegate_data):
+        return len(memoryview(program.backend_delegate_data[ref.index].data))
+    if ref.location == s.DataLocation.SEGMENT and ref.index < len(program.segment_data):
+        return len(memoryview(program.segment_data[ref.index]))
+    return None
+
+
+def _method_lines(program: s.Program, plan: s.ExecutionPlan) -> list[str]:
+    lines = [f"method {plan.name!r}"]
+    lines += _signature_lines(plan, "inputs", plan.inputs)
+    lines += _signature_lines(plan, "outputs", plan.outputs)
+    instructions = [i.instr_args for chain in plan.chains for i in chain.instructions]
+    kinds = Counter(type(i) for i in instructions)
+    kind_text = ", ".join(f"{kinds[t]:,} {n}" for t, n in _INSTRUCTION_NAMES.items() if kinds[t])
+    lines.append(
+        f"  {_count(len(plan.values), 'value')}, {_count(len(instructions), 'instruction')}"
+        f"{f' ({kind_text})' if kind_text else ''}, {_count(len(plan.chains), 'chain')}"
+    )
+    lines.append(f"  constant data used: {_constant_bytes(program, plan):,} bytes")
+    arenas = plan.non_const_buffer_sizes[1:]
+    if arenas:
+        sizes = ", ".join(f"{n:,}" for n in arenas)
+        lines.append(f"  planned memory: {sum(arenas):,} bytes in {_count(len(arenas), 'arena')} ({sizes})")
+    else:
+        lines.append("  planned memory: none")
+    if plan.delegates:
+        lines.append(f"  delegates ({len(plan.delegates)}):")
+        for i, d in enumerate(plan.delegates):
+            size = _delegate_size(program, d.processed)
+            where = "inline" if d.processed.location == s.DataLocation.INLINE else "segment"
+            keys = ", ".join(c.key for c in d.compile_specs) or "none"
+            size_text = f"{size:,} bytes" if size is not None else "size unknown"
+            lines.append(f"    [{i}] {d.id}: {size_text} ({where} {d.processed.index}), compile specs: {keys}")
+    else:
+        lines.append("  delegates: none")
+    calls = Counter(_operator_name(plan, i.op_index) for i in instructions if isinstance(i, s.KernelCall))
+    lines.append(f"  operators: {len(plan.operators)} distinct, {sum(calls.values()):,} calls")
+    width = max((len(n) for n in calls), default=0)
+    for op_name, n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"    {op_name:<{width}}  {n:>5,}")
+    unused = [o for i, o in enumerate(plan.operators) if _operator_name(plan, i) not in calls]
+    if unused:
+        lines.append(f"    (listed but never called: {', '.join(f'{o.name}.{o.overload}' for o in unused)})")
+    return lines

@@ -1,0 +1,114 @@
+"""`python -m executorch.exir inspect`: summaries of our files and the published exporter's,
+cross-checked against the published reader; malformed files fail in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from executorch.exir import to_edge_transform_and_lower
+from executorch.exir._cli import main
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "examples" / "models"
+
+
+class _Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        return self.fc(x) + y, x.sum(dim=1)
+
+
+def _write_linear(path: Path, dynamic: bool = False) -> Path:
+    torch.manual_seed(0)
+    batch = {0: torch.export.Dim("batch", max=16)}
+    ep = torch.export.export(_Linear().eval(), (torch.randn(4, 8), torch.randn(4, 8)),
+                             dynamic_shapes=(batch, batch) if dynamic else None)
+    to_edge_transform_and_lower(ep).to_executorch().write_to_file(path)
+    return path
+
+
+def _inspect(path: Path, capsys) -> tuple[int, str, str]:
+    code = main(["inspect", str(path)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_summary_of_our_file_names_signature_constants_and_operators(tmp_path, capsys):
+    pte = _write_linear(tmp_path / "linear.pte")
+    code, out, _ = _inspect(pte, capsys)
+    assert code == 0
+    assert out.startswith(f"{pte}: {pte.stat().st_size:,} bytes")
+    assert "method 'forward'" in out
+    assert "inputs (2):\n    [0] float32[4, 8]\n    [1] float32[4, 8]" in out
+    assert "outputs (2):\n    [0] float32[4, 8]\n    [1] float32[4]" in out
+    # Linear(8, 8): a 64-float weight and an 8-float bias.
+    assert "constant data used: 288 bytes" in out
+    assert re.search(r"planned memory: [\d,]+ bytes in 1 arena", out)
+    assert re.search(r"aten::addmm\.out +1\n", out) and re.search(r"aten::sum\.IntList_out +1\n", out)
+    assert "delegates: none" in out
+
+
+def test_dynamic_inputs_show_their_upper_bounds(tmp_path, capsys):
+    pte = _write_linear(tmp_path / "dyn.pte", dynamic=True)
+    code, out, _ = _inspect(pte, capsys)
+    assert code == 0
+    assert "[0] float32[16, 8] (dynamic; sizes are upper bounds)" in out
+
+
+def test_summary_of_published_file_agrees_with_published_reader(reference_runtime, tmp_path, capsys):
+    pte = reference_runtime.export(f"{MODELS_DIR / 'multi_io.py'}:make_multi_io", tmp_path / "mio.pte")
+    dump = tmp_path / "mio.json"
+    subprocess.run([reference_runtime.python, str(reference_runtime.tools / "dump_pte.py"), str(pte),
+                    "--out", str(dump)], check=True, capture_output=True, timeout=600)
+    plan = json.loads(dump.read_text())["execution_plan"][0]
+    code, out, _ = _inspect(pte, capsys)
+    assert code == 0
+    instructions = [i for c in plan["chains"] for i in c["instructions"]]
+    assert f"{len(plan['values']):,} values, {len(instructions):,} instructions" in out
+    calls = Counter(i["instr_args"]["op_index"] for i in instructions if i["instr_args_type"] == "KernelCall")
+    for index, n in calls.items():
+        op = plan["operators"][index]
+        assert re.search(rf"{re.escape(op['name'])}\.{op['overload']} +{n}\n", out)
+    arenas = plan["non_const_buffer_sizes"][1:]
+    assert f"planned memory: {sum(arenas):,} bytes in {len(arenas)} arena" in out
+    assert "inputs (2):" in out and "outputs (4):" in out
+
+
+@pytest.mark.parametrize("damage", ["truncate", "identifier", "empty"])
+def test_malformed_file_fails_in_one_line(tmp_path, capsys, damage):
+    data = bytearray(_write_linear(tmp_path / "ok.pte").read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "identifier":
+        data[4:8] = b"XXXX"
+    else:
+        data = bytearray()
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(bytes(data))
+    code, out, err = _inspect(bad, capsys)
+    assert code == 1 and out == ""
+    assert err.startswith(f"error: {bad} is not a valid .pte file: ") and err.count("\n") == 1
+
+
+def test_missing_file_fails_in_one_line(tmp_path, capsys):
+    code, _, err = _inspect(tmp_path / "absent.pte", capsys)
+    assert code == 1 and "cannot read" in err and err.count("\n") == 1
+
+
+def test_module_entry_point_reports_without_traceback(tmp_path):
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"not a program at all")
+    proc = subprocess.run([sys.executable, "-m", "executorch.exir", "inspect", str(bad)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and f"error: {bad} is not a valid .pte file" in proc.stderr
