@@ -141,6 +141,6 @@ TENSOR_KERNELS: dict[str, tuple[Callable, int]] = {
     "dim_order_ops::_clone_dim_order.out": (_copy_in_dim_order, 5),
     "dim_order_ops::_to_dim_order_copy.out": (_copy_in_dim_order, 5),
     "dim_order_ops::_empty_dim_order.out": (_empty_dim_order, 4),
-    "executorch_prim::et_view.default": (_et_view, 3),
+    "executorch_prim::et_view": (_et_view, 3),
     "executorch_prim::et_copy_index.tensor": (_et_copy_index, 3),
 }

@@ -39,16 +39,18 @@ class Resolved:
 
 
 def qualified_name(op: schema.Operator) -> str:
-    return f"{op.name}.{op.overload}" if op.overload and op.overload != "default" else op.name
+    return f"{op.name}.{op.overload}" if op.overload else op.name
 
 
 def resolve(op: schema.Operator) -> Resolved:
     """Find the implementation of `op`, or raise naming it."""
     name = qualified_name(op)
-    if name in _kernels.SCALAR_KERNELS:
-        return Resolved(name, functools.partial(_bind_scalar, name, _kernels.SCALAR_KERNELS[name]), True)
-    if name in _kernels.TENSOR_KERNELS:
-        fn, count = _kernels.TENSOR_KERNELS[name]
+    # The kernel tables name default overloads without a suffix, as ExecuTorch registers them.
+    key = op.name if op.overload in ("", "default") else name
+    if key in _kernels.SCALAR_KERNELS:
+        return Resolved(name, functools.partial(_bind_scalar, name, _kernels.SCALAR_KERNELS[key]), True)
+    if key in _kernels.TENSOR_KERNELS:
+        fn, count = _kernels.TENSOR_KERNELS[key]
         return Resolved(name, functools.partial(_bind_tensor_kernel, name, fn, count), False)
     overload = _torch_overload(op)
     if overload is None:
