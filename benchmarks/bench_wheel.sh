@@ -59,17 +59,19 @@ for mode in "${MODES[@]}"; do
   "$VPY" -m pip install -q "$wheel"
   added=$(comm -13 "$WORK/base.txt" <("$VPY" -m pip list --format=freeze | sort) | cut -d= -f1 | xargs)
   grown=$(( $(kb "$SITE") - BASE_KB ))
+  own=$(kb "$SITE/executorch")
   "$VPY" -m pip uninstall -q -y $added
-  ROWS+=("$(printf '%-8s %-48s %8s KB %7.2f s %7.2f s %8s KB  %s' "$mode" "$(basename "$wheel")" "$size_kb" \
-            "${times[0]}" "${times[1]}" "$grown" "$added")")
+  ROWS+=("$(printf '%-8s %-48s %8s KB %7.2f s %7.2f s %8s KB %8s KB  %s' "$mode" "$(basename "$wheel")" \
+            "$size_kb" "${times[0]}" "${times[1]}" "$grown" "$own" "$added")")
 done
 
 echo
 echo "python: $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'), $(nproc) CPUs; torch baseline: $TORCH_SPEC ($((BASE_KB / 1024)) MB site-packages)"
 echo "minimal builds ran with PATH=$WORK/bare-bin (git only: no cc, c++, gcc, g++, clang, cmake, ninja)"
-printf '%-8s %-48s %11s %9s %9s %11s  %s\n' mode wheel size cold warm installed "added by pip install"
+printf '%-8s %-48s %11s %9s %9s %11s %11s  %s\n' mode wheel size "cold" "warm" "installed" "executorch" \
+  "added by pip install (installed = growth of site-packages beyond torch)"
 printf '%s\n' "${ROWS[@]}"
 if [[ -n "${ET_REFERENCE_PYTHON:-}" ]]; then
-  ref=$("$ET_REFERENCE_PYTHON" -c 'import executorch, os; print(os.path.dirname(executorch.__file__))')
+  ref=$("$ET_REFERENCE_PYTHON" -c 'import executorch; print(list(executorch.__path__)[0])')
   echo "published executorch install for comparison: $(( $(kb "$ref") / 1024 )) MB in $ref"
 fi

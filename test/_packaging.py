@@ -19,9 +19,9 @@ _NOT_SOURCE = shutil.ignore_patterns(
 )
 
 
-def copy_tree(dest: Path) -> Path:
-    """Copy the source tree (no git metadata, no build output) to `dest`."""
-    shutil.copytree(REPO, dest, ignore=_NOT_SOURCE, symlinks=True)
+def copy_tree(dest: Path, src: Path = REPO) -> Path:
+    """Copy a source tree (no git metadata, no build output) to `dest`."""
+    shutil.copytree(src, dest, ignore=_NOT_SOURCE, symlinks=True)
     return dest
 
 

@@ -18,9 +18,14 @@ _NATIVE_SOURCE = (".h", ".hpp", ".c", ".cc", ".cpp", ".cxx", ".cmake", ".yaml")
 
 
 @pytest.fixture(scope="module")
-def minimal_wheel(tmp_path_factory) -> Path:
-    src = copy_tree(tmp_path_factory.mktemp("src") / "executorch")
-    return build_wheel(src, tmp_path_factory.mktemp("wheel"), MINIMAL)
+def source_copy(tmp_path_factory) -> Path:
+    # One snapshot of the tree, so edits made while the tests run cannot tell two builds apart.
+    return copy_tree(tmp_path_factory.mktemp("src") / "executorch")
+
+
+@pytest.fixture(scope="module")
+def minimal_wheel(source_copy, tmp_path_factory) -> Path:
+    return build_wheel(source_copy, tmp_path_factory.mktemp("wheel"), MINIMAL)
 
 
 def _source_modules(package_dir: Path) -> set[str]:
@@ -76,9 +81,9 @@ def test_runtime_ships_python_only(minimal_wheel):
     assert all(n.endswith(".py") for n in names), names
 
 
-def test_two_builds_are_byte_identical(minimal_wheel, tmp_path):
+def test_two_builds_are_byte_identical(minimal_wheel, source_copy, tmp_path):
     # A second copy, other file mtimes and a stricter umask must not change a byte.
-    src = copy_tree(tmp_path / "executorch")
+    src = copy_tree(tmp_path / "executorch", source_copy)
     for path in src.rglob("*.py"):
         path.touch()
     again = build_wheel(src, tmp_path / "out", MINIMAL, umask=0o077)

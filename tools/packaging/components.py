@@ -88,8 +88,8 @@ COMPONENTS: tuple[Component, ...] = (
 
 # Packages that are never shipped, and why. A pattern here wins over a row.
 EXCLUDED: dict[str, str] = {
-    "executorch.**.test": "tests run from the source tree",
-    "executorch.**.tests": "tests run from the source tree",
+    "executorch.**.test.**": "tests and their fixtures run from the source tree",
+    "executorch.**.tests.**": "tests and their fixtures run from the source tree",
     "executorch.examples.**": "example models are inputs for demos and CI, not library code",
     "executorch.tools.**": "build-time helpers (packaging, codegen, selective build)",
     "executorch.benchmarks.**": "benchmark scripts run from the source tree",
