@@ -23,6 +23,7 @@ class Component:
     """One row of the table; empty fields mean the row adds nothing of that kind."""
 
     name: str
+    why: str
     modes: frozenset[Mode]
     packages: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
@@ -37,40 +38,63 @@ class Component:
 
 
 COMPONENTS: tuple[Component, ...] = (
+    # --- pure Python: every wheel -------------------------------------------------------------
     Component(
-        "exir", EVERY_MODE,
+        "exir", "the export path: torch.export -> edge -> .pte, FlatBuffers written from Python",
+        EVERY_MODE,
         packages=("executorch.exir.**",),
         data=("schema/*.fbs",),
         requires=("flatbuffers>=24.3",),
     ),
-    Component("export", EVERY_MODE, packages=("executorch.export.**",)),
-    Component("pytree", EVERY_MODE, packages=("executorch.extension.pytree.**",)),
-    Component("runtime_py", EVERY_MODE, packages=("executorch.runtime.**",)),
     Component(
-        "flat_tensor", EVERY_MODE,
+        "export", "export recipes and sessions on top of exir",
+        EVERY_MODE,
+        packages=("executorch.export.**",),
+    ),
+    Component(
+        "pytree", "pytree flattening used by exported programs",
+        EVERY_MODE,
+        packages=("executorch.extension.pytree.**",),
+    ),
+    Component(
+        "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
+        EVERY_MODE,
+        packages=("executorch.runtime.**",),
+    ),
+    Component(
+        "flat_tensor", ".ptd (external tensor data) serializer",
+        EVERY_MODE,
         packages=("executorch.extension.flat_tensor.serialize.**",),
         data=("extension/flat_tensor/serialize/*.fbs",),
     ),
     Component(
-        "bundled_program", EVERY_MODE,
+        "bundled_program", ".bpte (program + test cases) serializer",
+        EVERY_MODE,
         packages=("executorch.devtools.bundled_program.**",),
         data=("devtools/bundled_program/schema/*.fbs",),
     ),
+    # --- native, built by CMake ---------------------------------------------------------------
     Component(
-        "flatbuffers_ep", frozenset({MINIMAL_FLATC, FULL}),
+        "flatbuffers_ep", "flatc: the schema compiler, for the native build and for vendors who want it",
+        frozenset({MINIMAL_FLATC, FULL}),
         build_requires=NATIVE_BUILD + ("flatc",),
         cmake_targets=("flatbuffers_ep",), install_component="flatc",
     ),
     Component(
-        "runtime", frozenset({FULL}),
+        "runtime", "C++ core and executor, linked into the bindings and the runner",
+        frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
+        cmake_targets=("executorch_core", "executorch"),
     ),
     Component(
-        "portable_kernels", frozenset({FULL}),
+        "portable_kernels", "portable C++ operator kernels",
+        frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_PORTABLE_KERNELS",
+        cmake_targets=("portable_kernels",),
     ),
     Component(
-        "pybindings", frozenset({FULL}),
+        "pybindings", "native runtime as a Python extension behind executorch.runtime",
+        frozenset({FULL}),
         packages=("executorch.extension.pybindings",),
         requires=("torch>=2.13",),
         build_requires=NATIVE_BUILD + ("pybind11>=2.13",),
@@ -78,7 +102,8 @@ COMPONENTS: tuple[Component, ...] = (
         install_component="python", python_extension=True,
     ),
     Component(
-        "executor_runner", frozenset({FULL}),
+        "executor_runner", "command-line program that runs a .pte natively",
+        frozenset({FULL}),
         modules=("executorch._launch",),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_EXECUTOR_RUNNER",
         cmake_targets=("executor_runner",), install_component="runner",

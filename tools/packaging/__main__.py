@@ -1,0 +1,43 @@
+"""Print the component table, or what one mode would build: `python -m tools.packaging [minimal|minimal+flatc|full]`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .components import COMPONENTS, EXCLUDED
+from .mode import Mode
+from .plan import plan
+
+
+def _table() -> None:
+    modes = list(Mode)
+    print(f"{'component':<17}" + "".join(f"{m.value:<15}" for m in modes) + "why")
+    for row in COMPONENTS:
+        marks = "".join(f"{'yes' if m in row.modes else '-':<15}" for m in modes)
+        print(f"{row.name:<17}{marks}{row.why}")
+    print("\nnever shipped:")
+    for pattern, why in EXCLUDED.items():
+        print(f"  {pattern:<28} {why}")
+
+
+def _plan(mode: Mode) -> None:
+    built = plan(Path.cwd(), mode)
+    print(f"mode {mode.value}: wheel {built.kind.value}")
+    print(f"  rows:            {', '.join(r.name for r in built.rows)}")
+    for name, why in built.skipped:
+        print(f"  skipped:         {name} ({why})")
+    print(f"  packages:        {', '.join(built.packages)}")
+    print(f"  data:            {dict(built.package_data)}")
+    print(f"  Requires-Dist:   {', '.join(built.install_requires) or 'none'}")
+    print(f"  build requires:  {', '.join(built.build_requires) or 'setuptools only'}")
+    print(f"  CMake targets:   {', '.join(built.cmake_targets) or 'none (no CMake run)'}")
+    print(f"  CMake options:   {', '.join(f'{k}={int(v)}' for k, v in sorted(built.cmake_options.items()))}")
+    print(f"  install comps:   {', '.join(built.install_components) or 'none'}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        _plan(Mode(sys.argv[1]))
+    else:
+        _table()
