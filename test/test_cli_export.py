@@ -1,0 +1,174 @@
+"""`python -m executorch.exir export`: zoo names and FILE.py:FACTORY, verification against eager,
+options, and one-line errors for bad model specs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten
+
+from executorch.exir._cli import main
+from executorch.runtime import Runtime
+
+FACTORIES = '''
+import torch
+
+
+class Affine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+
+
+def make_affine():
+    return Affine().eval(), (torch.randn(2, 6),)
+
+
+def make_affine_dynamic_shapes():
+    return ({0: torch.export.Dim("batch", max=32)},)
+
+
+class Drifting(torch.nn.Module):
+    """Adds 0.5 only while being exported: eager and the exported program disagree."""
+
+    def forward(self, x):
+        return x + 0.5 if torch.compiler.is_exporting() else x * 1.0
+
+
+def make_drifting():
+    return Drifting(), (torch.ones(3),)
+
+
+def make_not_a_pair():
+    return Affine()
+
+
+def make_raises():
+    raise ValueError("weights are missing")
+'''
+
+
+@pytest.fixture
+def factories(tmp_path) -> Path:
+    path = tmp_path / "factories.py"
+    path.write_text(textwrap.dedent(FACTORIES))
+    return path
+
+
+def _export(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["export", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _run(pte: Path, inputs, method: str = "forward") -> list:
+    return Runtime.get().load_program(pte).load_method(method).execute(list(inputs))
+
+
+def test_zoo_model_exports_verifies_and_prints_summary(tmp_path, capsys):
+    pte = tmp_path / "multi_io.pte"
+    code, out, err = _export(capsys, "multi_io", "-o", str(pte))
+    assert code == 0, err
+    assert pte.is_file() and out.startswith(f"{pte}: {pte.stat().st_size:,} bytes")
+    assert "inputs (2):" in out and "outputs (4):" in out
+    assert re.search(r"verify: 4 outputs on the \w+ runtime, max abs diff ", out)
+    assert re.search(r"time: torch\.export [\d.]+s, lower [\d.]+s, write [\d.]+s, verify [\d.]+s", out)
+
+
+def test_file_factory_exports_and_runs_like_eager(factories, tmp_path, capsys):
+    pte = tmp_path / "affine.pte"
+    code, _, err = _export(capsys, f"{factories}:make_affine", "-o", str(pte), "--seed", "7")
+    assert code == 0, err
+    torch.manual_seed(7)
+    model = torch.nn.Linear(6, 3)
+    x = torch.randn(2, 6)
+    torch.testing.assert_close(_run(pte, [x])[0], torch.tanh(model(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_seed_decides_the_weights(factories, tmp_path, capsys):
+    files = {}
+    for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
+        files[name] = tmp_path / f"{name}.pte"
+        assert _export(capsys, f"{factories}:make_affine", "-o", str(files[name]), "--seed", seed,
+                       "--no-verify")[0] == 0
+    assert files["a"].read_bytes() == files["b"].read_bytes() != files["c"].read_bytes()
+
+
+def test_method_name_and_no_verify(factories, tmp_path, capsys):
+    pte = tmp_path / "m.pte"
+    code, out, _ = _export(capsys, f"{factories}:make_affine", "-o", str(pte), "--method-name", "predict",
+                           "--no-verify")
+    assert code == 0 and "verify:" not in out and "method 'predict'" in out
+    assert Runtime.get().load_program(pte).method_names == {"predict"}
+    assert _run(pte, [torch.randn(2, 6)], "predict")[0].shape == (2, 3)
+
+
+def test_dynamic_uses_the_factory_sibling(factories, tmp_path, capsys):
+    pte = tmp_path / "dyn.pte"
+    code, out, err = _export(capsys, f"{factories}:make_affine", "-o", str(pte), "--dynamic")
+    assert code == 0, err
+    assert "float32[32, 6] (dynamic; sizes are upper bounds)" in out
+    assert _run(pte, [torch.randn(19, 6)])[0].shape == (19, 3)
+
+
+def test_mismatch_with_eager_exits_1(factories, tmp_path, capsys):
+    pte = tmp_path / "drift.pte"
+    code, _, err = _export(capsys, f"{factories}:make_drifting", "-o", str(pte))
+    assert code == 1
+    assert err.startswith(f"error: {pte} was written but does not match eager: output 0: max abs diff ")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_model", "unknown model 'no_such_model'; available: mobilenet_v2, multi_io, resnet18, "
+                          "transformer_encoder"),
+        ("missing.py:make", "bad model 'missing.py:make': no file missing.py"),
+        ("{f}:make_nothing", "has no function 'make_nothing'; it defines: Affine, Drifting, make_affine"),
+        ("{f}:make_not_a_pair", "returned a Affine; it must return (torch.nn.Module, tuple_of_example_inputs)"),
+        ("{f}:make_raises", "raised ValueError: weights are missing"),
+        ("{f}:1bad", "'1bad' is not a function name"),
+        ("resnet:18", "expected a zoo name or FILE.py:FACTORY"),
+        ("resnet18", None),
+    ],
+)
+def test_bad_model_spec_exits_2_in_one_line(factories, tmp_path, capsys, spec, message):
+    spec = spec.format(f=factories)
+    out = tmp_path / "never.pte"
+    args = [spec, "-o", str(out)] + (["--dynamic"] if spec == "resnet18" else [])
+    code, _, err = _export(capsys, *args)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+    assert message is None or message in err
+    assert not out.exists()
+
+
+def test_module_entry_point_error_has_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "executorch.exir", "export", "nope", "-o", str(tmp_path / "x.pte")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "error: unknown model 'nope'" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["multi_io", "transformer_encoder"])
+def test_cli_output_runs_on_published_runtime(name, reference_runtime, tmp_path, capsys):
+    from executorch.examples.models import MODELS
+
+    pte = tmp_path / f"{name}.pte"
+    code, _, err = _export(capsys, name, "-o", str(pte), "--no-verify")
+    assert code == 0, err
+    model, inputs = MODELS[name]()
+    outputs = reference_runtime.run(pte, inputs, tmp_path)
+    with torch.no_grad():
+        expected = tree_flatten(model(*inputs))[0]
+    assert len(outputs) == len(expected)
+    for a, e in zip(outputs, expected):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
