@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
 from tools.packaging import sourcetree  # noqa: E402
 from tools.packaging.components import COMPONENTS, EXCLUDED  # noqa: E402
-from tools.packaging.mode import Mode  # noqa: E402
+from tools.packaging.mode import BuildConfigError, Mode  # noqa: E402
 from tools.packaging.plan import WheelKind, classify, plan  # noqa: E402
 
 
@@ -89,14 +89,17 @@ def test_minimal_package_data_is_the_schema():
 
 
 def test_flatc_mode_adds_only_the_flatc_row():
-    minimal, with_flatc = plan(REPO, Mode.MINIMAL), plan(REPO, Mode.MINIMAL_FLATC)
+    minimal = plan(REPO, Mode.MINIMAL)
+    if "flatbuffers_ep" not in sourcetree.defined_cmake_targets(REPO):
+        with pytest.raises(BuildConfigError):
+            plan(REPO, Mode.MINIMAL_FLATC)
+        return
+    with_flatc = plan(REPO, Mode.MINIMAL_FLATC)
     added = {row.name for row in with_flatc.rows} - {row.name for row in minimal.rows}
-    skipped = {name for name, _ in with_flatc.skipped}
-    assert added | skipped == {"flatbuffers_ep"}
+    assert added == {"flatbuffers_ep"} and not with_flatc.skipped
     assert with_flatc.install_requires == minimal.install_requires
-    if added:
-        assert with_flatc.kind is WheelKind.TOOL and with_flatc.install_components == ("flatc",)
-        assert not any(with_flatc.cmake_options.values())
+    assert with_flatc.kind is WheelKind.TOOL and with_flatc.install_components == ("flatc",)
+    assert with_flatc.cmake_targets == ("flatbuffers_ep",) and not any(with_flatc.cmake_options.values())
 
 
 def test_full_plan_turns_on_its_options_and_declares_more():
@@ -116,6 +119,13 @@ def test_native_rows_are_skipped_with_a_reason_without_cmake(tmp_path):
     reasons = dict(full.skipped)
     assert set(reasons) == {row.name for row in COMPONENTS if row.cmake_targets}
     assert all("no CMakeLists.txt" in why for why in reasons.values())
+
+
+def test_flatc_mode_fails_when_flatc_cannot_be_built(tmp_path):
+    (tmp_path / "__init__.py").write_text("")
+    with pytest.raises(BuildConfigError) as err:
+        plan(tmp_path, Mode.MINIMAL_FLATC)
+    assert "EXECUTORCH_MINIMAL_WITH_FLATC" in str(err.value) and "no CMakeLists.txt" in str(err.value)
 
 
 def test_row_with_undefined_target_is_skipped_and_says_which(tmp_path):

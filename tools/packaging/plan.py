@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import sourcetree
 from .components import COMPONENTS, EXCLUDED, Component
-from .mode import Mode
+from .mode import FLATC_VAR, BuildConfigError, Mode
 
 
 class WheelKind(str, Enum):
@@ -101,7 +101,10 @@ def _package_data(root: Path, rows: list[Component], packages: set[str]) -> dict
 
 
 def plan(root: Path, mode: Mode) -> BuildPlan:
-    """Select the rows for `mode`, drop native rows the CMake files cannot build yet, derive the rest."""
+    """Select the rows for `mode`, drop native rows the CMake files cannot build yet, derive the rest.
+
+    A dropped row is a note in the full mode; in the flatc mode, whose point is that row, it is an error.
+    """
     wanted = [row for row in COMPONENTS if mode in row.modes]
     targets = sourcetree.defined_cmake_targets(root) if any(r.cmake_targets for r in wanted) else set()
     rows, skipped = [], []
@@ -112,6 +115,12 @@ def plan(root: Path, mode: Mode) -> BuildPlan:
         else:
             rows.append(row)
 
+    if mode is Mode.MINIMAL_FLATC and skipped:
+        # Here the native row is the point of the mode, so going without it would be a silent lie.
+        raise BuildConfigError(
+            f"{FLATC_VAR}=1 asks for flatc, but {skipped[0][1]}: build from a complete source tree, "
+            f"or unset {FLATC_VAR} to build the pure-Python wheel"
+        )
     available = [p for p in sourcetree.regular_packages(root) if not excluded(p)]
     whole = {p for p in available for row in rows if any(sourcetree.matches(pat, p) for pat in row.packages)}
     modules = {m for row in rows for m in row.modules if (root / (m.split(".", 1)[1].replace(".", "/") + ".py")).is_file()}
