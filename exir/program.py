@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
@@ -38,15 +39,22 @@ def _as_dict(programs: Programs) -> dict[str, ExportedProgram]:
 
 def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None) -> ExportedProgram:
     """A new ExportedProgram over a copy of the graph (or over `gm`), sharing the tensors."""
+    signature = copy.deepcopy(ep.graph_signature)
     if gm is None:
         graph = fx.Graph()
-        out = graph.graph_copy(ep.graph_module.graph, {})
+        env: dict[fx.Node, fx.Node] = {}
+        out = graph.graph_copy(ep.graph_module.graph, env)
         graph.output(out)
         gm = fx.GraphModule(ep.graph_module, graph)
+        # The copy may rename nodes whose names shadow Python builtins (`input`).
+        renamed = {old.name: new.name for old, new in env.items() if old.name != new.name}
+        for spec in signature.input_specs:
+            if getattr(spec.arg, "name", None) in renamed:
+                spec.arg.name = renamed[spec.arg.name]
     return ExportedProgram(
         root=gm,
         graph=gm.graph,
-        graph_signature=ep.graph_signature,
+        graph_signature=signature,
         state_dict=ep.state_dict,
         range_constraints=ep.range_constraints,
         module_call_graph=ep.module_call_graph,

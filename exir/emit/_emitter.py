@@ -142,6 +142,20 @@ class _MethodEmitter:
             return self._add(S.Double(v))
         raise TypeError(v)
 
+    def _scalar_tensor(self, x: Any, node: fx.Node) -> int:
+        """A Python scalar passed where the kernel takes a tensor becomes a 0-dim constant,
+        of the dtype the op computes in (the scalar's own kind decides against an int tensor)."""
+        others = [a.meta["val"] for a in node.args if isinstance(a, fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)]
+        ref = others[0].dtype if others else None
+        if isinstance(x, bool):
+            dtype = torch.bool if ref in (None, torch.bool) else ref
+        elif isinstance(x, int):
+            dtype = ref if ref is not None and ref != torch.bool else torch.int64
+        else:
+            dtype = ref if ref is not None and ref.is_floating_point else torch.get_default_dtype()
+        t = torch.tensor(x, dtype=dtype)
+        return self._add(S.Tensor(scalar_type(dtype), 0, [], [], False, self.constants.add(t), None))
+
     def _arg(self, arg: Any, ty: torch.Type, node: fx.Node) -> int:
         """Emit one kernel argument as the value(s) its schema type calls for."""
         if isinstance(arg, fx.Node):
@@ -281,24 +295,35 @@ class _MethodEmitter:
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
             return
         out_op = out_variant(target, node, self.name)
+        given = _given_args(node)
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
         outs = [self._planned_tensor(v, node) for v in vals]
-        schema = target._schema
         args = []
-        for i, a in enumerate(schema.arguments):
-            if i < len(node.args):
-                x = node.args[i]
-            elif a.name in node.kwargs:
-                x = node.kwargs[a.name]
+        out_args = []
+        for a in out_op._schema.arguments:
+            if a.is_out:
+                out_args.append(a)
+                continue
+            if a.name in given:
+                x = given[a.name]
             elif a.has_default_value():
                 x = a.default_value
             else:
                 raise ExportError(f"method '{self.name}': node '{node.name}' is missing argument '{a.name}'")
-            args.append(self._arg(x, a.type, node))
-        ret = outs[0] if len(outs) == 1 else self._add(S.TensorList(list(outs)))
-        self.node_values[node] = outs[0] if not isinstance(val, (list, tuple)) else outs
-        name, overload = out_op
-        self._instruction(name, args + outs + [ret], overload)
+            if isinstance(x, (bool, int, float)) and _is_tensor_type(a.type):
+                args.append(self._scalar_tensor(x, node))
+            else:
+                args.append(self._arg(x, a.type, node))
+        if len(out_args) == 1 and out_args[0].type.kind() == "ListType":
+            # list-returning ops (split): a TensorList out argument, and the same list returned
+            args.append(self._add(S.TensorList(list(outs))))
+            args.append(self._add(S.TensorList(list(outs))))
+        else:
+            args += outs
+            args.append(outs[0] if len(outs) == 1 else self._add(S.TensorList(list(outs))))
+        self.node_values[node] = outs if isinstance(val, (list, tuple)) else outs[0]
+        name, overload = out_op._schema.name, out_op._schema.overload_name
+        self._instruction(name, args, overload)
 
     def _instruction(self, name: str, args: list[int], overload: str = "") -> None:
         self.instructions.append(S.Instruction(S.KernelCall(op_index=self._operator(name, overload), args=args)))
@@ -393,6 +418,18 @@ def emit_constant_method(name: str, value: Any, constants: ConstantTable) -> S.E
         delegates=[],
         non_const_buffer_sizes=[0],
     )
+
+
+def _is_tensor_type(ty) -> bool:
+    return ty.kind() == "TensorType" or (ty.kind() == "OptionalType" and ty.getElementType().kind() == "TensorType")
+
+
+def _given_args(node: fx.Node) -> dict[str, Any]:
+    """The node's arguments by schema name (positional ones named by the functional schema)."""
+    names = [a.name for a in node.target._schema.arguments]
+    given = dict(zip(names, node.args))
+    given.update(node.kwargs)
+    return given
 
 
 _ENUMS: dict[Any, int] = {

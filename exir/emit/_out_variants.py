@@ -36,25 +36,34 @@ def prim_op_name(target) -> Optional[str]:
     return _PRIM_OPS.get(target)
 
 
-def _arg_key(schema) -> tuple:
-    return tuple((a.name, str(a.type)) for a in schema.arguments if not a.is_out)
+# Tensor options of factory-like ops: an out variant has none, the out tensor carries them.
+_TENSOR_OPTIONS = {"dtype", "layout", "device", "pin_memory", "memory_format"}
+
+
+def _arg_key(schema, drop_options: bool) -> tuple:
+    return tuple((a.name, str(a.type)) for a in schema.arguments
+                 if not a.is_out and not (drop_options and a.name in _TENSOR_OPTIONS))
 
 
 @lru_cache(maxsize=None)
-def _find_out(op: torch._ops.OpOverload) -> Optional[tuple[str, str]]:
+def _find_out(op: torch._ops.OpOverload) -> Optional[torch._ops.OpOverload]:
     schema = op._schema
-    want = _arg_key(schema)
     packet = op.overloadpacket
-    for name in packet.overloads():
-        cand = getattr(packet, name)._schema
-        outs = [a for a in cand.arguments if a.is_out]
-        if outs and len(outs) == len(schema.returns) and _arg_key(cand) == want:
-            return schema.name, cand.overload_name
+    candidates = [getattr(packet, name) for name in packet.overloads()]
+    candidates = [c for c in candidates if any(a.is_out for a in c._schema.arguments)]
+    # Exact argument match first; then the same arguments less the tensor options.
+    for drop in (False, True):
+        want = _arg_key(schema, drop)
+        for cand in candidates:
+            outs = [a for a in cand._schema.arguments if a.is_out]
+            n_out = len(outs) if not str(outs[0].type).startswith("List") else len(schema.returns)
+            if n_out == len(schema.returns) and _arg_key(cand._schema, drop) == want:
+                return cand
     return None
 
 
-def out_variant(op, node: fx.Node, method: str) -> tuple[str, str]:
-    """(operator name, overload) of the out variant the runtime runs for `op`."""
+def out_variant(op, node: fx.Node, method: str) -> torch._ops.OpOverload:
+    """The out-variant overload the runtime runs for `op`."""
     found = _find_out(op) if isinstance(op, torch._ops.OpOverload) else None
     if found is None:
         where = source_line(node)
