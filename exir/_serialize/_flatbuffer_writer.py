@@ -17,6 +17,11 @@ from executorch.exir.error import SerializeError
 
 FILE_IDENTIFIER = b"ET12"
 
+_I8, _U8, _BOOL = struct.Struct("<b"), struct.Struct("<B"), struct.Struct("<?")
+_I32, _U32, _I64, _U64, _F64 = (struct.Struct(f) for f in ("<i", "<I", "<q", "<Q", "<d"))
+# Offsets to other objects: written relative to their own position.
+_OFFSET = struct.Struct("<I")
+
 _KERNEL_TAG = {cls: i + 1 for i, cls in enumerate(s.KERNEL_TYPES)}
 _INSTRUCTION_TAG = {cls: i + 1 for i, cls in enumerate(s.INSTRUCTION_TYPES)}
 
@@ -38,18 +43,27 @@ def as_byte_view(data: s.BytesLike, what: str) -> memoryview:
 class _Writer:
     def __init__(self, tensor_alignment: int, delegate_alignment: int):
         self.b = flatbuffers.Builder(1 << 16)
+        self.vtables: dict[tuple[int, ...], int] = {}
         self.tensor_alignment = tensor_alignment
         self.delegate_alignment = delegate_alignment
 
     # Vectors ------------------------------------------------------------------------------
 
     def scalars(self, fmt: str, size: int, items) -> int:
+        # As StartVector(size, n, size) + n Prepends + EndVector: align the data to its element
+        # size and the length prefix to 4, then write both at once.
         b = self.b
         n = len(items)
-        b.StartVector(size, n, size)
-        b.head -= size * n
-        struct.pack_into(f"<{n}{fmt}", b.Bytes, b.head, *items)
-        return b.EndVector()
+        nbytes = size * n
+        b.Prep(4, nbytes)
+        if size > 4:
+            b.Prep(size, nbytes)
+        head = b.head - nbytes
+        struct.pack_into(f"<{n}{fmt}", b.Bytes, head, *items)
+        head -= 4
+        _U32.pack_into(b.Bytes, head, n)
+        b.head = head
+        return len(b.Bytes) - head
 
     def offsets(self, offs: list[int]) -> int:
         # Each element is relative to its own position: element i ends up at builder offset
@@ -70,37 +84,76 @@ class _Writer:
         b.Bytes[b.head : b.head + n] = view
         return b.EndVector()
 
+    def table(self, nfields: int, fields) -> int:
+        """Writes a table whose fields are (slot, Struct, value) in the order flatc adds them.
+
+        Lays the table out as the Builder's StartObject / Prepend*Slot / EndObject would, without
+        a method call per field: each non-default value (every default in the schema is zero)
+        is aligned to its size and placed, offsets relative to where they land; then the
+        table's vtable offset, and its vtable unless an identical one was already written."""
+        b = self.b
+        b.Prep(1, 16 * len(fields) + 2 * nfields + 16)  # room for everything below; aligns nothing
+        buf = b.Bytes
+        end = len(buf)
+        head = b.head
+        object_end = end - head
+        slots = [0] * nfields
+        for slot, st, value in fields:
+            if not value:
+                continue
+            size = st.size
+            pad = (head - end) & (size - 1)
+            if pad:
+                buf[head - pad : head] = bytes(pad)
+                head -= pad
+            head -= size
+            if st is _OFFSET:
+                value = end - head - value
+            st.pack_into(buf, head, value)
+            slots[slot] = end - head
+            if size > b.minalign:
+                b.minalign = size
+        pad = (head - end) & 3
+        if pad:
+            buf[head - pad : head] = bytes(pad)
+            head -= pad
+        head -= 4  # the offset to this table's vtable, filled in below
+        if b.minalign < 4:
+            b.minalign = 4
+        table = end - head
+        while slots and not slots[-1]:
+            slots.pop()
+        vtable = [4 + 2 * len(slots), table - object_end] + [table - x if x else 0 for x in slots]
+        key = tuple(vtable)
+        known = self.vtables.get(key)
+        if known is None:
+            head -= 2 * len(vtable)
+            struct.pack_into(f"<{len(vtable)}H", buf, head, *vtable)
+            known = self.vtables[key] = end - head
+        _I32.pack_into(buf, end - table, known - table)
+        b.head = head
+        return table
+
     # Tables, in schema order --------------------------------------------------------------
 
     def program(self, p: s.Program) -> int:
-        b = self.b
         plans = self.offsets([self.execution_plan(x) for x in p.execution_plan])
         const = self.offsets([self.buffer(x) for x in p.constant_buffer])
         inline = self.offsets([self.inline_data(x) for x in p.backend_delegate_data])
         segments = self.offsets([self.data_segment(x) for x in p.segments])
         const_seg = self.subsegment_offsets(p.constant_segment)
-        mutable = None
+        mutable = named = 0
         if p.mutable_data_segments is not None:
             mutable = self.offsets([self.subsegment_offsets(x) for x in p.mutable_data_segments])
-        named = None
         if p.named_data is not None:
             named = self.offsets([self.named_data(x) for x in p.named_data])
-        b.StartObject(8)
-        b.PrependUint32Slot(0, p.version, 0)
-        b.PrependUOffsetTRelativeSlot(1, plans, 0)
-        b.PrependUOffsetTRelativeSlot(2, const, 0)
-        b.PrependUOffsetTRelativeSlot(3, inline, 0)
-        b.PrependUOffsetTRelativeSlot(4, segments, 0)
-        b.PrependUOffsetTRelativeSlot(5, const_seg, 0)
-        if mutable is not None:
-            b.PrependUOffsetTRelativeSlot(6, mutable, 0)
-        if named is not None:
-            b.PrependUOffsetTRelativeSlot(7, named, 0)
-        return b.EndObject()
+        return self.table(8, (
+            (0, _U32, p.version), (1, _OFFSET, plans), (2, _OFFSET, const), (3, _OFFSET, inline),
+            (4, _OFFSET, segments), (5, _OFFSET, const_seg), (6, _OFFSET, mutable), (7, _OFFSET, named),
+        ))
 
     def execution_plan(self, p: s.ExecutionPlan) -> int:
-        b = self.b
-        name = b.CreateString(p.name)
+        name = self.b.CreateString(p.name)
         meta = self.container_metadata(p.container_meta_type)
         values = self.offsets([self.evalue(v) for v in p.values])
         inputs = self.scalars("i", 4, p.inputs)
@@ -109,31 +162,19 @@ class _Writer:
         operators = self.offsets([self.operator(o) for o in p.operators])
         delegates = self.offsets([self.backend_delegate(d) for d in p.delegates])
         sizes = self.scalars("q", 8, p.non_const_buffer_sizes)
-        devices = None
+        devices = 0
         if p.non_const_buffer_device is not None:
             devices = self.offsets([self.non_const_buffer_device(d) for d in p.non_const_buffer_device])
-        b.StartObject(10)
-        b.PrependUOffsetTRelativeSlot(0, name, 0)
-        b.PrependUOffsetTRelativeSlot(1, meta, 0)
-        b.PrependUOffsetTRelativeSlot(2, values, 0)
-        b.PrependUOffsetTRelativeSlot(3, inputs, 0)
-        b.PrependUOffsetTRelativeSlot(4, outputs, 0)
-        b.PrependUOffsetTRelativeSlot(5, chains, 0)
-        b.PrependUOffsetTRelativeSlot(6, operators, 0)
-        b.PrependUOffsetTRelativeSlot(7, delegates, 0)
-        b.PrependUOffsetTRelativeSlot(8, sizes, 0)
-        if devices is not None:
-            b.PrependUOffsetTRelativeSlot(9, devices, 0)
-        return b.EndObject()
+        return self.table(10, (
+            (0, _OFFSET, name), (1, _OFFSET, meta), (2, _OFFSET, values), (3, _OFFSET, inputs),
+            (4, _OFFSET, outputs), (5, _OFFSET, chains), (6, _OFFSET, operators), (7, _OFFSET, delegates),
+            (8, _OFFSET, sizes), (9, _OFFSET, devices),
+        ))
 
     def container_metadata(self, m: s.ContainerMetadata) -> int:
-        b = self.b
-        inp = b.CreateString(m.encoded_inp_str)
-        out = b.CreateString(m.encoded_out_str)
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(0, inp, 0)
-        b.PrependUOffsetTRelativeSlot(1, out, 0)
-        return b.EndObject()
+        inp = self.b.CreateString(m.encoded_inp_str)
+        out = self.b.CreateString(m.encoded_out_str)
+        return self.table(2, ((0, _OFFSET, inp), (1, _OFFSET, out)))
 
     def evalue(self, v: s.EValue) -> int:
         val = v.val
@@ -143,29 +184,18 @@ class _Writer:
                 f"EValue holds a {type(val).__name__}; an EValue must hold one of "
                 f"{', '.join(c.__name__ for c in s.KERNEL_TYPES)} from exir.schema"
             )
-        b = self.b
         if tag == 5:
             off = self.tensor(val)
         elif tag == 2:
-            b.StartObject(1)
-            b.PrependInt64Slot(0, val.int_val, 0)
-            off = b.EndObject()
+            off = self.table(1, ((0, _I64, val.int_val),))
         elif tag == 1:
-            b.StartObject(0)
-            off = b.EndObject()
+            off = self.table(0, ())
         elif tag == 3:
-            b.StartObject(1)
-            b.PrependBoolSlot(0, val.bool_val, False)
-            off = b.EndObject()
+            off = self.table(1, ((0, _BOOL, val.bool_val),))
         elif tag == 4:
-            b.StartObject(1)
-            b.PrependFloat64Slot(0, val.double_val, 0.0)
-            off = b.EndObject()
+            off = self.table(1, ((0, _F64, val.double_val),))
         elif tag == 6:
-            string = b.CreateString(val.string_val)
-            b.StartObject(1)
-            b.PrependUOffsetTRelativeSlot(0, string, 0)
-            off = b.EndObject()
+            off = self.table(1, ((0, _OFFSET, self.b.CreateString(val.string_val)),))
         else:
             if tag == 7:
                 items = self.scalars("q", 8, val.items)
@@ -175,66 +205,39 @@ class _Writer:
                 items = self.scalars("?", 1, val.items)
             else:
                 items = self.scalars("i", 4, val.items)
-            b.StartObject(1)
-            b.PrependUOffsetTRelativeSlot(0, items, 0)
-            off = b.EndObject()
-        b.StartObject(2)
-        b.PrependUint8Slot(0, tag, 0)
-        b.PrependUOffsetTRelativeSlot(1, off, 0)
-        return b.EndObject()
+            off = self.table(1, ((0, _OFFSET, items),))
+        return self.table(2, ((0, _U8, tag), (1, _OFFSET, off)))
 
     def tensor(self, t: s.Tensor) -> int:
-        b = self.b
         sizes = self.scalars("i", 4, t.sizes)
         dim_order = self.scalars("B", 1, t.dim_order)
         alloc = t.allocation_info
+        alloc_off = extra_off = 0
         if alloc is not None:
-            b.StartObject(3)
-            b.PrependUint32Slot(0, alloc.memory_id, 0)
-            b.PrependUint32Slot(1, alloc.memory_offset_low, 0)
-            b.PrependUint32Slot(2, alloc.memory_offset_high, 0)
-            alloc_off = b.EndObject()
-        extra = t.extra_tensor_info
-        if extra is not None:
-            extra_off = self.extra_tensor_info(extra)
-        b.StartObject(10)
-        b.PrependInt8Slot(0, t.scalar_type, 0)
-        b.PrependInt32Slot(1, t.storage_offset, 0)
-        b.PrependUOffsetTRelativeSlot(2, sizes, 0)
-        b.PrependUOffsetTRelativeSlot(3, dim_order, 0)
-        b.PrependBoolSlot(4, t.requires_grad, False)
-        b.PrependUint32Slot(5, t.data_buffer_idx, 0)
-        if alloc is not None:
-            b.PrependUOffsetTRelativeSlot(6, alloc_off, 0)
-        b.PrependInt8Slot(7, t.layout, 0)
-        b.PrependInt8Slot(8, t.shape_dynamism, 0)
-        if extra is not None:
-            b.PrependUOffsetTRelativeSlot(9, extra_off, 0)
-        return b.EndObject()
+            alloc_off = self.table(3, (
+                (0, _U32, alloc.memory_id), (1, _U32, alloc.memory_offset_low), (2, _U32, alloc.memory_offset_high),
+            ))
+        if t.extra_tensor_info is not None:
+            extra_off = self.extra_tensor_info(t.extra_tensor_info)
+        return self.table(10, (
+            (0, _I8, t.scalar_type), (1, _I32, t.storage_offset), (2, _OFFSET, sizes), (3, _OFFSET, dim_order),
+            (4, _BOOL, t.requires_grad), (5, _U32, t.data_buffer_idx), (6, _OFFSET, alloc_off),
+            (7, _I8, t.layout), (8, _I8, t.shape_dynamism), (9, _OFFSET, extra_off),
+        ))
 
     def extra_tensor_info(self, e: s.ExtraTensorInfo) -> int:
-        b = self.b
-        fqn = None if e.fully_qualified_name is None else b.CreateString(e.fully_qualified_name)
-        b.StartObject(5)
-        b.PrependUint64Slot(0, e.mutable_data_segments_idx, 0)
-        if fqn is not None:
-            b.PrependUOffsetTRelativeSlot(1, fqn, 0)
-        b.PrependInt8Slot(2, e.location, 0)
-        b.PrependInt8Slot(3, e.device_type, 0)
-        b.PrependInt8Slot(4, e.device_index, 0)
-        return b.EndObject()
+        fqn = 0 if e.fully_qualified_name is None else self.b.CreateString(e.fully_qualified_name)
+        return self.table(5, (
+            (0, _U64, e.mutable_data_segments_idx), (1, _OFFSET, fqn), (2, _I8, e.location),
+            (3, _I8, e.device_type), (4, _I8, e.device_index),
+        ))
 
     def operator(self, o: s.Operator) -> int:
-        b = self.b
-        name = b.CreateString(o.name)
-        overload = b.CreateString(o.overload)
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(0, name, 0)
-        b.PrependUOffsetTRelativeSlot(1, overload, 0)
-        return b.EndObject()
+        name = self.b.CreateString(o.name)
+        overload = self.b.CreateString(o.overload)
+        return self.table(2, ((0, _OFFSET, name), (1, _OFFSET, overload)))
 
     def instruction(self, i: s.Instruction) -> int:
-        b = self.b
         a = i.instr_args
         tag = _INSTRUCTION_TAG.get(type(a))
         if tag is None:
@@ -242,130 +245,70 @@ class _Writer:
                 f"Instruction holds a {type(a).__name__}; an Instruction must hold one of "
                 f"{', '.join(c.__name__ for c in s.INSTRUCTION_TYPES)} from exir.schema"
             )
-        if tag <= 2:
-            args = self.scalars("i", 4, a.args)
-            b.StartObject(2)
-            b.PrependInt32Slot(0, a.op_index if tag == 1 else a.delegate_index, 0)
-            b.PrependUOffsetTRelativeSlot(1, args, 0)
+        if tag == 1:
+            off = self.table(2, ((0, _I32, a.op_index), (1, _OFFSET, self.scalars("i", 4, a.args))))
+        elif tag == 2:
+            off = self.table(2, ((0, _I32, a.delegate_index), (1, _OFFSET, self.scalars("i", 4, a.args))))
         elif tag == 3:
-            b.StartObject(2)
-            b.PrependInt32Slot(0, a.move_from, 0)
-            b.PrependInt32Slot(1, a.move_to, 0)
+            off = self.table(2, ((0, _I32, a.move_from), (1, _I32, a.move_to)))
         elif tag == 4:
-            b.StartObject(2)
-            b.PrependInt32Slot(0, a.cond_value_index, 0)
-            b.PrependInt32Slot(1, a.destination_instruction, 0)
+            off = self.table(2, ((0, _I32, a.cond_value_index), (1, _I32, a.destination_instruction)))
         else:
-            b.StartObject(1)
-            b.PrependInt32Slot(0, a.value_index, 0)
-        off = b.EndObject()
-        b.StartObject(2)
-        b.PrependUint8Slot(0, tag, 0)
-        b.PrependUOffsetTRelativeSlot(1, off, 0)
-        return b.EndObject()
+            off = self.table(1, ((0, _I32, a.value_index),))
+        return self.table(2, ((0, _U8, tag), (1, _OFFSET, off)))
 
     def chain(self, c: s.Chain) -> int:
-        b = self.b
         inputs = self.scalars("i", 4, c.inputs)
         outputs = self.scalars("i", 4, c.outputs)
         instructions = self.offsets([self.instruction(i) for i in c.instructions])
-        stack = None
+        stack = 0
         if c.stacktrace is not None:
             stack = self.offsets([self.frame_list(f) for f in c.stacktrace])
-        b.StartObject(4)
-        b.PrependUOffsetTRelativeSlot(0, inputs, 0)
-        b.PrependUOffsetTRelativeSlot(1, outputs, 0)
-        b.PrependUOffsetTRelativeSlot(2, instructions, 0)
-        if stack is not None:
-            b.PrependUOffsetTRelativeSlot(3, stack, 0)
-        return b.EndObject()
+        return self.table(4, ((0, _OFFSET, inputs), (1, _OFFSET, outputs), (2, _OFFSET, instructions),
+                              (3, _OFFSET, stack)))
 
     def frame_list(self, f: s.FrameList) -> int:
-        b = self.b
-        items = self.offsets([self.frame(x) for x in f.items])
-        b.StartObject(1)
-        b.PrependUOffsetTRelativeSlot(0, items, 0)
-        return b.EndObject()
+        return self.table(1, ((0, _OFFSET, self.offsets([self.frame(x) for x in f.items])),))
 
     def frame(self, f: s.Frame) -> int:
-        b = self.b
-        filename = b.CreateString(f.filename)
-        name = b.CreateString(f.name)
-        context = b.CreateString(f.context)
-        b.StartObject(4)
-        b.PrependUOffsetTRelativeSlot(0, filename, 0)
-        b.PrependInt32Slot(1, f.lineno, 0)
-        b.PrependUOffsetTRelativeSlot(2, name, 0)
-        b.PrependUOffsetTRelativeSlot(3, context, 0)
-        return b.EndObject()
+        filename = self.b.CreateString(f.filename)
+        name = self.b.CreateString(f.name)
+        context = self.b.CreateString(f.context)
+        return self.table(4, ((0, _OFFSET, filename), (1, _I32, f.lineno), (2, _OFFSET, name),
+                              (3, _OFFSET, context)))
 
     def backend_delegate(self, d: s.BackendDelegate) -> int:
-        b = self.b
-        ident = b.CreateString(d.id)
-        b.StartObject(2)
-        b.PrependInt8Slot(0, d.processed.location, 0)
-        b.PrependUint32Slot(1, d.processed.index, 0)
-        processed = b.EndObject()
+        ident = self.b.CreateString(d.id)
+        processed = self.table(2, ((0, _I8, d.processed.location), (1, _U32, d.processed.index)))
         specs = self.offsets([self.compile_spec(c) for c in d.compile_specs])
-        b.StartObject(3)
-        b.PrependUOffsetTRelativeSlot(0, ident, 0)
-        b.PrependUOffsetTRelativeSlot(1, processed, 0)
-        b.PrependUOffsetTRelativeSlot(2, specs, 0)
-        return b.EndObject()
+        return self.table(3, ((0, _OFFSET, ident), (1, _OFFSET, processed), (2, _OFFSET, specs)))
 
     def compile_spec(self, c: s.CompileSpec) -> int:
-        b = self.b
-        key = b.CreateString(c.key)
+        key = self.b.CreateString(c.key)
         value = self.byte_vector(c.value, 1, f"CompileSpec {c.key!r} value")
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(0, key, 0)
-        b.PrependUOffsetTRelativeSlot(1, value, 0)
-        return b.EndObject()
+        return self.table(2, ((0, _OFFSET, key), (1, _OFFSET, value)))
 
     def non_const_buffer_device(self, d: s.NonConstBufferDevice) -> int:
-        b = self.b
-        b.StartObject(3)
-        b.PrependInt32Slot(0, d.buffer_idx, 0)
-        b.PrependInt8Slot(1, d.device_type, 0)
-        b.PrependInt8Slot(2, d.device_index, 0)
-        return b.EndObject()
+        return self.table(3, ((0, _I32, d.buffer_idx), (1, _I8, d.device_type), (2, _I8, d.device_index)))
 
     def buffer(self, buf: s.Buffer) -> int:
-        b = self.b
         storage = self.byte_vector(buf.storage, self.tensor_alignment, "Buffer.storage")
-        b.StartObject(1)
-        b.PrependUOffsetTRelativeSlot(0, storage, 0)
-        return b.EndObject()
+        return self.table(1, ((0, _OFFSET, storage),))
 
     def inline_data(self, d: s.BackendDelegateInlineData) -> int:
-        b = self.b
         data = self.byte_vector(d.data, self.delegate_alignment, "BackendDelegateInlineData.data")
-        b.StartObject(1)
-        b.PrependUOffsetTRelativeSlot(0, data, 0)
-        return b.EndObject()
+        return self.table(1, ((0, _OFFSET, data),))
 
     def data_segment(self, d: s.DataSegment) -> int:
-        b = self.b
-        b.StartObject(2)
-        b.PrependUint64Slot(0, d.offset, 0)
-        b.PrependUint64Slot(1, d.size, 0)
-        return b.EndObject()
+        return self.table(2, ((0, _U64, d.offset), (1, _U64, d.size)))
 
     def subsegment_offsets(self, o: s.SubsegmentOffsets) -> int:
-        b = self.b
         offsets = self.scalars("Q", 8, o.offsets)
-        b.StartObject(2)
-        b.PrependUint32Slot(0, o.segment_index, 0)
-        b.PrependUOffsetTRelativeSlot(1, offsets, 0)
-        return b.EndObject()
+        return self.table(2, ((0, _U32, o.segment_index), (1, _OFFSET, offsets)))
 
     def named_data(self, n: s.NamedData) -> int:
-        b = self.b
-        key = b.CreateString(n.key)
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(0, key, 0)
-        b.PrependUint32Slot(1, n.segment_index, 0)
-        return b.EndObject()
+        key = self.b.CreateString(n.key)
+        return self.table(2, ((0, _OFFSET, key), (1, _U32, n.segment_index)))
 
 
 def write_flatbuffer(program: s.Program, *, tensor_alignment: int, delegate_alignment: int) -> memoryview:
