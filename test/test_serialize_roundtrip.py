@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import copy
+import ctypes
 import struct
 import sys
 from pathlib import Path
@@ -125,7 +126,31 @@ def test_wrong_value_type_is_a_serialize_error():
         serialize_pte_binary(p)
 
 
-def test_out_of_range_field_is_a_serialize_error():
-    p = program([plan(values=[tensor([2**31])])])
-    with pytest.raises(SerializeError, match="out of range"):
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda p: p.execution_plan[0].values[0].val.sizes.append(2**31),
+         r"execution_plan\[0\].values\[0\].val.sizes\[1\] = 2147483648 does not fit the schema's int32"),
+        (lambda p: setattr(p.execution_plan[0], "name", 7), r"execution_plan\[0\].name is a int, not a string"),
+        (lambda p: setattr(p, "version", -1), r"Program.version = -1 does not fit the schema's uint32"),
+        (lambda p: setattr(p.execution_plan[0].values[0].val, "allocation_info", s.AllocationDetails(0, 2**32)),
+         r"memory_offset_low = 4294967296"),
+        (lambda p: setattr(p.execution_plan[0], "inputs", None), r"execution_plan\[0\].inputs is None; the schema needs a list of int32"),
+    ],
+)
+def test_bad_field_is_named_in_the_error(mutate, match):
+    p = program([plan()])
+    mutate(p)
+    with pytest.raises(SerializeError, match=match):
         serialize_pte_binary(p)
+
+
+def test_ctypes_view_over_tensor_memory_is_written_without_copy():
+    torch = pytest.importorskip("torch")
+    weights = torch.arange(4, dtype=torch.float32)
+    view = memoryview((ctypes.c_float * 4).from_address(weights.data_ptr()))
+    p = program([plan(values=[tensor([4], buffer_idx=1)])], constants=[view])
+    chunks = serialize_pte_chunks(p)
+    assert any(isinstance(c, memoryview) and c.obj is view.obj for c in chunks)
+    back = deserialize_pte_binary(b"".join(chunks))
+    assert bytes(back.constant_buffer[1].storage) == floats(0, 1, 2, 3)

@@ -13,6 +13,7 @@ import struct
 import flatbuffers
 
 from executorch.exir import schema as s
+from executorch.exir._serialize._field_check import find_bad_field
 from executorch.exir.error import SerializeError
 
 FILE_IDENTIFIER = b"ET12"
@@ -320,9 +321,12 @@ def write_flatbuffer(program: s.Program, *, tensor_alignment: int, delegate_alig
     except SerializeError:
         raise
     except (struct.error, TypeError, ValueError, AttributeError, OverflowError) as e:
+        bad = find_bad_field(program)
+        if bad:
+            raise SerializeError(f"cannot write the Program: {bad}; fix that value (it must fit the schema)") from None
         raise SerializeError(
-            f"cannot write the Program: a field has the wrong type or is out of range ({e}); "
-            "build it from the exir.schema dataclasses with values the schema allows"
+            f"cannot write the Program: a field has the wrong type ({type(e).__name__}: {e}); "
+            "build it from the exir.schema dataclasses"
         ) from None
     b = writer.b
     return memoryview(b.Bytes)[b.Head() :]
