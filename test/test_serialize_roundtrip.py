@@ -114,6 +114,17 @@ def test_segment_slot_of_constants_must_be_empty():
         serialize_pte_binary(p)
 
 
+def test_constant_segment_index_past_the_segments_is_rejected():
+    p = program([plan()], constants=[floats(1)], constant_segment=s.SubsegmentOffsets(5, []), segment_data=[b"x"])
+    with pytest.raises(SerializeError, match="segment_index is 5"):
+        serialize_pte_binary(p)
+
+
+def test_constant_segment_after_other_segments_round_trips():
+    p = program([plan()], constants=[floats(1)], constant_segment=s.SubsegmentOffsets(1, []), segment_data=[b"blob"])
+    assert _round_trip(p) == p
+
+
 @pytest.mark.parametrize("bad", [0, 3, -16, "16"])
 def test_bad_alignment_is_rejected(bad):
     with pytest.raises(SerializeError, match="power of two"):

@@ -116,9 +116,6 @@ class _Reader:
         offs = struct.unpack_from(f"<{count}I", self.buf, start)
         return [read(start + 4 * i + o) for i, o in enumerate(offs)]
 
-    def table(self, pos: int, what: str) -> int:
-        return self.ref(pos, what)
-
     # Tables -------------------------------------------------------------------------------
 
     def program(self, pos: int) -> s.Program:
@@ -130,7 +127,7 @@ class _Reader:
         if f[7]:
             named = self.tables(f[7], self.named_data, "Program.named_data")
         const_seg = (
-            self.subsegment_offsets(self.table(f[5], "Program.constant_segment"))
+            self.subsegment_offsets(self.ref(f[5], "Program.constant_segment"))
             if f[5]
             else s.SubsegmentOffsets(0, [])
         )
@@ -148,7 +145,7 @@ class _Reader:
     def execution_plan(self, pos: int) -> s.ExecutionPlan:
         f = self.fields(pos, 10, "ExecutionPlan")
         meta = (
-            self.container_metadata(self.table(f[1], "ExecutionPlan.container_meta_type"))
+            self.container_metadata(self.ref(f[1], "ExecutionPlan.container_meta_type"))
             if f[1]
             else s.ContainerMetadata("", "")
         )
@@ -182,7 +179,7 @@ class _Reader:
             raise _Corrupt(f"EValue has union tag {tag}; valid tags are 1..{len(s.KERNEL_TYPES)}")
         if not f[1]:
             raise _Corrupt(f"EValue with tag {tag} has no value table")
-        at = self.table(f[1], "EValue.val")
+        at = self.ref(f[1], "EValue.val")
         if tag == 5:
             return s.EValue(self.tensor(at))
         v = self.fields(at, 1, s.KERNEL_TYPES[tag - 1].__name__)[0]
@@ -212,9 +209,9 @@ class _Reader:
         f = self.fields(pos, 10, "Tensor")
         alloc = None
         if f[6]:
-            a = self.fields(self.table(f[6], "Tensor.allocation_info"), 3, "AllocationDetails")
+            a = self.fields(self.ref(f[6], "Tensor.allocation_info"), 3, "AllocationDetails")
             alloc = s.AllocationDetails(self.scalar("<I", a[0]), self.scalar("<I", a[1]), self.scalar("<I", a[2]))
-        extra = self.extra_tensor_info(self.table(f[9], "Tensor.extra_tensor_info")) if f[9] else None
+        extra = self.extra_tensor_info(self.ref(f[9], "Tensor.extra_tensor_info")) if f[9] else None
         return s.Tensor(
             self.enum(_SCALAR_TYPES, f[0], "Tensor.scalar_type"),
             self.scalar("<i", f[1]),
@@ -249,7 +246,7 @@ class _Reader:
             raise _Corrupt(f"Instruction has union tag {tag}; valid tags are 1..{len(s.INSTRUCTION_TYPES)}")
         if not f[1]:
             raise _Corrupt(f"Instruction with tag {tag} has no arguments table")
-        a = self.fields(self.table(f[1], "Instruction.instr_args"), 2, s.INSTRUCTION_TYPES[tag - 1].__name__)
+        a = self.fields(self.ref(f[1], "Instruction.instr_args"), 2, s.INSTRUCTION_TYPES[tag - 1].__name__)
         if tag == 1:
             args = s.KernelCall(self.scalar("<i", a[0]), self.scalars("i", 4, a[1], "KernelCall.args"))
         elif tag == 2:
@@ -289,7 +286,7 @@ class _Reader:
         f = self.fields(pos, 3, "BackendDelegate")
         if not f[1]:
             raise _Corrupt("BackendDelegate has no processed-data reference")
-        p = self.fields(self.table(f[1], "BackendDelegate.processed"), 2, "BackendDelegateDataReference")
+        p = self.fields(self.ref(f[1], "BackendDelegate.processed"), 2, "BackendDelegateDataReference")
         processed = s.BackendDelegateDataReference(
             self.enum(_DATA_LOCATIONS, p[0], "BackendDelegateDataReference.location"), self.scalar("<I", p[1])
         )

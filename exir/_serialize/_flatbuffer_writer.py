@@ -2,8 +2,10 @@
 
 Tables, vectors and strings are created in the same order as flatc's generated object-API
 `Pack` code (children in field order, then the table's fields in field order), so the bytes
-match those of the published exporter. Scalar and offset vectors are filled with one
-`struct.pack_into` each instead of one Builder call per element.
+match those of the published exporter. Tables and scalar/offset vectors are laid out here
+exactly as the Builder's per-field calls would lay them out, with one `struct.pack_into` per
+table or vector instead of several Python calls per element; strings and byte vectors go
+through the Builder itself.
 """
 
 from __future__ import annotations
@@ -320,6 +322,11 @@ def write_flatbuffer(program: s.Program, *, tensor_alignment: int, delegate_alig
         writer.b.Finish(root, file_identifier=FILE_IDENTIFIER)
     except SerializeError:
         raise
+    except flatbuffers.builder.BuilderSizeError:
+        raise SerializeError(
+            "cannot write the Program: its FlatBuffer would exceed the format's 2 GB limit; keep large "
+            "data out of the FlatBuffer (constants in constant_buffer, delegate blobs in segment_data)"
+        ) from None
     except (struct.error, TypeError, ValueError, AttributeError, OverflowError) as e:
         bad = find_bad_field(program)
         if bad:

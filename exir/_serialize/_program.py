@@ -79,7 +79,8 @@ def serialize_pte_chunks(
         + bytes(flat[4:HEADER_OFFSET])
         + ExtendedHeader(program_size, base, data_size).encode(header_length)
     )
-    return [head, flat[HEADER_OFFSET:], bytes(base - program_size), *segment_pieces]
+    padding = [bytes(base - program_size)] if base > program_size else []
+    return [head, flat[HEADER_OFFSET:], *padding, *segment_pieces]
 
 
 def serialize_pte_binary(
@@ -110,6 +111,11 @@ def _layout_segments(
         contents.append([as_byte_view(data, f"Program.segment_data[{i}]")])
     if program.constant_buffer:
         index = program.constant_segment.segment_index
+        if index > len(contents):
+            raise SerializeError(
+                f"constant_segment.segment_index is {index} but segment_data has only {len(contents)} entries; "
+                "use 0 (where the published exporter puts constants) or an index at most len(segment_data)"
+            )
         if index < len(contents) and len(contents[index][0]):
             raise SerializeError(
                 f"Program.segment_data[{index}] holds {len(contents[index][0])} bytes but that slot belongs "
