@@ -60,6 +60,8 @@ fi
 
 step "same bytes as an export from the source tree"
 mkdir -p "$WORK/src-shim" && ln -s "$ROOT" "$WORK/src-shim/executorch"
+FROM=$(cd "$WORK" && PYTHONPATH="$WORK/src-shim" "$VPY" -c "import executorch; print(executorch.__file__)")
+[[ "$FROM" == "$WORK/src-shim/"* ]] || fail "the source-tree export would import executorch from $FROM"
 (cd "$WORK" && PYTHONPATH="$WORK/src-shim" "$VPY" -m executorch.exir export "$MODEL" -o "$WORK/source.pte") \
   || fail "export from the source tree failed"
 cmp "$WORK/wheel.pte" "$WORK/source.pte" || fail "the wheel and the source tree wrote different .pte bytes"

@@ -66,9 +66,20 @@ def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> di
     return found
 
 
-def _run(cmd: list[str], cwd: Path | None = None) -> None:
+def _reproducible_env(root: Path, build_dir: Path) -> dict[str, str]:
+    # Compilers embed source and build paths (__FILE__, debug info); map them to fixed names so
+    # the native files do not depend on where the tree was checked out. CMake reads CXXFLAGS once,
+    # when it first configures a build directory.
+    env = dict(os.environ)
+    if os.name != "nt":
+        maps = f"-ffile-prefix-map={root}=. -ffile-prefix-map={build_dir}=build"
+        env["CXXFLAGS"] = f"{env.get('CXXFLAGS', '')} {maps}".strip()
+    return env
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
     _note("$ " + " ".join(cmd))
-    if subprocess.run(cmd, cwd=cwd).returncode != 0:
+    if subprocess.run(cmd, env=env).returncode != 0:
         raise SystemExit(f"error: `{' '.join(cmd)}` failed; its output above says why")
 
 
@@ -113,7 +124,7 @@ class BuildNative(build_ext):
         configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         configure += [f"-D{opt}={'ON' if on else 'OFF'}" for opt, on in sorted(self.plan.cmake_options.items())]
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
-        _run(configure)
+        _run(configure, env=_reproducible_env(root, build_dir))
         _run([tools["cmake"], "--build", str(build_dir), "--target", *self.plan.cmake_targets, f"-j{jobs}"])
         for component in self.plan.install_components:
             _run([tools["cmake"], "--install", str(build_dir), "--prefix", str(prefix), "--component", component])

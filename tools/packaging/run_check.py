@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     outputs = runtime.load_program(args.pte).load_method("forward").execute(list(inputs))
     worst = max((float((got - want).abs().max()) for got, want in zip(outputs, expected)), default=0.0)
     backend = getattr(runtime, "backend", "runtime")
-    where = Path(sys.modules["executorch"].__file__).parent
+    where = list(sys.modules["executorch"].__path__)[0]
     print(f"{args.pte.name} on {backend} ({where}): {len(outputs)} output(s), max |diff| vs eager = {worst:.3g}")
     if len(outputs) != len(expected) or worst > args.atol:
         print(f"FAIL: outputs differ from eager PyTorch (tolerance {args.atol})", file=sys.stderr)
