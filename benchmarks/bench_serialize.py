@@ -5,12 +5,16 @@
 With a file (e.g. a MobileNetV2 .pte from the published exporter) it reads the file, writes it
 back and checks the bytes are identical; without one it uses a synthetic program of
 MobileNetV2's shape (1603 values, 153 instructions, 82 constant buffers, 14 MB of weights).
+With a file and ET_REFERENCE_PYTHON set, the published 1.5.1 serializer is timed on the same
+file for comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import subprocess
 import statistics
 import time
 
@@ -44,6 +48,20 @@ def _synthetic() -> s.Program:
         [0, 9_936_896],
     )
     return s.Program(0, [plan], constants, [], [], s.SubsegmentOffsets(0, []))
+
+
+# Runs in the published package's python: times its reader and writer on the same file.
+_PUBLISHED = """
+import statistics, sys, time
+from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+data = open(sys.argv[1], "rb").read()
+reads, writes = [], []
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter(); pte = deserialize_pte_binary(data); reads.append(time.perf_counter() - t)
+    t = time.perf_counter(); bytes(serialize_pte_binary(pte)); writes.append(time.perf_counter() - t)
+for name, times in (("deserialize_pte_binary", reads), ("serialize_pte_binary", writes)):
+    print(f"{'published ' + name:<36}{min(times) * 1e3:>10.2f}{statistics.median(times) * 1e3:>12.2f}")
+"""
 
 
 def _time(fn, repeat: int) -> tuple[float, float]:
@@ -82,10 +100,15 @@ def main() -> None:
         ("serialize_pte_chunks", lambda: serialize_pte_chunks(program)),
         ("serialize_pte_binary", lambda: serialize_pte_binary(program)),
     ]
-    print(f"{'step':<26}{'min ms':>10}{'median ms':>12}   ({a.repeat} runs)")
+    print(f"{'step':<36}{'min ms':>10}{'median ms':>12}   ({a.repeat} runs)")
     for name, fn in rows:
         best, median = _time(fn, a.repeat)
-        print(f"{name:<26}{best:>10.2f}{median:>12.2f}")
+        print(f"{name:<36}{best:>10.2f}{median:>12.2f}")
+    reference = os.environ.get("ET_REFERENCE_PYTHON")
+    if a.pte and reference:
+        runs = str(max(1, a.repeat // 4))
+        proc = subprocess.run([reference, "-c", _PUBLISHED, a.pte, runs], capture_output=True, text=True)
+        print(proc.stdout.rstrip() if proc.returncode == 0 else f"published timing failed: {proc.stderr[-500:]}")
     if not identical:
         raise SystemExit("the rewritten bytes differ from the input")
 
