@@ -1,0 +1,516 @@
+// Layout ops (the *_copy view ops, cat/stack/split, dtype and dim-order copies, flip, repeat,
+// padding): each builds a strided View of its input and copies it into the output.
+#include <utility>
+
+#include "kernels/portable/util/copy.h"
+#include "kernels/portable/util/kernel_util.h"
+
+namespace executorch {
+namespace kernels {
+namespace {
+
+// Resizes `out` to the view's sizes and copies the view into it (converting the dtype when
+// `convert`; otherwise the dtypes must match).
+void emit(KernelRuntimeContext& ctx, const View& src, const Tensor& out, bool convert = false) {
+  ET_KERNEL_CHECK_MSG(ctx, convert || src.type == out.scalar_type(), InvalidType, ,
+                      "output dtype %s differs from the input's %s",
+                      runtime::scalar_type_name(out.scalar_type()), runtime::scalar_type_name(src.type));
+  ET_KERNEL_CHECK_MSG(ctx,
+                      src.type == out.scalar_type() ||
+                          (is_supported_dtype(src.type) && is_supported_dtype(out.scalar_type())),
+                      InvalidType, , "dtype conversion between %s and %s is not supported",
+                      runtime::scalar_type_name(src.type), runtime::scalar_type_name(out.scalar_type()));
+  if (!resize_out(ctx, out, {src.sizes, src.ndim})) return;
+  copy_view(src, view_of(out));
+}
+
+bool out_arg_ok(Args args, std::initializer_list<Tag> tags) { return runtime::args_match(args, tags); }
+
+// Removes dim `d` from a view.
+void drop_dim(View* v, size_t d) {
+  for (size_t i = d; i + 1 < v->ndim; ++i) {
+    v->sizes[i] = v->sizes[i + 1];
+    v->strides[i] = v->strides[i + 1];
+  }
+  --v->ndim;
+}
+
+// Inserts a size-1 dim at `d`.
+void insert_dim(View* v, size_t d) {
+  for (size_t i = v->ndim; i > d; --i) {
+    v->sizes[i] = v->sizes[i - 1];
+    v->strides[i] = v->strides[i - 1];
+  }
+  v->sizes[d] = 1;
+  v->strides[d] = 0;
+  ++v->ndim;
+}
+
+// view_copy.out(self, size, *, out): same elements in row-major order, new shape (-1 inferred).
+void view_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
+  const Span<const int64_t> req = args[1]->toIntList();
+  ET_KERNEL_CHECK(ctx, req.size() <= kMaxDim, InvalidArgument);
+  int64_t sizes[kMaxDim];
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < req.size(); ++i) {
+    sizes[i] = req[i];
+    if (req[i] == -1) {
+      ET_KERNEL_CHECK_MSG(ctx, infer < 0, InvalidArgument, , "view_copy: more than one -1 in size");
+      infer = static_cast<int64_t>(i);
+    } else {
+      ET_KERNEL_CHECK_MSG(ctx, req[i] >= 0, InvalidArgument, , "view_copy: negative size");
+      known *= req[i];
+    }
+  }
+  if (infer >= 0) {
+    ET_KERNEL_CHECK_MSG(ctx, known > 0 && in.numel() % known == 0, InvalidArgument, ,
+                        "view_copy: cannot infer the -1 dim");
+    sizes[infer] = in.numel() / known;
+    known *= sizes[infer];
+  }
+  ET_KERNEL_CHECK_MSG(ctx, known == in.numel(), InvalidArgument, ,
+                      "view_copy: size has %lld elements, input has %lld",
+                      static_cast<long long>(known), static_cast<long long>(in.numel()));
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type(), InvalidType, , "view_copy: dtype mismatch");
+  ET_KERNEL_CHECK_MSG(ctx, in.is_contiguous(), NotSupported, , "view_copy: input must be contiguous");
+  if (!resize_out(ctx, out, {sizes, req.size()})) return;
+  ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "view_copy: output must be contiguous");
+  View src = view_of(out);
+  src.data = in.const_data_ptr();
+  copy_view(src, view_of(out));
+}
+
+// permute_copy.out(self, dims, *, out)
+void permute_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  const Span<const int64_t> dims = args[1]->toIntList();
+  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(dims.size()) == in.dim(), InvalidArgument, ,
+                      "permute_copy: dims must list every dim once");
+  const View v = view_of(in);
+  View p = v;
+  bool seen[kMaxDim] = {};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d;
+    ET_KERNEL_CHECK_MSG(ctx, normalize_dim(dims[i], in.dim(), &d) && !seen[d], InvalidArgument, ,
+                        "permute_copy: dims must list every dim once");
+    seen[d] = true;
+    p.sizes[i] = v.sizes[d];
+    p.strides[i] = v.strides[d];
+  }
+  emit(ctx, p, args[2]->toTensor());
+}
+
+// transpose_copy.int_out(self, dim0, dim1, *, out)
+void transpose_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  int64_t a, b;
+  ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), in.dim(), &a) &&
+                               normalize_dim(args[2]->toInt(), in.dim(), &b),
+                      InvalidArgument, , "transpose_copy: dim out of range");
+  View v = view_of(in);
+  if (in.dim() > 0) {
+    std::swap(v.sizes[a], v.sizes[b]);
+    std::swap(v.strides[a], v.strides[b]);
+  }
+  emit(ctx, v, args[3]->toTensor());
+}
+
+// expand_copy.out(self, size, *, implicit, out)
+void expand_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  const Span<const int64_t> size = args[1]->toIntList();
+  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(size.size()) >= in.dim() && size.size() <= kMaxDim,
+                      InvalidArgument, , "expand_copy: size has fewer dims than the input");
+  const View v = view_of(in);
+  View e = v;
+  e.ndim = size.size();
+  const size_t shift = size.size() - v.ndim;
+  for (size_t i = 0; i < size.size(); ++i) {
+    const bool old = i >= shift;
+    const int64_t cur = old ? v.sizes[i - shift] : 1;
+    const int64_t want = size[i] == -1 && old ? cur : size[i];
+    ET_KERNEL_CHECK_MSG(ctx, want >= 0 && (cur == want || cur == 1), InvalidArgument, ,
+                        "expand_copy: size %lld cannot expand dim of size %lld",
+                        static_cast<long long>(size[i]), static_cast<long long>(cur));
+    e.sizes[i] = want;
+    e.strides[i] = old && cur == want ? v.strides[i - shift] : 0;
+  }
+  emit(ctx, e, args[3]->toTensor());
+}
+
+// squeeze_copy.dims_out(self, dims, *, out) / .dim_out(self, dim, *, out) / .out(self, *, out)
+void squeeze_view(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
+                  const Tensor& out) {
+  View v = view_of(in);
+  bool drop[kMaxDim] = {};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d;
+    ET_KERNEL_CHECK_MSG(ctx, normalize_dim(dims[i], in.dim(), &d), InvalidArgument, ,
+                        "squeeze_copy: dim out of range");
+    if (in.dim() > 0) drop[d] = true;
+  }
+  for (size_t d = v.ndim; d > 0; --d)
+    if ((all || drop[d - 1]) && v.sizes[d - 1] == 1) drop_dim(&v, d - 1);
+  emit(ctx, v, out);
+}
+void squeeze_dims_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  squeeze_view(ctx, args[0]->toTensor(), args[1]->toIntList(), false, args[2]->toTensor());
+}
+void squeeze_dim_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  const int64_t d = args[1]->toInt();
+  squeeze_view(ctx, args[0]->toTensor(), {&d, 1}, false, args[2]->toTensor());
+}
+void squeeze_all_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  squeeze_view(ctx, args[0]->toTensor(), {}, true, args[1]->toTensor());
+}
+
+// unsqueeze_copy.out(self, dim, *, out)
+void unsqueeze_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() < static_cast<int64_t>(kMaxDim) &&
+                               normalize_dim(args[1]->toInt(), in.dim() + 1, &d),
+                      InvalidArgument, , "unsqueeze_copy: dim out of range");
+  View v = view_of(in);
+  insert_dim(&v, static_cast<size_t>(d));
+  emit(ctx, v, args[2]->toTensor());
+}
+
+// Python slice bounds of [start:end:step] over `size`; returns the length.
+int64_t slice_bounds(int64_t size, const EValue& start_v, const EValue& end_v, int64_t step, int64_t* start) {
+  int64_t s = start_v.isInt() ? start_v.toInt() : 0;
+  int64_t e = end_v.isInt() ? end_v.toInt() : size;
+  if (s < 0) s += size;
+  if (e < 0) e += size;
+  s = s < 0 ? 0 : (s > size ? size : s);
+  e = e < s ? s : (e > size ? size : e);
+  *start = s;
+  return (e - s + step - 1) / step;
+}
+
+// slice_copy.Tensor_out(self, dim, start?, end?, step, *, out)
+void slice_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::None, Tag::Int, Tag::Tensor}),
+                  InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  int64_t d;
+  const int64_t step = args[4]->toInt();
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d) && step > 0,
+                      InvalidArgument, , "slice_copy: bad dim or step");
+  View v = view_of(in);
+  int64_t start;
+  const int64_t len = slice_bounds(v.sizes[d], *args[2], *args[3], step, &start);
+  v.data = static_cast<const char*>(v.data) + start * v.strides[d] * static_cast<int64_t>(in.element_size());
+  v.sizes[d] = len;
+  v.strides[d] *= step;
+  emit(ctx, v, args[5]->toTensor());
+}
+
+// select_copy.int_out(self, dim, index, *, out)
+void select_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d), InvalidArgument, ,
+                      "select_copy: dim out of range");
+  int64_t index = args[2]->toInt();
+  const int64_t size = in.size(d);
+  if (index < 0) index += size;
+  ET_KERNEL_CHECK_MSG(ctx, index >= 0 && index < size, InvalidArgument, ,
+                      "select_copy: index %lld out of range for size %lld",
+                      static_cast<long long>(args[2]->toInt()), static_cast<long long>(size));
+  View v = view_at(in, index * in.stride(d));
+  drop_dim(&v, static_cast<size_t>(d));
+  emit(ctx, v, args[3]->toTensor());
+}
+
+// True for the legacy empty 1-D tensor cat skips whatever the other shapes are.
+bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
+
+// Copies `parts` (each with `insert` a size-1 dim at `d` when stacking) along dim `d` of out.
+void concat(KernelRuntimeContext& ctx, Span<Tensor> parts, int64_t dim_arg, bool stack, const Tensor& out) {
+  ET_KERNEL_CHECK_MSG(ctx, parts.size() > 0, InvalidArgument, , "cat/stack: no tensors");
+  const Tensor* ref = nullptr;
+  for (const Tensor& t : parts)
+    if (!skipped_in_cat(t) || stack) {
+      ref = &t;
+      break;
+    }
+  if (ref == nullptr) {  // everything empty: so is the result
+    const int64_t zero = 0;
+    if (resize_out(ctx, out, {&zero, 1})) return;
+    return;
+  }
+  const int64_t rank = ref->dim() + (stack ? 1 : 0);
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, rank <= static_cast<int64_t>(kMaxDim) && normalize_dim(dim_arg, rank, &d) && rank > 0,
+                      InvalidArgument, , "cat/stack: dim out of range");
+  int64_t sizes[kMaxDim];
+  int64_t total = 0;
+  for (const Tensor& t : parts) {
+    if (!stack && skipped_in_cat(t)) continue;
+    View v = view_of(t);
+    if (stack) insert_dim(&v, static_cast<size_t>(d));
+    ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(v.ndim) == rank, InvalidArgument, ,
+                        "cat/stack: tensors differ in rank");
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == d) continue;
+      ET_KERNEL_CHECK_MSG(ctx, v.sizes[i] == (ref == &t ? v.sizes[i] : sizes[i]), InvalidArgument, ,
+                          "cat/stack: sizes differ outside the cat dim");
+      sizes[i] = v.sizes[i];
+    }
+    ET_KERNEL_CHECK_MSG(ctx, is_supported_dtype(t.scalar_type()) || t.scalar_type() == out.scalar_type(),
+                        InvalidType, , "cat/stack: unsupported dtype");
+    total += v.sizes[d];
+  }
+  sizes[d] = total;
+  if (!resize_out(ctx, out, {sizes, static_cast<size_t>(rank)})) return;
+  const View ov = view_of(out);
+  int64_t at = 0;
+  for (const Tensor& t : parts) {
+    if (!stack && skipped_in_cat(t)) continue;
+    View v = view_of(t);
+    if (stack) insert_dim(&v, static_cast<size_t>(d));
+    View dst = ov;
+    dst.data = static_cast<const char*>(ov.data) + at * ov.strides[d] * static_cast<int64_t>(out.element_size());
+    dst.sizes[d] = v.sizes[d];
+    copy_view(v, dst);
+    at += v.sizes[d];
+  }
+}
+
+// cat.out(tensors, dim, *, out) / stack.out(tensors, dim, *, out)
+void cat_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::ListTensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  concat(ctx, args[0]->toTensorList(), args[1]->toInt(), false, args[2]->toTensor());
+}
+void stack_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::ListTensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  concat(ctx, args[0]->toTensorList(), args[1]->toInt(), true, args[2]->toTensor());
+}
+
+// Copies consecutive chunks of `in` along `dim` into `outs`; sizes[i] is chunk i's length.
+void split_into(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, const int64_t* sizes,
+                Span<Tensor> outs, bool drop) {
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(dim_arg, in.dim(), &d), InvalidArgument, ,
+                      "split: dim out of range");
+  int64_t at = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    View v = view_at(in, at * in.stride(d));
+    v.sizes[d] = sizes ? sizes[i] : 1;
+    if (drop) drop_dim(&v, static_cast<size_t>(d));
+    emit(ctx, v, outs[i]);
+    if (ctx.failure_state() != Error::Ok) return;
+    at += sizes ? sizes[i] : 1;
+  }
+}
+
+// split_with_sizes_copy.out(self, split_sizes, dim, *, out[])
+void split_with_sizes_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Int, Tag::ListTensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  const Span<const int64_t> sizes = args[1]->toIntList();
+  const Span<Tensor> outs = args[3]->toTensorList();
+  int64_t d, sum = 0;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[2]->toInt(), in.dim(), &d), InvalidArgument, ,
+                      "split_with_sizes_copy: dim out of range");
+  for (int64_t s : sizes) {
+    ET_KERNEL_CHECK_MSG(ctx, s >= 0, InvalidArgument, , "split_with_sizes_copy: negative size");
+    sum += s;
+  }
+  ET_KERNEL_CHECK_MSG(ctx, sum == in.size(d) && sizes.size() == outs.size(), InvalidArgument, ,
+                      "split_with_sizes_copy: sizes must add up to the dim and match the outputs");
+  split_into(ctx, in, d, sizes.data(), outs, false);
+}
+
+// split_copy.Tensor_out(self, split_size, dim, *, out[])
+void split_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::ListTensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  const Span<Tensor> outs = args[3]->toTensorList();
+  const int64_t chunk = args[1]->toInt();
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[2]->toInt(), in.dim(), &d) && chunk > 0 &&
+                               outs.size() <= 1024,
+                      InvalidArgument, , "split_copy: bad dim or split size");
+  const int64_t n = in.size(d);
+  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(outs.size()) == (n + chunk - 1) / chunk, InvalidArgument, ,
+                      "split_copy: output count does not match");
+  int64_t sizes[1024];
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const int64_t left = n - static_cast<int64_t>(i) * chunk;
+    sizes[i] = left < chunk ? left : chunk;
+  }
+  split_into(ctx, in, d, sizes, outs, false);
+}
+
+// unbind_copy.int_out(self, dim, *, out[])
+void unbind_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::ListTensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  const Span<Tensor> outs = args[2]->toTensorList();
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d) &&
+                               static_cast<int64_t>(outs.size()) == in.size(d),
+                      InvalidArgument, , "unbind_copy: one output per slice needed");
+  split_into(ctx, in, d, nullptr, outs, true);
+}
+
+// The dim_order argument of the dim-order ops, when given, must be the output's.
+bool dim_order_matches(const EValue& v, const Tensor& out) {
+  if (v.isNone()) return true;
+  const Span<const int64_t> order = v.toIntList();
+  if (static_cast<int64_t>(order.size()) != out.dim()) return false;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] != out.dim_order()[i]) return false;
+  return true;
+}
+
+// _clone_dim_order.out / _to_dim_order_copy.out(self, non_blocking, dim_order?, *, out)
+void dim_order_copy(KernelRuntimeContext& ctx, Args args, bool convert) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
+  const Tensor out = args[3]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, dim_order_matches(*args[2], out), InvalidArgument, ,
+                      "dim order copy: dim_order argument differs from the output tensor's");
+  emit(ctx, view_of(args[0]->toTensor()), out, convert);
+}
+void clone_dim_order_out(KernelRuntimeContext& ctx, Args args) { dim_order_copy(ctx, args, false); }
+void to_dim_order_copy_out(KernelRuntimeContext& ctx, Args args) { dim_order_copy(ctx, args, true); }
+
+// _to_copy.out(self, non_blocking, memory_format?, *, out) / clone.out(self, memory_format?, *, out)
+void to_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
+  emit(ctx, view_of(args[0]->toTensor()), args[3]->toTensor(), true);
+}
+void clone_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  emit(ctx, view_of(args[0]->toTensor()), args[2]->toTensor());
+}
+
+// flip.out(self, dims, *, out)
+void flip_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor();
+  View v = view_of(in);
+  bool seen[kMaxDim] = {};
+  for (int64_t dim : args[1]->toIntList()) {
+    int64_t d;
+    ET_KERNEL_CHECK_MSG(ctx, normalize_dim(dim, in.dim(), &d) && !seen[d], InvalidArgument, ,
+                        "flip: dims out of range or repeated");
+    seen[d] = true;
+    if (in.dim() == 0 || v.sizes[d] == 0) continue;
+    v.data = static_cast<const char*>(v.data) +
+             (v.sizes[d] - 1) * v.strides[d] * static_cast<int64_t>(in.element_size());
+    v.strides[d] = -v.strides[d];
+  }
+  emit(ctx, v, args[2]->toTensor());
+}
+
+// repeat.out(self, repeats, *, out): out dim i is repeats[i] tiles of the (padded) input dim.
+void repeat_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
+  const Span<const int64_t> reps = args[1]->toIntList();
+  const size_t nd = reps.size();
+  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(nd) >= in.dim() && 2 * nd <= kMaxDim, InvalidArgument, ,
+                      "repeat: need as many repeats as dims (at most %zu)", kMaxDim / 2);
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type(), InvalidType, , "repeat: dtype mismatch");
+  const View v = view_of(in);
+  const size_t shift = nd - v.ndim;
+  int64_t sizes[kMaxDim];
+  for (size_t i = 0; i < nd; ++i) {
+    ET_KERNEL_CHECK_MSG(ctx, reps[i] >= 0, InvalidArgument, , "repeat: negative count");
+    sizes[i] = reps[i] * (i >= shift ? v.sizes[i - shift] : 1);
+  }
+  if (!resize_out(ctx, out, {sizes, nd})) return;
+  // Split each out dim into (tile, within-tile): the source is the input with tile stride 0.
+  const View ov = view_of(out);
+  View src, dst = ov;
+  src.data = v.data;
+  src.type = v.type;
+  src.ndim = dst.ndim = 2 * nd;
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t inner = i >= shift ? v.sizes[i - shift] : 1;
+    src.sizes[2 * i] = dst.sizes[2 * i] = reps[i];
+    src.sizes[2 * i + 1] = dst.sizes[2 * i + 1] = inner;
+    src.strides[2 * i] = 0;
+    src.strides[2 * i + 1] = i >= shift ? v.strides[i - shift] : 0;
+    dst.strides[2 * i] = ov.strides[i] * inner;
+    dst.strides[2 * i + 1] = ov.strides[i];
+  }
+  copy_view(src, dst);
+}
+
+// constant_pad_nd.out(self, pad, value, *, out): pad pairs start from the last dim; negative crops.
+void constant_pad_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
+  const Span<const int64_t> pad = args[1]->toIntList();
+  ET_KERNEL_CHECK_MSG(ctx, pad.size() % 2 == 0 && static_cast<int64_t>(pad.size() / 2) <= in.dim(),
+                      InvalidArgument, , "constant_pad_nd: pad must hold pairs for at most every dim");
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type() && is_supported_dtype(in.scalar_type()),
+                      InvalidType, , "constant_pad_nd: dtype mismatch or unsupported");
+  View src = view_of(in);
+  int64_t sizes[kMaxDim];
+  int64_t dst_start[kMaxDim] = {};
+  for (int64_t d = 0; d < in.dim(); ++d) sizes[d] = in.size(d);
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    const size_t d = static_cast<size_t>(in.dim()) - 1 - k;
+    const int64_t lo = pad[2 * k], hi = pad[2 * k + 1];
+    sizes[d] = in.size(d) + lo + hi;
+    ET_KERNEL_CHECK_MSG(ctx, sizes[d] >= 0, InvalidArgument, , "constant_pad_nd: padding crops below zero");
+    const int64_t crop_lo = lo < 0 ? -lo : 0, crop_hi = hi < 0 ? -hi : 0;
+    src.data = static_cast<const char*>(src.data) + crop_lo * src.strides[d] * static_cast<int64_t>(in.element_size());
+    src.sizes[d] = in.size(d) - crop_lo - crop_hi;
+    if (src.sizes[d] < 0) src.sizes[d] = 0;
+    dst_start[d] = lo > 0 ? lo : 0;
+  }
+  if (!resize_out(ctx, out, {sizes, static_cast<size_t>(in.dim())})) return;
+  View dst = view_of(out);
+  fill_view(dst, args[2]->toScalarDouble());
+  int64_t offset = 0;
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    offset += dst_start[d] * dst.strides[d];
+    dst.sizes[d] = src.sizes[d];
+  }
+  dst.data = static_cast<const char*>(dst.data) + offset * static_cast<int64_t>(out.element_size());
+  copy_view(src, dst);
+}
+
+}  // namespace
+
+ET_REGISTER_KERNEL("aten::view_copy.out", view_copy_out);
+ET_REGISTER_KERNEL("aten::permute_copy.out", permute_copy_out);
+ET_REGISTER_KERNEL("aten::transpose_copy.int_out", transpose_copy_out);
+ET_REGISTER_KERNEL("aten::expand_copy.out", expand_copy_out);
+ET_REGISTER_KERNEL("aten::squeeze_copy.dims_out", squeeze_dims_out);
+ET_REGISTER_KERNEL("aten::squeeze_copy.dim_out", squeeze_dim_out);
+ET_REGISTER_KERNEL("aten::squeeze_copy.out", squeeze_all_out);
+ET_REGISTER_KERNEL("aten::unsqueeze_copy.out", unsqueeze_copy_out);
+ET_REGISTER_KERNEL("aten::slice_copy.Tensor_out", slice_copy_out);
+ET_REGISTER_KERNEL("aten::select_copy.int_out", select_copy_out);
+ET_REGISTER_KERNEL("aten::cat.out", cat_out);
+ET_REGISTER_KERNEL("aten::stack.out", stack_out);
+ET_REGISTER_KERNEL("aten::split_with_sizes_copy.out", split_with_sizes_out);
+ET_REGISTER_KERNEL("aten::split_copy.Tensor_out", split_copy_out);
+ET_REGISTER_KERNEL("aten::unbind_copy.int_out", unbind_copy_out);
+ET_REGISTER_KERNEL("dim_order_ops::_clone_dim_order.out", clone_dim_order_out);
+ET_REGISTER_KERNEL("dim_order_ops::_to_dim_order_copy.out", to_dim_order_copy_out);
+ET_REGISTER_KERNEL("aten::_to_copy.out", to_copy_out);
+ET_REGISTER_KERNEL("aten::clone.out", clone_out);
+ET_REGISTER_KERNEL("aten::flip.out", flip_out);
+ET_REGISTER_KERNEL("aten::repeat.out", repeat_out);
+ET_REGISTER_KERNEL("aten::constant_pad_nd.out", constant_pad_out);
+
+}  // namespace kernels
+}  // namespace executorch

@@ -1,0 +1,337 @@
+// Reductions: sum, mean, prod, amax/amin, argmax/argmin, max/min.dim, any/all, var/std, cumsum.
+#include <cmath>
+#include <limits>
+
+#include "kernels/portable/util/reduce.h"
+
+namespace executorch {
+namespace kernels {
+namespace {
+
+bool supported(KernelRuntimeContext& ctx, const Tensor& t) {
+  if (is_supported_dtype(t.scalar_type())) return true;
+  ET_LOG(Error, "reduction: dtype %s is not supported", runtime::scalar_type_name(t.scalar_type()));
+  ctx.fail(Error::InvalidType);
+  return false;
+}
+
+// The `int[1]? dim` argument: None or an empty list reduces everything.
+bool dims_arg(const EValue& v, Span<const int64_t>* dims, bool* all) {
+  if (v.isNone()) {
+    *all = true;
+    return true;
+  }
+  if (v.isIntList()) {
+    *dims = v.toIntList();
+    *all = dims->size() == 0;
+    return true;
+  }
+  if (v.isInt()) return false;
+  return false;
+}
+
+enum class Fold { kSum, kMean, kProd };
+
+// Sum, mean or product over dims into out; integers accumulate exactly in int64.
+void fold(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
+          bool keepdim, const Tensor& out, Fold kind) {
+  if (!supported(ctx, in) || !supported(ctx, out)) return;
+  ReducePlan p;
+  if (!make_reduce_plan(ctx, in, dims, all, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out))
+    return;
+  const void* x = in.const_data_ptr();
+  const ScalarType it = in.scalar_type(), ot = out.scalar_type();
+  void* o = out.mutable_data_ptr();
+  const bool ints = is_integral(ot, true) && is_integral(it, true) && kind != Fold::kMean;
+  for (int64_t i = 0; i < p.out_count; ++i) {
+    const int64_t base = reduce_base(p, i);
+    if (ints) {
+      uint64_t acc = kind == Fold::kProd ? 1 : 0;  // unsigned: wraps like torch, no UB
+      for_each_reduced(p, base, [&](int64_t off, int64_t) {
+        const uint64_t v = static_cast<uint64_t>(load_int(x, it, off));
+        acc = kind == Fold::kProd ? acc * v : acc + v;
+      });
+      store_int(o, ot, i, static_cast<int64_t>(acc));
+      continue;
+    }
+    double acc = kind == Fold::kProd ? 1.0 : 0.0;
+    if (it == ScalarType::Float && p.red_dense) {
+      const float* xf = static_cast<const float*>(x) + base;
+      for (int64_t r = 0; r < p.red_count; ++r) acc = kind == Fold::kProd ? acc * xf[r] : acc + xf[r];
+    } else {
+      for_each_reduced(p, base, [&](int64_t off, int64_t) {
+        const double v = load_double(x, it, off);
+        acc = kind == Fold::kProd ? acc * v : acc + v;
+      });
+    }
+    if (kind == Fold::kMean) acc = p.red_count > 0 ? acc / static_cast<double>(p.red_count) : NAN;
+    store_double(o, ot, i, acc);
+  }
+}
+
+// sum.IntList_out(self, dim?, keepdim, *, dtype?, out)
+void sum_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
+                  InvalidArgument);
+  Span<const int64_t> dims;
+  bool all = false;
+  ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
+  fold(ctx, args[0]->toTensor(), dims, all, args[2]->toBool(), args[4]->toTensor(), Fold::kSum);
+}
+
+// mean.out(self, dim?, keepdim, *, dtype?, out)
+void mean_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
+                  InvalidArgument);
+  Span<const int64_t> dims;
+  bool all = false;
+  ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
+  const Tensor out = args[4]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, is_floating(out.scalar_type()), InvalidType, ,
+                      "mean: output must be floating point");
+  fold(ctx, args[0]->toTensor(), dims, all, args[2]->toBool(), out, Fold::kMean);
+}
+
+// mean.dtype_out(self, *, dtype?, out) / sum.out / prod.out: everything into one element.
+void mean_all_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  fold(ctx, args[0]->toTensor(), {}, true, false, args[2]->toTensor(), Fold::kMean);
+}
+void sum_all_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  fold(ctx, args[0]->toTensor(), {}, true, false, args[2]->toTensor(), Fold::kSum);
+}
+void prod_all_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  fold(ctx, args[0]->toTensor(), {}, true, false, args[2]->toTensor(), Fold::kProd);
+}
+// prod.int_out(self, int dim, keepdim, *, dtype?, out)
+void prod_dim_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::None, Tag::Tensor}),
+                  InvalidArgument);
+  const int64_t dim = args[1]->toInt();
+  fold(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), args[4]->toTensor(), Fold::kProd);
+}
+
+// Max/min (NaN wins) with the first index of the winner; writes values and/or indices.
+void extreme(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
+             bool keepdim, const Tensor* values, const Tensor* indices, bool is_max) {
+  if (!supported(ctx, in)) return;
+  ReducePlan p;
+  if (!make_reduce_plan(ctx, in, dims, all, &p)) return;
+  ET_KERNEL_CHECK_MSG(ctx, p.red_count > 0, InvalidArgument, ,
+                      "max/min: cannot reduce over an empty dimension");
+  if (values && (!supported(ctx, *values) || !prepare_reduce_out(ctx, in, p, keepdim, *values))) return;
+  if (indices) {
+    ET_KERNEL_CHECK_MSG(ctx, indices->scalar_type() == ScalarType::Long, InvalidType, ,
+                        "argmax/argmin: indices must be int64");
+    if (!prepare_reduce_out(ctx, in, p, keepdim, *indices)) return;
+  }
+  const void* x = in.const_data_ptr();
+  const ScalarType it = in.scalar_type();
+  const bool ints = is_integral(it, true);
+  for (int64_t i = 0; i < p.out_count; ++i) {
+    double best = 0;
+    int64_t ibest = 0, where = -1;
+    bool nan = false;
+    for_each_reduced(p, reduce_base(p, i), [&](int64_t off, int64_t r) {
+      if (nan) return;
+      if (ints) {
+        const int64_t v = load_int(x, it, off);
+        if (where < 0 || (is_max ? v > ibest : v < ibest)) ibest = v, where = r;
+        return;
+      }
+      const double v = load_double(x, it, off);
+      if (v != v) {
+        nan = true;
+        best = v;
+        where = r;
+      } else if (where < 0 || (is_max ? v > best : v < best)) {
+        best = v;
+        where = r;
+      }
+    });
+    if (values) {
+      if (ints) store_int(values->mutable_data_ptr(), values->scalar_type(), i, ibest);
+      else store_double(values->mutable_data_ptr(), values->scalar_type(), i, best);
+    }
+    if (indices) indices->mutable_data_ptr<int64_t>()[i] = where;
+  }
+}
+
+// amax.out / amin.out(self, int[1] dim, keepdim, *, out)
+void amax_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
+                  InvalidArgument);
+  const Span<const int64_t> dims = args[1]->toIntList();
+  const Tensor out = args[3]->toTensor();
+  extreme(ctx, args[0]->toTensor(), dims, dims.size() == 0, args[2]->toBool(), &out, nullptr, true);
+}
+void amin_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
+                  InvalidArgument);
+  const Span<const int64_t> dims = args[1]->toIntList();
+  const Tensor out = args[3]->toTensor();
+  extreme(ctx, args[0]->toTensor(), dims, dims.size() == 0, args[2]->toBool(), &out, nullptr, false);
+}
+
+// argmax.out / argmin.out(self, int? dim, keepdim, *, out); no dim: index into the flattening.
+void arg_extreme(KernelRuntimeContext& ctx, Args args, bool is_max) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
+                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args[1]->isNone() || args[1]->isInt(), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
+  const int64_t dim = args[1]->toInt();
+  const bool all = args[1]->isNone();
+  // Without a dim, keepdim keeps every dim as size 1.
+  extreme(ctx, in, {&dim, all ? 0u : 1u}, all, args[2]->toBool(), nullptr, &out, is_max);
+}
+void argmax_out(KernelRuntimeContext& ctx, Args args) { arg_extreme(ctx, args, true); }
+void argmin_out(KernelRuntimeContext& ctx, Args args) { arg_extreme(ctx, args, false); }
+
+// max.dim_max / min.dim_min(self, int dim, keepdim, *, values, indices)
+void max_dim_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
+  const int64_t dim = args[1]->toInt();
+  const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
+  extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, true);
+}
+void min_dim_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
+  const int64_t dim = args[1]->toInt();
+  const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
+  extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, false);
+}
+
+// any / all over dims, written as 0/1 in out's dtype.
+void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all_dims,
+             bool keepdim, const Tensor& out, bool is_any) {
+  if (!supported(ctx, in) || !supported(ctx, out)) return;
+  ReducePlan p;
+  if (!make_reduce_plan(ctx, in, dims, all_dims, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out))
+    return;
+  const void* x = in.const_data_ptr();
+  const ScalarType it = in.scalar_type();
+  for (int64_t i = 0; i < p.out_count; ++i) {
+    bool acc = !is_any;
+    for_each_reduced(p, reduce_base(p, i), [&](int64_t off, int64_t) {
+      const bool v = load_double(x, it, off) != 0.0;
+      acc = is_any ? (acc || v) : (acc && v);
+    });
+    store_int(out.mutable_data_ptr(), out.scalar_type(), i, acc ? 1 : 0);
+  }
+}
+template <bool kAny>
+void any_all_dim_out(KernelRuntimeContext& ctx, Args args) {  // (self, int dim, keepdim, *, out)
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
+                  InvalidArgument);
+  const int64_t dim = args[1]->toInt();
+  any_all(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), args[3]->toTensor(), kAny);
+}
+template <bool kAny>
+void any_all_dims_out(KernelRuntimeContext& ctx, Args args) {  // (self, int[]? dim, keepdim, *, out)
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
+                  InvalidArgument);
+  Span<const int64_t> dims;
+  bool all = false;
+  ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
+  any_all(ctx, args[0]->toTensor(), dims, all, args[2]->toBool(), args[3]->toTensor(), kAny);
+}
+template <bool kAny>
+void any_all_all_out(KernelRuntimeContext& ctx, Args args) {  // (self, *, out)
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  any_all(ctx, args[0]->toTensor(), {}, true, false, args[1]->toTensor(), kAny);
+}
+
+// var.correction_out / std.correction_out(self, dim?, *, correction?, keepdim, out)
+template <bool kStd>
+void var_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}),
+                  InvalidArgument);
+  Span<const int64_t> dims;
+  bool all = false;
+  ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
+  const double correction = args[2]->isScalar() ? args[2]->toScalarDouble() : 1.0;
+  const Tensor in = args[0]->toTensor(), out = args[4]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, is_floating(in.scalar_type()) && is_floating(out.scalar_type()), InvalidType, ,
+                      "var/std: only floating point");
+  ReducePlan p;
+  if (!make_reduce_plan(ctx, in, dims, all, &p) ||
+      !prepare_reduce_out(ctx, in, p, args[3]->toBool(), out))
+    return;
+  const void* x = in.const_data_ptr();
+  for (int64_t i = 0; i < p.out_count; ++i) {
+    const int64_t base = reduce_base(p, i);
+    double sum = 0, sq = 0;
+    for_each_reduced(p, base, [&](int64_t off, int64_t) { sum += load_double(x, in.scalar_type(), off); });
+    const double mu = p.red_count > 0 ? sum / p.red_count : NAN;
+    for_each_reduced(p, base, [&](int64_t off, int64_t) {
+      const double d = load_double(x, in.scalar_type(), off) - mu;
+      sq += d * d;
+    });
+    const double denom = static_cast<double>(p.red_count) - correction;
+    const double var = denom > 0 ? sq / denom : (denom == 0 && sq == 0 ? NAN : sq / denom);
+    store_double(out.mutable_data_ptr(), out.scalar_type(), i, kStd ? std::sqrt(var) : var);
+  }
+}
+
+// cumsum.out(self, int dim, *, dtype?, out)
+void cumsum_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::Tensor}),
+                  InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
+  if (!supported(ctx, in) || !supported(ctx, out) || !resize_out(ctx, out, in)) return;
+  const int64_t d_arg = args[1]->toInt();
+  ReducePlan p;
+  if (!make_reduce_plan(ctx, in, {&d_arg, 1}, false, &p)) return;
+  int64_t dim = 0;
+  normalize_dim(d_arg, in.dim(), &dim);
+  const int64_t out_stride = in.dim() == 0 ? 1 : out.stride(dim);
+  const bool ints = is_integral(out.scalar_type(), true);
+  // The kept-dim bases in `out` use out's own strides.
+  ReducePlan po;
+  if (!make_reduce_plan(ctx, out, {&d_arg, 1}, false, &po)) return;
+  for (int64_t i = 0; i < p.out_count; ++i) {
+    const int64_t ib = reduce_base(p, i), ob = reduce_base(po, i);
+    double acc = 0;
+    uint64_t iacc = 0;
+    for_each_reduced(p, ib, [&](int64_t off, int64_t r) {
+      if (ints) {
+        iacc += static_cast<uint64_t>(load_int(in.const_data_ptr(), in.scalar_type(), off));
+        store_int(out.mutable_data_ptr(), out.scalar_type(), ob + r * out_stride, static_cast<int64_t>(iacc));
+      } else {
+        acc += load_double(in.const_data_ptr(), in.scalar_type(), off);
+        store_double(out.mutable_data_ptr(), out.scalar_type(), ob + r * out_stride, acc);
+      }
+    });
+  }
+}
+
+}  // namespace
+
+ET_REGISTER_KERNEL("aten::sum.IntList_out", sum_out);
+ET_REGISTER_KERNEL("aten::sum.out", sum_all_out);
+ET_REGISTER_KERNEL("aten::mean.out", mean_out);
+ET_REGISTER_KERNEL("aten::mean.dtype_out", mean_all_out);
+ET_REGISTER_KERNEL("aten::prod.int_out", prod_dim_out);
+ET_REGISTER_KERNEL("aten::prod.out", prod_all_out);
+ET_REGISTER_KERNEL("aten::amax.out", amax_out);
+ET_REGISTER_KERNEL("aten::amin.out", amin_out);
+ET_REGISTER_KERNEL("aten::argmax.out", argmax_out);
+ET_REGISTER_KERNEL("aten::argmin.out", argmin_out);
+ET_REGISTER_KERNEL("aten::max.dim_max", max_dim_out);
+ET_REGISTER_KERNEL("aten::min.dim_min", min_dim_out);
+ET_REGISTER_KERNEL("aten::any.out", any_all_dim_out<true>);
+ET_REGISTER_KERNEL("aten::any.dims_out", any_all_dims_out<true>);
+ET_REGISTER_KERNEL("aten::any.all_out", any_all_all_out<true>);
+ET_REGISTER_KERNEL("aten::all.out", any_all_dim_out<false>);
+ET_REGISTER_KERNEL("aten::all.dims_out", any_all_dims_out<false>);
+ET_REGISTER_KERNEL("aten::all.all_out", any_all_all_out<false>);
+ET_REGISTER_KERNEL("aten::var.correction_out", var_out<false>);
+ET_REGISTER_KERNEL("aten::std.correction_out", var_out<true>);
+ET_REGISTER_KERNEL("aten::cumsum.out", cumsum_out);
+
+}  // namespace kernels
+}  // namespace executorch

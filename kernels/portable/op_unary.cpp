@@ -1,0 +1,251 @@
+// Elementwise single-input kernels: math functions and activations (parameterised or not).
+#include <cmath>
+
+#include "kernels/portable/util/elementwise.h"
+
+namespace executorch {
+namespace kernels {
+namespace {
+
+// Runs `F` over args[0] into the last argument; `Tags` are the full argument tags.
+template <typename F>
+void unary_kernel(KernelRuntimeContext& ctx, Args args, std::initializer_list<Tag> tags, F f) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, tags), InvalidArgument);
+  const Operand in[1] = {tensor_operand(args[0]->toTensor())};
+  map_elementwise(ctx, in, args[args.size() - 1]->toTensor(), f);
+}
+
+// Defines a functor usable on float, double and int64 elements, and its .out kernel.
+#define ET_UNARY_OP(name, expr)                                                   \
+  struct name##_fn {                                                              \
+    template <typename T>                                                         \
+    T operator()(T x) const {                                                     \
+      using R = std::conditional_t<std::is_integral_v<T>, double, T>;             \
+      const R v = static_cast<R>(x);                                              \
+      (void)v;                                                                    \
+      return static_cast<T>(expr);                                                \
+    }                                                                             \
+  };                                                                              \
+  void name##_out(KernelRuntimeContext& ctx, Args args) {                         \
+    unary_kernel(ctx, args, {Tag::Tensor, Tag::Tensor}, name##_fn{});             \
+  }
+
+ET_UNARY_OP(exp, std::exp(v))
+ET_UNARY_OP(expm1, std::expm1(v))
+ET_UNARY_OP(log, std::log(v))
+ET_UNARY_OP(log1p, std::log1p(v))
+ET_UNARY_OP(log2, std::log2(v))
+ET_UNARY_OP(log10, std::log10(v))
+ET_UNARY_OP(sqrt, std::sqrt(v))
+ET_UNARY_OP(rsqrt, R(1) / std::sqrt(v))
+ET_UNARY_OP(reciprocal, R(1) / v)
+ET_UNARY_OP(sin, std::sin(v))
+ET_UNARY_OP(cos, std::cos(v))
+ET_UNARY_OP(tan, std::tan(v))
+ET_UNARY_OP(asin, std::asin(v))
+ET_UNARY_OP(acos, std::acos(v))
+ET_UNARY_OP(atan, std::atan(v))
+ET_UNARY_OP(sinh, std::sinh(v))
+ET_UNARY_OP(cosh, std::cosh(v))
+ET_UNARY_OP(tanh, std::tanh(v))
+ET_UNARY_OP(sigmoid, R(1) / (R(1) + std::exp(-v)))
+ET_UNARY_OP(erf, std::erf(v))
+ET_UNARY_OP(silu, v / (R(1) + std::exp(-v)))
+ET_UNARY_OP(hardswish, v * std::fmin(std::fmax(v + R(3), R(0)), R(6)) / R(6))
+ET_UNARY_OP(hardsigmoid, std::fmin(std::fmax(v + R(3), R(0)), R(6)) / R(6))
+// round() in torch rounds half to even, which nearbyint does in the default rounding mode.
+ET_UNARY_OP(round, std::nearbyint(v))
+ET_UNARY_OP(floor, std::floor(v))
+ET_UNARY_OP(ceil, std::ceil(v))
+ET_UNARY_OP(trunc, std::trunc(v))
+#undef ET_UNARY_OP
+
+// Exact for integers (no trip through double), as torch computes them.
+struct abs_fn {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>) return x < 0 ? static_cast<T>(0 - static_cast<uint64_t>(x)) : x;
+    else return std::fabs(x);
+  }
+};
+struct neg_fn {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(0 - static_cast<uint64_t>(x));
+    else return -x;
+  }
+};
+struct sign_fn {
+  template <typename T>
+  T operator()(T x) const {
+    if (x != x) return x;  // NaN stays NaN
+    return static_cast<T>((T(0) < x) - (x < T(0)));
+  }
+};
+struct relu_fn {
+  template <typename T>
+  T operator()(T x) const {
+    return x != x ? x : (x > T(0) ? x : T(0));
+  }
+};
+
+void abs_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Tensor, Tag::Tensor}, abs_fn{}); }
+void neg_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Tensor, Tag::Tensor}, neg_fn{}); }
+void sign_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Tensor, Tag::Tensor}, sign_fn{}); }
+void relu_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Tensor, Tag::Tensor}, relu_fn{}); }
+
+// min(max(x, lo), hi) with NaN passing through; a missing bound is +-infinity.
+struct clamp_fn {
+  bool has_lo, has_hi;
+  double lo, hi;
+  int64_t ilo, ihi;
+  template <typename T>
+  T operator()(T x) const {
+    if (x != x) return x;
+    if constexpr (std::is_integral_v<T>) {
+      if (has_lo && x < ilo) x = static_cast<T>(ilo);
+      if (has_hi && x > ihi) x = static_cast<T>(ihi);
+    } else {
+      if (has_lo && x < static_cast<T>(lo)) x = static_cast<T>(lo);
+      if (has_hi && x > static_cast<T>(hi)) x = static_cast<T>(hi);
+    }
+    return x;
+  }
+};
+
+clamp_fn make_clamp(const EValue& lo, const EValue& hi) {
+  return {lo.isScalar(), hi.isScalar(), lo.toScalarDouble(), hi.toScalarDouble(),
+          lo.toScalarInt(), hi.toScalarInt()};
+}
+
+// clamp.out(self, Scalar? min, Scalar? max, *, out)
+void clamp_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[1] && args[2], InvalidArgument);
+  ET_KERNEL_CHECK(ctx, (args[1]->isNone() || args[1]->isScalar()) &&
+                           (args[2]->isNone() || args[2]->isScalar()),
+                  InvalidArgument);
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor},
+               make_clamp(*args[1], *args[2]));
+}
+
+// hardtanh.out(self, Scalar min_val, Scalar max_val, *, out)
+void hardtanh_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[1] && args[2], InvalidArgument);
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor},
+               make_clamp(*args[1], *args[2]));
+}
+
+// clamp.Tensor_out(self, Tensor? min, Tensor? max, *, out): bounds broadcast like operands.
+void clamp_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}),
+                  InvalidArgument);
+  const double inf = INFINITY;
+  const Operand ops[3] = {tensor_operand(args[0]->toTensor()),
+                          args[1]->isTensor() ? tensor_operand(args[1]->toTensor()) : double_operand(-inf),
+                          args[2]->isTensor() ? tensor_operand(args[2]->toTensor()) : double_operand(inf)};
+  map_elementwise(ctx, ops, args[3]->toTensor(), [](auto x, auto lo, auto hi) {
+    if (x != x) return x;
+    return x < lo ? lo : (x > hi ? hi : x);
+  });
+}
+
+// leaky_relu.out(self, Scalar negative_slope, *, out)
+void leaky_relu_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args.size() == 3 && args[1], InvalidArgument);
+  const double slope = args[1]->toScalarDouble();
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::Tensor}, [slope](auto x) {
+    using T = decltype(x);
+    return x > T(0) ? x : static_cast<T>(x * slope);
+  });
+}
+
+// elu.out(self, Scalar alpha, Scalar scale, Scalar input_scale, *, out)
+void elu_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args.size() == 5 && args[1] && args[2] && args[3], InvalidArgument);
+  const double alpha = args[1]->toScalarDouble(), scale = args[2]->toScalarDouble(),
+               in_scale = args[3]->toScalarDouble();
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor},
+               [=](auto x) {
+                 using T = decltype(x);
+                 using R = std::conditional_t<std::is_integral_v<T>, double, T>;
+                 const R v = static_cast<R>(x);
+                 return static_cast<T>(v > R(0) ? v * R(scale)
+                                                : R(alpha) * R(scale) * std::expm1(v * R(in_scale)));
+               });
+}
+
+// gelu.out(self, str approximate, *, out)
+void gelu_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::String, Tag::Tensor}),
+                  InvalidArgument);
+  const std::string_view mode = args[1]->toString();
+  ET_KERNEL_CHECK_MSG(ctx, mode == "none" || mode == "tanh", InvalidArgument, ,
+                      "gelu: approximate must be 'none' or 'tanh'");
+  const bool tanh_mode = mode == "tanh";
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::String, Tag::Tensor}, [tanh_mode](auto x) {
+    using T = decltype(x);
+    using R = std::conditional_t<std::is_integral_v<T>, double, T>;
+    const R v = static_cast<R>(x);
+    if (tanh_mode) {
+      const R k = static_cast<R>(0.7978845608028654);  // sqrt(2 / pi)
+      return static_cast<T>(R(0.5) * v * (R(1) + std::tanh(k * (v + R(0.044715) * v * v * v))));
+    }
+    return static_cast<T>(R(0.5) * v * (R(1) + std::erf(v * static_cast<R>(0.7071067811865476))));
+  });
+}
+
+// softplus.out(self, Scalar beta, Scalar threshold, *, out)
+void softplus_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[1] && args[2], InvalidArgument);
+  const double beta = args[1]->toScalarDouble(), threshold = args[2]->toScalarDouble();
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}, [=](auto x) {
+    using T = decltype(x);
+    using R = std::conditional_t<std::is_integral_v<T>, double, T>;
+    const R v = static_cast<R>(x);
+    return static_cast<T>(v * R(beta) > R(threshold) ? v : std::log1p(std::exp(v * R(beta))) / R(beta));
+  });
+}
+
+}  // namespace
+
+ET_REGISTER_KERNEL("aten::abs.out", abs_out);
+ET_REGISTER_KERNEL("aten::acos.out", acos_out);
+ET_REGISTER_KERNEL("aten::asin.out", asin_out);
+ET_REGISTER_KERNEL("aten::atan.out", atan_out);
+ET_REGISTER_KERNEL("aten::ceil.out", ceil_out);
+ET_REGISTER_KERNEL("aten::clamp.out", clamp_out);
+ET_REGISTER_KERNEL("aten::clamp.Tensor_out", clamp_tensor_out);
+ET_REGISTER_KERNEL("aten::cos.out", cos_out);
+ET_REGISTER_KERNEL("aten::cosh.out", cosh_out);
+ET_REGISTER_KERNEL("aten::elu.out", elu_out);
+ET_REGISTER_KERNEL("aten::erf.out", erf_out);
+ET_REGISTER_KERNEL("aten::exp.out", exp_out);
+ET_REGISTER_KERNEL("aten::expm1.out", expm1_out);
+ET_REGISTER_KERNEL("aten::floor.out", floor_out);
+ET_REGISTER_KERNEL("aten::gelu.out", gelu_out);
+ET_REGISTER_KERNEL("aten::hardsigmoid.out", hardsigmoid_out);
+ET_REGISTER_KERNEL("aten::hardswish.out", hardswish_out);
+ET_REGISTER_KERNEL("aten::hardtanh.out", hardtanh_out);
+ET_REGISTER_KERNEL("aten::leaky_relu.out", leaky_relu_out);
+ET_REGISTER_KERNEL("aten::log.out", log_out);
+ET_REGISTER_KERNEL("aten::log10.out", log10_out);
+ET_REGISTER_KERNEL("aten::log1p.out", log1p_out);
+ET_REGISTER_KERNEL("aten::log2.out", log2_out);
+ET_REGISTER_KERNEL("aten::neg.out", neg_out);
+ET_REGISTER_KERNEL("aten::reciprocal.out", reciprocal_out);
+ET_REGISTER_KERNEL("aten::relu.out", relu_out);
+ET_REGISTER_KERNEL("aten::round.out", round_out);
+ET_REGISTER_KERNEL("aten::rsqrt.out", rsqrt_out);
+ET_REGISTER_KERNEL("aten::sigmoid.out", sigmoid_out);
+ET_REGISTER_KERNEL("aten::sign.out", sign_out);
+ET_REGISTER_KERNEL("aten::silu.out", silu_out);
+ET_REGISTER_KERNEL("aten::sin.out", sin_out);
+ET_REGISTER_KERNEL("aten::sinh.out", sinh_out);
+ET_REGISTER_KERNEL("aten::softplus.out", softplus_out);
+ET_REGISTER_KERNEL("aten::sqrt.out", sqrt_out);
+ET_REGISTER_KERNEL("aten::tan.out", tan_out);
+ET_REGISTER_KERNEL("aten::tanh.out", tanh_out);
+ET_REGISTER_KERNEL("aten::trunc.out", trunc_out);
+
+}  // namespace kernels
+}  // namespace executorch

@@ -1,0 +1,145 @@
+// Operand construction, broadcasting and walk planning for the elementwise maps.
+#include "kernels/portable/util/elementwise.h"
+
+namespace executorch {
+namespace kernels {
+
+Operand tensor_operand(const Tensor& t) {
+  Operand o;
+  o.data = t.const_data_ptr();
+  o.type = t.scalar_type();
+  o.ndim = static_cast<size_t>(t.dim());
+  for (size_t d = 0; d < o.ndim && d < kMaxDim; ++d) {
+    o.sizes[d] = t.sizes()[d];
+    o.strides[d] = t.strides()[d];
+  }
+  o.row_major = t.is_contiguous();
+  return o;
+}
+
+bool scalar_operand(const EValue& v, Operand* out) {
+  Operand o;
+  o.is_scalar = true;
+  if (v.isDouble()) {
+    o.type = ScalarType::Double;
+  } else if (v.isInt()) {
+    o.type = ScalarType::Long;
+  } else if (v.isBool()) {
+    o.type = ScalarType::Bool;
+  } else {
+    return false;
+  }
+  o.scalar_d = v.toScalarDouble();
+  o.scalar_i = v.toScalarInt();
+  *out = o;
+  return true;
+}
+
+Operand double_operand(double v) {
+  Operand o;
+  o.is_scalar = true;
+  o.type = ScalarType::Double;
+  o.scalar_d = v;
+  o.scalar_i = static_cast<int64_t>(v);
+  return o;
+}
+
+bool broadcast_shape(const Operand* ops, size_t n, int64_t* sizes, size_t* ndim) {
+  size_t nd = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (!ops[k].is_scalar && ops[k].ndim > nd) nd = ops[k].ndim;
+  if (nd > kMaxDim) return false;
+  for (size_t d = 0; d < nd; ++d) sizes[d] = 1;
+  for (size_t k = 0; k < n; ++k) {
+    if (ops[k].is_scalar) continue;
+    const size_t shift = nd - ops[k].ndim;
+    for (size_t d = 0; d < ops[k].ndim; ++d) {
+      const int64_t s = ops[k].sizes[d];
+      int64_t& r = sizes[d + shift];
+      if (s == r || s == 1) continue;
+      if (r != 1) return false;
+      r = s;
+    }
+  }
+  *ndim = nd;
+  return true;
+}
+
+Walk plan_walk(const Tensor& out, const Operand* ins, size_t n) {
+  Walk w;
+  w.ndim = static_cast<size_t>(out.dim());
+  w.count = n + 1;
+  bool linear = out.is_contiguous();
+  bool dense = linear;
+  for (size_t d = 0; d < w.ndim; ++d) {
+    w.sizes[d] = out.sizes()[d];
+    w.strides[0][d] = out.strides()[d];
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const Operand& o = ins[k];
+    if (o.is_scalar) {
+      // A stride of zero everywhere marks "always offset 0" in the linear walk too.
+      for (size_t d = 0; d < kMaxDim; ++d) w.strides[k + 1][d] = 0;
+      dense = false;
+      continue;
+    }
+    const size_t shift = w.ndim - o.ndim;
+    bool full = o.row_major && o.ndim == w.ndim;
+    for (size_t d = 0; d < w.ndim; ++d) {
+      const bool present = d >= shift && o.sizes[d - shift] == w.sizes[d];
+      w.strides[k + 1][d] = present ? o.strides[d - shift] : 0;
+      full = full && present;
+    }
+    // An operand of one element is offset 0 everywhere, like a scalar.
+    int64_t numel = 1;
+    for (size_t d = 0; d < o.ndim; ++d) numel *= o.sizes[d];
+    if (numel == 1) {
+      for (size_t d = 0; d < kMaxDim; ++d) w.strides[k + 1][d] = 0;
+      dense = dense && full;
+      continue;
+    }
+    // The linear walk marks a full operand with a nonzero first stride.
+    if (full && w.ndim > 0) w.strides[k + 1][0] = w.strides[k + 1][0] == 0 ? 1 : w.strides[k + 1][0];
+    linear = linear && full;
+  }
+  w.linear = linear;
+  w.dense = linear && dense;
+  return w;
+}
+
+ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n) {
+  bool all_f32 = out == ScalarType::Float;
+  bool all_int = is_integral(out, true);
+  for (size_t k = 0; k < n; ++k) {
+    all_f32 = all_f32 && operand_float32(ins[k]);
+    all_int = all_int && operand_integral(ins[k]);
+  }
+  if (all_f32) return ComputeKind::kFloat32;
+  if (all_int) return ComputeKind::kInt64;
+  return ComputeKind::kDouble;
+}
+
+bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n,
+                         const Tensor& out) {
+  if (!is_supported_dtype(out.scalar_type())) {
+    ET_LOG(Error, "elementwise kernel: output dtype %s is not supported",
+           runtime::scalar_type_name(out.scalar_type()));
+    ctx.fail(Error::InvalidType);
+    return false;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (!ins[k].is_scalar && !is_supported_dtype(ins[k].type)) {
+      ET_LOG(Error, "elementwise kernel: input dtype %s is not supported",
+             runtime::scalar_type_name(ins[k].type));
+      ctx.fail(Error::InvalidType);
+      return false;
+    }
+  }
+  int64_t sizes[kMaxDim];
+  size_t nd = 0;
+  if (!check(ctx, broadcast_shape(ins, n, sizes, &nd), "input shapes do not broadcast")) return false;
+  return resize_out(ctx, out, {sizes, nd});
+}
+
+}  // namespace kernels
+}  // namespace executorch

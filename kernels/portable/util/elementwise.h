@@ -1,0 +1,201 @@
+// Elementwise maps over tensors and scalars with broadcasting, strides and dtype conversion.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/portable/util/kernel_util.h"
+
+namespace executorch {
+namespace kernels {
+
+// One input of an elementwise op: a tensor, or a Scalar argument broadcast everywhere.
+struct Operand {
+  const void* data = nullptr;
+  ScalarType type = ScalarType::Float;  // for a scalar: Double, Long or Bool
+  size_t ndim = 0;
+  int64_t sizes[kMaxDim] = {};
+  int64_t strides[kMaxDim] = {};
+  bool row_major = true;
+  bool is_scalar = false;
+  double scalar_d = 0;
+  int64_t scalar_i = 0;
+};
+
+Operand tensor_operand(const Tensor& t);
+// From a Scalar EValue (Int, Double or Bool); false when `v` is none of these.
+bool scalar_operand(const EValue& v, Operand* out);
+Operand double_operand(double v);
+
+inline bool operand_integral(const Operand& o) { return is_integral(o.type, true); }
+inline bool operand_float32(const Operand& o) { return o.is_scalar || o.type == ScalarType::Float; }
+
+inline double load_d(const Operand& o, int64_t off) {
+  return o.is_scalar ? o.scalar_d : load_double(o.data, o.type, off);
+}
+inline int64_t load_i(const Operand& o, int64_t off) {
+  return o.is_scalar ? o.scalar_i : load_int(o.data, o.type, off);
+}
+
+// The broadcast of the operands' shapes (torch rules); false when they do not broadcast.
+bool broadcast_shape(const Operand* ops, size_t n, int64_t* sizes, size_t* ndim);
+
+// An iteration over an output shape with the element strides of each operand (0 where broadcast).
+struct Walk {
+  size_t ndim = 0;
+  int64_t sizes[kMaxDim] = {};
+  int64_t strides[4][kMaxDim] = {};  // [0] is the output, then the inputs
+  size_t count = 1;
+  bool linear = false;  // every operand is row-major with the output's shape (or a scalar)
+  bool dense = false;   // linear, and no operand is a scalar or a single broadcast element
+};
+
+// Plans the walk of `out` (already resized to the broadcast shape) over `ins`.
+Walk plan_walk(const Tensor& out, const Operand* ins, size_t n);
+
+// Calls f(out_offset, in_offsets) for every output element.
+template <typename F>
+void walk(const Walk& w, F&& f) {
+  int64_t offs[4] = {0, 0, 0, 0};
+  if (w.linear) {
+    int64_t total = 1;
+    for (size_t d = 0; d < w.ndim; ++d) total *= w.sizes[d];
+    for (int64_t i = 0; i < total; ++i) {
+      for (size_t k = 0; k < w.count; ++k) offs[k] = w.strides[k][0] == 0 && k > 0 ? 0 : i;
+      f(offs[0], offs + 1);
+    }
+    return;
+  }
+  int64_t idx[kMaxDim] = {};
+  for (size_t d = 0; d < w.ndim; ++d)
+    if (w.sizes[d] == 0) return;
+  const size_t last = w.ndim == 0 ? 0 : w.ndim - 1;
+  const int64_t inner = w.ndim == 0 ? 1 : w.sizes[last];
+  while (true) {
+    int64_t base[4];
+    for (size_t k = 0; k < w.count; ++k) base[k] = offs[k];
+    for (int64_t i = 0; i < inner; ++i) {
+      f(offs[0], offs + 1);
+      if (w.ndim == 0) break;
+      for (size_t k = 0; k < w.count; ++k) offs[k] += w.strides[k][last];
+    }
+    for (size_t k = 0; k < w.count; ++k) offs[k] = base[k];
+    // Odometer over the outer dimensions.
+    size_t d = last;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      if (++idx[d] < w.sizes[d]) {
+        for (size_t k = 0; k < w.count; ++k) offs[k] += w.strides[k][d];
+        break;
+      }
+      for (size_t k = 0; k < w.count; ++k) offs[k] -= w.strides[k][d] * (w.sizes[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// How the inputs should be combined: in float32, in int64 (exact integers) or in double.
+enum class ComputeKind { kFloat32, kInt64, kDouble };
+ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n);
+
+// out = f(ins...) elementwise for 1..3 operands; F provides operator() for float, double
+// and int64_t arguments. Checks dtypes, broadcasts, resizes `out`; failures go to `ctx`.
+template <typename F, size_t N>
+void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f);
+
+// Like map_elementwise but the result is a predicate written as bool/0/1 in out's dtype.
+template <typename F, size_t N>
+void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f);
+
+// Validates dtypes, broadcasts and resizes; returns false (ctx failed) on bad input.
+bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n, const Tensor& out);
+
+template <typename F, size_t N>
+void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f) {
+  static_assert(N >= 1 && N <= 3, "1 to 3 operands");
+  if (!prepare_elementwise(ctx, ins, N, out)) return;
+  const Walk w = plan_walk(out, ins, N);
+  void* o = out.mutable_data_ptr();
+  const ScalarType ot = out.scalar_type();
+  switch (compute_kind(ot, ins, N)) {
+    case ComputeKind::kFloat32: {
+      float* of = static_cast<float*>(o);
+      const float* p[N];
+      float s[N];
+      for (size_t k = 0; k < N; ++k) {
+        p[k] = static_cast<const float*>(ins[k].data);
+        s[k] = static_cast<float>(ins[k].scalar_d);
+      }
+      const int64_t n = out.numel();
+      if (w.dense) {
+        // The hot case (same shapes, row-major): plain loops the compiler vectorizes.
+        if constexpr (N == 1) {
+          for (int64_t i = 0; i < n; ++i) of[i] = f(p[0][i]);
+        } else if constexpr (N == 2) {
+          for (int64_t i = 0; i < n; ++i) of[i] = f(p[0][i], p[1][i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) of[i] = f(p[0][i], p[1][i], p[2][i]);
+        }
+        return;
+      }
+      walk(w, [&](int64_t oo, const int64_t* io) {
+        float v[N];
+        for (size_t k = 0; k < N; ++k) v[k] = ins[k].is_scalar ? s[k] : p[k][io[k]];
+        if constexpr (N == 1) of[oo] = f(v[0]);
+        else if constexpr (N == 2) of[oo] = f(v[0], v[1]);
+        else of[oo] = f(v[0], v[1], v[2]);
+      });
+      return;
+    }
+    case ComputeKind::kInt64:
+      walk(w, [&](int64_t oo, const int64_t* io) {
+        int64_t v[N];
+        for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
+        int64_t r;
+        if constexpr (N == 1) r = f(v[0]);
+        else if constexpr (N == 2) r = f(v[0], v[1]);
+        else r = f(v[0], v[1], v[2]);
+        store_int(o, ot, oo, r);
+      });
+      return;
+    case ComputeKind::kDouble:
+      walk(w, [&](int64_t oo, const int64_t* io) {
+        double v[N];
+        for (size_t k = 0; k < N; ++k) v[k] = load_d(ins[k], io[k]);
+        double r;
+        if constexpr (N == 1) r = f(v[0]);
+        else if constexpr (N == 2) r = f(v[0], v[1]);
+        else r = f(v[0], v[1], v[2]);
+        store_double(o, ot, oo, r);
+      });
+      return;
+  }
+}
+
+template <typename F, size_t N>
+void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f) {
+  if (!prepare_elementwise(ctx, ins, N, out)) return;
+  const Walk w = plan_walk(out, ins, N);
+  void* o = out.mutable_data_ptr();
+  const ScalarType ot = out.scalar_type();
+  bool all_int = true;
+  for (size_t k = 0; k < N; ++k) all_int = all_int && operand_integral(ins[k]);
+  walk(w, [&](int64_t oo, const int64_t* io) {
+    bool r;
+    if (all_int) {
+      int64_t v[N];
+      for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
+      if constexpr (N == 1) r = f(v[0]);
+      else r = f(v[0], v[1]);
+    } else {
+      double v[N];
+      for (size_t k = 0; k < N; ++k) v[k] = load_d(ins[k], io[k]);
+      if constexpr (N == 1) r = f(v[0]);
+      else r = f(v[0], v[1]);
+    }
+    store_int(o, ot, oo, r ? 1 : 0);
+  });
+}
+
+}  // namespace kernels
+}  // namespace executorch

@@ -1,0 +1,59 @@
+// Shared kernel plumbing: the runtime types by short names, dtype loads/stores, shape checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/evalue.h"
+#include "runtime/core/kernel_runtime_context.h"
+#include "runtime/core/operator_registry.h"
+#include "runtime/core/span.h"
+#include "runtime/core/tensor.h"
+
+namespace executorch {
+namespace kernels {
+
+using runtime::Error;
+using runtime::EValue;
+using runtime::KernelRuntimeContext;
+using runtime::ScalarType;
+using runtime::Span;
+using runtime::Tag;
+using runtime::Tensor;
+using Args = runtime::Span<runtime::EValue*>;
+
+constexpr size_t kMaxDim = runtime::kTensorDimensionLimit;
+
+// dtypes the portable kernels compute with (Half, BFloat16, quantized types are refused).
+bool is_supported_dtype(ScalarType t);
+bool is_floating(ScalarType t);  // Float or Double
+bool is_integral(ScalarType t, bool include_bool);
+
+// Element `i` of a buffer of dtype `t`, converted; callers check is_supported_dtype first.
+double load_double(const void* data, ScalarType t, int64_t i);
+int64_t load_int(const void* data, ScalarType t, int64_t i);
+// Stores `v` converted to `t` (bool: nonzero -> true; ints truncate toward zero as C++ casts do).
+void store_double(void* data, ScalarType t, int64_t i, double v);
+void store_int(void* data, ScalarType t, int64_t i, int64_t v);
+
+// Resizes `out` to `sizes`; on failure records the error in `ctx` and returns false.
+bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, Span<const int64_t> sizes);
+bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, const Tensor& like);
+
+// `dim` in [-rank, rank) (a 0-d tensor accepts -1 and 0) mapped to [0, rank); false if outside.
+bool normalize_dim(int64_t dim, int64_t rank, int64_t* out);
+
+// Sizes of `t` as int64 into `out` (kMaxDim entries); returns the rank.
+size_t sizes_of(const Tensor& t, int64_t* out);
+
+// True when the tensor's elements sit in row-major order of its logical indices.
+inline bool is_row_major(const Tensor& t) { return t.is_contiguous(); }
+
+// True when a and b have the same rank and sizes.
+bool same_shape(const Tensor& a, const Tensor& b);
+
+// Fails `ctx` with InvalidArgument and logs `what` when `ok` is false; returns `ok`.
+bool check(KernelRuntimeContext& ctx, bool ok, const char* what);
+
+}  // namespace kernels
+}  // namespace executorch
