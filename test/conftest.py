@@ -32,6 +32,29 @@ class ReferenceRuntime:
             raise AssertionError(f"reference runtime failed on {pte} (exit {proc.returncode}): {proc.stderr[-2000:]}")
         return torch.load(out)
 
+    def run_batch(self, root: Path, names: list[str]) -> dict[str, str]:
+        """Run root/NAME.pte on root/NAME.in.pt for each name in one process (restarting after a
+        file that makes the runtime abort). Outputs go to root/NAME.out.pt; returns the failures
+        as name -> reason."""
+        runner = Path(__file__).with_name("reference_runner.py")
+        failures: dict[str, str] = {}
+        todo = list(names)
+        while todo:
+            proc = subprocess.run([self.python, str(runner), str(root), *todo], capture_output=True, text=True,
+                                  timeout=1800)
+            ran = proc.stdout.split()
+            if proc.returncode == 0:
+                break
+            if not ran:
+                raise AssertionError(f"reference runner failed to start: {proc.stderr[-2000:]}")
+            failures[ran[-1]] = f"runtime aborted: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+            todo = todo[todo.index(ran[-1]) + 1:]
+        for name in names:
+            err = root / f"{name}.err.txt"
+            if err.exists():
+                failures[name] = err.read_text()
+        return failures
+
     def export(self, factory: str, out: Path) -> Path:
         proc = subprocess.run(
             [self.python, str(self.tools / "export_pte.py"), factory, str(out)],

@@ -171,8 +171,14 @@ _VIEWS = {aten.view.default, aten.permute.default, aten.expand.default, aten.uns
           aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default}
 
 
+# size arithmetic on SymInts, which the runtime evaluates as prim ops
+_SYM_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv, operator.mod,
+            operator.neg, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
+            aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
+
+
 def _is_final(target) -> bool:
-    if target is operator.getitem or target in _VIEWS or target in _ASSERTS:
+    if target is operator.getitem or target in _VIEWS or target in _ASSERTS or target in _SYM_OPS:
         return True
     if not isinstance(target, torch._ops.OpOverload):
         return False
@@ -213,8 +219,9 @@ def needs_torch_decomposition(gm: fx.GraphModule) -> bool:
 
 
 def rewrite_to_core_aten(gm: fx.GraphModule) -> bool:
-    """Apply the direct rewrites in place. Returns False (graph untouched beyond finished
-    rewrites) if some node still needs torch's decomposer."""
+    """Apply the direct rewrites in place. Returns False if some node still needs torch's
+    decomposer (the nodes that could be rewritten are rewritten all the same)."""
+    complete = True
     g = gm.graph
     fm = fake_mode_of(g)
     order = {n: i for i, n in enumerate(g.nodes)}
@@ -239,7 +246,8 @@ def rewrite_to_core_aten(gm: fx.GraphModule) -> bool:
                 rewrite = _REWRITES.get(node.target)
                 new = rewrite(g, fm, node) if rewrite else None
                 if new is None:
-                    return False
+                    complete = False
+                    continue
         node.replace_all_uses_with(new)
         g.erase_node(node)
-    return True
+    return complete
