@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import plan, program, rich_program, tensor  # noqa: E402
 
+from executorch.exir import schema as s
 from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
 from executorch.exir.error import SerializeError
 
@@ -125,7 +126,28 @@ def test_aliased_tables_are_refused_not_read_quadratically():
     for i in range(1, 300):
         at = vector + 4 + 4 * i
         struct.pack_into("<I", data, at, first - at)
-    _rejects(bytes(data), match="more tables than it can hold")
+    _rejects(bytes(data), match="alias each other")
+
+
+def _deref(data, pos: int) -> int:
+    return pos + struct.unpack_from("<I", data, pos)[0]
+
+
+def test_aliased_vectors_are_refused():
+    # Every tensor's `sizes` pointing at one long vector: few bytes, a huge decoded Program.
+    values = [s.EValue(s.IntList(list(range(10_000))))] + [tensor([1]) for _ in range(1000)]
+    data = bytearray(serialize_pte_binary(program([plan(values=values)])))
+    root = _root_of(data)
+    plan_at = _deref(data, _deref(data, _first_field_position(bytes(data), root, 1)) + 4)
+    values_at = _deref(data, _first_field_position(bytes(data), plan_at, 2))
+    evalues = [_deref(data, values_at + 4 + 4 * i) for i in range(len(values))]
+    int_list = _deref(data, _first_field_position(bytes(data), evalues[0], 1))
+    items = _deref(data, _first_field_position(bytes(data), int_list, 0))
+    for evalue in evalues[1:]:
+        tensor_at = _deref(data, _first_field_position(bytes(data), evalue, 1))
+        sizes_field = _first_field_position(bytes(data), tensor_at, 2)
+        struct.pack_into("<I", data, sizes_field, items - sizes_field)
+    _rejects(bytes(data), match="alias each other")
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -34,19 +34,17 @@ class _Reader:
     def __init__(self, buf: memoryview):
         self.buf = buf
         self.size = len(buf)
-        # Every table starts with its own 4-byte vtable offset, so a well-formed buffer holds at
-        # most size/4 tables; more reads mean offsets that alias one table many times over,
-        # which would let a small file cost quadratic time.
-        self.budget = self.size // 4 + 1
+        # Offsets may point anywhere forward, so a small file can alias one large table or vector
+        # from many places and decode into a huge Program. Tables and vectors written once each
+        # cannot add up to more than the buffer; allow generous slack for writers that share
+        # strings, and refuse beyond that.
+        self.budget = 4 * self.size + 1024
 
     # Low level ----------------------------------------------------------------------------
 
     def fields(self, pos: int, count: int, what: str) -> list[int]:
         """Absolute positions of the table's first `count` fields (0 where a field is absent)."""
         size = self.size
-        self.budget -= 1
-        if self.budget < 0:
-            raise _Corrupt("it references more tables than it can hold (offsets alias each other)")
         if pos < 0 or pos + 4 > size:
             raise _Corrupt(f"{what} table at {pos} is outside the {size}-byte buffer")
         vt = pos - _I32(self.buf, pos)[0]
@@ -55,6 +53,7 @@ class _Reader:
         vt_size, table_size = _HH(self.buf, vt)
         if vt_size < 4 or vt_size & 1 or vt + vt_size > size or table_size < 4 or pos + table_size > size:
             raise _Corrupt(f"{what} table at {pos} has a malformed vtable (size {vt_size}, table {table_size})")
+        self.charge(table_size)
         n = min((vt_size - 4) >> 1, count)
         out = [0] * count
         for i, off in enumerate(struct.unpack_from(f"<{n}H", self.buf, vt + 4)):
@@ -76,7 +75,13 @@ class _Reader:
         count = _U32(self.buf, target)[0]
         if target + 4 + count * elem_size > self.size:
             raise _Corrupt(f"{what} has {count} elements, running past the end of the buffer")
+        self.charge(4 + count * elem_size)
         return target + 4, count
+
+    def charge(self, nbytes: int) -> None:
+        self.budget -= nbytes
+        if self.budget < 0:
+            raise _Corrupt("its offsets alias each other, so it would decode into far more data than it holds")
 
     def scalar(self, fmt: str, pos: int, default=0):
         return struct.unpack_from(fmt, self.buf, pos)[0] if pos else default
