@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, Optional, Sequence, Union
 
 from executorch.runtime._backend import MethodHandle, ProgramHandle, Verification, select_backend
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError, MethodNotFoundError
+from executorch.runtime._inputs import input_checker
 from executorch.runtime._meta import MethodMeta, TensorInfo
 
 __all__ = [
@@ -29,6 +30,7 @@ class Method:
 
     def __init__(self, handle: MethodHandle) -> None:
         self._handle = handle
+        self._check = input_checker(handle.meta())
 
     def execute(self, inputs: Sequence[Any]) -> list:
         """Run the method on `inputs` (tensors, ints, floats, bools) and return its outputs as a list."""
@@ -36,7 +38,9 @@ class Method:
             raise TypeError(
                 f"inputs must be a list or tuple of tensors/scalars, got {type(inputs).__name__}; "
                 f"wrap a single tensor as [tensor]")
-        return self._handle.execute(list(inputs))
+        inputs = list(inputs)
+        self._check(inputs)
+        return self._handle.execute(inputs)
 
     @property
     def metadata(self) -> MethodMeta:

@@ -17,6 +17,7 @@ class TensorInfo:
     _dtype: int  # an `executorch.exir.schema.ScalarType` value
     _is_memory_planned: bool
     _nbytes: int
+    _dynamism: int = 0  # an `executorch.exir.schema.TensorShapeDynamism` value
 
     def sizes(self) -> tuple[int, ...]:
         """The shape (the upper bound, for a dynamically shaped tensor)."""
@@ -34,9 +35,14 @@ class TensorInfo:
         """Bytes the tensor occupies at its (upper bound) shape."""
         return self._nbytes
 
+    def shape_dynamism(self) -> int:
+        """0: the shape is fixed; 1: any shape of the same rank up to `sizes()`' element count; 2: unbounded."""
+        return self._dynamism
+
     def __repr__(self) -> str:
         return (f"TensorInfo(sizes={list(self._sizes)}, dtype={self._dtype}, "
-                f"is_memory_planned={self._is_memory_planned}, nbytes={self._nbytes})")
+                f"is_memory_planned={self._is_memory_planned}, nbytes={self._nbytes}, "
+                f"shape_dynamism={self._dynamism})")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from executorch.exir import schema as s
 from executorch.exir._serialize import serialize_pte_binary
 from executorch.exir.error import SerializeError
 from executorch.runtime import (

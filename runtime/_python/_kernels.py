@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
-from executorch.runtime._python import _layout
+from executorch.runtime import _layout
 
 
 def resize(t: torch.Tensor, sizes: Sequence[int], dim_order: Optional[Sequence[int]] = None) -> None:

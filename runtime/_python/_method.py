@@ -9,16 +9,14 @@ from typing import Callable, Optional
 import torch
 
 from executorch.exir import schema
+from executorch.runtime import _layout
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._meta import MethodMeta, TensorInfo
-from executorch.runtime._python import _kernels, _layout, _ops
+from executorch.runtime._python import _kernels, _ops
 from executorch.runtime._python._values import PlanValues, TensorSpec
 
 # Like the native runtime, stop a method that jumps around forever (a malformed loop).
 MAX_INSTRUCTIONS = 10_000_000
-
-_Static = schema.TensorShapeDynamism.STATIC
-_Bound = schema.TensorShapeDynamism.DYNAMIC_BOUND
 
 
 class _Chain:
@@ -47,9 +45,7 @@ class PythonMethod:
         return self._meta
 
     def execute(self, inputs: list) -> list:
-        if len(inputs) != len(self._inputs):
-            raise ExecuTorchError(
-                f"method {self.name!r} takes {len(self._inputs)} inputs, got {len(inputs)}")
+        """Run on inputs already checked against `meta()` (count, tensor dtypes and shapes)."""
         with torch.no_grad():
             for bind, value in zip(self._inputs, inputs):
                 bind(value)
@@ -183,7 +179,7 @@ class PythonMethod:
         kind, objs = self._values.kind(idx), self._objs
         if kind is schema.Tensor:
             spec = self._values.specs[idx]
-            return functools.partial(_set_tensor_input, self.name, pos, spec, objs, idx)
+            return functools.partial(_set_tensor_input, spec, objs, idx)
         if kind in (schema.Int, schema.Double, schema.Bool, schema.String, schema.Null):
             return functools.partial(_check_fixed_input, self.name, pos, objs[idx])
         raise ExecuTorchError(
@@ -239,33 +235,13 @@ def _free(objs: list, idx: int) -> None:
         t.set_()
 
 
-def _set_tensor_input(method: str, pos: int, spec: TensorSpec, objs: list, idx: int, value: object) -> None:
-    if not isinstance(value, torch.Tensor):
-        raise ExecuTorchError(
-            f"input {pos} of method {method!r} must be a tensor ({spec.dtype}, shape {list(spec.sizes)}), "
-            f"got {type(value).__name__}")
-    if value.dtype != spec.dtype:
-        raise ExecuTorchError(
-            f"input {pos} of method {method!r} must have dtype {spec.dtype}, got {value.dtype}; convert it with .to({spec.dtype})")
-    shape = tuple(value.shape)
-    if shape != spec.sizes:
-        _check_shape(method, pos, spec, shape)
+def _set_tensor_input(spec: TensorSpec, objs: list, idx: int, value: torch.Tensor) -> None:
+    # The public Method checked dtype and shape against the metadata; a shape past the
+    # planned storage would still fail here, in resize, rather than overwrite memory.
     target = objs[idx]
-    if tuple(target.shape) != shape:
-        _kernels.resize(target, shape, spec.dim_order)
+    if target.shape != value.shape:
+        _kernels.resize(target, value.shape, spec.dim_order)
     target.copy_(value)
-
-
-def _check_shape(method: str, pos: int, spec: TensorSpec, shape: tuple) -> None:
-    where = f"input {pos} of method {method!r}"
-    if spec.dynamism == _Static:
-        raise ExecuTorchError(f"{where} must have shape {list(spec.sizes)}, got {list(shape)} (the shape is static)")
-    if len(shape) != len(spec.sizes):
-        raise ExecuTorchError(f"{where} must have {len(spec.sizes)} dimensions, got shape {list(shape)}")
-    if spec.dynamism == _Bound and math.prod(shape) > math.prod(spec.sizes):
-        raise ExecuTorchError(
-            f"{where} has shape {list(shape)} ({math.prod(shape)} elements), past its upper bound "
-            f"{list(spec.sizes)} ({math.prod(spec.sizes)} elements); re-export with larger Dim bounds")
 
 
 def _check_fixed_input(method: str, pos: int, expected: object, value: object) -> None:
@@ -288,5 +264,5 @@ def plan_meta(plan: schema.ExecutionPlan) -> MethodMeta:
         dtype = _layout.to_dtype(t.scalar_type)
         itemsize = dtype.itemsize if dtype is not None else 1
         return TensorInfo(tuple(t.sizes), int(t.scalar_type), t.allocation_info is not None,
-                          math.prod(t.sizes) * itemsize)
+                          math.prod(t.sizes) * itemsize, int(t.shape_dynamism))
     return MethodMeta.make(plan.name, [info(i) for i in plan.inputs], [info(i) for i in plan.outputs])

@@ -9,8 +9,9 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from executorch.exir import schema
+from executorch.runtime import _layout
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
-from executorch.runtime._python import _kernels, _layout
+from executorch.runtime._python import _kernels
 
 
 class Dynamic:

@@ -10,8 +10,8 @@ from typing import Union
 import torch
 
 from executorch.exir import schema
+from executorch.runtime import _layout
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
-from executorch.runtime._python import _layout
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""Times the pure-Python runtime against eager torch on a zoo model and prints both.
+
+    python benchmarks/bench_python_runtime.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N]
+
+Without --pte the model is exported with this package's exporter. With it (e.g. a file from
+the published exporter, made from the same zoo factory) that file is run instead. Runs of
+the two are interleaved so that load from other processes affects both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+from executorch.examples.models import MODELS
+
+
+def _export(model, inputs) -> bytes:
+    from executorch.exir import to_edge_transform_and_lower
+
+    return bytes(to_edge_transform_and_lower(torch.export.export(model, inputs)).to_executorch().buffer)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="mobilenet_v2", choices=sorted(MODELS))
+    ap.add_argument("--pte", help="run this .pte instead of exporting the model")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    os.environ["EXECUTORCH_RUNTIME"] = "python"
+    from executorch.runtime import Runtime
+
+    model, inputs = MODELS[args.model]()
+    if args.pte:
+        with open(args.pte, "rb") as f:
+            data, source = f.read(), args.pte
+    else:
+        start = time.perf_counter()
+        data, source = _export(model, inputs), f"exported here in {time.perf_counter() - start:.1f}s"
+
+    start = time.perf_counter()
+    method = Runtime.get().load_program(data).load_method("forward")
+    load_s = time.perf_counter() - start
+
+    def eager():
+        with torch.no_grad():
+            return model(*inputs)
+
+    def runtime():
+        return method.execute(list(inputs))
+
+    for _ in range(args.warmup):
+        eager(), runtime()
+    times = {"eager": [], "runtime": []}
+    for _ in range(args.repeat):
+        for name, fn in (("eager", eager), ("runtime", runtime)):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+
+    expected, got = eager(), runtime()
+    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+    diff = max(float((a - b).abs().max()) for a, b in zip(got, expected))
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    low = {k: min(v) * 1e3 for k, v in times.items()}
+    print(f"model {args.model}: {len(data):,} bytes .pte ({source}), torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, {args.repeat} runs")
+    print(f"load_program + load_method: {load_s * 1e3:.1f} ms")
+    print(f"eager torch (no_grad):  median {med['eager']:.2f} ms  min {low['eager']:.2f} ms")
+    print(f"python runtime execute: median {med['runtime']:.2f} ms  min {low['runtime']:.2f} ms")
+    print(f"runtime / eager: {med['runtime'] / med['eager']:.3f} (median), {low['runtime'] / low['eager']:.3f} (min)")
+    print(f"max |runtime - eager|: {diff:.3g}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Checks a method's inputs against its metadata, so every backend rejects bad inputs alike."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+import torch
+
+from executorch.runtime import _layout
+from executorch.runtime._errors import ExecuTorchError
+from executorch.runtime._meta import MethodMeta, TensorInfo
+
+_STATIC, _BOUND = 0, 1
+
+
+def input_checker(meta: MethodMeta) -> Callable[[list], None]:
+    """A function that raises ExecuTorchError naming the first input that does not fit `meta`."""
+    method = meta.name()
+    infos: list[Optional[TensorInfo]] = list(meta._inputs)
+
+    def check(inputs: list) -> None:
+        if len(inputs) != len(infos):
+            raise ExecuTorchError(f"method {method!r} takes {len(infos)} inputs, got {len(inputs)}")
+        for pos, (info, value) in enumerate(zip(infos, inputs)):
+            if info is not None:
+                _check_tensor(method, pos, info, value)
+
+    return check
+
+
+def _check_tensor(method: str, pos: int, info: TensorInfo, value: object) -> None:
+    where = f"input {pos} of method {method!r}"
+    dtype = _layout.to_dtype(info.dtype())
+    want = str(dtype) if dtype is not None else _layout.dtype_name(info.dtype())
+    if not isinstance(value, torch.Tensor):
+        raise ExecuTorchError(f"{where} must be a tensor ({want}, shape {list(info.sizes())}), got {type(value).__name__}")
+    if _layout.dtype_code(value.dtype) != info.dtype():
+        raise ExecuTorchError(f"{where} must have dtype {want}, got {value.dtype}; convert it with .to({want})")
+    shape, bound = tuple(value.shape), info.sizes()
+    if shape == bound:
+        return
+    dynamism = info.shape_dynamism()
+    if dynamism == _STATIC:
+        raise ExecuTorchError(f"{where} must have shape {list(bound)}, got {list(shape)} (the shape is static)")
+    if len(shape) != len(bound):
+        raise ExecuTorchError(f"{where} must have {len(bound)} dimensions, got shape {list(shape)}")
+    if dynamism == _BOUND and math.prod(shape) > math.prod(bound):
+        raise ExecuTorchError(
+            f"{where} has shape {list(shape)} ({math.prod(shape)} elements), past its upper bound "
+            f"{list(bound)} ({math.prod(bound)} elements); re-export with larger Dim bounds")
