@@ -93,9 +93,9 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
     edge.to_functional_copies(gm)
     if not config._skip_dim_order:
         edge.to_dim_order_ops(gm)
+    edge.check_values(gm, name)
     if config._check_ir_validity:
         edge.check_edge_ops(gm, name)
-    edge.check_values(gm, name)
     _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
     gm.recompile()

@@ -102,15 +102,18 @@ class _MethodEmitter:
 
     def _upper_bound(self, s: torch.SymInt, node: fx.Node) -> int:
         expr = s.node.expr
-        upper = s.node.shape_env.bound_sympy(expr).upper
-        if not upper.is_finite or int(upper) > 2**31 - 1:
+        try:
+            upper = int(s.node.shape_env.bound_sympy(expr).upper)
+        except (TypeError, ValueError, AttributeError, OverflowError):
+            upper = None  # unbounded: sympy's or torch's infinity
+        if upper is None or upper > 2**31 - 1:
             where = source_line(node)
             raise ExportError(
                 f"method '{self.name}': node '{node.name}'{' (' + where + ')' if where else ''} has a dimension "
                 f"{expr} with no upper bound; .pte programs plan memory for the largest shape, so give each "
                 "dynamic dimension a maximum, e.g. torch.export.Dim('n', max=1024)"
             )
-        return int(upper)
+        return upper
 
     @staticmethod
     def _dim_order(t: torch.Tensor, dynamism) -> list[int]:
