@@ -1,0 +1,582 @@
+// Method loading (values, tensors, memory plan, instructions) and execution.
+#include "runtime/executor/method.h"
+
+#include <cstring>
+#include <new>
+
+#include "runtime/executor/flatbuffer_util.h"
+#include "runtime/executor/program.h"
+#include "schema/program_generated.h"
+
+namespace executorch {
+namespace runtime {
+namespace {
+
+namespace fb = executorch_flatbuffer;
+
+bool in_bounds(uint64_t offset, uint64_t length, uint64_t size) {
+  return offset <= size && length <= size - offset;
+}
+
+template <typename T>
+T* alloc_list(MemoryAllocator* a, size_t n) {
+  // A zero-length list still gets a valid, distinct pointer.
+  T* p = a->allocate_list<T>(n == 0 ? 1 : n);
+  if (p != nullptr)
+    for (size_t i = 0; i < (n == 0 ? 1 : n); ++i) new (&p[i]) T();
+  return p;
+}
+
+#define ET_ALLOC_OR_RETURN(ptr, expr)                                          \
+  do {                                                                         \
+    (ptr) = (expr);                                                            \
+    ET_CHECK_OR_RETURN((ptr) != nullptr, MemoryAllocationFailed,               \
+                       "method allocator is out of memory (%s)", #ptr);        \
+  } while (0)
+
+// Full operator name ("aten::add.out") into `buf` for messages.
+void operator_name(const fb::Operator* op, char* buf, size_t n) {
+  const char* name = op && op->name() ? op->name()->c_str() : "?";
+  const char* overload = op && op->overload() ? op->overload()->c_str() : "";
+  std::snprintf(buf, n, "%s%s%s", name, *overload ? "." : "", overload);
+}
+
+struct TensorSource {
+  const Program& program;
+  MemoryManager* mm;
+  const fb::ExecutionPlan* plan;
+};
+
+Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor* t, Tensor* out) {
+  MemoryAllocator* a = src.mm->method_allocator;
+  auto type = static_cast<ScalarType>(t->scalar_type());
+  ET_CHECK_OR_RETURN(is_valid_scalar_type(type), InvalidProgram,
+                     "tensor value %zu has unknown scalar type %d", value_index,
+                     static_cast<int>(t->scalar_type()));
+  const auto* sizes = t->sizes();
+  const auto* order = t->dim_order();
+  size_t dim = sizes ? sizes->size() : 0;
+  size_t order_dim = order ? order->size() : 0;
+  ET_CHECK_OR_RETURN(dim <= kTensorDimensionLimit, InvalidProgram,
+                     "tensor value %zu has %zu dims; the limit is %zu", value_index, dim,
+                     kTensorDimensionLimit);
+  ET_CHECK_OR_RETURN(order_dim == dim, InvalidProgram,
+                     "tensor value %zu has %zu sizes but %zu dim_order entries", value_index, dim,
+                     order_dim);
+  SizesType* s;
+  DimOrderType* d;
+  StridesType* st;
+  ET_ALLOC_OR_RETURN(s, alloc_list<SizesType>(a, dim));
+  ET_ALLOC_OR_RETURN(d, alloc_list<DimOrderType>(a, dim));
+  ET_ALLOC_OR_RETURN(st, alloc_list<StridesType>(a, dim));
+  uint32_t seen = 0;
+  uint64_t nbytes = element_size(type);
+  for (size_t i = 0; i < dim; ++i) {
+    int32_t size = sizes->Get(i);
+    uint8_t o = order->Get(i);
+    ET_CHECK_OR_RETURN(size >= 0, InvalidProgram, "tensor value %zu has negative size %d",
+                       value_index, size);
+    ET_CHECK_OR_RETURN(o < dim && !(seen & (1u << o)), InvalidProgram,
+                       "tensor value %zu has a dim_order that is not a permutation", value_index);
+    seen |= 1u << o;
+    ET_CHECK_OR_RETURN(size == 0 || nbytes <= (uint64_t(1) << 48) / uint64_t(size), InvalidProgram,
+                       "tensor value %zu is too large", value_index);
+    nbytes *= uint64_t(size);
+    s[i] = size;
+    d[i] = o;
+  }
+
+  void* data = nullptr;
+  size_t capacity = 0;
+  const auto* alloc = t->allocation_info();
+  const auto* extra = t->extra_tensor_info();
+  uint32_t buffer_idx = t->data_buffer_idx();
+  ET_CHECK_OR_RETURN(extra == nullptr || extra->location() != fb::TensorDataLocation::EXTERNAL,
+                     NotSupported,
+                     "tensor value %zu keeps its data in an external .ptd file (key '%s'); "
+                     "this runtime loads only self-contained .pte files",
+                     value_index,
+                     extra && extra->fully_qualified_name() ? extra->fully_qualified_name()->c_str() : "");
+  if (alloc != nullptr) {
+    uint32_t id = alloc->memory_id();
+    size_t n_planned = src.mm->planned_buffers.size();
+    ET_CHECK_OR_RETURN(id >= 1 && id <= n_planned, InvalidProgram,
+                       "tensor value %zu uses memory arena %u; the method has %zu", value_index, id,
+                       n_planned);
+    uint64_t offset = uint64_t(alloc->memory_offset_low()) | uint64_t(alloc->memory_offset_high()) << 32;
+    Span<uint8_t> arena = src.mm->planned_buffers[id - 1];
+    ET_CHECK_OR_RETURN(in_bounds(offset, nbytes, arena.size()), InvalidProgram,
+                       "tensor value %zu (offset %llu, %llu bytes) overruns arena %u (%zu bytes)",
+                       value_index, static_cast<unsigned long long>(offset),
+                       static_cast<unsigned long long>(nbytes), id, arena.size());
+    data = arena.data() + offset;
+    capacity = static_cast<size_t>(nbytes);
+    if (buffer_idx > 0) {
+      // A mutable buffer (e.g. a module buffer updated in place) starts from file data.
+      size_t table = extra ? static_cast<size_t>(extra->mutable_data_segments_idx()) : 0;
+      Result<const uint8_t*> init = src.program.mutable_data(table, buffer_idx, capacity);
+      if (!init.ok()) return init.error();
+      std::memcpy(data, *init, capacity);
+    }
+  } else if (buffer_idx > 0) {
+    Result<const uint8_t*> constant = src.program.constant_data(buffer_idx, static_cast<size_t>(nbytes));
+    if (!constant.ok()) return constant.error();
+    // Constants are read-only by contract; the const_cast only fits the shared TensorImpl type.
+    data = const_cast<uint8_t*>(*constant);
+    capacity = static_cast<size_t>(nbytes);
+  }
+  TensorImpl* impl;
+  ET_ALLOC_OR_RETURN(impl, a->allocate_list<TensorImpl>(1));
+  new (impl) TensorImpl(type, dim, s, d, st, data, capacity,
+                        static_cast<TensorShapeDynamism>(t->shape_dynamism()));
+  *out = Tensor(impl);
+  return Error::Ok;
+}
+
+// Resolves list items (value indices) to EValue pointers; -1 means None where allowed.
+Error list_items(const flatbuffers::Vector<int32_t>* items, EValue* values, size_t n_values,
+                 bool allow_none, size_t value_index, MemoryAllocator* a, EValue*** out) {
+  size_t n = items ? items->size() : 0;
+  EValue** p;
+  ET_ALLOC_OR_RETURN(p, alloc_list<EValue*>(a, n));
+  for (size_t j = 0; j < n; ++j) {
+    int32_t item = items->Get(j);
+    if (item == -1 && allow_none) {
+      p[j] = nullptr;
+      continue;
+    }
+    ET_CHECK_OR_RETURN(item >= 0 && static_cast<size_t>(item) < n_values, InvalidProgram,
+                       "list value %zu refers to value %d; the method has %zu", value_index, item,
+                       n_values);
+    p[j] = &values[item];
+  }
+  *out = p;
+  return Error::Ok;
+}
+
+Error list_items(const flatbuffers::Vector<int64_t>* items, EValue* values, size_t n_values,
+                 size_t value_index, MemoryAllocator* a, EValue*** out) {
+  size_t n = items ? items->size() : 0;
+  EValue** p;
+  ET_ALLOC_OR_RETURN(p, alloc_list<EValue*>(a, n));
+  for (size_t j = 0; j < n; ++j) {
+    int64_t item = load_item(items, j);
+    ET_CHECK_OR_RETURN(item >= 0 && static_cast<uint64_t>(item) < n_values, InvalidProgram,
+                       "int list value %zu refers to value %lld; the method has %zu", value_index,
+                       static_cast<long long>(item), n_values);
+    p[j] = &values[item];
+  }
+  *out = p;
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error Method::init(const Program& program, MemoryManager* mm) {
+  const fb::ExecutionPlan* plan = meta_.flatbuffer();
+  temp_allocator_ = mm->temp_allocator;
+  size_t n_planned = meta_.num_memory_planned_buffers();
+  ET_CHECK_OR_RETURN(mm->planned_buffers.size() >= n_planned, InvalidArgument,
+                     "method '%s' needs %zu planned buffers; %zu were given", meta_.name(), n_planned,
+                     mm->planned_buffers.size());
+  for (size_t i = 0; i < n_planned; ++i) {
+    Result<int64_t> want = meta_.memory_planned_buffer_size(i);
+    if (!want.ok()) return want.error();
+    ET_CHECK_OR_RETURN(static_cast<uint64_t>(*want) <= mm->planned_buffers[i].size(), InvalidArgument,
+                       "planned buffer %zu holds %zu bytes; the method needs %lld", i,
+                       mm->planned_buffers[i].size(), static_cast<long long>(*want));
+  }
+  // Tensors may only use the declared part of each arena, whatever the caller gave.
+  Span<uint8_t>* arenas;
+  ET_ALLOC_OR_RETURN(arenas, alloc_list<Span<uint8_t>>(mm->method_allocator, n_planned));
+  for (size_t i = 0; i < n_planned; ++i)
+    arenas[i] = Span<uint8_t>(mm->planned_buffers[i].data(),
+                              static_cast<size_t>(*meta_.memory_planned_buffer_size(i)));
+  MemoryManager bounded = *mm;
+  bounded.planned_buffers = Span<Span<uint8_t>>(arenas, n_planned);
+
+  ET_TRY(init_values(program, &bounded));
+
+  const auto* inputs = plan->inputs();
+  const auto* outputs = plan->outputs();
+  num_inputs_ = inputs ? inputs->size() : 0;
+  num_outputs_ = outputs ? outputs->size() : 0;
+  ET_ALLOC_OR_RETURN(input_index_, alloc_list<uint32_t>(mm->method_allocator, num_inputs_));
+  ET_ALLOC_OR_RETURN(output_index_, alloc_list<uint32_t>(mm->method_allocator, num_outputs_));
+  ET_ALLOC_OR_RETURN(input_bound_, alloc_list<bool>(mm->method_allocator, num_inputs_));
+  ET_ALLOC_OR_RETURN(input_borrowed_, alloc_list<bool>(mm->method_allocator, num_inputs_));
+  for (size_t i = 0; i < num_inputs_; ++i) {
+    int32_t v = inputs->Get(i);
+    ET_CHECK_OR_RETURN(v >= 0 && static_cast<size_t>(v) < num_values_, InvalidProgram,
+                       "input %zu refers to value %d; the method has %zu", i, v, num_values_);
+    input_index_[i] = static_cast<uint32_t>(v);
+  }
+  for (size_t i = 0; i < num_outputs_; ++i) {
+    int32_t v = outputs->Get(i);
+    ET_CHECK_OR_RETURN(v >= 0 && static_cast<size_t>(v) < num_values_, InvalidProgram,
+                       "output %zu refers to value %d; the method has %zu", i, v, num_values_);
+    output_index_[i] = static_cast<uint32_t>(v);
+  }
+  ET_TRY(check_tensor_memory());
+  return init_steps(mm);
+}
+
+Error Method::init_values(const Program& program, MemoryManager* mm) {
+  const fb::ExecutionPlan* plan = meta_.flatbuffer();
+  MemoryAllocator* a = mm->method_allocator;
+  const auto* values = plan->values();
+  num_values_ = values ? values->size() : 0;
+  ET_ALLOC_OR_RETURN(values_, alloc_list<EValue>(a, num_values_));
+  TensorSource src{program, mm, plan};
+  for (size_t i = 0; i < num_values_; ++i) {
+    const fb::EValue* v = values->Get(i);
+    if (v == nullptr) continue;
+    // The verifier accepts a union whose type is set but whose table is absent.
+    ET_CHECK_OR_RETURN(v->val_type() == fb::KernelTypes::NONE || v->val() != nullptr,
+                       InvalidProgram, "value %zu has a type but no content", i);
+    switch (v->val_type()) {
+      case fb::KernelTypes::NONE:
+      case fb::KernelTypes::Null:
+        break;
+      case fb::KernelTypes::Int:
+        values_[i] = EValue(static_cast<int64_t>(v->val_as_Int()->int_val()));
+        break;
+      case fb::KernelTypes::Bool:
+        values_[i] = EValue(static_cast<bool>(v->val_as_Bool()->bool_val()));
+        break;
+      case fb::KernelTypes::Double:
+        values_[i] = EValue(static_cast<double>(v->val_as_Double()->double_val()));
+        break;
+      case fb::KernelTypes::String: {
+        const auto* s = v->val_as_String()->string_val();
+        values_[i] = EValue(s ? std::string_view(s->c_str(), s->size()) : std::string_view());
+        break;
+      }
+      case fb::KernelTypes::Tensor: {
+        Tensor t;
+        ET_TRY(parse_tensor(src, i, v->val_as_Tensor(), &t));
+        values_[i] = EValue(t);
+        break;
+      }
+      case fb::KernelTypes::IntList: {
+        const auto* items = v->val_as_IntList()->items();
+        EValue** boxed;
+        int64_t* unboxed;
+        ET_TRY(list_items(items, values_, num_values_, i, a, &boxed));
+        ET_ALLOC_OR_RETURN(unboxed, alloc_list<int64_t>(a, items ? items->size() : 0));
+        values_[i] = EValue(BoxedList<int64_t>(boxed, unboxed, items ? items->size() : 0));
+        break;
+      }
+      case fb::KernelTypes::DoubleList: {
+        const auto* items = v->val_as_DoubleList()->items();
+        size_t n = items ? items->size() : 0;
+        double* p;
+        ET_ALLOC_OR_RETURN(p, alloc_list<double>(a, n));
+        for (size_t j = 0; j < n; ++j) p[j] = load_item(items, j);
+        values_[i] = EValue(Span<const double>(p, n));
+        break;
+      }
+      case fb::KernelTypes::BoolList: {
+        // Copied and normalised: a byte other than 0/1 is not a valid bool.
+        const auto* items = v->val_as_BoolList()->items();
+        size_t n = items ? items->size() : 0;
+        bool* p;
+        ET_ALLOC_OR_RETURN(p, alloc_list<bool>(a, n));
+        for (size_t j = 0; j < n; ++j) p[j] = reinterpret_cast<const uint8_t*>(items->data())[j] != 0;
+        values_[i] = EValue(Span<const bool>(p, n));
+        break;
+      }
+      case fb::KernelTypes::TensorList: {
+        const auto* items = v->val_as_TensorList()->items();
+        EValue** boxed;
+        Tensor* unboxed;
+        ET_TRY(list_items(items, values_, num_values_, false, i, a, &boxed));
+        ET_ALLOC_OR_RETURN(unboxed, alloc_list<Tensor>(a, items ? items->size() : 0));
+        values_[i] = EValue(BoxedList<Tensor>(boxed, unboxed, items ? items->size() : 0));
+        break;
+      }
+      case fb::KernelTypes::OptionalTensorList: {
+        const auto* items = v->val_as_OptionalTensorList()->items();
+        EValue** boxed;
+        std::optional<Tensor>* unboxed;
+        ET_TRY(list_items(items, values_, num_values_, true, i, a, &boxed));
+        ET_ALLOC_OR_RETURN(unboxed, alloc_list<std::optional<Tensor>>(a, items ? items->size() : 0));
+        values_[i] = EValue(BoxedList<std::optional<Tensor>>(boxed, unboxed, items ? items->size() : 0));
+        break;
+      }
+      default:
+        ET_LOG(Error, "value %zu has unknown type %d", i, static_cast<int>(v->val_type()));
+        return Error::InvalidProgram;
+    }
+  }
+  return check_lists();
+}
+
+// Lists may name values defined after them, so item types are checked once all exist.
+Error Method::check_lists() {
+  const auto* values = meta_.flatbuffer()->values();
+  for (size_t i = 0; i < num_values_; ++i) {
+    const fb::EValue* v = values->Get(i);
+    if (v == nullptr) continue;
+    if (v->val_type() == fb::KernelTypes::IntList) {
+      const auto* items = v->val_as_IntList()->items();
+      for (size_t j = 0; items && j < items->size(); ++j)
+        ET_CHECK_OR_RETURN(values_[load_item(items, j)].isInt(), InvalidProgram,
+                           "int list value %zu item %zu is a %s, not an int", i, j,
+                           tag_name(values_[load_item(items, j)].tag()));
+    } else if (v->val_type() == fb::KernelTypes::TensorList ||
+               v->val_type() == fb::KernelTypes::OptionalTensorList) {
+      bool optional = v->val_type() == fb::KernelTypes::OptionalTensorList;
+      const auto* items = optional ? v->val_as_OptionalTensorList()->items()
+                                   : v->val_as_TensorList()->items();
+      for (size_t j = 0; items && j < items->size(); ++j) {
+        int32_t item = items->Get(j);
+        if (optional && item == -1) continue;
+        ET_CHECK_OR_RETURN(values_[item].isTensor() || (optional && values_[item].isNone()),
+                           InvalidProgram, "tensor list value %zu item %zu is a %s, not a tensor",
+                           i, j, tag_name(values_[item].tag()));
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+// Every tensor a kernel can touch must have memory; only inputs may get it later.
+Error Method::check_tensor_memory() {
+  for (size_t i = 0; i < num_inputs_; ++i) input_bound_[i] = true;
+  for (size_t i = 0; i < num_values_; ++i) {
+    if (!values_[i].isTensor()) continue;
+    TensorImpl* t = values_[i].toTensor().unsafeGetTensorImpl();
+    if (t->data() != nullptr || t->nbytes() == 0) continue;
+    bool is_input = false;
+    for (size_t k = 0; k < num_inputs_; ++k) {
+      if (input_index_[k] == i) {
+        input_bound_[k] = false;
+        input_borrowed_[k] = true;
+        is_input = true;
+      }
+    }
+    ET_CHECK_OR_RETURN(is_input, InvalidProgram,
+                       "tensor value %zu has no planned memory and no constant data", i);
+  }
+  return Error::Ok;
+}
+
+Error Method::init_steps(MemoryManager* mm) {
+  const fb::ExecutionPlan* plan = meta_.flatbuffer();
+  MemoryAllocator* a = mm->method_allocator;
+  const auto* chains = plan->chains();
+  const auto* operators = plan->operators();
+  size_t n_ops = operators ? operators->size() : 0;
+  num_steps_ = meta_.num_instructions();
+  ET_ALLOC_OR_RETURN(steps_, alloc_list<Step>(a, num_steps_));
+  OpFunction* resolved;
+  ET_ALLOC_OR_RETURN(resolved, alloc_list<OpFunction>(a, n_ops));
+
+  size_t pc = 0;
+  for (size_t c = 0; chains && c < chains->size(); ++c) {
+    const auto* instructions = chains->Get(c)->instructions();
+    size_t base = pc;
+    size_t n = instructions ? instructions->size() : 0;
+    for (size_t k = 0; k < n; ++k, ++pc) {
+      const fb::Instruction* ins = instructions->Get(k);
+      Step& s = steps_[pc];
+      auto type = ins && ins->instr_args() ? ins->instr_args_type() : fb::InstructionArguments::NONE;
+      switch (type) {
+        case fb::InstructionArguments::KernelCall: {
+          const auto* call = ins->instr_args_as_KernelCall();
+          int32_t op = call->op_index();
+          ET_CHECK_OR_RETURN(op >= 0 && static_cast<size_t>(op) < n_ops, InvalidProgram,
+                             "instruction %zu calls operator %d; the method has %zu", pc, op, n_ops);
+          if (resolved[op] == nullptr) {
+            const fb::Operator* o = operators->Get(op);
+            std::string_view name = o->name() ? o->name()->string_view() : std::string_view();
+            std::string_view overload =
+                o->overload() ? o->overload()->string_view() : std::string_view();
+            resolved[op] = get_op_function(name, overload);
+            if (resolved[op] == nullptr) {
+              char full[128];
+              operator_name(o, full, sizeof(full));
+              ET_LOG(Error, "operator %s is not registered: build with a kernel library providing it",
+                     full);
+              return Error::OperatorMissing;
+            }
+          }
+          const auto* args = call->args();
+          size_t n_args = args ? args->size() : 0;
+          EValue** arg_ptrs;
+          ET_TRY(list_items(args, values_, num_values_, false, pc, a, &arg_ptrs));
+          s = Step{Step::Kind::Kernel, static_cast<uint32_t>(n_args), static_cast<uint32_t>(op),
+                   resolved[op], arg_ptrs};
+          break;
+        }
+        case fb::InstructionArguments::MoveCall: {
+          const auto* call = ins->instr_args_as_MoveCall();
+          int32_t from = call->move_from(), to = call->move_to();
+          ET_CHECK_OR_RETURN(from >= 0 && static_cast<size_t>(from) < num_values_ && to >= 0 &&
+                                 static_cast<size_t>(to) < num_values_,
+                             InvalidProgram, "move instruction %zu has value %d -> %d out of range",
+                             pc, from, to);
+          s = Step{Step::Kind::Move, static_cast<uint32_t>(from), static_cast<uint32_t>(to),
+                   nullptr, nullptr};
+          break;
+        }
+        case fb::InstructionArguments::JumpFalseCall: {
+          const auto* call = ins->instr_args_as_JumpFalseCall();
+          int32_t cond = call->cond_value_index(), dest = call->destination_instruction();
+          ET_CHECK_OR_RETURN(cond >= 0 && static_cast<size_t>(cond) < num_values_, InvalidProgram,
+                             "jump instruction %zu tests value %d out of range", pc, cond);
+          // A destination equal to the chain length jumps past its last instruction.
+          ET_CHECK_OR_RETURN(dest >= 0 && static_cast<size_t>(dest) <= n, InvalidProgram,
+                             "jump instruction %zu targets %d; its chain has %zu instructions", pc,
+                             dest, n);
+          s = Step{Step::Kind::JumpFalse, static_cast<uint32_t>(cond),
+                   static_cast<uint32_t>(base + dest), nullptr, nullptr};
+          break;
+        }
+        case fb::InstructionArguments::FreeCall: {
+          int32_t v = ins->instr_args_as_FreeCall()->value_index();
+          ET_CHECK_OR_RETURN(v >= 0 && static_cast<size_t>(v) < num_values_, InvalidProgram,
+                             "free instruction %zu names value %d out of range", pc, v);
+          s = Step{Step::Kind::Free, static_cast<uint32_t>(v), 0, nullptr, nullptr};
+          break;
+        }
+        case fb::InstructionArguments::DelegateCall: {
+          int32_t d = ins->instr_args_as_DelegateCall()->delegate_index();
+          const auto* delegates = plan->delegates();
+          const char* id = "?";
+          if (delegates && d >= 0 && static_cast<size_t>(d) < delegates->size() &&
+              delegates->Get(d)->id())
+            id = delegates->Get(d)->id()->c_str();
+          ET_LOG(Error, "instruction %zu calls delegate '%s'; this runtime has no backends", pc, id);
+          return Error::NotSupported;
+        }
+        default:
+          ET_LOG(Error, "instruction %zu has unknown type %d", pc, static_cast<int>(type));
+          return Error::InvalidProgram;
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+Error Method::set_input_tensor(size_t index, ScalarType type, Span<const int64_t> sizes,
+                               const void* data, size_t nbytes) {
+  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)",
+                     index, num_inputs_);
+  EValue& v = values_[input_index_[index]];
+  ET_CHECK_OR_RETURN(v.isTensor(), InvalidArgument, "input %zu is a %s, not a tensor", index,
+                     tag_name(v.tag()));
+  TensorImpl* t = v.toTensor().unsafeGetTensorImpl();
+  ET_CHECK_OR_RETURN(type == t->scalar_type(), InvalidArgument, "input %zu has dtype %s; got %s",
+                     index, scalar_type_name(t->scalar_type()), scalar_type_name(type));
+  ET_CHECK_OR_RETURN(sizes.size() == t->dim(), InvalidArgument, "input %zu has %zu dims; got %zu",
+                     index, t->dim(), sizes.size());
+  bool borrowed = input_borrowed_[index];
+  if (borrowed) t->set_capacity_bytes(nbytes);
+  Error e = t->resize(sizes);
+  ET_CHECK_OR_RETURN(e == Error::Ok, InvalidArgument,
+                     "input %zu: sizes do not match the method (%s): %s", index,
+                     t->shape_dynamism() == TensorShapeDynamism::Static
+                         ? "static shape"
+                         : "exceed the exported upper bounds",
+                     error_name(e));
+  ET_CHECK_OR_RETURN(nbytes == t->nbytes(), InvalidArgument,
+                     "input %zu: %zu data bytes given; the sizes need %zu", index, nbytes, t->nbytes());
+  if (borrowed) {
+    t->set_data(const_cast<void*>(data));
+    input_bound_[index] = true;
+  } else if (nbytes > 0) {
+    ET_CHECK_OR_RETURN(data != nullptr, InvalidArgument, "input %zu: data is null", index);
+    std::memmove(t->data(), data, nbytes);
+  }
+  return Error::Ok;
+}
+
+Error Method::set_input(size_t index, const EValue& value) {
+  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)",
+                     index, num_inputs_);
+  EValue& v = values_[input_index_[index]];
+  ET_CHECK_OR_RETURN(value.isScalar() && value.tag() == v.tag(), InvalidArgument,
+                     "input %zu is a %s; got a %s (tensors go through set_input_tensor)", index,
+                     tag_name(v.tag()), tag_name(value.tag()));
+  v = value;
+  return Error::Ok;
+}
+
+Result<const EValue*> Method::get_output(size_t index) const {
+  ET_CHECK_OR_RETURN(index < num_outputs_, InvalidArgument, "output %zu is out of range (%zu outputs)",
+                     index, num_outputs_);
+  return &values_[output_index_[index]];
+}
+
+Result<const EValue*> Method::get_input(size_t index) const {
+  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)",
+                     index, num_inputs_);
+  return &values_[input_index_[index]];
+}
+
+Error Method::execute() {
+  for (size_t i = 0; i < num_inputs_; ++i)
+    ET_CHECK_OR_RETURN(input_bound_[i], InvalidState,
+                       "input %zu has no data: set it with set_input_tensor before execute", i);
+  size_t pc = 0;
+  uint64_t backward_jumps = 0;
+  while (pc < num_steps_) {
+    const Step& s = steps_[pc];
+    switch (s.kind) {
+      case Step::Kind::Kernel: {
+        KernelRuntimeContext context(temp_allocator_);
+        s.op(context, Span<EValue*>(s.args, s.a));
+        if (temp_allocator_ != nullptr) temp_allocator_->reset();
+        if (context.failure_state() != Error::Ok) {
+          char name[128];
+          operator_name(meta_.flatbuffer()->operators()->Get(s.b), name, sizeof(name));
+          ET_LOG(Error, "kernel %s failed at instruction %zu: %s", name, pc,
+                 error_name(context.failure_state()));
+          return context.failure_state();
+        }
+        ++pc;
+        break;
+      }
+      case Step::Kind::Move:
+        values_[s.b] = values_[s.a];
+        ++pc;
+        break;
+      case Step::Kind::JumpFalse: {
+        const EValue& cond = values_[s.a];
+        bool truth;
+        if (cond.isBool()) {
+          truth = cond.toBool();
+        } else {
+          Tensor t = cond.toTensor();
+          ET_CHECK_OR_RETURN(cond.isTensor() && t.scalar_type() == ScalarType::Bool, InvalidProgram,
+                             "jump instruction %zu tests a %s, not a bool", pc, tag_name(cond.tag()));
+          // All elements must hold; bytes are read as integers since any byte may appear.
+          const uint8_t* p = t.const_data_ptr<uint8_t>();
+          truth = true;
+          for (int64_t i = 0; i < t.numel() && truth; ++i) truth = p[i] != 0;
+        }
+        if (truth) {
+          ++pc;
+          break;
+        }
+        if (s.b <= pc) {
+          ++backward_jumps;
+          ET_CHECK_OR_RETURN(loop_limit_ == 0 || backward_jumps <= loop_limit_, OutOfResources,
+                             "method looped more than its limit of %llu iterations",
+                             static_cast<unsigned long long>(loop_limit_));
+        }
+        pc = s.b;
+        break;
+      }
+      case Step::Kind::Free:
+        ++pc;
+        break;
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace runtime
+}  // namespace executorch

@@ -1,0 +1,85 @@
+// Method: a loaded execution plan, ready to take inputs and execute.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/evalue.h"
+#include "runtime/core/operator_registry.h"
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/executor/memory_manager.h"
+#include "runtime/executor/method_meta.h"
+
+namespace executorch {
+namespace runtime {
+
+class Program;
+
+// One decoded instruction; every index in it was checked at load.
+struct Step {
+  enum class Kind : uint8_t { Kernel, Move, JumpFalse, Free };
+  Kind kind;
+  uint32_t a;  // Kernel: arg count; Move: from; JumpFalse: condition value; Free: value
+  uint32_t b;  // Move: to; JumpFalse: destination instruction
+  OpFunction op;
+  EValue** args;
+};
+
+class Method final {
+ public:
+  Method(Method&&) = default;
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+  Method& operator=(Method&&) = delete;
+
+  MethodMeta method_meta() const { return meta_; }
+  size_t inputs_size() const { return num_inputs_; }
+  size_t outputs_size() const { return num_outputs_; }
+
+  // Copies `nbytes` of `data` into tensor input `index` after checking dtype,
+  // rank and sizes (bounded dynamic inputs are resized within their plan). An
+  // input without a memory plan borrows `data` until the next execute() returns.
+  Error set_input_tensor(size_t index, ScalarType type, Span<const int64_t> sizes,
+                         const void* data, size_t nbytes);
+  // Replaces scalar input `index` (Int, Double or Bool; the tag must match).
+  Error set_input(size_t index, const EValue& value);
+
+  // Runs every instruction; the first kernel failure stops it and is returned.
+  Error execute();
+
+  // Stops execute() with OutOfResources after `max` backward jumps (loop
+  // iterations); 0, the default, means no limit. A malformed program can loop
+  // forever, so hosts running untrusted files should set one.
+  void set_loop_limit(uint64_t max) { loop_limit_ = max; }
+
+  Result<const EValue*> get_output(size_t index) const;
+  Result<const EValue*> get_input(size_t index) const;
+
+ private:
+  friend class Program;
+  Method(MethodMeta meta) : meta_(meta) {}
+  Error init(const Program& program, MemoryManager* memory_manager);
+  Error init_values(const Program& program, MemoryManager* mm);
+  Error init_steps(MemoryManager* mm);
+  Error check_lists();
+  Error check_tensor_memory();
+
+  MethodMeta meta_;
+  MemoryAllocator* temp_allocator_ = nullptr;
+  EValue* values_ = nullptr;
+  size_t num_values_ = 0;
+  uint32_t* input_index_ = nullptr;
+  size_t num_inputs_ = 0;
+  uint32_t* output_index_ = nullptr;
+  size_t num_outputs_ = 0;
+  // An input without planned memory borrows caller data; it must be bound first.
+  bool* input_borrowed_ = nullptr;
+  bool* input_bound_ = nullptr;
+  Step* steps_ = nullptr;
+  size_t num_steps_ = 0;
+  uint64_t loop_limit_ = 0;
+};
+
+}  // namespace runtime
+}  // namespace executorch
