@@ -18,7 +18,7 @@ from executorch.runtime._inputs import input_checker
 from executorch.runtime._meta import MethodMeta, TensorInfo
 
 __all__ = [
-    "ExecuTorchError", "InvalidProgramError", "Method", "MethodMeta", "MethodNotFoundError",
+    "BackendRegistry", "ExecuTorchError", "OperatorRegistry", "InvalidProgramError", "Method", "MethodMeta", "MethodNotFoundError",
     "Program", "Runtime", "TensorInfo", "Verification",
 ]
 
@@ -81,6 +81,33 @@ class Program:
             raise MethodNotFoundError(f"program has no method {name!r}; its methods are: {known}")
 
 
+class BackendRegistry:
+    """The delegate backends the active runtime can run (none for the Python runtime)."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    @property
+    def registered_backend_names(self) -> list[str]:
+        names = getattr(self._module, "registered_backend_names", None)
+        return list(names()) if names is not None else []
+
+    def is_available(self, backend_name: str) -> bool:
+        return backend_name in self.registered_backend_names
+
+
+class OperatorRegistry:
+    """The operators (`namespace::name.overload`) the active runtime can run."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    @property
+    def operator_names(self) -> set[str]:
+        names = getattr(self._module, "operator_names", None)
+        return set(names()) if names is not None else set()
+
+
 class Runtime:
     """The process-wide runtime; `Runtime.get()` returns the singleton."""
 
@@ -94,6 +121,8 @@ class Runtime:
     def __init__(self, backend: str, module: ModuleType) -> None:
         self._backend = backend
         self._module = module
+        self.backend_registry = BackendRegistry(module)
+        self.operator_registry = OperatorRegistry(module)
 
     @property
     def backend(self) -> str:
@@ -110,10 +139,9 @@ class Runtime:
         data_path: Optional[Union[Path, str]] = None,
     ) -> Program:
         """Load a program from a `.pte` path, its bytes, or a binary file object."""
-        if enable_etdump or debug_buffer_size:
+        if enable_etdump:
             raise ExecuTorchError(
-                "ETDump profiling is not available in this runtime; call load_program without "
-                "enable_etdump/debug_buffer_size")
+                "ETDump profiling is not available in this runtime; call load_program without enable_etdump")
         if data_path is not None:
             raise ExecuTorchError(
                 f"external tensor data ({data_path}) is not supported by this runtime; export "

@@ -14,12 +14,16 @@ caching), so a backend only sees well-formed calls:
 - `ProgramHandle.method_names -> Sequence[str]`, in program order.
 - `ProgramHandle.method_meta(name) -> MethodMeta` and `ProgramHandle.load_method(name) ->
   MethodHandle`, called only with a name from `method_names`.
-- `MethodHandle.meta() -> MethodMeta`.
+- optional `registered_backend_names() -> list[str]` and `operator_names() -> set[str]`,
+  what `Runtime.backend_registry` and `Runtime.operator_registry` report (empty if absent).
+- `MethodHandle.meta() -> MethodMeta`, whose TensorInfo entries carry the shape dynamism;
+  the public `Method` checks input count, tensor dtypes and shapes against it before calling
+  `execute`.
 - `MethodHandle.execute(inputs: list) -> list`: inputs are torch tensors or Python
   int/float/bool, in method order; outputs are new tensors (never views of the backend's
-  memory, which the next call reuses) or Python scalars, in method order. A bad input
-  count, dtype or shape raises `ExecuTorchError` naming the input, expected and got; a
-  failing kernel raises `ExecuTorchError` naming the instruction and operator.
+  memory, which the next call reuses) or Python scalars, in method order. A non-tensor
+  input that differs from the value fixed at export, or a failing kernel, raises
+  `ExecuTorchError` naming the input or the instruction and operator.
 """
 
 from __future__ import annotations

@@ -196,3 +196,11 @@ def test_hand_built_program_with_a_second_method_is_listed():
     assert program.method_names == {"forward", "other"}
     x = torch.ones(2, 3)
     assert torch.equal(program.load_method("other").execute([x, x])[0], 2 * x)
+
+
+def test_registries_answer_like_upstream():
+    runtime = Runtime.get()
+    assert isinstance(runtime.backend_registry.registered_backend_names, list)
+    assert runtime.backend_registry.is_available("NoSuchBackend") is False
+    names = runtime.operator_registry.operator_names
+    assert "aten::add.out" in names and "dim_order_ops::_clone_dim_order.out" in names

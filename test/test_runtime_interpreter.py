@@ -310,3 +310,17 @@ def test_prim_scalar_ops(name, args, expected):
     b.kernel(f"executorch_prim::{base}", overload, *refs, result)
     (got,) = PythonProgram(b.program()).load_method("forward").execute([torch.zeros(1)])
     assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize(("name", "overload", "extra"), [("aten::neg", "out", ()), ("aten::copy_", "default", (False,))])
+def test_instructions_may_not_write_into_constants(name, overload, extra):
+    b = PlanBuilder()
+    x, out = b.tensor([2], 0), b.tensor([2], 16)
+    weight = b.constant(torch.tensor([1.0, 2.0]))
+    b.inputs, b.outputs = [x], [out]
+    if extra:  # copy_(self=weight, src=x, non_blocking) -> self
+        b.kernel(name, overload, weight, x, b.bool_(extra[0]), weight)
+    else:
+        b.kernel(name, overload, x, weight, weight)
+    with pytest.raises(InvalidProgramError, match=rf"instruction 0 .*{name}.* writes into constant tensor value {weight}"):
+        _load(b.program())

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Sequence, Union
 
+import torch
+
 from executorch.exir import schema
 from executorch.runtime._backend import Verification
 from executorch.runtime._errors import InvalidProgramError
 from executorch.runtime._meta import MethodMeta
 from executorch.runtime._python._method import PythonMethod, plan_meta
 
-__all__ = ["PythonProgram", "load_program"]
+__all__ = ["PythonProgram", "load_program", "operator_names"]
 
 
 class PythonProgram:
@@ -40,3 +42,11 @@ def load_program(data: Union[bytes, memoryview], verification: Verification = Ve
     from executorch.exir._serialize import deserialize_pte_binary
 
     return PythonProgram(deserialize_pte_binary(data))
+
+
+def operator_names() -> set[str]:
+    """ExecuTorch's own operators implemented here, and every operator torch registers."""
+    from executorch.runtime._python import _kernels
+
+    listed = getattr(torch._C, "_dispatch_get_all_op_names", lambda: [])()
+    return set(_kernels.SCALAR_KERNELS) | set(_kernels.TENSOR_KERNELS) | set(listed)

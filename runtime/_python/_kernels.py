@@ -136,11 +136,11 @@ SCALAR_KERNELS: dict[str, Callable] = {
     "executorch_prim::trunc.Scalar": _from_double("trunc", math.trunc),
 }
 
-# name -> (kernel, number of arguments the instruction passes)
-TENSOR_KERNELS: dict[str, tuple[Callable, int]] = {
-    "dim_order_ops::_clone_dim_order.out": (_copy_in_dim_order, 5),
-    "dim_order_ops::_to_dim_order_copy.out": (_copy_in_dim_order, 5),
-    "dim_order_ops::_empty_dim_order.out": (_empty_dim_order, 4),
-    "executorch_prim::et_view": (_et_view, 3),
-    "executorch_prim::et_copy_index.tensor": (_et_copy_index, 3),
+# name -> (kernel, number of arguments the instruction passes, positions of the tensors it writes)
+TENSOR_KERNELS: dict[str, tuple[Callable, int, tuple[int, ...]]] = {
+    "dim_order_ops::_clone_dim_order.out": (_copy_in_dim_order, 5, (3, 4)),
+    "dim_order_ops::_to_dim_order_copy.out": (_copy_in_dim_order, 5, (3, 4)),
+    "dim_order_ops::_empty_dim_order.out": (_empty_dim_order, 4, (2, 3)),
+    "executorch_prim::et_view": (_et_view, 3, (2,)),
+    "executorch_prim::et_copy_index.tensor": (_et_copy_index, 3, (0,)),
 }

@@ -139,6 +139,7 @@ class PythonMethod:
             if isinstance(args, schema.KernelCall):
                 op = self._op(args.op_index)
                 bound = [self._arg(i) for i in args.args]
+                self._check_writes(pc, op, args.args)
                 specs = [self._values.specs.get(i) for i in args.args]
                 store = self._store(args.args[-1]) if args.args else (lambda _r: None)
                 steps.append(op.bind(bound, store, specs))
@@ -165,6 +166,20 @@ class PythonMethod:
             else:
                 raise InvalidProgramError(f"instruction {pc} of method {self.name!r} has no valid kind")
         return _Chain(steps, labels, jumps)
+
+    def _check_writes(self, pc: int, op: _ops.Resolved, args: list[int]) -> None:
+        """Constant data is shared with the file's bytes: no instruction may write into it."""
+        for pos in op.writes:
+            if pos >= len(args):
+                continue
+            idx = args[pos]
+            targets = self._values.list_refs(idx) if self._values.kind(idx) is schema.TensorList else [idx]
+            for t in targets:
+                spec = self._values.specs.get(t)
+                if spec is not None and spec.constant:
+                    raise InvalidProgramError(
+                        f"instruction {pc} of method {self.name!r} ({op.name}) writes into constant tensor "
+                        f"value {t}; the program is corrupt, re-export it")
 
     def _delegate_message(self, pc: int, call: schema.DelegateCall) -> str:
         delegates = self._plan.delegates

@@ -32,11 +32,13 @@ class Resolved:
 
     `stores` says whether the operator hands back a result for its last argument (a scalar
     written there, or a tensor copied into it) rather than writing its out tensors in place.
+    `writes` lists the argument positions whose tensor memory the operator writes.
     """
 
     name: str
     bind: Callable[[list, Callable[[object], None], list], Step]
     stores: bool
+    writes: tuple[int, ...]
 
 
 def qualified_name(op: schema.Operator) -> str:
@@ -49,10 +51,10 @@ def resolve(op: schema.Operator) -> Resolved:
     # The kernel tables name default overloads without a suffix, as ExecuTorch registers them.
     key = op.name if op.overload in ("", "default") else name
     if key in _kernels.SCALAR_KERNELS:
-        return Resolved(name, functools.partial(_bind_scalar, name, _kernels.SCALAR_KERNELS[key]), True)
+        return Resolved(name, functools.partial(_bind_scalar, name, _kernels.SCALAR_KERNELS[key]), True, ())
     if key in _kernels.TENSOR_KERNELS:
-        fn, count = _kernels.TENSOR_KERNELS[key]
-        return Resolved(name, functools.partial(_bind_tensor_kernel, name, fn, count), False)
+        fn, count, writes = _kernels.TENSOR_KERNELS[key]
+        return Resolved(name, functools.partial(_bind_tensor_kernel, name, fn, count), False, writes)
     overload = _torch_overload(op)
     if overload is None:
         raise ExecuTorchError(
@@ -61,7 +63,10 @@ def resolve(op: schema.Operator) -> Resolved:
             f"or export it without this op")
     sch = overload._schema
     stores = bool(sch.returns) and not any(a.is_out for a in sch.arguments)
-    return Resolved(name, functools.partial(_bind_torch, name, overload), stores)
+    writes = [i for i, a in enumerate(sch.arguments) if a.alias_info is not None and a.alias_info.is_write]
+    if stores:
+        writes.append(len(sch.arguments))
+    return Resolved(name, functools.partial(_bind_torch, name, overload), stores, tuple(writes))
 
 
 def _torch_overload(op: schema.Operator) -> Optional[torch._ops.OpOverload]:

@@ -1,0 +1,42 @@
+"""Files written by this package's exporter run on executorch.runtime and match eager torch."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten
+
+from executorch.exir import to_edge_transform_and_lower
+from executorch.runtime import Runtime
+
+sys.path.insert(0, str(Path(__file__).parent))
+import runtime_models  # noqa: E402
+
+_KNOWN_EXPORTER_GAPS = {
+    "dynamic_mlp": "the exporter cannot yet lower a slice of a dynamically sized dimension",
+}
+
+
+def _cases():
+    for name in sorted(runtime_models.FACTORIES):
+        marks = ()
+        if name in _KNOWN_EXPORTER_GAPS:
+            marks = pytest.mark.xfail(raises=RuntimeError, reason=_KNOWN_EXPORTER_GAPS[name], strict=True)
+        yield pytest.param(name, marks=marks)
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_exported_file_matches_eager(name):
+    model, inputs = runtime_models.FACTORIES[name]()
+    shapes = runtime_models.DYNAMIC_SHAPES[name]() if name in runtime_models.DYNAMIC_SHAPES else None
+    pte = to_edge_transform_and_lower(torch.export.export(model, inputs, dynamic_shapes=shapes)).to_executorch()
+    method = Runtime.get().load_program(bytes(pte.buffer)).load_method("forward")
+    with torch.no_grad():
+        expected = tree_flatten(model(*inputs))[0]
+    outputs = method.execute(list(inputs))
+    assert len(outputs) == len(expected)
+    for got, want in zip(outputs, expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
