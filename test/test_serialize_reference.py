@@ -69,10 +69,32 @@ _FACTORIES = textwrap.dedent(
     def make_multi_out():
         torch.manual_seed(0)
         return MultiOut().eval(), (torch.randn(3),)
+
+
+    class Kinds(torch.nn.Module):
+        def forward(self, x, img):
+            a = torch.div(x, x.abs() + 1, rounding_mode="floor")                        # string
+            b = torch.nn.functional.interpolate(img, scale_factor=2.0, mode="nearest")  # double list
+            return a, b
+
+
+    def make_kinds():
+        torch.manual_seed(0)
+        return Kinds().eval(), (torch.randn(3), torch.randn(1, 1, 2, 2))
+
+
+    class Cond(torch.nn.Module):
+        def forward(self, x):                                   # jump-false and move calls
+            return torch.cond(x.sum() > 0, lambda x: x + 1, lambda x: x * 2, (x,))
+
+
+    def make_cond():
+        torch.manual_seed(0)
+        return Cond().eval(), (torch.randn(3),)
     """
 )
 
-MODELS = ["mv2", "linear", "args", "multi_out"]
+MODELS = ["mv2", "linear", "args", "multi_out", "kinds", "cond"]
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +119,17 @@ def test_published_file_round_trips_byte_identical(published, name):
     data = published(name)
     program = deserialize_pte_binary(data)
     assert serialize_pte_binary(program) == data
+
+
+def test_published_files_cover_every_kind_but_bool_list(published):
+    # So the byte-identity test above exercises each table the exporter writes.
+    kinds, instructions = set(), set()
+    for name in MODELS[1:]:
+        plan = deserialize_pte_binary(published(name)).execution_plan[0]
+        kinds |= {type(v.val) for v in plan.values}
+        instructions |= {type(i.instr_args) for c in plan.chains for i in c.instructions}
+    assert kinds == set(s.KERNEL_TYPES) - {s.BoolList}
+    assert {s.KernelCall, s.MoveCall, s.JumpFalseCall} <= instructions
 
 
 def test_published_mv2_reads_as_expected(published):
