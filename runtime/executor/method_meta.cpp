@@ -68,6 +68,7 @@ Result<TensorInfo> MethodMeta::tensor_info(const void* indices, size_t index) co
   info.dim_order = t->dim_order() ? Span<const uint8_t>(t->dim_order()->data(), t->dim_order()->size())
                                   : Span<const uint8_t>();
   info.dynamism = static_cast<TensorShapeDynamism>(t->shape_dynamism());
+  info.is_memory_planned = t->allocation_info() != nullptr;
   return info;
 }
 

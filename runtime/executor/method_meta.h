@@ -23,6 +23,7 @@ struct TensorInfo {
   Span<const int32_t> sizes;
   Span<const uint8_t> dim_order;  // memory order of the dimensions; data must follow it
   TensorShapeDynamism dynamism;
+  bool is_memory_planned;  // placed in a planned arena (else a constant or caller-bound)
 };
 
 class MethodMeta final {

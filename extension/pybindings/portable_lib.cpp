@@ -1,0 +1,251 @@
+// _portable_lib: the native runtime for Python. Tensors cross as (address, bytes,
+// dtype, sizes) so neither numpy nor libtorch is linked; runtime/_native.py adapts
+// this module to the executorch.runtime backend protocol.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/operator_registry.h"
+#include "runtime/executor/hosted_method.h"
+#include "runtime/executor/program.h"
+
+namespace py = pybind11;
+using namespace executorch::runtime;
+
+namespace {
+
+// The last error logged by the runtime on this thread: the cause to put in exceptions.
+thread_local std::string g_last_error;
+bool g_echo_logs = false;
+
+}  // namespace
+
+extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message,
+                                size_t length) {
+  if (level == 'E' || level == 'F') g_last_error.assign(message, length);
+  if (g_echo_logs) std::fprintf(stderr, "%c %s:%d] %.*s\n", level, file, line, static_cast<int>(length), message);
+}
+
+namespace {
+
+// Carries an Error out of the bindings; Python sees NativeError(code, name, message).
+struct NativeError {
+  Error error;
+  std::string message;
+};
+
+[[noreturn]] void raise(Error error, const std::string& what) {
+  std::string message = what;
+  if (!g_last_error.empty()) message += ": " + g_last_error;
+  g_last_error.clear();
+  throw NativeError{error, message};
+}
+
+void check(Error error, const std::string& what) {
+  if (error != Error::Ok) raise(error, what);
+}
+
+void begin() { g_last_error.clear(); }
+
+struct OwnedProgram {
+  std::unique_ptr<uint8_t, void (*)(void*)> data{nullptr, std::free};
+  size_t size = 0;
+  std::optional<Program> program;
+};
+
+py::object tensor_info(Result<TensorInfo> info, Result<Tag> tag) {
+  if (!tag.ok()) raise(tag.error(), "cannot read the method's inputs/outputs");
+  if (*tag != Tag::Tensor) return py::make_tuple(tag_name(*tag));
+  if (!info.ok()) raise(info.error(), "cannot read tensor metadata");
+  std::vector<int64_t> sizes(info->sizes.begin(), info->sizes.end());
+  std::vector<int> order(info->dim_order.begin(), info->dim_order.end());
+  return py::make_tuple("Tensor", static_cast<int>(info->scalar_type), sizes, order,
+                        static_cast<int>(info->dynamism), info->is_memory_planned);
+}
+
+py::tuple meta_tuple(const MethodMeta& meta) {
+  py::list inputs, outputs, planned;
+  for (size_t i = 0; i < meta.num_inputs(); ++i)
+    inputs.append(tensor_info(meta.input_tensor_info(i), meta.input_tag(i)));
+  for (size_t i = 0; i < meta.num_outputs(); ++i)
+    outputs.append(tensor_info(meta.output_tensor_info(i), meta.output_tag(i)));
+  return py::make_tuple(std::string(meta.name()), inputs, outputs);
+}
+
+class PyMethod {
+ public:
+  PyMethod(std::shared_ptr<OwnedProgram> program, std::unique_ptr<HostedMethod> hosted)
+      : program_(std::move(program)), hosted_(std::move(hosted)) {}
+
+  py::tuple meta() const { return meta_tuple(hosted_->method().method_meta()); }
+  size_t inputs_size() const { return hosted_->method().inputs_size(); }
+  size_t outputs_size() const { return hosted_->method().outputs_size(); }
+
+  void set_input_tensor(size_t index, uintptr_t address, size_t nbytes, int dtype,
+                        const std::vector<int64_t>& sizes) {
+    begin();
+    check(hosted_->method().set_input_tensor(index, static_cast<ScalarType>(dtype),
+                                             Span<const int64_t>(sizes.data(), sizes.size()),
+                                             reinterpret_cast<const void*>(address), nbytes),
+          "input " + std::to_string(index) + " was refused");
+  }
+
+  void set_input_scalar(size_t index, py::handle value) {
+    begin();
+    EValue v;
+    if (py::isinstance<py::bool_>(value)) v = EValue(value.cast<bool>());
+    else if (py::isinstance<py::int_>(value)) v = EValue(value.cast<int64_t>());
+    else if (py::isinstance<py::float_>(value)) v = EValue(value.cast<double>());
+    else throw py::type_error("input " + std::to_string(index) + " must be a tensor, int, float or bool");
+    check(hosted_->method().set_input(index, v), "input " + std::to_string(index) + " was refused");
+  }
+
+  void execute() {
+    begin();
+    Error e;
+    {
+      py::gil_scoped_release release;
+      e = hosted_->method().execute();
+    }
+    check(e, "method '" + std::string(hosted_->method().method_meta().name()) + "' failed");
+  }
+
+  // ("Tensor", dtype, sizes, dim_order, nbytes) or ("Int", value) etc.
+  py::tuple output(size_t index) const {
+    begin();
+    Result<const EValue*> out = hosted_->method().get_output(index);
+    if (!out.ok()) raise(out.error(), "no output " + std::to_string(index));
+    const EValue& v = **out;
+    switch (v.tag()) {
+      case Tag::Tensor: {
+        Tensor t = v.toTensor();
+        std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+        std::vector<int> order(t.dim_order().begin(), t.dim_order().end());
+        return py::make_tuple("Tensor", static_cast<int>(t.scalar_type()), sizes, order, t.nbytes());
+      }
+      case Tag::Int: return py::make_tuple("Int", v.toInt());
+      case Tag::Double: return py::make_tuple("Double", v.toDouble());
+      case Tag::Bool: return py::make_tuple("Bool", v.toBool());
+      case Tag::None: return py::make_tuple("None", py::none());
+      case Tag::String: return py::make_tuple("String", std::string(v.toString()));
+      default: return py::make_tuple(tag_name(v.tag()), py::none());
+    }
+  }
+
+  void copy_output(size_t index, uintptr_t address, size_t nbytes) const {
+    begin();
+    Result<const EValue*> out = hosted_->method().get_output(index);
+    if (!out.ok()) raise(out.error(), "no output " + std::to_string(index));
+    if (!(*out)->isTensor()) raise(Error::InvalidArgument, "output " + std::to_string(index) + " is not a tensor");
+    Tensor t = (*out)->toTensor();
+    if (nbytes != t.nbytes())
+      raise(Error::InvalidArgument, "output " + std::to_string(index) + " holds " +
+                                        std::to_string(t.nbytes()) + " bytes, not " + std::to_string(nbytes));
+    if (nbytes > 0) std::memcpy(reinterpret_cast<void*>(address), t.const_data_ptr(), nbytes);
+  }
+
+ private:
+  std::shared_ptr<OwnedProgram> program_;
+  std::unique_ptr<HostedMethod> hosted_;
+};
+
+class PyProgram {
+ public:
+  // Copies `data` into 16-byte aligned, writable memory the program owns.
+  PyProgram(py::buffer data, bool verify) : owned_(std::make_shared<OwnedProgram>()) {
+    begin();
+    py::buffer_info info = data.request();
+    size_t size = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
+    owned_->data.reset(static_cast<uint8_t*>(std::aligned_alloc(16, (size + 15) / 16 * 16 + 16)));
+    if (owned_->data == nullptr) throw std::bad_alloc();
+    std::memcpy(owned_->data.get(), info.ptr, size);
+    owned_->size = size;
+    // Minimal skips the FlatBuffer verifier; only used when asked, for trusted files.
+    Result<Program> program = Program::load(owned_->data.get(), size,
+                                            verify ? Program::Verification::InternalConsistency
+                                                   : Program::Verification::Minimal);
+    if (!program.ok()) raise(program.error(), "cannot load the program");
+    owned_->program.emplace(*program);
+  }
+
+  std::vector<std::string> method_names() const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < owned_->program->num_methods(); ++i) {
+      Result<const char*> name = owned_->program->get_method_name(i);
+      if (!name.ok()) raise(name.error(), "cannot read method names");
+      names.emplace_back(*name);
+    }
+    return names;
+  }
+
+  py::tuple method_meta(const std::string& name) const {
+    begin();
+    Result<MethodMeta> meta = owned_->program->method_meta(name.c_str());
+    if (!meta.ok()) raise(meta.error(), "no method '" + name + "'");
+    py::tuple t = meta_tuple(*meta);
+    py::list planned;
+    for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+      Result<int64_t> size = meta->memory_planned_buffer_size(i);
+      if (!size.ok()) raise(size.error(), "cannot read the memory plan");
+      planned.append(*size);
+    }
+    return py::make_tuple(t[0], t[1], t[2], planned);
+  }
+
+  PyMethod load_method(const std::string& name) const {
+    begin();
+    HostedMethod::Limits limits;
+    auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits);
+    if (!hosted.ok()) raise(hosted.error(), "cannot load method '" + name + "'");
+    return PyMethod(owned_, std::move(*hosted));
+  }
+
+ private:
+  std::shared_ptr<OwnedProgram> owned_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_portable_lib, m) {
+  m.doc() = "Native ExecuTorch runtime (portable kernels); use executorch.runtime instead.";
+  // Leaked on purpose: the exception type must outlive interpreter teardown order.
+  static auto* native_error = new py::exception<NativeError>(m, "NativeError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NativeError& e) {
+      // args: (code, error name, message).
+      py::tuple args = py::make_tuple(static_cast<uint32_t>(e.error), error_name(e.error), e.message);
+      PyErr_SetObject(native_error->ptr(), args.ptr());
+    }
+  });
+  m.def("set_log_echo", [](bool on) { g_echo_logs = on; },
+        "Print the runtime's log lines to stderr (off by default; errors reach exceptions anyway).");
+  m.def("registered_kernels", [] {
+    std::vector<std::string> names;
+    for (const Kernel& k : registered_kernels()) names.emplace_back(k.name);
+    return names;
+  });
+  m.def("error_name", [](uint32_t code) { return std::string(error_name(static_cast<Error>(code))); });
+
+  py::class_<PyMethod>(m, "Method")
+      .def("meta", &PyMethod::meta)
+      .def("inputs_size", &PyMethod::inputs_size)
+      .def("outputs_size", &PyMethod::outputs_size)
+      .def("set_input_tensor", &PyMethod::set_input_tensor, py::arg("index"), py::arg("address"),
+           py::arg("nbytes"), py::arg("dtype"), py::arg("sizes"))
+      .def("set_input_scalar", &PyMethod::set_input_scalar)
+      .def("execute", &PyMethod::execute)
+      .def("output", &PyMethod::output)
+      .def("copy_output", &PyMethod::copy_output, py::arg("index"), py::arg("address"), py::arg("nbytes"));
+
+  py::class_<PyProgram>(m, "Program")
+      .def(py::init<py::buffer, bool>(), py::arg("data"), py::arg("verify") = true)
+      .def("method_names", &PyProgram::method_names)
+      .def("method_meta", &PyProgram::method_meta)
+      .def("load_method", &PyProgram::load_method);
+}
