@@ -30,7 +30,7 @@ cmp "$WHEEL" "$WORK"/build/executorch-*.whl || fail "pip wheel and python -m bui
 echo "both builds: $(basename "$WHEEL"), byte-identical"
 
 step "inspect: tag, contents, Requires-Dist"
-"$PYTHON" "$ROOT/tools/packaging/inspect_wheel.py" "$WHEEL" --minimal --requires flatbuffers \
+"$PYTHON" "$ROOT/tools/packaging/inspect_wheel.py" "$WHEEL" --minimal --requires flatbuffers --max-kb 300 \
   || fail "the minimal wheel breaks its promises (see above)"
 
 step "install in a clean venv (with $TORCH_SPEC first, then the wheel with its dependencies)"
