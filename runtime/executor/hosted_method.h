@@ -53,7 +53,9 @@ class HostedMethod final {
     if (e != Error::Ok) return e;
     self->temp_ = MemoryAllocator(self->blocks_.back().get(), limits.temp_bytes);
 
-    for (size_t bytes = size_t(64) << 10;; bytes *= 4) {
+    // Every runtime structure comes from file content, so a multiple of the FlatBuffer's
+    // size is enough in practice; the loop only grows it for unusual programs.
+    for (size_t bytes = (size_t(64) << 10) + 16 * program.program_size();; bytes *= 4) {
       if (bytes > limits.max_method_bytes) bytes = limits.max_method_bytes;
       std::unique_ptr<uint8_t, void (*)(void*)> block(static_cast<uint8_t*>(std::malloc(bytes)), std::free);
       ET_CHECK_OR_RETURN(block != nullptr, MemoryAllocationFailed, "cannot allocate %zu bytes", bytes);

@@ -93,7 +93,7 @@ Result<Program> Program::load(const void* data, size_t size, Verification verifi
       !(cs != nullptr && cs->offsets() != nullptr && cs->offsets()->size() > 0 && cb != nullptr &&
         cb->size() > 0),
       InvalidProgram, "program has both constant_buffer and constant_segment data; only one may be used");
-  return Program(bytes, size, program, segment_base);
+  return Program(bytes, size, program_size, program, segment_base);
 }
 
 size_t Program::num_methods() const {

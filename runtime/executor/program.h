@@ -59,14 +59,18 @@ class Program final {
   Result<const uint8_t*> mutable_data(size_t table_index, size_t offset_index, size_t nbytes) const;
 
   const executorch_flatbuffer::Program* flatbuffer() const { return program_; }
+  // Bytes of the FlatBuffer part of the file (without segments).
+  size_t program_size() const { return program_size_; }
 
  private:
-  Program(const uint8_t* data, size_t size, const executorch_flatbuffer::Program* program,
-          size_t segment_base)
-      : data_(data), size_(size), program_(program), segment_base_(segment_base) {}
+  Program(const uint8_t* data, size_t size, size_t program_size,
+          const executorch_flatbuffer::Program* program, size_t segment_base)
+      : data_(data), size_(size), program_size_(program_size), program_(program),
+        segment_base_(segment_base) {}
 
   const uint8_t* data_;
   size_t size_;
+  size_t program_size_;
   const executorch_flatbuffer::Program* program_;
   size_t segment_base_;
 };

@@ -1,0 +1,267 @@
+// executor_runner: loads a .pte, fills the inputs (files, ones, zeros or random),
+// runs a method N times and prints an output summary and timing.
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/executor/hosted_method.h"
+#include "runtime/executor/program.h"
+
+using namespace executorch::runtime;
+
+namespace {
+
+const char kUsage[] =
+    "usage: executor_runner --model_path FILE.pte [--method NAME] [--iterations N]\n"
+    "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
+    "                       [--output_dir DIR] [--verbose]\n"
+    "  --inputs      raw little-endian tensor data, one file per input, in the input's\n"
+    "                dtype and dim order at its declared sizes\n"
+    "  --fill        how to make inputs not given by --inputs (default: ones)\n"
+    "  --output_dir  also write each tensor output as DIR/output_<i>.bin\n";
+
+struct Options {
+  std::string model_path;
+  std::string method = "forward";
+  int iterations = 1;
+  std::vector<std::string> inputs;
+  std::string fill = "ones";
+  uint32_t seed = 0;
+  std::string output_dir;
+  bool verbose = false;
+};
+
+bool g_verbose = false;
+
+int fail(const char* message) {
+  std::fprintf(stderr, "executor_runner: %s\n", message);
+  return 1;
+}
+
+bool parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--model_path" && value(&v)) o->model_path = v;
+    else if (a == "--method" && value(&v)) o->method = v;
+    else if (a == "--iterations" && value(&v)) o->iterations = std::atoi(v.c_str());
+    else if (a == "--fill" && value(&v)) o->fill = v;
+    else if (a == "--seed" && value(&v)) o->seed = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (a == "--output_dir" && value(&v)) o->output_dir = v;
+    else if (a == "--verbose") o->verbose = true;
+    else if (a == "--inputs" && value(&v)) {
+      for (size_t start = 0; start <= v.size();) {
+        size_t comma = v.find(',', start);
+        if (comma == std::string::npos) comma = v.size();
+        if (comma > start) o->inputs.push_back(v.substr(start, comma - start));
+        start = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr, "executor_runner: unknown or incomplete option '%s'\n%s", a.c_str(), kUsage);
+      return false;
+    }
+  }
+  if (o->model_path.empty()) {
+    std::fprintf(stderr, "executor_runner: --model_path is required\n%s", kUsage);
+    return false;
+  }
+  if (o->iterations < 1 || (o->fill != "ones" && o->fill != "zeros" && o->fill != "random")) {
+    std::fprintf(stderr, "executor_runner: --iterations must be >= 1 and --fill one of ones, zeros, random\n");
+    return false;
+  }
+  return true;
+}
+
+bool read_file(const std::string& path, std::vector<uint8_t>* out) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  uint8_t buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->insert(out->end(), buf, buf + n);
+  std::fclose(f);
+  return true;
+}
+
+double element(const void* data, ScalarType type, int64_t i) {
+  switch (type) {
+    case ScalarType::Float: return static_cast<const float*>(data)[i];
+    case ScalarType::Double: return static_cast<const double*>(data)[i];
+    case ScalarType::Long: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
+    case ScalarType::Int: return static_cast<const int32_t*>(data)[i];
+    case ScalarType::Short: return static_cast<const int16_t*>(data)[i];
+    case ScalarType::Char: return static_cast<const int8_t*>(data)[i];
+    case ScalarType::Byte: return static_cast<const uint8_t*>(data)[i];
+    case ScalarType::Bool: return static_cast<const uint8_t*>(data)[i] != 0;
+    default: return NAN;
+  }
+}
+
+// Writes `value` as one element of `type` at `p` (used to make ones).
+void store_one(uint8_t* p, ScalarType type) {
+  switch (type) {
+    case ScalarType::Float: { float v = 1.f; std::memcpy(p, &v, 4); break; }
+    case ScalarType::Double: { double v = 1.0; std::memcpy(p, &v, 8); break; }
+    case ScalarType::Half: { uint16_t v = 0x3C00; std::memcpy(p, &v, 2); break; }
+    case ScalarType::BFloat16: { uint16_t v = 0x3F80; std::memcpy(p, &v, 2); break; }
+    default: p[0] = 1; break;  // little-endian integer / bool 1
+  }
+}
+
+void fill_input(std::vector<uint8_t>* data, ScalarType type, const std::string& how, uint32_t* state) {
+  size_t es = element_size(type);
+  for (size_t off = 0; off + es <= data->size(); off += es) {
+    uint8_t* p = data->data() + off;
+    std::memset(p, 0, es);
+    if (how == "ones") {
+      store_one(p, type);
+    } else if (how == "random") {
+      *state = *state * 1664525u + 1013904223u;
+      float r = static_cast<float>(*state >> 8) / static_cast<float>(1u << 24) * 2.f - 1.f;
+      if (type == ScalarType::Float) std::memcpy(p, &r, 4);
+      else if (type == ScalarType::Double) { double d = r; std::memcpy(p, &d, 8); }
+      else if (type == ScalarType::Bool) p[0] = r > 0;
+      else p[0] = static_cast<uint8_t>(*state >> 28);  // small non-negative integers
+    }
+  }
+}
+
+void summarize(size_t index, const EValue& v) {
+  if (!v.isTensor()) {
+    if (v.isInt()) std::printf("output %zu: int %" PRId64 "\n", index, v.toInt());
+    else if (v.isDouble()) std::printf("output %zu: double %g\n", index, v.toDouble());
+    else if (v.isBool()) std::printf("output %zu: bool %s\n", index, v.toBool() ? "true" : "false");
+    else std::printf("output %zu: %s\n", index, tag_name(v.tag()));
+    return;
+  }
+  Tensor t = v.toTensor();
+  std::printf("output %zu: %s [", index, scalar_type_name(t.scalar_type()));
+  for (int64_t d = 0; d < t.dim(); ++d) std::printf(d ? ", %" PRId64 : "%" PRId64, t.size(d));
+  std::printf("]");
+  if (t.numel() > 0 && !std::isnan(element(t.const_data_ptr(), t.scalar_type(), 0))) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double x = element(t.const_data_ptr(), t.scalar_type(), i);
+      lo = std::fmin(lo, x);
+      hi = std::fmax(hi, x);
+      sum += x;
+    }
+    std::printf(" min %.6g max %.6g mean %.6g first", lo, hi, sum / static_cast<double>(t.numel()));
+    for (int64_t i = 0; i < t.numel() && i < 5; ++i)
+      std::printf(" %.6g", element(t.const_data_ptr(), t.scalar_type(), i));
+  }
+  std::printf("\n");
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message,
+                                size_t length) {
+  if (level == 'E' || level == 'F' || g_verbose)
+    std::fprintf(stderr, "%c %s:%d] %.*s\n", level, file, line, static_cast<int>(length), message);
+}
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, &o)) return 2;
+  g_verbose = o.verbose;
+  std::vector<uint8_t> file;
+  if (!read_file(o.model_path, &file)) {
+    std::fprintf(stderr, "executor_runner: cannot read %s\n", o.model_path.c_str());
+    return 1;
+  }
+  auto start = std::chrono::steady_clock::now();
+  Result<Program> program = Program::load(file.data(), file.size());
+  if (!program.ok()) {
+    std::fprintf(stderr, "executor_runner: %s is not a loadable program: %s\n", o.model_path.c_str(),
+                 error_name(program.error()));
+    return 1;
+  }
+  double load_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  auto hosted = HostedMethod::load(*program, o.method.c_str(), HostedMethod::Limits());
+  if (!hosted.ok()) {
+    std::fprintf(stderr, "executor_runner: cannot load method '%s': %s\n", o.method.c_str(),
+                 error_name(hosted.error()));
+    return 1;
+  }
+  double method_ms = ms_since(start);
+  Method& method = (*hosted)->method();
+  MethodMeta meta = method.method_meta();
+
+  if (!o.inputs.empty() && o.inputs.size() != method.inputs_size()) {
+    std::fprintf(stderr, "executor_runner: method '%s' takes %zu inputs; --inputs named %zu files\n",
+                 o.method.c_str(), method.inputs_size(), o.inputs.size());
+    return 1;
+  }
+  uint32_t state = o.seed * 2654435761u + 1;
+  std::vector<std::vector<uint8_t>> inputs(method.inputs_size());
+  for (size_t i = 0; i < method.inputs_size(); ++i) {
+    Result<TensorInfo> info = meta.input_tensor_info(i);
+    if (!info.ok()) continue;  // scalar inputs keep the value they were exported with
+    std::vector<int64_t> sizes(info->sizes.begin(), info->sizes.end());
+    size_t nbytes = element_size(info->scalar_type);
+    for (int64_t s : sizes) nbytes *= static_cast<size_t>(s);
+    if (!o.inputs.empty()) {
+      if (!read_file(o.inputs[i], &inputs[i])) {
+        std::fprintf(stderr, "executor_runner: cannot read input file %s\n", o.inputs[i].c_str());
+        return 1;
+      }
+    } else {
+      inputs[i].resize(nbytes);
+      fill_input(&inputs[i], info->scalar_type, o.fill, &state);
+    }
+    Error e = method.set_input_tensor(i, info->scalar_type, Span<const int64_t>(sizes.data(), sizes.size()),
+                                      inputs[i].data(), inputs[i].size());
+    if (e != Error::Ok) {
+      std::fprintf(stderr, "executor_runner: input %zu refused (%s): expected %zu bytes of %s, got %zu\n", i,
+                   error_name(e), nbytes, scalar_type_name(info->scalar_type), inputs[i].size());
+      return 1;
+    }
+  }
+
+  double total = 0, best = INFINITY;
+  for (int it = 0; it < o.iterations; ++it) {
+    start = std::chrono::steady_clock::now();
+    Error e = method.execute();
+    double ms = ms_since(start);
+    if (e != Error::Ok) {
+      std::fprintf(stderr, "executor_runner: execute failed on iteration %d: %s\n", it, error_name(e));
+      return 1;
+    }
+    total += ms;
+    best = std::fmin(best, ms);
+  }
+  for (size_t i = 0; i < method.outputs_size(); ++i) {
+    const EValue& v = **method.get_output(i);
+    summarize(i, v);
+    if (!o.output_dir.empty() && v.isTensor()) {
+      std::string path = o.output_dir + "/output_" + std::to_string(i) + ".bin";
+      FILE* f = std::fopen(path.c_str(), "wb");
+      Tensor t = v.toTensor();
+      if (f == nullptr || std::fwrite(t.const_data_ptr(), 1, t.nbytes(), f) != t.nbytes()) {
+        if (f) std::fclose(f);
+        std::remove(path.c_str());
+        std::fprintf(stderr, "executor_runner: cannot write %s\n", path.c_str());
+        return 1;
+      }
+      std::fclose(f);
+    }
+  }
+  std::printf("program load %.3f ms, method load %.3f ms, %d iteration(s): mean %.3f ms, min %.3f ms\n",
+              load_ms, method_ms, o.iterations, total / o.iterations, best);
+  return 0;
+}
