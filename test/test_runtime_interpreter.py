@@ -324,3 +324,28 @@ def test_instructions_may_not_write_into_constants(name, overload, extra):
         b.kernel(name, overload, x, weight, weight)
     with pytest.raises(InvalidProgramError, match=rf"instruction 0 .*{name}.* writes into constant tensor value {weight}"):
         _load(b.program())
+
+
+def test_concurrent_calls_on_one_method_do_not_mix_their_data():
+    import threading
+
+    b = PlanBuilder(arena_size=1 << 16)
+    x, mid, out = b.tensor([64, 64], 0), b.tensor([64, 64], 16384), b.tensor([64, 64], 32768)
+    b.inputs, b.outputs = [x], [out]
+    b.kernel("aten::mul", "Scalar_out", x, b.double(2.0), mid, mid)
+    b.kernel("aten::add", "Scalar_out", mid, b.double(1.0), b.int_(1), out, out)
+    method = _load(b.program())
+    failures = []
+
+    def worker(value: float) -> None:
+        for _ in range(50):
+            (got,) = method.execute([torch.full((64, 64), value)])
+            if not torch.equal(got, torch.full((64, 64), 2 * value + 1)):
+                failures.append(value)
+
+    threads = [threading.Thread(target=worker, args=(float(v),)) for v in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from typing import Callable, Optional
 
 import torch
@@ -40,13 +41,15 @@ class PythonMethod:
         self._inputs = [self._input_binder(pos, idx) for pos, idx in enumerate(self._checked(plan.inputs, "input"))]
         self._outputs = [self._output_reader(idx) for idx in self._checked(plan.outputs, "output")]
         self._meta = plan_meta(plan)
+        # One call at a time: every call reuses the same planned memory.
+        self._lock = threading.Lock()
 
     def meta(self) -> MethodMeta:
         return self._meta
 
     def execute(self, inputs: list) -> list:
         """Run on inputs already checked against `meta()` (count, tensor dtypes and shapes)."""
-        with torch.no_grad():
+        with self._lock, torch.no_grad():
             for bind, value in zip(self._inputs, inputs):
                 bind(value)
             for c, chain in enumerate(self._chains):

@@ -71,13 +71,14 @@ def resolve(op: schema.Operator) -> Resolved:
 
 def _torch_overload(op: schema.Operator) -> Optional[torch._ops.OpOverload]:
     namespace, sep, base = op.name.partition("::")
-    if not sep or not namespace.isidentifier() or not base.isidentifier():
+    overload = op.overload or "default"
+    if not sep or any(not part.isidentifier() or part.startswith("__") for part in (namespace, base, overload)):
         return None
     try:
-        packet = getattr(getattr(torch.ops, namespace), base)
-        return getattr(packet, op.overload or "default")
+        found = getattr(getattr(getattr(torch.ops, namespace), base), overload)
     except (AttributeError, RuntimeError):
         return None
+    return found if isinstance(found, torch._ops.OpOverload) else None
 
 
 def _check_count(name: str, args: list, expected: Sequence[int]) -> None:
