@@ -211,7 +211,8 @@ class EdgeProgramManager:
             programs[name] = ep
         constants = ConstantTable()
         plan = config.memory_planning_pass
-        plans = [emit_method(name, ep, constants, plan.planner, plan.alignment) for name, ep in programs.items()]
+        plans = [emit_method(name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace)
+                 for name, ep in programs.items()]
         plans += [emit_constant_method(name, v, constants) for name, v in self._constant_methods.items()]
         program = S.Program(
             version=0,

@@ -181,3 +181,23 @@ def test_export_does_not_modify_the_users_program():
     to_edge_transform_and_lower(ep).to_executorch().buffer
     assert [str(n.target) for n in ep.graph.nodes] == before
     assert [s.arg.name for s in ep.graph_signature.output_specs] == names
+
+
+def test_emit_stacktrace_records_the_users_frames():
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir._serialize import deserialize_pte_binary
+
+    class TwoOps(torch.nn.Module):
+        def forward(self, x):
+            y = torch.sigmoid(x)
+            return y * 2.0
+
+    ep = torch.export.export(TwoOps(), (torch.randn(3),))
+    data = to_edge(ep).to_executorch(ExecutorchBackendConfig(emit_stacktrace=True)).buffer
+    chain = deserialize_pte_binary(data).execution_plan[0].chains[0]
+    assert len(chain.stacktrace) == len(chain.instructions) == 2
+    innermost = [frames.items[-1] for frames in chain.stacktrace]
+    assert [f.context for f in innermost] == ["y = torch.sigmoid(x)", "return y * 2.0"]
+    assert all(f.filename.endswith("test_exir_export.py") and f.name == "forward" for f in innermost)
+    plain = to_edge(ep).to_executorch().buffer
+    assert deserialize_pte_binary(plain).execution_plan[0].chains[0].stacktrace is None

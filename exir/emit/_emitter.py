@@ -54,9 +54,11 @@ class _Planned:
 
 
 class _MethodEmitter:
-    def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner: str,
-                 alignment: int):
+    def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
+                 alignment: int, emit_stacktrace: bool = False):
         self.name = name
+        self.emit_stacktrace = emit_stacktrace
+        self.frames: list[S.FrameList] = []
         self.ep = ep
         self.graph = ep.graph_module.graph
         self.constants = constants
@@ -232,7 +234,8 @@ class _MethodEmitter:
             values=self.values,
             inputs=inputs,
             outputs=outputs,
-            chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions, stacktrace=None)],
+            chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions,
+                            stacktrace=self.frames if self.emit_stacktrace else None)],
             operators=self.operators,
             delegates=[],
             non_const_buffer_sizes=self.arena_sizes,
@@ -290,7 +293,7 @@ class _MethodEmitter:
             args = [self._arg(a, None, node) if not isinstance(a, fx.Node) else self._node_value(a) for a in node.args]
             out = self._add(S.Int(0))
             self.node_values[node] = out
-            self._instruction(prim, args + [out])
+            self._instruction(prim, args + [out], node=node)
             return
         base = node.args[0] if node.args else None
         if (target in _ALIAS_VIEWS and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
@@ -326,10 +329,12 @@ class _MethodEmitter:
             args.append(outs[0] if len(outs) == 1 else self._add(S.TensorList(list(outs))))
         self.node_values[node] = outs if isinstance(val, (list, tuple)) else outs[0]
         name, overload = out_op._schema.name, out_op._schema.overload_name
-        self._instruction(name, args, overload)
+        self._instruction(name, args, overload, node=node)
 
-    def _instruction(self, name: str, args: list[int], overload: str = "") -> None:
+    def _instruction(self, name: str, args: list[int], overload: str = "", node: Optional[fx.Node] = None) -> None:
         self.instructions.append(S.Instruction(S.KernelCall(op_index=self._operator(name, overload), args=args)))
+        if self.emit_stacktrace:
+            self.frames.append(_frames(node))
 
     def _emit_outputs(self, node: fx.Node) -> list[int]:
         sig = self.ep.graph_signature
@@ -379,9 +384,28 @@ class _MethodEmitter:
 
 def emit_method(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable,
                 planner=memory_planning.greedy,
-                alignment: int = memory_planning.DEFAULT_ALIGNMENT) -> S.ExecutionPlan:
+                alignment: int = memory_planning.DEFAULT_ALIGNMENT, emit_stacktrace: bool = False) -> S.ExecutionPlan:
     """The ExecutionPlan for one edge-dialect program."""
-    return _MethodEmitter(name, ep, constants, planner, alignment).emit()
+    return _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace).emit()
+
+
+def _frames(node: Optional[fx.Node]) -> S.FrameList:
+    """The Python frames that produced `node`, outermost first, from its recorded stack trace."""
+    frames: list[S.Frame] = []
+    lines = ((node.meta.get("stack_trace") or "") if node is not None else "").splitlines()
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if not text.startswith('File "'):
+            continue
+        try:
+            filename = text.split('"')[1]
+            lineno = int(text.split("line ")[1].split(",")[0])
+            name = text.rsplit(" in ", 1)[1]
+        except (IndexError, ValueError):
+            continue
+        context = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].strip().startswith("File ") else ""
+        frames.append(S.Frame(filename=filename, lineno=lineno, name=name, context=context))
+    return S.FrameList(items=frames)
 
 
 def emit_constant_method(name: str, value: Any, constants: ConstantTable) -> S.ExecutionPlan:
