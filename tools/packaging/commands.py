@@ -127,7 +127,9 @@ class BuildNative(build_ext):
         _run(configure, env=_reproducible_env(root, build_dir))
         _run([tools["cmake"], "--build", str(build_dir), "--target", *self.plan.cmake_targets, f"-j{jobs}"])
         for component in self.plan.install_components:
-            _run([tools["cmake"], "--install", str(build_dir), "--prefix", str(prefix), "--component", component])
+            # --strip: symbols are for debugging a local build, not for a wheel.
+            _run([tools["cmake"], "--install", str(build_dir), "--prefix", str(prefix),
+                  "--component", component, "--strip"])
 
 
 class BdistWheel(bdist_wheel):
