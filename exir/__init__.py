@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._torch_check import require_torch
 from .error import ExportError, SerializeError
+
+require_torch()
 
 __all__ = [
     "EdgeCompileConfig",

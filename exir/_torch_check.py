@@ -9,8 +9,7 @@ from pathlib import Path
 
 MINIMUM = (2, 13)
 _INSTALL = (
-    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu "
-    "(the CPU build is enough for export; any torch>={}.{} works)"
+    "pip install torch==2.13.0 (a CPU build is enough for export; any torch>={}.{} works)"
 ).format(*MINIMUM)
 _VERSION_LINE = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 
