@@ -13,8 +13,8 @@ from typing import Any, Callable, Optional, Sequence
 _TOLERANCE = 1e-5  # both relative and absolute, as torch.allclose combines them
 
 _EPILOG = """\
-MODEL is a model-zoo name (e.g. mobilenet_v2; the zoo ships in the source tree and the full
-wheel, not in the minimal wheel) or FILE.py:FACTORY, where FACTORY() returns
+MODEL is a model-zoo name (e.g. mobilenet_v2; the zoo, executorch.examples.models, is in
+the source tree but in no wheel) or FILE.py:FACTORY, where FACTORY() returns
 (module, example_inputs_tuple). With --dynamic, the shapes come from the zoo, or for
 FILE.py:FACTORY from a FACTORY_dynamic_shapes() function in the same file.
 """
@@ -56,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("model", metavar="MODEL", help="a zoo name or FILE.py:FACTORY")
     export.add_argument("-o", "--output", required=True, type=Path, help="the .pte file to write")
     export.add_argument("--method-name", default="forward", help="name of the method in the program (default: forward)")
-    export.add_argument("--seed", type=int, default=0, help="torch seed set before calling the factory (default: 0)")
+    export.add_argument("--seed", type=int, default=0, help="torch seed set before calling the factory (default: 0); factories that seed "
+                        "themselves, as the zoo's do, override it")
     export.add_argument("--dynamic", action="store_true", help="export with the model's declared dynamic shapes")
     export.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip running the .pte on executorch.runtime and comparing with eager")
@@ -107,6 +108,9 @@ def _run_export(args: argparse.Namespace) -> int:
         program = to_edge_transform_and_lower({args.method_name: ep}).to_executorch()
     except ExportError as e:
         raise CliError(f"lowering {source.label} failed: {e}", 1) from None
+    except Exception as e:  # a bug in the exporter, not in the model: say so, in one line
+        raise CliError(f"lowering {source.label} hit an exporter bug ({type(e).__name__}: {_first_line(e)}); "
+                       "please report it with the model", 1) from None
     timings.append(("lower", time.perf_counter() - clock))
 
     clock = time.perf_counter()
@@ -142,8 +146,8 @@ def _resolve_model(spec: str) -> _ModelSource:
         from executorch.examples.models import DYNAMIC_SHAPES, MODELS
     except ImportError:
         raise CliError(
-            f"model {spec!r}: the model zoo (executorch.examples.models) is not installed; the minimal "
-            "wheel ships without it: pass FILE.py:FACTORY instead", 2
+            f"model {spec!r}: the model zoo (executorch.examples.models) is not installed (it lives in the "
+            "source tree; the wheels ship without it): run from a source checkout or pass FILE.py:FACTORY", 2
         ) from None
     if spec not in MODELS:
         raise CliError(f"unknown model {spec!r}; available: {', '.join(sorted(MODELS))}, or FILE.py:FACTORY", 2)

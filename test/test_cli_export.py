@@ -151,6 +151,14 @@ def test_bad_model_spec_exits_2_in_one_line(factories, tmp_path, capsys, spec, m
     assert not out.exists()
 
 
+def test_zoo_name_without_the_zoo_says_how_to_proceed(monkeypatch, tmp_path, capsys):
+    # A None entry in sys.modules makes the import fail, as in a wheel without the zoo.
+    monkeypatch.setitem(sys.modules, "executorch.examples.models", None)
+    code, _, err = _export(capsys, "resnet18", "-o", str(tmp_path / "x.pte"))
+    assert code == 2 and err.count("\n") == 1
+    assert "model zoo (executorch.examples.models) is not installed" in err and "FILE.py:FACTORY" in err
+
+
 def test_module_entry_point_error_has_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "executorch.exir", "export", "nope", "-o", str(tmp_path / "x.pte")],
                           capture_output=True, text=True, timeout=300)
