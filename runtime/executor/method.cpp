@@ -125,6 +125,10 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
     data = const_cast<uint8_t*>(*constant);
     capacity = static_cast<size_t>(nbytes);
   }
+  // Kernels read elements directly; a misaligned tensor is a corrupt plan or file.
+  ET_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % element_size(type) == 0, InvalidProgram,
+                     "tensor value %zu's data is not aligned to its %zu-byte elements", value_index,
+                     element_size(type));
   TensorImpl* impl;
   ET_ALLOC_OR_RETURN(impl, a->allocate_list<TensorImpl>(1));
   new (impl) TensorImpl(type, dim, s, d, st, data, capacity,
@@ -484,6 +488,9 @@ Error Method::set_input_tensor(size_t index, ScalarType type, Span<const int64_t
   ET_CHECK_OR_RETURN(nbytes == t->nbytes(), InvalidArgument,
                      "input %zu: %zu data bytes given; the sizes need %zu", index, nbytes, t->nbytes());
   if (borrowed) {
+    ET_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % t->element_size() == 0, InvalidArgument,
+                       "input %zu: data is not aligned to its %zu-byte elements", index,
+                       t->element_size());
     t->set_data(const_cast<void*>(data));
     input_bound_[index] = true;
   } else if (nbytes > 0) {

@@ -1,0 +1,140 @@
+"""The native C++ runtime through executorch.runtime: results, errors, malformed files."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("executorch.extension.pybindings._portable_lib",
+                    reason="native runtime not built (cmake -DEXECUTORCH_BUILD_PYBIND=ON)")
+
+from executorch.runtime import _native  # noqa: E402
+from executorch.runtime._backend import Verification  # noqa: E402
+from executorch.runtime._errors import ExecuTorchError, InvalidProgramError  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+NATIVE = FIXTURES / "native"
+MALFORMED = sorted((FIXTURES / "malformed").glob("*.pte"))
+
+
+def _models():
+    spec = importlib.util.spec_from_file_location("native_fixture_models", NATIVE / "models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(path: Path, inputs, method: str = "forward") -> list:
+    program = _native.load_program(path.read_bytes(), Verification.InternalConsistency)
+    return program.load_method(method).execute(list(inputs))
+
+
+@pytest.mark.parametrize("name", ["add", "affine", "cond"])
+def test_fixture_matches_eager(name):
+    model, inputs = getattr(_models(), f"make_{name}")()
+    got = _run(NATIVE / f"{name}.pte", inputs)
+    want = model(*inputs)
+    want = list(want) if isinstance(want, tuple) else [want]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_cond_takes_the_false_branch():
+    model, (_, x) = _models().make_cond()
+    got = _run(NATIVE / "cond.pte", [torch.tensor(False), x])
+    torch.testing.assert_close(got[0], x * x)
+
+
+def test_outputs_are_fresh_tensors():
+    program = _native.load_program((NATIVE / "add.pte").read_bytes(), Verification.InternalConsistency)
+    method = program.load_method("forward")
+    first = method.execute([torch.ones(2, 3), torch.ones(2, 3)])[0]
+    method.execute([torch.zeros(2, 3), torch.zeros(2, 3)])
+    assert torch.equal(first, torch.full((2, 3), 2.0))
+
+
+def test_meta_describes_inputs_and_outputs():
+    program = _native.load_program((NATIVE / "add.pte").read_bytes(), Verification.InternalConsistency)
+    meta = program.method_meta("forward")
+    assert meta.num_inputs() == 2 and meta.num_outputs() == 1
+    info = meta.input_tensor_meta(0)
+    assert info.sizes() == (2, 3) and info.dtype() == 6 and info.nbytes() == 24
+    assert info.is_memory_planned()
+
+
+def test_bad_input_raises_naming_the_input():
+    program = _native.load_program((NATIVE / "add.pte").read_bytes(), Verification.InternalConsistency)
+    method = program.load_method("forward")
+    with pytest.raises(ExecuTorchError, match="input 0"):
+        method.execute([torch.ones(3, 2), torch.ones(2, 3)])
+    with pytest.raises(ExecuTorchError, match="dtype"):
+        method.execute([torch.ones(2, 3, dtype=torch.float64), torch.ones(2, 3)])
+
+
+def test_missing_operator_is_named():
+    data = bytearray((NATIVE / "add.pte").read_bytes())
+    at = data.find(b"aten::add")
+    data[at + 6:at + 9] = b"qdd"
+    program = _native.load_program(bytes(data), Verification.InternalConsistency)
+    with pytest.raises(ExecuTorchError, match=r"aten::qdd\.out.*OperatorMissing"):
+        program.load_method("forward")
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=[p.stem for p in MALFORMED])
+def test_malformed_file_is_an_error(path):
+    with pytest.raises(ExecuTorchError):
+        program = _native.load_program(path.read_bytes(), Verification.InternalConsistency)
+        for name in program.method_names:
+            method = program.load_method(name)
+            inputs = []
+            for i in range(method.meta().num_inputs()):
+                info = method.meta()._inputs[i]
+                inputs.append(torch.ones(info.sizes()) if info is not None else 1)
+            method.execute(inputs)
+
+
+def test_invalid_program_error_kind():
+    with pytest.raises(InvalidProgramError, match="InvalidProgram"):
+        _native.load_program(bytes(100), Verification.InternalConsistency)
+
+
+def test_random_and_truncated_files_are_errors():
+    rng = random.Random(0)
+    whole = (NATIVE / "affine.pte").read_bytes()
+    samples = [bytes(rng.randrange(256) for _ in range(rng.randrange(200))) for _ in range(200)]
+    samples += [whole[:n] for n in range(0, len(whole), 7)]
+    for data in samples:
+        with pytest.raises(ExecuTorchError):
+            _native.load_program(data, Verification.InternalConsistency).load_method("forward")
+
+
+def test_backend_is_native_by_default(monkeypatch):
+    from executorch.runtime._backend import select_backend
+
+    monkeypatch.delenv("EXECUTORCH_RUNTIME", raising=False)
+    assert select_backend()[0] == "native"
+
+
+_ZOO = ["mobilenet_v2", "resnet18", "transformer_encoder", "multi_io"]
+
+
+@pytest.mark.parametrize("name", _ZOO)
+def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_path):
+    models_dir = Path(__file__).resolve().parents[1] / "examples" / "models"
+    module_file = {"mobilenet_v2": "mobilenet_v2", "resnet18": "resnet18",
+                   "transformer_encoder": "transformer_encoder", "multi_io": "multi_io"}[name]
+    pte = reference_runtime.export(f"{models_dir / module_file}.py:make_{name}", tmp_path / f"{name}.pte")
+    from executorch.examples.models import MODELS
+
+    model, inputs = MODELS[name]()
+    got = _run(pte, inputs)
+    with torch.no_grad():
+        want = model(*inputs)
+    want = list(want) if isinstance(want, (tuple, list)) else [want]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
