@@ -12,7 +12,8 @@ import torch
 from executorch.exir import schema as s
 from executorch.exir._serialize import serialize_pte_binary
 from executorch.exir.error import SerializeError
-from executorch.runtime import ExecuTorchError, InvalidProgramError, Runtime
+from executorch.runtime import ExecuTorchError, InvalidProgramError, Program
+from executorch.runtime import _python as python_backend
 from executorch.runtime._python import PythonProgram
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -23,8 +24,9 @@ UNBOUND = s.TensorShapeDynamism.DYNAMIC_UNBOUND
 
 
 def _load(program: s.Program, method: str = "forward"):
-    """Through the public API: serialize, then load as any .pte."""
-    return Runtime.get().load_program(serialize_pte_binary(program)).load_method(method)
+    """Serialized, then loaded through the public classes on the Python backend (whatever is active)."""
+    data = serialize_pte_binary(program)
+    return Program(python_backend.load_program(data), data).load_method(method)
 
 
 def test_planned_tensors_sharing_an_offset_are_aliases():
@@ -234,9 +236,8 @@ def test_unknown_operator_is_named_at_load():
     x, out = b.tensor([2], 0), b.tensor([2], 16)
     b.inputs, b.outputs = [x], [out]
     b.kernel("aten::no_such_op", "out", x, out, out)
-    program = Runtime.get().load_program(serialize_pte_binary(b.program()))
     with pytest.raises(ExecuTorchError, match=r"operator aten::no_such_op.out is not available"):
-        program.load_method("forward")
+        _load(b.program())
     b.operators[0] = s.Operator("my_vendor::fused_thing", "default")
     with pytest.raises(ExecuTorchError, match=r"my_vendor::fused_thing.default is not available"):
         _load(b.program())

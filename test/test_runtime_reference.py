@@ -5,6 +5,7 @@ Needs ET_REFERENCE_PYTHON (the published exporter); skipped without it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,11 @@ ATOL = 1e-5
 def published(reference_runtime, tmp_path_factory) -> Path:
     """Every model of runtime_models exported once by the published exporter."""
     out = tmp_path_factory.mktemp("published")
+    # The reference environment must import its own executorch, not one a PYTHONPATH points at.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [reference_runtime.python, str(Path(runtime_models.__file__)), str(out), *runtime_models.FACTORIES],
-        capture_output=True, text=True, timeout=1800)
+        capture_output=True, text=True, timeout=1800, env=env)
     if proc.returncode != 0:
         raise AssertionError(f"the published exporter failed: {proc.stderr[-2000:]}")
     return out
