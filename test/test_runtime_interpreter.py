@@ -350,3 +350,33 @@ def test_concurrent_calls_on_one_method_do_not_mix_their_data():
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_unplanned_and_unbounded_tensors_get_their_own_memory():
+    b = PlanBuilder()
+    x = b.tensor([2, 3], None, dynamism=UNBOUND)  # an input the plan left to the runtime
+    out = b.tensor([2, 3], None, dynamism=UNBOUND)
+    b.inputs, b.outputs = [x], [out]
+    b.kernel("aten::exp", "out", x, out, out)
+    method = _load(b.program())
+    meta = method.metadata.input_tensor_meta(0)
+    assert meta.is_memory_planned() is False and meta.shape_dynamism() == 2
+    for shape in [(2, 3), (7, 5), (1, 1)]:
+        xv = torch.randn(shape)
+        (got,) = method.execute([xv])
+        assert torch.equal(got, xv.exp())
+    with pytest.raises(ExecuTorchError, match="must have 2 dimensions"):
+        method.execute([torch.randn(3)])
+
+
+def test_dynamic_out_tensor_that_is_also_read_keeps_its_shape():
+    b = PlanBuilder()
+    x = b.tensor([8], 0, dynamism=BOUND)
+    acc = b.tensor([8], 32, dynamism=BOUND)
+    b.inputs, b.outputs = [x], [acc]
+    b.kernel("aten::mul", "Scalar_out", x, b.double(3.0), acc, acc)
+    b.kernel("aten::add", "out", acc, x, b.int_(1), acc, acc)  # reads and writes acc
+    method = _load(b.program())
+    for n in (8, 3):
+        xv = torch.randn(n)
+        assert torch.allclose(method.execute([xv])[0], 4 * xv)

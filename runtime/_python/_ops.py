@@ -153,9 +153,12 @@ def _bind_torch(name: str, overload: torch._ops.OpOverload, args: list, store, s
     keywords = [a.name for a in sch.arguments[n_pos:]]
     is_out = any(a.is_out for a in sch.arguments)
     # A dynamically shaped out tensor starts each call empty, so torch resizes it to the
-    # result's shape (within its planned storage) without warning about a shape change.
+    # result's shape (within its planned storage) without warning about a shape change;
+    # not one the call also reads, which would lose its shape before it is read.
+    read = {id(t) for a, v in zip(sch.arguments, converted) if not a.is_out
+            for t in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(t, torch.Tensor)}
     reset = [t for a, t, spec in zip(sch.arguments, converted, specs)
-             if a.is_out and isinstance(t, torch.Tensor) and spec is not None
+             if a.is_out and isinstance(t, torch.Tensor) and id(t) not in read and spec is not None
              and spec.dynamism != schema.TensorShapeDynamism.STATIC]
 
     frozen = _freeze(converted)
