@@ -131,7 +131,11 @@ class PyMethod {
       case Tag::Double: return py::make_tuple("Double", v.toDouble());
       case Tag::Bool: return py::make_tuple("Bool", v.toBool());
       case Tag::None: return py::make_tuple("None", py::none());
-      case Tag::String: return py::make_tuple("String", std::string(v.toString()));
+      case Tag::String: {
+        std::string_view sv = v.toString();
+        return py::make_tuple("String", py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
+                                            sv.data(), static_cast<Py_ssize_t>(sv.size()), "replace")));
+      }
       default: return py::make_tuple(tag_name(v.tag()), py::none());
     }
   }
@@ -172,12 +176,17 @@ class PyProgram {
     owned_->program.emplace(*program);
   }
 
-  std::vector<std::string> method_names() const {
-    std::vector<std::string> names;
+  py::list method_names() const {
+    py::list names;
     for (size_t i = 0; i < owned_->program->num_methods(); ++i) {
       Result<const char*> name = owned_->program->get_method_name(i);
       if (!name.ok()) raise(name.error(), "cannot read method names");
-      names.emplace_back(*name);
+      PyObject* decoded = PyUnicode_DecodeUTF8(*name, static_cast<Py_ssize_t>(std::strlen(*name)), "strict");
+      if (decoded == nullptr) {
+        PyErr_Clear();
+        raise(Error::InvalidProgram, "method " + std::to_string(i) + "'s name is not valid UTF-8");
+      }
+      names.append(py::reinterpret_steal<py::str>(decoded));
     }
     return names;
   }
@@ -219,7 +228,10 @@ PYBIND11_MODULE(_portable_lib, m) {
       if (p) std::rethrow_exception(p);
     } catch (const NativeError& e) {
       // args: (code, error name, message).
-      py::tuple args = py::make_tuple(static_cast<uint32_t>(e.error), error_name(e.error), e.message);
+      // Messages can quote file content; undecodable bytes must not hide the error.
+      py::str message = py::reinterpret_steal<py::str>(
+          PyUnicode_DecodeUTF8(e.message.data(), static_cast<Py_ssize_t>(e.message.size()), "replace"));
+      py::tuple args = py::make_tuple(static_cast<uint32_t>(e.error), error_name(e.error), message);
       PyErr_SetObject(native_error->ptr(), args.ptr());
     }
   });

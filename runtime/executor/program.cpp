@@ -53,9 +53,9 @@ Result<Program> Program::load(const void* data, size_t size, Verification verifi
   ET_CHECK_OR_RETURN(size >= 8, InvalidProgram, "file is %zu bytes; a program has at least 8",
                      size);
   ET_CHECK_OR_RETURN(flatbuffers::BufferHasIdentifier(bytes, executorch_flatbuffer::ProgramIdentifier()),
-                     InvalidProgram, "file identifier '%.4s' is not '%s': not a .pte program",
-                     reinterpret_cast<const char*>(bytes + 4),
-                     executorch_flatbuffer::ProgramIdentifier());
+                     InvalidProgram,
+                     "file identifier %02x %02x %02x %02x is not '%s': not a .pte program", bytes[4],
+                     bytes[5], bytes[6], bytes[7], executorch_flatbuffer::ProgramIdentifier());
 
   size_t program_size = size;
   size_t segment_base = 0;

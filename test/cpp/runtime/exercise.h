@@ -33,7 +33,8 @@ inline Error exercise(const uint8_t* data, size_t size) {
     }
     Method& method = (*hosted)->method();
     MethodMeta meta = method.method_meta();
-    std::vector<uint8_t> input;
+    // One buffer per input: inputs without planned memory are read in place by execute().
+    std::vector<std::vector<uint8_t>> inputs(method.inputs_size());
     for (size_t i = 0; i < method.inputs_size(); ++i) {
       Result<TensorInfo> info = meta.input_tensor_info(i);
       if (!info.ok()) continue;
@@ -41,9 +42,9 @@ inline Error exercise(const uint8_t* data, size_t size) {
       uint64_t n = element_size(info->scalar_type);
       for (int64_t s : sizes) n = s >= 0 && n * uint64_t(s) <= (uint64_t(16) << 20) ? n * uint64_t(s) : (uint64_t(1) << 40);
       if (n > (uint64_t(16) << 20)) continue;
-      input.assign(static_cast<size_t>(n), 1);
+      inputs[i].assign(static_cast<size_t>(n), 1);
       method.set_input_tensor(i, info->scalar_type, Span<const int64_t>(sizes.data(), sizes.size()),
-                              input.data(), input.size());
+                              inputs[i].data(), inputs[i].size());
     }
     Error e = method.execute();
     if (first == Error::Ok) first = e;
