@@ -16,7 +16,7 @@ from tools.packaging.plan import WheelKind, classify, plan  # noqa: E402
 
 
 def test_every_python_directory_is_classified():
-    unclassified = [name for name in sourcetree.python_dirs(REPO) if name != "executorch" and classify(REPO, name) is None]
+    unclassified = [name for name in sourcetree.python_dirs(REPO) if name != "executorch" and classify(name) is None]
     assert not unclassified, (
         f"add these to a row or to EXCLUDED in tools/packaging/components.py: {unclassified}"
     )
@@ -27,7 +27,7 @@ def test_shipped_python_directories_are_regular_packages():
     regular = set(sourcetree.regular_packages(REPO))
     missing = [
         name for name in sourcetree.python_dirs(REPO)
-        if classify(REPO, name) not in (None, "excluded") and name not in regular
+        if classify(name) not in (None, "excluded") and name not in regular
     ]
     assert not missing, f"these directories need an __init__.py to ship: {missing}"
 

@@ -56,7 +56,7 @@ def excluded(name: str) -> bool:
     return any(sourcetree.matches(pattern, name) for pattern in EXCLUDED)
 
 
-def classify(root: Path, name: str) -> str | None:
+def classify(name: str) -> str | None:
     """The first row whose package patterns name `name`, 'excluded', or None if nothing does."""
     if excluded(name):
         return "excluded"
@@ -77,6 +77,10 @@ def _skip_reason(root: Path, row: Component, targets: set[str] | None) -> str | 
     if missing:
         return f"CMakeLists.txt defines no target {', '.join(missing)}"
     return None
+
+
+def _module_file(root: Path, module: str) -> Path:
+    return root.joinpath(*module.split(".")[1:]).with_suffix(".py")
 
 
 def _with_parents(names: set[str]) -> set[str]:
@@ -123,7 +127,7 @@ def plan(root: Path, mode: Mode) -> BuildPlan:
         )
     available = [p for p in sourcetree.regular_packages(root) if not excluded(p)]
     whole = {p for p in available for row in rows if any(sourcetree.matches(pat, p) for pat in row.packages)}
-    modules = {m for row in rows for m in row.modules if (root / (m.split(".", 1)[1].replace(".", "/") + ".py")).is_file()}
+    modules = {m for row in rows for m in row.modules if _module_file(root, m).is_file()}
     packages = _with_parents(whole | {m.rpartition(".")[0] for m in modules}) | {sourcetree.ROOT_PACKAGE}
     options = {row.cmake_option: row in rows for row in COMPONENTS if row.cmake_option}
     return BuildPlan(
