@@ -88,3 +88,24 @@ def test_published_two_outputs_come_back_in_order(published):
     outputs = Runtime.get().load_program(published / "two_outputs.pte").load_method("forward").execute(inputs)
     assert isinstance(outputs, list) and len(outputs) == 2
     assert torch.all(outputs[0] >= 0) and torch.all((outputs[1] > 0) & (outputs[1] < 1))
+
+
+def test_every_operator_of_the_published_portable_runtime_is_available(reference_runtime):
+    from executorch.exir import schema
+    from executorch.runtime._python._ops import resolve
+
+    code = ("from executorch.extension.pybindings import portable_lib as p; "
+            "print('\\n'.join(sorted(p._get_operator_names())))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([reference_runtime.python, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert len(names) > 100
+    missing = []
+    for qualified in names:
+        base, _, overload = qualified.partition("::")[2].partition(".")
+        try:
+            resolve(schema.Operator(f"{qualified.partition('::')[0]}::{base}", overload))
+        except ExecuTorchError as exc:
+            missing.append(f"{qualified}: {exc}")
+    assert missing == []
