@@ -209,12 +209,17 @@ int main(int argc, char** argv) {
   }
   uint32_t state = o.seed * 2654435761u + 1;
   std::vector<std::vector<uint8_t>> inputs(method.inputs_size());
+  std::vector<std::vector<int64_t>> input_sizes(method.inputs_size());
+  std::vector<ScalarType> input_types(method.inputs_size());
+  std::vector<bool> is_tensor(method.inputs_size(), false);
   for (size_t i = 0; i < method.inputs_size(); ++i) {
     Result<TensorInfo> info = meta.input_tensor_info(i);
     if (!info.ok()) continue;  // scalar inputs keep the value they were exported with
-    std::vector<int64_t> sizes(info->sizes.begin(), info->sizes.end());
+    is_tensor[i] = true;
+    input_types[i] = info->scalar_type;
+    input_sizes[i].assign(info->sizes.begin(), info->sizes.end());
     size_t nbytes = element_size(info->scalar_type);
-    for (int64_t s : sizes) nbytes *= static_cast<size_t>(s);
+    for (int64_t s : input_sizes[i]) nbytes *= static_cast<size_t>(s);
     if (!o.inputs.empty()) {
       if (!read_file(o.inputs[i], &inputs[i])) {
         std::fprintf(stderr, "executor_runner: cannot read input file %s\n", o.inputs[i].c_str());
@@ -224,17 +229,27 @@ int main(int argc, char** argv) {
       inputs[i].resize(nbytes);
       fill_input(&inputs[i], info->scalar_type, o.fill, &state);
     }
-    Error e = method.set_input_tensor(i, info->scalar_type, Span<const int64_t>(sizes.data(), sizes.size()),
-                                      inputs[i].data(), inputs[i].size());
-    if (e != Error::Ok) {
-      std::fprintf(stderr, "executor_runner: input %zu refused (%s): expected %zu bytes of %s, got %zu\n", i,
-                   error_name(e), nbytes, scalar_type_name(info->scalar_type), inputs[i].size());
-      return 1;
-    }
   }
+  // Inputs are set before every run: planned memory of a dead input may be reused
+  // for intermediates, so one run can overwrite the next run's input.
+  auto set_inputs = [&]() -> bool {
+    for (size_t i = 0; i < method.inputs_size(); ++i) {
+      if (!is_tensor[i]) continue;
+      Error e = method.set_input_tensor(i, input_types[i],
+                                        Span<const int64_t>(input_sizes[i].data(), input_sizes[i].size()),
+                                        inputs[i].data(), inputs[i].size());
+      if (e != Error::Ok) {
+        std::fprintf(stderr, "executor_runner: input %zu refused (%s): %zu bytes of %s given\n", i,
+                     error_name(e), inputs[i].size(), scalar_type_name(input_types[i]));
+        return false;
+      }
+    }
+    return true;
+  };
 
   double total = 0, best = INFINITY;
   for (int it = 0; it < o.iterations; ++it) {
+    if (!set_inputs()) return 1;
     start = std::chrono::steady_clock::now();
     Error e = method.execute();
     double ms = ms_since(start);
