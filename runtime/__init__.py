@@ -18,8 +18,8 @@ from executorch.runtime._inputs import input_checker
 from executorch.runtime._meta import MethodMeta, TensorInfo
 
 __all__ = [
-    "BackendRegistry", "ExecuTorchError", "OperatorRegistry", "InvalidProgramError", "Method", "MethodMeta", "MethodNotFoundError",
-    "Program", "Runtime", "TensorInfo", "Verification",
+    "BackendRegistry", "ExecuTorchError", "InvalidProgramError", "Method", "MethodMeta", "MethodNotFoundError",
+    "OperatorRegistry", "Program", "Runtime", "TensorInfo", "Verification",
 ]
 
 ProgramSource = Union[bytes, bytearray, memoryview, BinaryIO, Path, str]

@@ -7,9 +7,11 @@ from typing import Sequence, Union
 import torch
 
 from executorch.exir import schema
+from executorch.exir._serialize import deserialize_pte_binary
 from executorch.runtime._backend import Verification
 from executorch.runtime._errors import InvalidProgramError
 from executorch.runtime._meta import MethodMeta
+from executorch.runtime._python import _kernels
 from executorch.runtime._python._method import PythonMethod, plan_meta
 
 __all__ = ["PythonProgram", "load_program", "operator_names"]
@@ -37,16 +39,13 @@ class PythonProgram:
         return PythonMethod(self._program, self._plans[name])
 
 
-def load_program(data: Union[bytes, memoryview], verification: Verification = Verification.InternalConsistency) -> PythonProgram:
+def load_program(data: Union[bytes, memoryview],
+                 verification: Verification = Verification.InternalConsistency) -> PythonProgram:
     """Read `.pte` bytes; every index and offset is checked whatever `verification` asks."""
-    from executorch.exir._serialize import deserialize_pte_binary
-
     return PythonProgram(deserialize_pte_binary(data))
 
 
 def operator_names() -> set[str]:
     """ExecuTorch's own operators implemented here, and every operator torch registers."""
-    from executorch.runtime._python import _kernels
-
     listed = getattr(torch._C, "_dispatch_get_all_op_names", lambda: [])()
     return set(_kernels.SCALAR_KERNELS) | set(_kernels.TENSOR_KERNELS) | set(listed)
