@@ -125,6 +125,14 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
     data = const_cast<uint8_t*>(*constant);
     capacity = static_cast<size_t>(nbytes);
   }
+  // A bool byte other than 0/1 has no meaning (and reading it as bool is undefined).
+  if (type == ScalarType::Bool && data != nullptr && buffer_idx > 0) {
+    const uint8_t* bytes = static_cast<const uint8_t*>(data);
+    for (uint64_t i = 0; i < nbytes; ++i)
+      ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidProgram,
+                         "bool tensor value %zu holds byte %u; bools must be 0 or 1", value_index,
+                         static_cast<unsigned>(bytes[i]));
+  }
   // Kernels read elements directly; a misaligned tensor is a corrupt plan or file.
   ET_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % element_size(type) == 0, InvalidProgram,
                      "tensor value %zu's data is not aligned to its %zu-byte elements", value_index,
@@ -476,6 +484,13 @@ Error Method::set_input_tensor(size_t index, ScalarType type, Span<const int64_t
                      index, scalar_type_name(t->scalar_type()), scalar_type_name(type));
   ET_CHECK_OR_RETURN(sizes.size() == t->dim(), InvalidArgument, "input %zu has %zu dims; got %zu",
                      index, t->dim(), sizes.size());
+  if (type == ScalarType::Bool && data != nullptr) {
+    const uint8_t* bytes = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < nbytes; ++i)
+      ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidArgument,
+                         "input %zu: bool data holds byte %u; bools must be 0 or 1", index,
+                         static_cast<unsigned>(bytes[i]));
+  }
   bool borrowed = input_borrowed_[index];
   if (borrowed) t->set_capacity_bytes(nbytes);
   Error e = t->resize(sizes);
