@@ -73,3 +73,19 @@ def reference_runtime() -> ReferenceRuntime:
     if not Path(python).exists():
         pytest.fail(f"ET_REFERENCE_PYTHON={python} does not exist")
     return ReferenceRuntime(python, SHARED_TOOLS)
+
+
+def project_runtimes() -> dict:
+    """The project's runtimes available here, by name: always the Python interpreter, and the
+    native runtime when its extension is built."""
+    import importlib
+
+    from executorch.runtime import Runtime
+    from executorch.runtime._backend import _MODULES
+
+    found = {"python": Runtime("python", importlib.import_module(_MODULES["python"]))}
+    try:
+        found["native"] = Runtime("native", importlib.import_module(_MODULES["native"]))
+    except ImportError:
+        pass
+    return found

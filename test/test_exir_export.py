@@ -15,6 +15,7 @@ from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import project_runtimes  # noqa: E402
 from single_op_models import CASES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,9 +63,10 @@ def exported_cases(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_single_op_runs_on_project_runtime(case, exported_cases):
+def test_single_op_runs_on_python_runtime(case, exported_cases):
     model, inputs = case.factory()
-    method = Runtime.get().load_program(exported_cases / f"{case.name}.pte").load_method("forward")
+    runtime = project_runtimes()["python"]
+    method = runtime.load_program(exported_cases / f"{case.name}.pte").load_method("forward")
     assert_matches_eager(method.execute(list(inputs)), model(*inputs))
     if case.resized_inputs:
         resized = case.resized_inputs()
@@ -91,10 +93,15 @@ def _zoo_export(name: str):
     return _export(model, inputs, ds), inputs, model(*inputs)
 
 
+@pytest.mark.parametrize("runtime", ["python", "native"])
 @pytest.mark.parametrize("name", sorted(ZOO.MODELS))
-def test_zoo_model_runs_on_project_runtime(name):
+def test_zoo_model_runs_on_project_runtime(name, runtime):
+    runtimes = project_runtimes()
+    if runtime not in runtimes:
+        pytest.skip(f"the {runtime} runtime is not built here (full install builds it)")
     data, inputs, expected = _zoo_export(name)
-    assert_matches_eager(Runtime.get().load_program(data).load_method("forward").execute(list(inputs)), expected)
+    method = runtimes[runtime].load_program(data).load_method("forward")
+    assert_matches_eager(method.execute(list(inputs)), expected)
 
 
 @pytest.mark.parametrize("name", sorted(ZOO.MODELS))
