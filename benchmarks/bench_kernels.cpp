@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     auto a = filled(n * n), b = filled(n * n);
     std::vector<float> c(n * n), ws(cpu::sgemm_workspace_floats(n, n, n));
     const double ms = time_ms([&] {
-      cpu::sgemm(n, n, n, 1.f, {a.data(), n, 1}, {b.data(), n, 1}, 0.f, c.data(), n, ws.data());
+      cpu::sgemm(n, n, n, 1.f, {a.data(), n, 1}, {b.data(), n, 1}, 0.f, nullptr, c.data(), n, ws.data());
     });
     std::printf("gemm_512x512x512 %.4f %.2f\n", ms, 2.0 * n * n * n / ms / 1e6);
   }

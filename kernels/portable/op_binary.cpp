@@ -79,10 +79,10 @@ bool second_operand(const EValue& v, Operand* out) {
   return scalar_operand(v, out);
 }
 
-// self (tensor or scalar) OP other (tensor or scalar) -> last arg; `nargs` counts all args.
+// self (tensor or scalar) OP other (tensor or scalar) into the out argument args[nargs - 1].
 template <typename F>
 void binary_kernel(KernelRuntimeContext& ctx, Args args, size_t nargs, F f) {
-  ET_KERNEL_CHECK(ctx, args.size() == nargs && args[0] && args[1] && args[nargs - 1],
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, nargs),
                   InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[nargs - 1]->isTensor(), InvalidArgument);
   Operand ops[2];
@@ -135,7 +135,7 @@ void div_out(KernelRuntimeContext& ctx, Args args) {
 
 // div.out_mode / div.Scalar_mode_out(self, other, str? rounding_mode, *, out)
 void div_mode_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[2] && (args[2]->isNone() || args[2]->isString()),
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4) && (args[2]->isNone() || args[2]->isString()),
                   InvalidArgument);
   const std::string_view mode = args[2]->toString();
   if (args[2]->isNone()) {
@@ -187,7 +187,7 @@ void minimum_out(KernelRuntimeContext& ctx, Args args) {
 // Bitwise ops on integers/bools; on floats torch refuses them, so do we.
 template <typename F>
 void bitwise_kernel(KernelRuntimeContext& ctx, Args args, F f) {
-  ET_KERNEL_CHECK(ctx, args.size() == 3 && args[2] && args[2]->isTensor(), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 3) && args[2]->isTensor(), InvalidArgument);
   const Tensor out = args[2]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, is_integral(out.scalar_type(), true), InvalidType, ,
                       "bitwise ops need integer or bool tensors");

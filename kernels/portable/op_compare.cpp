@@ -18,7 +18,7 @@ bool any_operand(const EValue& v, Operand* out) {
 // self CMP other (tensor or scalar) written as 0/1 into out (bool or any dtype).
 template <typename F>
 void predicate_kernel(KernelRuntimeContext& ctx, Args args, F f) {
-  ET_KERNEL_CHECK(ctx, args.size() == 3 && args[0] && args[1] && args[2] && args[2]->isTensor(),
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 3) && args[2]->isTensor(),
                   InvalidArgument);
   Operand ops[2];
   ET_KERNEL_CHECK(ctx, any_operand(*args[0], &ops[0]) && any_operand(*args[1], &ops[1]),
@@ -43,7 +43,7 @@ ET_COMPARE_OP(logical_xor, (a != 0) != (b != 0))
 
 template <typename F>
 void unary_predicate(KernelRuntimeContext& ctx, Args args, F f) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const Operand ops[1] = {tensor_operand(args[0]->toTensor())};
   map_predicate(ctx, ops, args[1]->toTensor(), f);
 }
@@ -88,7 +88,7 @@ void select_where(KernelRuntimeContext& ctx, const Operand (&ops)[3], const Tens
 
 // where.self_out(condition, self, other, *, out)
 void where_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[0] && args[1] && args[2] && args[3] &&
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4) &&
                            args[0]->isTensor() && args[3]->isTensor(),
                   InvalidArgument);
   Operand ops[3];
@@ -101,7 +101,7 @@ void where_out(KernelRuntimeContext& ctx, Args args) {
 // masked_fill.Scalar_out(self, mask, value, *, out) = where(mask, value, self)
 void masked_fill_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   Operand ops[3];
   ops[0] = tensor_operand(args[1]->toTensor());

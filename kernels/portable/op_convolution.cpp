@@ -20,7 +20,7 @@ bool spatial_param(Span<const int64_t> list, size_t spatial, size_t i, int64_t f
 
 void convolution_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::ListInt,
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::ListInt,
                                              Tag::ListInt, Tag::ListInt, Tag::Bool, Tag::ListInt,
                                              Tag::Int, Tag::Tensor}),
                   InvalidArgument);

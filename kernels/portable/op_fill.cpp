@@ -27,16 +27,16 @@ void fill_with(KernelRuntimeContext& ctx, const Tensor& out, Span<const int64_t>
 
 // full.out(size, fill_value, *, out)
 void full_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::ListInt, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListInt, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
   fill_with(ctx, args[2]->toTensor(), args[0]->toIntList(), *args[1]);
 }
 // zeros.out / ones.out(size, *, out)
 void zeros_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListInt, Tag::Tensor}), InvalidArgument);
   fill_with(ctx, args[1]->toTensor(), args[0]->toIntList(), EValue(static_cast<int64_t>(0)));
 }
 void ones_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListInt, Tag::Tensor}), InvalidArgument);
   fill_with(ctx, args[1]->toTensor(), args[0]->toIntList(), EValue(static_cast<int64_t>(1)));
 }
 
@@ -47,22 +47,22 @@ void like(KernelRuntimeContext& ctx, const Tensor& self, const Tensor& out, cons
   fill_with(ctx, out, {sizes, n}, value);
 }
 void full_like_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListScalar, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListScalar, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   like(ctx, args[0]->toTensor(), args[3]->toTensor(), *args[1]);
 }
 void zeros_like_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   like(ctx, args[0]->toTensor(), args[2]->toTensor(), EValue(static_cast<int64_t>(0)));
 }
 void ones_like_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   like(ctx, args[0]->toTensor(), args[2]->toTensor(), EValue(static_cast<int64_t>(1)));
 }
 
 // scalar_tensor.out(s, *, out): a 0-d tensor holding s.
 void scalar_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::ListScalar, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListScalar, Tag::Tensor}), InvalidArgument);
   fill_with(ctx, args[1]->toTensor(), {}, *args[0]);
 }
 
@@ -83,12 +83,12 @@ void arange(KernelRuntimeContext& ctx, const EValue& start, const EValue& end, c
 }
 // arange.out(end, *, out) / arange.start_out(start, end, step, *, out)
 void arange_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::ListScalar, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListScalar, Tag::Tensor}), InvalidArgument);
   const EValue zero(static_cast<int64_t>(0)), one(static_cast<int64_t>(1));
   arange(ctx, zero, *args[0], one, args[1]->toTensor());
 }
 void arange_start_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}),
                   InvalidArgument);
   arange(ctx, *args[0], *args[1], *args[2], args[3]->toTensor());
 }

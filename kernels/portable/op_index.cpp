@@ -23,7 +23,7 @@ bool wrap_index(int64_t raw, int64_t size, int64_t* out) {
 
 // index_select.out(self, dim, index, *, out)
 void index_select_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), index = args[2]->toTensor(), out = args[3]->toTensor();
   int64_t d;
   ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), in.dim(), &d) && index_dtype(index) && index.dim() <= 1,
@@ -55,7 +55,7 @@ void index_select_out(KernelRuntimeContext& ctx, Args args) {
 
 // embedding.out(weight, indices, padding_idx, scale_grad_by_freq, sparse, *, out)
 void embedding_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Bool, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Bool, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const Tensor w = args[0]->toTensor(), idx = args[1]->toTensor(), out = args[5]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, w.dim() == 2 && index_dtype(idx) && idx.dim() < static_cast<int64_t>(kMaxDim),
@@ -103,7 +103,7 @@ void copy_element(const Tensor& in, int64_t src_off, const Tensor& out, int64_t 
 
 // gather.out(self, dim, index, sparse_grad, *, out): out[i][j] = self[i][index[i][j]] along dim.
 void gather_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), index = args[2]->toTensor(), out = args[4]->toTensor();
   int64_t d;
@@ -135,7 +135,7 @@ void gather_out(KernelRuntimeContext& ctx, Args args) {
 
 // index.Tensor_out(self, indices, *, out): advanced indexing with int index tensors.
 void index_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListOptionalTensor, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListOptionalTensor, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
   const Span<std::optional<Tensor>> indices = args[1]->toListOptionalTensor();
   ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(indices.size()) <= in.dim(), InvalidArgument, ,
@@ -277,7 +277,7 @@ void ordered(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, int64
 
 // sort.values(self, dim, descending, *, values, indices)
 void sort_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t d = 0;
@@ -287,7 +287,7 @@ void sort_out(KernelRuntimeContext& ctx, Args args) {
 
 // topk.values(self, k, dim, largest, sorted, *, values, indices)
 void topk_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Bool, Tag::Bool, Tag::Tensor,
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Bool, Tag::Bool, Tag::Tensor,
                                                   Tag::Tensor}),
                   InvalidArgument);
   ordered(ctx, args[0]->toTensor(), args[2]->toInt(), args[1]->toInt(), args[3]->toBool(), args[5]->toTensor(),

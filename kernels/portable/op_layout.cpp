@@ -24,8 +24,6 @@ void emit(KernelRuntimeContext& ctx, const View& src, const Tensor& out, bool co
   copy_view(src, view_of(out));
 }
 
-bool out_arg_ok(Args args, std::initializer_list<Tag> tags) { return runtime::args_match(args, tags); }
-
 // Removes dim `d` from a view.
 void drop_dim(View* v, size_t d) {
   for (size_t i = d; i + 1 < v->ndim; ++i) {
@@ -48,7 +46,7 @@ void insert_dim(View* v, size_t d) {
 
 // view_copy.out(self, size, *, out): same elements in row-major order, new shape (-1 inferred).
 void view_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
   const Span<const int64_t> req = args[1]->toIntList();
   ET_KERNEL_CHECK(ctx, req.size() <= kMaxDim, InvalidArgument);
@@ -84,7 +82,7 @@ void view_copy_out(KernelRuntimeContext& ctx, Args args) {
 
 // permute_copy.out(self, dims, *, out)
 void permute_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   const Span<const int64_t> dims = args[1]->toIntList();
   ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(dims.size()) == in.dim(), InvalidArgument, ,
@@ -105,7 +103,7 @@ void permute_copy_out(KernelRuntimeContext& ctx, Args args) {
 
 // transpose_copy.int_out(self, dim0, dim1, *, out)
 void transpose_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t a, b;
   ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), in.dim(), &a) &&
@@ -121,7 +119,7 @@ void transpose_copy_out(KernelRuntimeContext& ctx, Args args) {
 
 // expand_copy.out(self, size, *, implicit, out)
 void expand_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   const Span<const int64_t> size = args[1]->toIntList();
   ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(size.size()) >= in.dim() && size.size() <= kMaxDim,
@@ -159,22 +157,22 @@ void squeeze_view(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_
   emit(ctx, v, out);
 }
 void squeeze_dims_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   squeeze_view(ctx, args[0]->toTensor(), args[1]->toIntList(), false, args[2]->toTensor());
 }
 void squeeze_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
   const int64_t d = args[1]->toInt();
   squeeze_view(ctx, args[0]->toTensor(), {&d, 1}, false, args[2]->toTensor());
 }
 void squeeze_all_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
   squeeze_view(ctx, args[0]->toTensor(), {}, true, args[1]->toTensor());
 }
 
 // unsqueeze_copy.out(self, dim, *, out)
 void unsqueeze_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t d;
   ET_KERNEL_CHECK_MSG(ctx, in.dim() < static_cast<int64_t>(kMaxDim) &&
@@ -199,7 +197,7 @@ int64_t slice_bounds(int64_t size, const EValue& start_v, const EValue& end_v, i
 
 // slice_copy.Tensor_out(self, dim, start?, end?, step, *, out)
 void slice_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::None, Tag::Int, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::None, Tag::Int, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t d;
@@ -217,7 +215,7 @@ void slice_copy_out(KernelRuntimeContext& ctx, Args args) {
 
 // select_copy.int_out(self, dim, index, *, out)
 void select_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t d;
   ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d), InvalidArgument, ,
@@ -290,11 +288,11 @@ void concat(KernelRuntimeContext& ctx, Span<Tensor> parts, int64_t dim_arg, bool
 
 // cat.out(tensors, dim, *, out) / stack.out(tensors, dim, *, out)
 void cat_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::ListTensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListTensor, Tag::Int, Tag::Tensor}), InvalidArgument);
   concat(ctx, args[0]->toTensorList(), args[1]->toInt(), false, args[2]->toTensor());
 }
 void stack_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::ListTensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListTensor, Tag::Int, Tag::Tensor}), InvalidArgument);
   concat(ctx, args[0]->toTensorList(), args[1]->toInt(), true, args[2]->toTensor());
 }
 
@@ -317,7 +315,7 @@ void split_into(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, co
 
 // split_with_sizes_copy.out(self, split_sizes, dim, *, out[])
 void split_with_sizes_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Int, Tag::ListTensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Int, Tag::ListTensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   const Span<const int64_t> sizes = args[1]->toIntList();
   const Span<Tensor> outs = args[3]->toTensorList();
@@ -335,7 +333,7 @@ void split_with_sizes_out(KernelRuntimeContext& ctx, Args args) {
 
 // split_copy.Tensor_out(self, split_size, dim, *, out[])
 void split_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::ListTensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::ListTensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   const Span<Tensor> outs = args[3]->toTensorList();
   const int64_t chunk = args[1]->toInt();
@@ -356,7 +354,7 @@ void split_copy_out(KernelRuntimeContext& ctx, Args args) {
 
 // unbind_copy.int_out(self, dim, *, out[])
 void unbind_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Int, Tag::ListTensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::ListTensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   const Span<Tensor> outs = args[2]->toTensorList();
   int64_t d;
@@ -378,7 +376,7 @@ bool dim_order_matches(const EValue& v, const Tensor& out) {
 
 // _clone_dim_order.out / _to_dim_order_copy.out(self, non_blocking, dim_order?, *, out)
 void dim_order_copy(KernelRuntimeContext& ctx, Args args, bool convert) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
   const Tensor out = args[3]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, dim_order_matches(*args[2], out), InvalidArgument, ,
                       "dim order copy: dim_order argument differs from the output tensor's");
@@ -389,17 +387,17 @@ void to_dim_order_copy_out(KernelRuntimeContext& ctx, Args args) { dim_order_cop
 
 // _to_copy.out(self, non_blocking, memory_format?, *, out) / clone.out(self, memory_format?, *, out)
 void to_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
   emit(ctx, view_of(args[0]->toTensor()), args[3]->toTensor(), true);
 }
 void clone_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   emit(ctx, view_of(args[0]->toTensor()), args[2]->toTensor());
 }
 
 // flip.out(self, dims, *, out)
 void flip_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   View v = view_of(in);
   bool seen[kMaxDim] = {};
@@ -418,7 +416,7 @@ void flip_out(KernelRuntimeContext& ctx, Args args) {
 
 // repeat.out(self, repeats, *, out): out dim i is repeats[i] tiles of the (padded) input dim.
 void repeat_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
   const Span<const int64_t> reps = args[1]->toIntList();
   const size_t nd = reps.size();
@@ -453,7 +451,7 @@ void repeat_out(KernelRuntimeContext& ctx, Args args) {
 
 // constant_pad_nd.out(self, pad, value, *, out): pad pairs start from the last dim; negative crops.
 void constant_pad_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, out_arg_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   const Span<const int64_t> pad = args[1]->toIntList();
   ET_KERNEL_CHECK_MSG(ctx, pad.size() % 2 == 0 && static_cast<int64_t>(pad.size() / 2) <= in.dim(),

@@ -26,7 +26,7 @@ bool all_float(const Tensor& a, const Tensor& b, const Tensor& c) {
 }
 
 void mm_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[2]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, all_float(a, b, out), InvalidType, , "mm: only float32");
@@ -36,12 +36,12 @@ void mm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t sizes[2] = {m, n};
   if (!resize_out(ctx, out, {sizes, 2})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "mm: output must be contiguous");
-  cpu::sgemm(m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), 0.f, out.mutable_data_ptr<float>(),
-             n, gemm_workspace(ctx, m, n, k));
+  cpu::sgemm(m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), 0.f, nullptr,
+             out.mutable_data_ptr<float>(), n, gemm_workspace(ctx, m, n, k));
 }
 
 void bmm_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[2]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, all_float(a, b, out), InvalidType, , "bmm: only float32");
@@ -56,13 +56,13 @@ void bmm_out(KernelRuntimeContext& ctx, Args args) {
   float* ws = gemm_workspace(ctx, m, n, k);
   float* o = out.mutable_data_ptr<float>();
   for (int64_t i = 0; i < batch; ++i)
-    cpu::sgemm(m, n, k, 1.f, matrix_of(a, i), matrix_of(b, i), 0.f, o + i * m * n, n, ws);
+    cpu::sgemm(m, n, k, 1.f, matrix_of(a, i), matrix_of(b, i), 0.f, nullptr, o + i * m * n, n, ws);
 }
 
 // out = beta * self + alpha * (mat1 @ mat2), self broadcast to [m, n].
 void addmm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor,
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor,
                                              Tag::ListScalar, Tag::ListScalar, Tag::Tensor}),
                   InvalidArgument);
   const Tensor self = args[0]->toTensor(), a = args[1]->toTensor(), b = args[2]->toTensor();
@@ -90,8 +90,8 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) o[i * n + j] = beta * s[i * rs + j * cs];
   }
-  cpu::sgemm(m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta == 0.f ? 0.f : 1.f, o, n,
-             gemm_workspace(ctx, m, n, k));
+  cpu::sgemm(m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta == 0.f ? 0.f : 1.f, nullptr, o,
+             n, gemm_workspace(ctx, m, n, k));
 }
 
 }  // namespace

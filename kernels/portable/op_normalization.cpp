@@ -53,7 +53,7 @@ bool check_io(KernelRuntimeContext& ctx, const Tensor& in, const Tensor& out, co
 
 void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor,
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor,
                                              Tag::Tensor, Tag::Double, Tag::Double, Tag::Tensor,
                                              Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
@@ -100,7 +100,7 @@ void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
 // native_layer_norm.out(input, normalized_shape, weight?, bias?, eps, *, out, mean, rstd)
 void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::None, Tag::None,
+                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::None, Tag::None,
                                              Tag::Double, Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[5]->toTensor();
@@ -150,7 +150,7 @@ void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
 // native_group_norm.out(input, weight?, bias?, N, C, HxW, group, eps, *, out, mean, rstd)
 void group_norm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Int, Tag::Int,
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Int, Tag::Int,
                                              Tag::Int, Tag::Int, Tag::Double, Tag::Tensor,
                                              Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
@@ -197,7 +197,7 @@ void group_norm_out(KernelRuntimeContext& ctx, Args args) {
 // *, out, save_mean, save_invstd): statistics over every dim but the channel dim.
 void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool,
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool,
                                              Tag::Double, Tag::Double, Tag::Tensor, Tag::Tensor,
                                              Tag::Tensor}),
                   InvalidArgument);

@@ -63,7 +63,7 @@ bool window_args(KernelRuntimeContext& ctx, const EValue& k, const EValue& st, c
 // max_pool2d_with_indices.out(self, kernel, stride, padding, dilation, ceil_mode, *, out, indices)
 void max_pool2d_with_indices_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
+                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
                                              Tag::ListInt, Tag::Bool, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[6]->toTensor(), idx = args[7]->toTensor();
@@ -82,7 +82,7 @@ void max_pool2d_with_indices_out(KernelRuntimeContext& ctx, Args args) {
 // avg_pool2d.out(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor?, *, out)
 void avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
+                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
                                              Tag::Bool, Tag::Bool, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[6]->isNone() || args[6]->isInt(), InvalidArgument);
@@ -101,7 +101,7 @@ void avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
 
 // _adaptive_avg_pool2d.out(self, output_size, *, out)
 void adaptive_avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
   cpu::Pool2dShape s{};
   if (!pool_input(ctx, in, out, &s)) return;

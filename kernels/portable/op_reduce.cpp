@@ -71,7 +71,7 @@ void fold(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims,
 
 // sum.IntList_out(self, dim?, keepdim, *, dtype?, out)
 void sum_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
@@ -81,7 +81,7 @@ void sum_out(KernelRuntimeContext& ctx, Args args) {
 
 // mean.out(self, dim?, keepdim, *, dtype?, out)
 void mean_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
@@ -94,20 +94,20 @@ void mean_out(KernelRuntimeContext& ctx, Args args) {
 
 // mean.dtype_out(self, *, dtype?, out) / sum.out / prod.out: everything into one element.
 void mean_all_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   fold(ctx, args[0]->toTensor(), {}, true, false, args[2]->toTensor(), Fold::kMean);
 }
 void sum_all_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   fold(ctx, args[0]->toTensor(), {}, true, false, args[2]->toTensor(), Fold::kSum);
 }
 void prod_all_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   fold(ctx, args[0]->toTensor(), {}, true, false, args[2]->toTensor(), Fold::kProd);
 }
 // prod.int_out(self, int dim, keepdim, *, dtype?, out)
 void prod_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   const int64_t dim = args[1]->toInt();
   fold(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), args[4]->toTensor(), Fold::kProd);
@@ -161,14 +161,14 @@ void extreme(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> di
 
 // amax.out / amin.out(self, int[1] dim, keepdim, *, out)
 void amax_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const Span<const int64_t> dims = args[1]->toIntList();
   const Tensor out = args[3]->toTensor();
   extreme(ctx, args[0]->toTensor(), dims, dims.size() == 0, args[2]->toBool(), &out, nullptr, true);
 }
 void amin_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const Span<const int64_t> dims = args[1]->toIntList();
   const Tensor out = args[3]->toTensor();
@@ -177,7 +177,7 @@ void amin_out(KernelRuntimeContext& ctx, Args args) {
 
 // argmax.out / argmin.out(self, int? dim, keepdim, *, out); no dim: index into the flattening.
 void arg_extreme(KernelRuntimeContext& ctx, Args args, bool is_max) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[1]->isNone() || args[1]->isInt(), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
@@ -191,14 +191,14 @@ void argmin_out(KernelRuntimeContext& ctx, Args args) { arg_extreme(ctx, args, f
 
 // max.dim_max / min.dim_min(self, int dim, keepdim, *, values, indices)
 void max_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const int64_t dim = args[1]->toInt();
   const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
   extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, true);
 }
 void min_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const int64_t dim = args[1]->toInt();
   const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
@@ -225,14 +225,14 @@ void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> di
 }
 template <bool kAny>
 void any_all_dim_out(KernelRuntimeContext& ctx, Args args) {  // (self, int dim, keepdim, *, out)
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const int64_t dim = args[1]->toInt();
   any_all(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), args[3]->toTensor(), kAny);
 }
 template <bool kAny>
 void any_all_dims_out(KernelRuntimeContext& ctx, Args args) {  // (self, int[]? dim, keepdim, *, out)
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
@@ -241,14 +241,14 @@ void any_all_dims_out(KernelRuntimeContext& ctx, Args args) {  // (self, int[]? 
 }
 template <bool kAny>
 void any_all_all_out(KernelRuntimeContext& ctx, Args args) {  // (self, *, out)
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
   any_all(ctx, args[0]->toTensor(), {}, true, false, args[1]->toTensor(), kAny);
 }
 
 // var.correction_out / std.correction_out(self, dim?, *, correction?, keepdim, out)
 template <bool kStd>
 void var_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
@@ -279,7 +279,7 @@ void var_out(KernelRuntimeContext& ctx, Args args) {
 
 // cumsum.out(self, int dim, *, dtype?, out)
 void cumsum_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   if (!supported(ctx, in) || !supported(ctx, out) || !resize_out(ctx, out, in)) return;

@@ -35,7 +35,7 @@ void softmax_lines(const float* x, float* y, int64_t outer, int64_t n, int64_t i
 
 // (self, int dim, bool half_to_float, *, out)
 void softmax_kernel(KernelRuntimeContext& ctx, Args args, bool log) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float,

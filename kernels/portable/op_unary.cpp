@@ -7,12 +7,12 @@ namespace executorch {
 namespace kernels {
 namespace {
 
-// Runs `F` over args[0] into the last argument; `Tags` are the full argument tags.
+// Runs `f` over args[0] into the out argument, the last of `tags`.
 template <typename F>
 void unary_kernel(KernelRuntimeContext& ctx, Args args, std::initializer_list<Tag> tags, F f) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, tags), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, tags), InvalidArgument);
   const Operand in[1] = {tensor_operand(args[0]->toTensor())};
-  map_elementwise(ctx, in, args[args.size() - 1]->toTensor(), f);
+  map_elementwise(ctx, in, args[tags.size() - 1]->toTensor(), f);
 }
 
 // Defines a functor usable on float, double and int64 elements, and its .out kernel.
@@ -120,7 +120,7 @@ clamp_fn make_clamp(const EValue& lo, const EValue& hi) {
 
 // clamp.out(self, Scalar? min, Scalar? max, *, out)
 void clamp_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[1] && args[2], InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4), InvalidArgument);
   ET_KERNEL_CHECK(ctx, (args[1]->isNone() || args[1]->isScalar()) &&
                            (args[2]->isNone() || args[2]->isScalar()),
                   InvalidArgument);
@@ -130,14 +130,14 @@ void clamp_out(KernelRuntimeContext& ctx, Args args) {
 
 // hardtanh.out(self, Scalar min_val, Scalar max_val, *, out)
 void hardtanh_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[1] && args[2], InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4), InvalidArgument);
   unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor},
                make_clamp(*args[1], *args[2]));
 }
 
 // clamp.Tensor_out(self, Tensor? min, Tensor? max, *, out): bounds broadcast like operands.
 void clamp_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   const double inf = INFINITY;
   const Operand ops[3] = {tensor_operand(args[0]->toTensor()),
@@ -151,7 +151,7 @@ void clamp_tensor_out(KernelRuntimeContext& ctx, Args args) {
 
 // leaky_relu.out(self, Scalar negative_slope, *, out)
 void leaky_relu_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 3 && args[1], InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 3), InvalidArgument);
   const double slope = args[1]->toScalarDouble();
   unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::Tensor}, [slope](auto x) {
     using T = decltype(x);
@@ -161,7 +161,7 @@ void leaky_relu_out(KernelRuntimeContext& ctx, Args args) {
 
 // elu.out(self, Scalar alpha, Scalar scale, Scalar input_scale, *, out)
 void elu_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 5 && args[1] && args[2] && args[3], InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 5), InvalidArgument);
   const double alpha = args[1]->toScalarDouble(), scale = args[2]->toScalarDouble(),
                in_scale = args[3]->toScalarDouble();
   unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor},
@@ -176,7 +176,7 @@ void elu_out(KernelRuntimeContext& ctx, Args args) {
 
 // gelu.out(self, str approximate, *, out)
 void gelu_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::String, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::String, Tag::Tensor}),
                   InvalidArgument);
   const std::string_view mode = args[1]->toString();
   ET_KERNEL_CHECK_MSG(ctx, mode == "none" || mode == "tanh", InvalidArgument, ,
@@ -196,7 +196,7 @@ void gelu_out(KernelRuntimeContext& ctx, Args args) {
 
 // softplus.out(self, Scalar beta, Scalar threshold, *, out)
 void softplus_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args.size() == 4 && args[1] && args[2], InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4), InvalidArgument);
   const double beta = args[1]->toScalarDouble(), threshold = args[2]->toScalarDouble();
   unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}, [=](auto x) {
     using T = decltype(x);

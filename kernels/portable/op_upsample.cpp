@@ -52,7 +52,7 @@ bool plan_resize(KernelRuntimeContext& ctx, const Tensor& in, const EValue& size
 
 // upsample_nearest2d.vec_out(input, output_size?, scale_factors?, *, out)
 void upsample_nearest2d_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   Resize r;
   if (!plan_resize(ctx, in, *args[1], *args[2], false, out, &r)) return;
@@ -79,7 +79,7 @@ void taps(int64_t o, double scale, int64_t in, bool align_corners, int64_t* i0, 
 
 // upsample_bilinear2d.vec_out(input, output_size?, align_corners, scale_factors?, *, out)
 void upsample_bilinear2d_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, runtime::args_match(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[4]->toTensor();
   const bool align = args[2]->toBool();

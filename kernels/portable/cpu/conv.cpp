@@ -96,6 +96,64 @@ void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count
   }
 }
 
+// Copies one plane into a zero-bordered buffer of (in_h + 2 pad_h) rows of (in_w + 2 pad_w).
+// For stride 2 each row is stored as its even columns then its odd ones, so the three taps of
+// output column ow are even[ow], odd[ow] and even[ow + 1]: all unit-stride loads.
+void pad_plane(const Conv2dShape& s, const float* in, float* dst) {
+  const int64_t wp = s.in_w + 2 * s.pad_w, hp = s.in_h + 2 * s.pad_h, half = (wp + 1) / 2;
+  for (int64_t r = 0; r < hp; ++r) {
+    float* d = dst + r * wp;
+    const int64_t ih = r - s.pad_h;
+    if (ih < 0 || ih >= s.in_h) {
+      std::fill(d, d + wp, 0.f);
+      continue;
+    }
+    const float* src = in + ih * s.in_w;
+    if (s.stride_w == 1) {
+      std::fill(d, d + s.pad_w, 0.f);
+      std::copy(src, src + s.in_w, d + s.pad_w);
+      std::fill(d + s.pad_w + s.in_w, d + wp, 0.f);
+      continue;
+    }
+    // Even padded columns 2k read src[2k - pad_w], odd ones src[2k + 1 - pad_w].
+    for (int64_t parity = 0; parity < 2; ++parity) {
+      float* part = d + parity * half;
+      const int64_t count = parity == 0 ? half : wp / 2;
+      int64_t lo, hi;
+      valid_range(count, s.in_w, 2, parity - s.pad_w, &lo, &hi);
+      std::fill(part, part + lo, 0.f);
+      for (int64_t k = lo; k < hi; ++k) part[k] = src[2 * k + parity - s.pad_w];
+      std::fill(part + hi, part + count, 0.f);
+    }
+  }
+}
+
+// A whole 3x3 depthwise plane over a buffer from pad_plane: no bounds checks anywhere.
+ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
+                                         const float* padded, const float* w, float bias,
+                                         float* out) {
+  const int64_t wp = s.in_w + 2 * s.pad_w, half = (wp + 1) / 2;
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
+              w7 = w[7], w8 = w[8];
+  for (int64_t oh = 0; oh < oh_count; ++oh) {
+    const float* r0 = padded + oh * s.stride_h * wp;
+    const float* r1 = r0 + wp;
+    const float* r2 = r1 + wp;
+    float* orow = out + oh * ow_count;
+    if (s.stride_w == 1) {
+      for (int64_t ow = 0; ow < ow_count; ++ow)
+        orow[ow] = bias + w0 * r0[ow] + w1 * r0[ow + 1] + w2 * r0[ow + 2] + w3 * r1[ow] +
+                   w4 * r1[ow + 1] + w5 * r1[ow + 2] + w6 * r2[ow] + w7 * r2[ow + 1] +
+                   w8 * r2[ow + 2];
+    } else {
+      const float *o0 = r0 + half, *o1 = r1 + half, *o2 = r2 + half;
+      for (int64_t ow = 0; ow < ow_count; ++ow)
+        orow[ow] = bias + w0 * r0[ow] + w1 * o0[ow] + w2 * r0[ow + 1] + w3 * r1[ow] +
+                   w4 * o1[ow] + w5 * r1[ow + 1] + w6 * r2[ow] + w7 * o2[ow] + w8 * r2[ow + 1];
+    }
+  }
+}
+
 // Unfolds one group of input channels into col[(c * KH + kh) * KW + kw][oh * OW + ow].
 ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_count,
                             int64_t ow_count, const float* in, float* col) {
@@ -129,6 +187,12 @@ ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_c
   }
 }
 
+bool is_depthwise3x3(const Conv2dShape& s) {
+  return s.in_channels == s.groups && s.out_channels == s.groups && s.kernel_h == 3 &&
+         s.kernel_w == 3 && s.dilation_h == 1 && s.dilation_w == 1 &&
+         (s.stride_w == 1 || s.stride_w == 2);
+}
+
 bool is_pointwise(const Conv2dShape& s) {
   return s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 &&
          s.pad_h == 0 && s.pad_w == 0;
@@ -145,6 +209,7 @@ size_t conv2d_workspace_floats(const Conv2dShape& s) {
   const int64_t cg = s.in_channels / s.groups;
   const int64_t ocg = s.out_channels / s.groups;
   const int64_t plane = s.out_h() * s.out_w();
+  if (is_depthwise3x3(s)) return static_cast<size_t>((s.in_h + 2 * s.pad_h) * (s.in_w + 2 * s.pad_w));
   if (cg == 1 && ocg == 1) return 0;
   const int64_t k = cg * s.kernel_h * s.kernel_w;
   const size_t gemm = sgemm_workspace_floats(ocg, plane, k);
@@ -164,6 +229,14 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
   for (int64_t n = 0; n < s.batch; ++n) {
     const float* in_n = in + n * s.in_channels * in_plane;
     float* out_n = out + n * s.out_channels * plane;
+    if (workspace != nullptr && is_depthwise3x3(s)) {
+      for (int64_t c = 0; c < s.in_channels; ++c) {
+        pad_plane(s, in_n + c * in_plane, workspace);
+        depthwise3x3_padded(s, oh_count, ow_count, workspace, weight + c * 9, bias ? bias[c] : 0.f,
+                            out_n + c * plane);
+      }
+      continue;
+    }
     const bool direct = workspace == nullptr || (cg == 1 && ocg == 1);
     if (direct) {
       for (int64_t oc = 0; oc < s.out_channels; ++oc) {
@@ -184,7 +257,6 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
     const int64_t k = cg * ksize;
     float* col = workspace;
     float* gemm_ws = is_pointwise(s) ? workspace : workspace + k * plane;
-    fill_bias(bias, s.out_channels, plane, out_n);
     for (int64_t g = 0; g < s.groups; ++g) {
       const float* in_g = in_n + g * cg * in_plane;
       ConstMatrix b{in_g, plane, 1};
@@ -192,8 +264,8 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
         im2col(s, cg, oh_count, ow_count, in_g, col);
         b = {col, plane, 1};
       }
-      sgemm(ocg, plane, k, 1.f, {weight + g * ocg * k, k, 1}, b, 1.f, out_n + g * ocg * plane,
-            plane, gemm_ws);
+      sgemm(ocg, plane, k, 1.f, {weight + g * ocg * k, k, 1}, b, 0.f, bias ? bias + g * ocg : nullptr,
+            out_n + g * ocg * plane, plane, gemm_ws);
     }
   }
 }

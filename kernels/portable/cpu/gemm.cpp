@@ -57,12 +57,12 @@ void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
   }
 }
 
-// C[0:mr, 0:nr] = alpha * Apack * Bpack + beta * C over one MR x NR tile.
+// C[0:mr, 0:nr] = alpha * Apack * Bpack + beta * C (+ bias[i] on row i) over one MR x NR tile.
 template <int MR, int NR>
 inline __attribute__((always_inline)) void micro_kernel_body(int64_t kc, const float* a,
                                                              const float* b, float alpha,
-                                                             float beta, float* c,
-                                                             int64_t ldc, int64_t mr,
+                                                             float beta, const float* bias,
+                                                             float* c, int64_t ldc, int64_t mr,
                                                              int64_t nr) {
   float acc[MR][NR];
   for (int i = 0; i < MR; ++i)
@@ -80,60 +80,63 @@ inline __attribute__((always_inline)) void micro_kernel_body(int64_t kc, const f
   if (mr == MR && nr == NR) {
     for (int i = 0; i < MR; ++i) {
       float* ci = c + i * ldc;
+      const float bi = bias ? bias[i] : 0.f;
       if (beta == 0.f) {
-        for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j];
+        for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j] + bi;
       } else if (beta == 1.f) {
-        for (int j = 0; j < NR; ++j) ci[j] += alpha * acc[i][j];
+        for (int j = 0; j < NR; ++j) ci[j] += alpha * acc[i][j] + bi;
       } else {
-        for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j] + beta * ci[j];
+        for (int j = 0; j < NR; ++j) ci[j] = alpha * acc[i][j] + beta * ci[j] + bi;
       }
     }
     return;
   }
   for (int64_t i = 0; i < mr; ++i) {
     float* ci = c + i * ldc;
+    const float bi = bias ? bias[i] : 0.f;
     for (int64_t j = 0; j < nr; ++j)
-      ci[j] = beta == 0.f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
+      ci[j] = (beta == 0.f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j]) + bi;
   }
 }
 
-using MicroKernel = void (*)(int64_t, const float*, const float*, float, float, float*, int64_t,
-                             int64_t, int64_t);
+using MicroKernel = void (*)(int64_t, const float*, const float*, float, float, const float*,
+                             float*, int64_t, int64_t, int64_t);
 
 void micro_kernel_baseline(int64_t kc, const float* a, const float* b, float alpha, float beta,
-                           float* c, int64_t ldc, int64_t mr, int64_t nr) {
-  micro_kernel_body<4, 8>(kc, a, b, alpha, beta, c, ldc, mr, nr);
+                           const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
+  micro_kernel_body<4, 8>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ET_GEMM_X86_DISPATCH 1
 __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
                                                            const float* b, float alpha,
-                                                           float beta, float* c, int64_t ldc,
-                                                           int64_t mr, int64_t nr) {
-  micro_kernel_body<6, 16>(kc, a, b, alpha, beta, c, ldc, mr, nr);
+                                                           float beta, const float* bias, float* c,
+                                                           int64_t ldc, int64_t mr, int64_t nr) {
+  micro_kernel_body<6, 16>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a,
                                                                      const float* b, float alpha,
-                                                                     float beta, float* c,
-                                                                     int64_t ldc, int64_t mr,
-                                                                     int64_t nr) {
-  micro_kernel_body<8, 32>(kc, a, b, alpha, beta, c, ldc, mr, nr);
+                                                                     float beta, const float* bias,
+                                                                     float* c, int64_t ldc,
+                                                                     int64_t mr, int64_t nr) {
+  micro_kernel_body<8, 32>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 #endif
 
 template <int MR, int NR>
 void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float alpha,
-                   ConstMatrix a, ConstMatrix b, float beta, float* c, int64_t ldc,
-                   float* workspace) {
+                   ConstMatrix a, ConstMatrix b, float beta, const float* bias, float* c,
+                   int64_t ldc, float* workspace) {
   float* a_pack = workspace;
   float* b_pack = workspace + round_up(std::min(m, kMC), kRowQuantum) * std::min(k, kKC);
   for (int64_t jc = 0; jc < n; jc += kNC) {
     const int64_t nc = std::min(kNC, n - jc);
     for (int64_t pc = 0; pc < k; pc += kKC) {
       const int64_t kc = std::min(kKC, k - pc);
-      // Only the first k-block applies the caller's beta; later ones accumulate.
+      // Only the first k-block applies the caller's beta and bias; later ones accumulate.
       const float beta_here = pc == 0 ? beta : 1.f;
+      const float* bias_here = pc == 0 ? bias : nullptr;
       pack_b<NR>(kc, nc, {b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride,
                           b.col_stride},
                  b_pack);
@@ -147,7 +150,8 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int64_t mr = std::min<int64_t>(MR, mc - ir);
             kernel(kc, a_pack + ir * kc, b_pack + jr * kc, alpha, beta_here,
-                   c + (ic + ir) * ldc + jc + jr, ldc, mr, nr);
+                   bias_here ? bias_here + ic + ir : nullptr, c + (ic + ir) * ldc + jc + jr, ldc,
+                   mr, nr);
           }
         }
       }
@@ -157,13 +161,16 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
 
 // No-scratch fallback: row-by-row axpy form, still vectorizable over n.
 void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
-                    float beta, float* c, int64_t ldc) {
+                    float beta, const float* bias, float* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
     float* ci = c + i * ldc;
     if (beta == 0.f) {
       std::fill(ci, ci + n, 0.f);
     } else if (beta != 1.f) {
       for (int64_t j = 0; j < n; ++j) ci[j] *= beta;
+    }
+    if (bias) {
+      for (int64_t j = 0; j < n; ++j) ci[j] += bias[i];
     }
     for (int64_t p = 0; p < k; ++p) {
       const float aip = alpha * a.data[i * a.row_stride + p * a.col_stride];
@@ -204,27 +211,31 @@ size_t sgemm_workspace_floats(int64_t m, int64_t n, int64_t k) {
 }
 
 bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
-                   ConstMatrix b, float beta, float* c, int64_t ldc, float* workspace) {
+                   ConstMatrix b, float beta, const float* bias, float* c, int64_t ldc,
+                   float* workspace) {
   if (m <= 0 || n <= 0) return true;
   if (k <= 0 || alpha == 0.f) {
-    unpacked_sgemm(m, n, 0, alpha, a, b, beta, c, ldc);
+    unpacked_sgemm(m, n, 0, alpha, a, b, beta, bias, c, ldc);
     return true;
   }
   switch (path) {
     case GemmPath::kUnpacked:
-      unpacked_sgemm(m, n, k, alpha, a, b, beta, c, ldc);
+      unpacked_sgemm(m, n, k, alpha, a, b, beta, bias, c, ldc);
       return true;
     case GemmPath::kBaseline:
-      blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+      blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                          workspace);
       return true;
 #ifdef ET_GEMM_X86_DISPATCH
     case GemmPath::kAvx2:
       if (!has_avx2_fma()) return false;
-      blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+      blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                          workspace);
       return true;
     case GemmPath::kAvx512:
       if (!has_avx512()) return false;
-      blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+      blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                          workspace);
       return true;
 #endif
     default:
@@ -233,28 +244,31 @@ bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, 
 }
 
 void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
-           float beta, float* c, int64_t ldc, float* workspace) {
+           float beta, const float* bias, float* c, int64_t ldc, float* workspace) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.f) {
-    unpacked_sgemm(m, n, 0, alpha, a, b, beta, c, ldc);
+    unpacked_sgemm(m, n, 0, alpha, a, b, beta, bias, c, ldc);
     return;
   }
   // One row times a row-major matrix streams B once either way; packing it only adds traffic.
   if (workspace == nullptr || (m == 1 && b.col_stride == 1)) {
-    unpacked_sgemm(m, n, k, alpha, a, b, beta, c, ldc);
+    unpacked_sgemm(m, n, k, alpha, a, b, beta, bias, c, ldc);
     return;
   }
 #ifdef ET_GEMM_X86_DISPATCH
   if (has_avx512()) {
-    blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+    blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                          workspace);
     return;
   }
   if (has_avx2_fma()) {
-    blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+    blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                          workspace);
     return;
   }
 #endif
-  blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, c, ldc, workspace);
+  blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                          workspace);
 }
 
 }  // namespace cpu

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "runtime/core/evalue.h"
 #include "runtime/core/kernel_runtime_context.h"
@@ -23,6 +24,22 @@ using runtime::Tensor;
 using Args = runtime::Span<runtime::EValue*>;
 
 constexpr size_t kMaxDim = runtime::kTensorDimensionLimit;
+
+// True when `args` starts with arguments tagged `tags` (Tag::None: any; Tag::ListScalar: any
+// scalar). Programs list the schema's arguments, then the out arguments, then the returned
+// values again (one tensor, or a list of them); kernels read by position and ignore the last.
+inline bool args_ok(Args args, std::initializer_list<Tag> tags) {
+  if (args.size() != tags.size() && args.size() != tags.size() + 1) return false;
+  return runtime::args_match({args.data(), tags.size()}, tags);
+}
+
+// True when `args` holds `n` arguments (plus the optional trailing returns), none null.
+inline bool args_count_ok(Args args, size_t n) {
+  if (args.size() != n && args.size() != n + 1) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (args[i] == nullptr) return false;
+  return true;
+}
 
 // dtypes the portable kernels compute with (Half, BFloat16, quantized types are refused).
 bool is_supported_dtype(ScalarType t);

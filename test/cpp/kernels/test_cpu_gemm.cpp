@@ -42,7 +42,7 @@ void check_shape(GemmPath path, const Shape& s, bool ta, bool tb, float alpha, f
   std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
   auto c = c0;
   if (beta == 0.f) std::fill(c.begin(), c.end(), std::nanf(""));  // beta 0 must not read C
-  if (!sgemm_on_path(path, s.m, s.n, s.k, alpha, am, bm, beta, c.data(), s.n, ws.data())) return;
+  if (!sgemm_on_path(path, s.m, s.n, s.k, alpha, am, bm, beta, nullptr, c.data(), s.n, ws.data())) return;
   // float accumulation error grows with the reduction length
   CHECK_CLOSE(c.data(), expected.data(), c.size(), 1e-6 + 5e-8 * s.k);
 }
@@ -71,17 +71,36 @@ KTEST(gemm_default_dispatch_with_and_without_workspace) {
   auto expected = reference(s, 1.f, a, false, b, false, 0.f, zero);
   std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
   std::vector<float> c(s.m * s.n, 7.f);
-  sgemm(s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.f, c.data(), s.n, ws.data());
+  sgemm(s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.f, nullptr, c.data(), s.n, ws.data());
   CHECK_CLOSE(c.data(), expected.data(), c.size(), 1e-5);
   std::vector<float> c2(s.m * s.n, 7.f);
-  sgemm(s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.f, c2.data(), s.n, nullptr);
+  sgemm(s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.f, nullptr, c2.data(), s.n, nullptr);
   CHECK_CLOSE(c2.data(), expected.data(), c2.size(), 1e-5);
 }
 
 KTEST(gemm_empty_k_scales_c_by_beta) {
   std::vector<float> c = {1.f, 2.f, 3.f, 4.f};
   float dummy = 0.f;
-  sgemm(2, 2, 0, 1.f, {&dummy, 0, 1}, {&dummy, 2, 1}, 0.5f, c.data(), 2, nullptr);
+  sgemm(2, 2, 0, 1.f, {&dummy, 0, 1}, {&dummy, 2, 1}, 0.5f, nullptr, c.data(), 2, nullptr);
   const float expected[] = {0.5f, 1.f, 1.5f, 2.f};
   CHECK_CLOSE(c.data(), expected, 4, 0);
+}
+
+KTEST(gemm_row_bias_on_every_path) {
+  const Shape s{19, 45, 300};  // k > one k-block: the bias must be added exactly once
+  auto a = ktest::random_floats(s.m * s.k, 6);
+  auto b = ktest::random_floats(s.k * s.n, 7);
+  auto bias = ktest::random_floats(s.m, 8);
+  auto c0 = ktest::random_floats(s.m * s.n, 9);
+  auto expected = reference(s, 1.f, a, false, b, false, 0.5f, c0);
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] += bias[i];
+  std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
+  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512}) {
+    auto c = c0;
+    if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.5f, bias.data(),
+                       c.data(), s.n, ws.data()))
+      continue;
+    CHECK_CLOSE(c.data(), expected.data(), c.size(), 3e-5);
+  }
 }

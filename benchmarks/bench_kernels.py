@@ -1,0 +1,91 @@
+"""Compare the portable kernels' speed with torch (one thread) on MobileNetV2's convolutions.
+
+Runs the C++ benchmark (bench_kernels, built with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON or
+EXECUTORCH_BUILD_TESTS=ON), times the same shapes with torch, and prints both side by side:
+
+    python benchmarks/bench_kernels.py BUILD_DIR/kernels/portable/bench_kernels
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def _best_ms(fn, rounds: int = 5, min_ms: float = 50.0) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        calls, start = 0, time.perf_counter()
+        while True:
+            fn()
+            calls += 1
+            elapsed = (time.perf_counter() - start) * 1e3
+            if elapsed >= min_ms:
+                break
+        best = min(best, elapsed / calls)
+    return best
+
+
+def _torch_case(name: str):
+    """A zero-argument torch call doing what the C++ case `name` does."""
+    if name.startswith("gemm_"):
+        m, n, k = (int(v) for v in re.findall(r"\d+", name))
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        return lambda: torch.mm(a, b)
+    match = re.match(r"mv2_(stem_3x3s2_3to32|pw_(\d+)to(\d+)|dw3x3s(\d)_(\d+))_(\d+)$", name)
+    if not match:
+        return None
+    hw = int(match.group(6))
+    if match.group(1).startswith("stem"):
+        cin, cout, k, stride, groups = 3, 32, 3, 2, 1
+    elif match.group(2):
+        cin, cout, k, stride, groups = int(match.group(2)), int(match.group(3)), 1, 1, 1
+    else:
+        cin = cout = groups = int(match.group(5))
+        k, stride = 3, int(match.group(4))
+    x = torch.randn(1, cin, hw, hw)
+    w = torch.randn(cout, cin // groups, k, k)
+    b = torch.randn(cout)
+    return lambda: F.conv2d(x, w, b, stride, (k - 1) // 2, 1, groups)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench_binary", help="path to the built bench_kernels executable")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    try:
+        lines = subprocess.run([args.bench_binary], check=True, capture_output=True, text=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"bench_kernels: cannot run {args.bench_binary}: {e}; build it with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON")
+        return 2
+    print(f"{'case':34} {'ours ms':>9} {'GFLOP/s':>8} {'torch ms':>9} {'GFLOP/s':>8} {'ours/torch':>10}")
+    ours_total = torch_total = 0.0
+    with torch.no_grad():
+        for line in lines:
+            name, ms, gflops = line.split()
+            ms, gflops = float(ms), float(gflops)
+            if name == "mv2_all_convolutions":
+                continue
+            fn = _torch_case(name)
+            if fn is None:
+                continue
+            tms = _best_ms(fn)
+            tflops = gflops * ms / tms
+            if name.startswith("mv2_"):
+                ours_total += ms
+                torch_total += tms
+            print(f"{name:34} {ms:9.3f} {gflops:8.1f} {tms:9.3f} {tflops:8.1f} {ms / tms:10.2f}")
+    print(f"{'mv2 convolutions, total':34} {ours_total:9.3f} {'':8} {torch_total:9.3f} {'':8} {ours_total / torch_total:10.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
