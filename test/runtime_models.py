@@ -58,6 +58,18 @@ class DynamicMLP(nn.Module):
         return torch.relu(self.fc(x)).sum(dim=-1, keepdim=True) + x[:, :1]
 
 
+class Cond(nn.Module):
+    def forward(self, x, y):
+        return torch.cond(x.sum() > 0, lambda a, b: (a + b).sin(), lambda a, b: (a - b) * 2, (x, y))
+
+
+class Map(nn.Module):
+    def forward(self, xs, y):
+        from torch._higher_order_ops.map import map as map_over_rows
+
+        return map_over_rows(lambda row, other: row * other + 1, xs, y)
+
+
 def _mobilenet_v2():
     spec = importlib.util.spec_from_file_location("zoo_mobilenet_v2", _ZOO / "mobilenet_v2.py")
     module = importlib.util.module_from_spec(spec)
@@ -80,6 +92,8 @@ FACTORIES = {
     "view_permute": _seeded(ViewPermute, (2, 3, 4)),
     "softmax": _seeded(Softmax, (3, 10)),
     "dynamic_mlp": _seeded(DynamicMLP, (5, 8)),
+    "cond": _seeded(Cond, (4,), (4,)),
+    "map": _seeded(Map, (3, 2), (2,)),
     "mobilenet_v2": _mobilenet_v2,
 }
 

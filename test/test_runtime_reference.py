@@ -109,3 +109,15 @@ def test_every_operator_of_the_published_portable_runtime_is_available(reference
         except ExecuTorchError as exc:
             missing.append(f"{qualified}: {exc}")
     assert missing == []
+
+
+def test_published_control_flow_takes_both_branches_and_loops(published):
+    cond = Runtime.get().load_program(published / "cond.pte").load_method("forward")
+    model, _ = runtime_models.FACTORIES["cond"]()
+    for sign in (1.0, -1.0):
+        x, y = torch.full((4,), sign), torch.arange(4.0)
+        _check(cond.execute([x, y]), _eager(model, (x, y)))
+    mapped = Runtime.get().load_program(published / "map.pte").load_method("forward")
+    model, (xs, y) = runtime_models.FACTORIES["map"]()
+    for scale in (1.0, -3.0):
+        _check(mapped.execute([xs * scale, y]), _eager(model, (xs * scale, y)))
