@@ -380,3 +380,20 @@ def test_dynamic_out_tensor_that_is_also_read_keeps_its_shape():
     for n in (8, 3):
         xv = torch.randn(n)
         assert torch.allclose(method.execute([xv])[0], 4 * xv)
+
+
+def test_constants_are_read_in_place_from_the_file_bytes():
+    from executorch.exir._serialize import deserialize_pte_binary
+
+    b = PlanBuilder()
+    x, out = b.tensor([256], 0), b.tensor([256], 1024)
+    weight = b.constant(torch.arange(256.0))
+    b.inputs, b.outputs = [x], [out]
+    b.kernel("aten::mul", "out", x, weight, out, out)
+    data = serialize_pte_binary(b.program())
+    method = PythonProgram(deserialize_pte_binary(data)).load_method("forward")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the bytes are read-only; only their address is used
+        base = torch.frombuffer(data, dtype=torch.uint8).data_ptr()
+    assert base <= method._objs[weight].data_ptr() < base + len(data)
+    assert torch.equal(method.execute([torch.ones(256)])[0], torch.arange(256.0))
