@@ -66,7 +66,8 @@ for mode in "${MODES[@]}"; do
 done
 
 echo
-echo "python: $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'), $(nproc) CPUs; torch baseline: $TORCH_SPEC ($((BASE_KB / 1024)) MB site-packages)"
+echo "python: $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'), $(nproc) CPUs, load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "torch baseline: $TORCH_SPEC ($((BASE_KB / 1024)) MB site-packages); build times include pip's isolated build env"
 echo "minimal builds ran with PATH=$WORK/bare-bin (git only: no cc, c++, gcc, g++, clang, cmake, ninja)"
 printf '%-8s %-48s %11s %9s %9s %11s %11s  %s\n' mode wheel size "cold" "warm" "installed" "executorch" \
   "added by pip install (installed = growth of site-packages beyond torch)"
