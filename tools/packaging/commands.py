@@ -107,7 +107,10 @@ class BuildNative(build_ext):
     plan: BuildPlan
 
     def run(self) -> None:
-        if not self.plan.cmake_targets or self.inplace:
+        if not self.plan.cmake_targets:
+            return
+        if self.inplace:
+            _note("an in-place (editable) build does not build the native parts; build a wheel for them")
             return
         try:
             tools = check_native_tools(self.plan)
