@@ -32,7 +32,7 @@ import importlib
 import os
 from enum import Enum
 from types import ModuleType
-from typing import Protocol, Sequence, Union
+from typing import Optional, Protocol, Sequence, Union
 
 from executorch.runtime._errors import ExecuTorchError
 from executorch.runtime._meta import MethodMeta
@@ -79,18 +79,21 @@ def select_backend() -> tuple[str, ModuleType]:
     try:
         return "native", importlib.import_module(_MODULES["native"])
     except ImportError as exc:
-        if exc.name not in (_MODULES["native"], None) and not _is_native_part(exc.name):
+        if not _is_native_part(exc.name):
             raise
         if wanted == "native":
             raise ExecuTorchError(
-                f"{ENV_VAR}=native but the native runtime is not installed ({exc}); install the "
-                f"full executorch wheel, or set {ENV_VAR}=python for the pure-Python interpreter"
+                f"{ENV_VAR}=native but the native runtime is not installed ({exc}); install the full "
+                f"executorch wheel, or set {ENV_VAR}=python for the pure-Python interpreter"
             ) from None
     return "python", importlib.import_module(_MODULES["python"])
 
 
-def _is_native_part(module_name: str) -> bool:
-    # The adapter may import its compiled extension under another private name; its
-    # absence means the same thing as the adapter's absence.
-    return module_name.startswith("executorch.runtime._native") or module_name.startswith(
-        "executorch.extension.pybindings")
+# The adapter and the compiled module it loads; a missing package on the way to either means
+# the native runtime is not installed (the minimal wheel), not that it is broken.
+_NATIVE_PARTS = ("executorch.runtime._native", "executorch.extension.pybindings._portable_lib")
+
+
+def _is_native_part(module_name: Optional[str]) -> bool:
+    return module_name is None or any(
+        part == module_name or part.startswith(module_name + ".") for part in _NATIVE_PARTS)

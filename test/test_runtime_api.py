@@ -204,3 +204,28 @@ def test_registries_answer_like_upstream():
     assert runtime.backend_registry.is_available("NoSuchBackend") is False
     names = runtime.operator_registry.operator_names
     assert "aten::add.out" in names and "dim_order_ops::_clone_dim_order.out" in names
+
+
+@pytest.mark.parametrize("missing", ["executorch.extension.pybindings._portable_lib", "executorch.extension.pybindings",
+                                     "executorch.runtime._native"])
+def test_a_wheel_without_the_native_parts_falls_back_to_python(monkeypatch, missing):
+    monkeypatch.delenv(_backend.ENV_VAR, raising=False)
+    for name in list(sys.modules):
+        if name.startswith(("executorch.runtime._native", "executorch.extension.pybindings")):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, missing, None)
+    assert _backend.select_backend()[0] == "python"
+
+
+def test_a_broken_dependency_of_the_adapter_is_not_hidden(monkeypatch):
+    real_import = _backend.importlib.import_module
+
+    def import_module(name):
+        if name == "executorch.runtime._native":  # present, but something it needs is broken
+            raise ImportError("libfoo.so: cannot open shared object file", name="some_dependency")
+        return real_import(name)
+
+    monkeypatch.delenv(_backend.ENV_VAR, raising=False)
+    monkeypatch.setattr(_backend.importlib, "import_module", import_module)
+    with pytest.raises(ImportError, match="libfoo.so"):
+        _backend.select_backend()
