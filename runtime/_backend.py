@@ -11,11 +11,12 @@ caching), so a backend only sees well-formed calls:
   raises `InvalidProgramError` (or the reader's `SerializeError`) for a malformed file and
   `ExecuTorchError` for a well-formed one it cannot run. `data` stays alive and unchanged
   for as long as the handle lives, so a backend may keep pointers into it.
+- optional module functions `registered_backend_names() -> list[str]` and
+  `operator_names() -> set[str]`: what `Runtime.backend_registry` and
+  `Runtime.operator_registry` report (empty when absent).
 - `ProgramHandle.method_names -> Sequence[str]`, in program order.
 - `ProgramHandle.method_meta(name) -> MethodMeta` and `ProgramHandle.load_method(name) ->
   MethodHandle`, called only with a name from `method_names`.
-- optional `registered_backend_names() -> list[str]` and `operator_names() -> set[str]`,
-  what `Runtime.backend_registry` and `Runtime.operator_registry` report (empty if absent).
 - `MethodHandle.meta() -> MethodMeta`, whose TensorInfo entries carry the shape dynamism;
   the public `Method` checks input count, tensor dtypes and shapes against it before calling
   `execute`.
