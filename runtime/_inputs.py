@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Optional
 
 import torch
@@ -45,7 +44,10 @@ def _check_tensor(method: str, pos: int, info: TensorInfo, value: object) -> Non
         raise ExecuTorchError(f"{where} must have shape {list(bound)}, got {list(shape)} (the shape is static)")
     if len(shape) != len(bound):
         raise ExecuTorchError(f"{where} must have {len(bound)} dimensions, got shape {list(shape)}")
-    if dynamism == _BOUND and math.prod(shape) > math.prod(bound):
-        raise ExecuTorchError(
-            f"{where} has shape {list(shape)} ({math.prod(shape)} elements), past its upper bound "
-            f"{list(bound)} ({math.prod(bound)} elements); re-export with larger Dim bounds")
+    if dynamism == _BOUND:
+        # The program's sizes are the per-dimension maxima the exporter planned memory for.
+        over = [d for d, (got, most) in enumerate(zip(shape, bound)) if got > most]
+        if over:
+            raise ExecuTorchError(
+                f"{where} has shape {list(shape)}, past its upper bound {list(bound)} in dim {over[0]}; "
+                f"re-export with larger Dim bounds")

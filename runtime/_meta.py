@@ -36,7 +36,7 @@ class TensorInfo:
         return self._nbytes
 
     def shape_dynamism(self) -> int:
-        """0: the shape is fixed; 1: any shape of the same rank up to `sizes()`' element count; 2: unbounded."""
+        """0: the shape is fixed; 1: same rank, each dim at most `sizes()`; 2: same rank, unbounded."""
         return self._dynamism
 
     def __repr__(self) -> str:

@@ -397,3 +397,16 @@ def test_constants_are_read_in_place_from_the_file_bytes():
         base = torch.frombuffer(data, dtype=torch.uint8).data_ptr()
     assert base <= method._objs[weight].data_ptr() < base + len(data)
     assert torch.equal(method.execute([torch.ones(256)])[0], torch.arange(256.0))
+
+
+def test_bounded_inputs_are_checked_dimension_by_dimension():
+    b = PlanBuilder()
+    x = b.tensor([4, 6], 0, dynamism=BOUND)
+    out = b.tensor([4, 6], 128, dynamism=BOUND)
+    b.inputs, b.outputs = [x], [out]
+    b.kernel("aten::neg", "out", x, out, out)
+    method = _load(b.program())
+    xv = torch.randn(2, 6)
+    assert torch.equal(method.execute([xv])[0], -xv)
+    with pytest.raises(ExecuTorchError, match=r"shape \[8, 3\], past its upper bound \[4, 6\] in dim 0"):
+        method.execute([torch.randn(8, 3)])  # fewer elements than the bound, but dim 0 is past it
