@@ -229,8 +229,8 @@ Error Method::init(const Program& program, MemoryManager* mm) {
                        "output %zu refers to value %d; the method has %zu", i, v, num_values_);
     output_index_[i] = static_cast<uint32_t>(v);
   }
-  ET_TRY(check_tensor_memory());
-  return init_steps(mm);
+  ET_TRY(init_steps(mm));
+  return check_tensor_memory();
 }
 
 Error Method::init_values(const Program& program, MemoryManager* mm) {
@@ -354,7 +354,32 @@ Error Method::check_lists() {
 }
 
 // Every tensor a kernel can touch must have memory; only inputs may get it later.
+// The view op's output is not planned: it shares its input's memory, which the
+// kernel points it at when it runs. Pointing it there now keeps it valid even if a
+// malformed program reads it before the view runs.
+Error Method::bind_view_outputs() {
+  const auto* operators = meta_.flatbuffer()->operators();
+  for (size_t pc = 0; pc < num_steps_; ++pc) {
+    const Step& s = steps_[pc];
+    if (s.kind != Step::Kind::Kernel || s.a < 3) continue;
+    const fb::Operator* op = operators->Get(s.b);
+    if (op->name() == nullptr || op->name()->string_view() != "executorch_prim::et_view") continue;
+    EValue* self = s.args[0];
+    EValue* out = s.args[2];
+    if (!self->isTensor() || !out->isTensor()) continue;
+    TensorImpl* from = self->toTensor().unsafeGetTensorImpl();
+    TensorImpl* to = out->toTensor().unsafeGetTensorImpl();
+    if (to->data() != nullptr || from->data() == nullptr) continue;
+    ET_CHECK_OR_RETURN(to->nbytes() <= from->capacity_bytes() && to->element_size() == from->element_size(),
+                       InvalidProgram, "view instruction %zu's output is larger than its input", pc);
+    to->set_data(from->data());
+    to->set_capacity_bytes(from->capacity_bytes());
+  }
+  return Error::Ok;
+}
+
 Error Method::check_tensor_memory() {
+  ET_TRY(bind_view_outputs());
   for (size_t i = 0; i < num_inputs_; ++i) input_bound_[i] = true;
   for (size_t i = 0; i < num_values_; ++i) {
     if (!values_[i].isTensor()) continue;

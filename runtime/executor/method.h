@@ -64,6 +64,7 @@ class Method final {
   Error init_steps(MemoryManager* mm);
   Error check_lists();
   Error check_tensor_memory();
+  Error bind_view_outputs();
 
   MethodMeta meta_;
   MemoryAllocator* temp_allocator_ = nullptr;
