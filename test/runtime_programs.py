@@ -57,7 +57,12 @@ class PlanBuilder:
         return self._add(s.Null())
 
     def int_list(self, items: Sequence[int]) -> int:
-        return self._add(s.IntList([self.int_(i) for i in items]))
+        """An int list of new constant Int values."""
+        return self.int_list_of([self.int_(i) for i in items])
+
+    def int_list_of(self, refs: Sequence[int]) -> int:
+        """An int list of existing Int values (which instructions may write)."""
+        return self._add(s.IntList(list(refs)))
 
     def tensor_list(self, indices: Sequence[int]) -> int:
         return self._add(s.TensorList(list(indices)))

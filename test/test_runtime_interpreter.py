@@ -163,7 +163,7 @@ def test_sym_size_and_et_view_follow_the_input_shape():
     b.inputs, b.outputs = [x], [out, rows]
     b.kernel("aten::sym_size", "int", x, b.int_(0), rows)
     b.kernel("executorch_prim::mul", "Scalar", rows, b.int_(6), flat_len)
-    size = b._add(s.IntList([flat_len]))
+    size = b.int_list_of([flat_len])
     b.kernel("executorch_prim::et_view", "default", x, size, viewed)
     b.kernel("aten::mul", "Scalar_out", viewed, b.double(2.0), out, out)
     method = _load(b.program())
