@@ -410,3 +410,17 @@ def test_bounded_inputs_are_checked_dimension_by_dimension():
     assert torch.equal(method.execute([xv])[0], -xv)
     with pytest.raises(ExecuTorchError, match=r"shape \[8, 3\], past its upper bound \[4, 6\] in dim 0"):
         method.execute([torch.randn(8, 3)])  # fewer elements than the bound, but dim 0 is past it
+
+
+def test_misaligned_constant_data_is_copied_and_reads_right():
+    b = PlanBuilder()
+    x, out = b.tensor([3], 0), b.tensor([3], 16)
+    weight = b.constant(torch.tensor([1.5, -2.0, 4.0]))
+    b.inputs, b.outputs = [x], [out]
+    b.kernel("aten::add", "out", x, weight, b.int_(1), out, out)
+    program = b.program()
+    raw = bytes(program.constant_buffer[1].storage)
+    program.constant_buffer[1] = s.Buffer(memoryview(b"\x00" + raw)[1:])  # one byte off alignment
+    method = PythonProgram(program).load_method("forward")
+    assert method._objs[weight].data_ptr() % 4 == 0
+    assert torch.equal(method.execute([torch.zeros(3)])[0], torch.tensor([1.5, -2.0, 4.0]))

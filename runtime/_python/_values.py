@@ -122,6 +122,9 @@ class PlanValues:
                 storage.copy_(self._mutable_initial_data(where, t.data_buffer_idx, nbytes))
         elif constant:
             storage = self._constant_storage(where, t.data_buffer_idx, nbytes)
+            if storage.data_ptr() % dtype.itemsize:
+                # Read in place only when aligned for its element type (files align them).
+                storage = storage.clone()
         elif t.shape_dynamism == schema.TensorShapeDynamism.DYNAMIC_UNBOUND:
             storage = torch.empty(nbytes, dtype=torch.uint8).untyped_storage()
         else:
