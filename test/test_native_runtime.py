@@ -34,7 +34,7 @@ def _run(path: Path, inputs, method: str = "forward") -> list:
     return program.load_method(method).execute(list(inputs))
 
 
-@pytest.mark.parametrize("name", ["add", "affine", "cond"])
+@pytest.mark.parametrize("name", ["add", "affine", "cond", "channels_last"])
 def test_fixture_matches_eager(name):
     model, inputs = getattr(_models(), f"make_{name}")()
     got = _run(NATIVE / f"{name}.pte", inputs)
@@ -43,6 +43,26 @@ def test_fixture_matches_eager(name):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_channels_last_input_and_output_keep_their_values():
+    model, (x,) = _models().make_channels_last()
+    got = _run(NATIVE / "channels_last.pte", [x])[0]
+    torch.testing.assert_close(got, model(x))
+    got = _run(NATIVE / "channels_last.pte", [x.contiguous()])[0]
+    torch.testing.assert_close(got, model(x))
+
+
+def test_public_api_uses_native(monkeypatch):
+    from executorch.runtime import Runtime
+
+    monkeypatch.delenv("EXECUTORCH_RUNTIME", raising=False)
+    model, inputs = _models().make_affine()
+    runtime = Runtime.get()
+    assert runtime.backend == "native"
+    method = runtime.load_program(NATIVE / "affine.pte").load_method("forward")
+    for got, want in zip(method.execute(inputs), model(*inputs)):
+        torch.testing.assert_close(got, want)
 
 
 def test_cond_takes_the_false_branch():
