@@ -10,7 +10,7 @@ from torch import fx
 from ..dialects import _ops as _dim_order_ops  # noqa: F401  (registers dim_order_ops::*)
 from ..dialects._ops import dim_order_for
 from ..error import ExportError
-from ._graph import fake_mode_of, source_line, val
+from ._graph import fake_mode_of, source_line
 
 aten = torch.ops.aten
 
@@ -53,8 +53,13 @@ def to_functional_copies(gm: fx.GraphModule) -> None:
         if node.op == "call_function" and node.target in _VIEW_TO_COPY:
             node.target = _VIEW_TO_COPY[node.target]
             fake_mode = fake_mode or fake_mode_of(gm.graph)
-            with fake_mode:
-                node.meta["val"] = node.target(*val(node.args), **val(node.kwargs))
+            view = node.meta.get("val")
+            if isinstance(view, torch.Tensor):
+                with fake_mode:
+                    node.meta["val"] = view.clone(memory_format=torch.contiguous_format)
+            elif isinstance(view, (list, tuple)):  # split, unbind: a list of views
+                with fake_mode:
+                    node.meta["val"] = type(view)(v.clone(memory_format=torch.contiguous_format) for v in view)
 
 
 def to_dim_order_ops(gm: fx.GraphModule) -> None:
