@@ -37,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         expected = model(*inputs)
     expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
     runtime = Runtime.get()
-    outputs = runtime.load_program(args.pte).load_method("forward").execute(list(inputs))
+    try:
+        outputs = runtime.load_program(args.pte).load_method("forward").execute(list(inputs))
+    except Exception as err:  # any runtime failure is the finding; report it in one line
+        print(f"FAIL: {args.pte.name} on {getattr(runtime, 'backend', 'runtime')}: {type(err).__name__}: {err}",
+              file=sys.stderr)
+        return 1
     worst = max((float((got - want).abs().max()) for got, want in zip(outputs, expected)), default=0.0)
     backend = getattr(runtime, "backend", "runtime")
     where = list(sys.modules["executorch"].__path__)[0]
