@@ -245,7 +245,8 @@ void any_all_all_out(KernelRuntimeContext& ctx, Args args) {  // (self, *, out)
   any_all(ctx, args[0]->toTensor(), {}, true, false, args[1]->toTensor(), kAny);
 }
 
-// var.correction_out / std.correction_out(self, dim?, *, correction?, keepdim, out)
+// var.correction_out / std.correction_out(self, dim?, *, correction?, keepdim, out), and
+// var.out / std.out(self, dim?, unbiased, keepdim, *, out): the bool is a correction of 1 or 0.
 template <bool kStd>
 void var_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}),
@@ -253,7 +254,9 @@ void var_out(KernelRuntimeContext& ctx, Args args) {
   Span<const int64_t> dims;
   bool all = false;
   ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
-  const double correction = args[2]->isScalar() ? args[2]->toScalarDouble() : 1.0;
+  const double correction = args[2]->isBool()     ? (args[2]->toBool() ? 1.0 : 0.0)
+                            : args[2]->isScalar() ? args[2]->toScalarDouble()
+                                                  : 1.0;
   const Tensor in = args[0]->toTensor(), out = args[4]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, is_floating(in.scalar_type()) && is_floating(out.scalar_type()), InvalidType, ,
                       "var/std: only floating point");
@@ -331,6 +334,8 @@ ET_REGISTER_KERNEL("aten::all.dims_out", any_all_dims_out<false>);
 ET_REGISTER_KERNEL("aten::all.all_out", any_all_all_out<false>);
 ET_REGISTER_KERNEL("aten::var.correction_out", var_out<false>);
 ET_REGISTER_KERNEL("aten::std.correction_out", var_out<true>);
+ET_REGISTER_KERNEL("aten::var.out", var_out<false>);
+ET_REGISTER_KERNEL("aten::std.out", var_out<true>);
 ET_REGISTER_KERNEL("aten::cumsum.out", cumsum_out);
 
 }  // namespace kernels
