@@ -161,6 +161,7 @@ _NN: list[OpCase] = [
     _fn("matmul", torch.matmul, _xy((2, 3, 4), (4, 5))),
     _fn("bmm", torch.bmm, _xy((2, 3, 4), (2, 4, 5))),
     _fn("mm", torch.mm, _xy((3, 4), (4, 5))),
+    _fn("matmul_4d_div_scalar", lambda q, k: torch.matmul(q, k.transpose(-2, -1)) / 2.0, _xy((2, 2, 3, 4), (2, 2, 5, 4))),
     _mod("conv1d", lambda: nn.Conv1d(3, 4, 3), _x(1, 3, 10)),
     _mod("conv2d", lambda: nn.Conv2d(3, 4, 3), _x(1, 3, 8, 8)),
     _mod("conv2d_stride_pad_dilation", lambda: nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2), _x(2, 4, 9, 9)),

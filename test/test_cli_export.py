@@ -120,6 +120,19 @@ def test_dynamic_uses_the_factory_sibling(factories, tmp_path, capsys):
     assert _run(pte, [torch.randn(19, 6)])[0].shape == (19, 3)
 
 
+def test_dynamic_zoo_model_runs_other_sequence_lengths(tmp_path, capsys):
+    from executorch.examples.models import MODELS
+
+    pte = tmp_path / "encoder.pte"
+    code, out, err = _export(capsys, "transformer_encoder", "--dynamic", "-o", str(pte))
+    assert code == 0, err
+    assert "float32[2, 128, 64] (dynamic; sizes are upper bounds)" in out
+    model, _ = MODELS["transformer_encoder"]()
+    x = torch.randn(2, 37, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(_run(pte, [x])[0], model(x), rtol=1e-5, atol=1e-5)
+
+
 def test_mismatch_with_eager_exits_1(factories, tmp_path, capsys):
     pte = tmp_path / "drift.pte"
     code, _, err = _export(capsys, f"{factories}:make_drifting", "-o", str(pte))
