@@ -19,8 +19,8 @@ _DTYPE_NAMES = {
 }
 _SCALAR_NAMES = {s.Null: "None", s.Int: "int", s.Bool: "bool", s.Double: "float", s.String: "str"}
 _INSTRUCTION_NAMES = {
-    s.KernelCall: "kernel calls", s.DelegateCall: "delegate calls", s.MoveCall: "moves",
-    s.JumpFalseCall: "jumps", s.FreeCall: "frees",
+    s.KernelCall: "kernel call", s.DelegateCall: "delegate call", s.MoveCall: "move",
+    s.JumpFalseCall: "jump", s.FreeCall: "free",
 }
 
 
@@ -127,7 +127,7 @@ def _method_lines(program: s.Program, plan: s.ExecutionPlan) -> list[str]:
     lines += _signature_lines(plan, "outputs", plan.outputs)
     instructions = [i.instr_args for chain in plan.chains for i in chain.instructions]
     kinds = Counter(type(i) for i in instructions)
-    kind_text = ", ".join(f"{kinds[t]:,} {n}" for t, n in _INSTRUCTION_NAMES.items() if kinds[t])
+    kind_text = ", ".join(_count(kinds[t], n) for t, n in _INSTRUCTION_NAMES.items() if kinds[t])
     lines.append(
         f"  {_count(len(plan.values), 'value')}, {_count(len(instructions), 'instruction')}"
         f"{f' ({kind_text})' if kind_text else ''}, {_count(len(plan.chains), 'chain')}"
@@ -150,7 +150,7 @@ def _method_lines(program: s.Program, plan: s.ExecutionPlan) -> list[str]:
     else:
         lines.append("  delegates: none")
     calls = Counter(_operator_name(plan, i.op_index) for i in instructions if isinstance(i, s.KernelCall))
-    lines.append(f"  operators: {len(plan.operators)} distinct, {sum(calls.values()):,} calls")
+    lines.append(f"  operators: {len(plan.operators)} distinct, {_count(sum(calls.values()), 'call')}")
     width = max((len(n) for n in calls), default=0)
     for op_name, n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"    {op_name:<{width}}  {n:>5,}")

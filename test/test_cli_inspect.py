@@ -112,3 +112,30 @@ def test_module_entry_point_reports_without_traceback(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and f"error: {bad} is not a valid .pte file" in proc.stderr
+
+
+def test_constant_methods_and_delegates_are_listed(tmp_path, capsys):
+    from executorch.exir import schema as s
+    from executorch.exir._serialize import serialize_pte_binary
+
+    torch.manual_seed(0)
+    ep = torch.export.export(_Linear().eval(), (torch.randn(4, 8), torch.randn(4, 8)))
+    program = to_edge_transform_and_lower(ep, constant_methods={"vocab_size": 32}).to_executorch().executorch_program
+    forward = next(p for p in program.execution_plan if p.name == "forward")
+    forward.delegates = [
+        s.BackendDelegate("InlineBackend", s.BackendDelegateDataReference(s.DataLocation.INLINE, 0),
+                          [s.CompileSpec("level", b"3")]),
+        s.BackendDelegate("SegmentBackend", s.BackendDelegateDataReference(s.DataLocation.SEGMENT, 1), []),
+    ]
+    program.backend_delegate_data = [s.BackendDelegateInlineData(b"abc")]
+    program.segment_data = [b"", bytes(100)]
+    pte = tmp_path / "delegates.pte"
+    pte.write_bytes(serialize_pte_binary(program))
+
+    code, out, _ = _inspect(pte, capsys)
+    assert code == 0
+    assert "method 'vocab_size'\n  inputs (0):\n  outputs (1): int\n" in out
+    assert "    [0] InlineBackend: 3 bytes (inline 0), compile specs: level\n" in out
+    assert "    [1] SegmentBackend: 100 bytes (segment 1), compile specs: none\n" in out
+    assert re.search(r"\[0\] offset 0, [\d,]+ bytes: constant tensors\n", out)
+    assert re.search(r"\[1\] offset [\d,]+, 100 bytes: delegate 'SegmentBackend' of 'forward'", out)
