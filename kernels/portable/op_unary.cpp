@@ -1,5 +1,7 @@
 // Elementwise single-input kernels: math functions and activations (parameterised or not).
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "kernels/portable/util/elementwise.h"
 
@@ -85,7 +87,7 @@ struct sign_fn {
 struct relu_fn {
   template <typename T>
   T operator()(T x) const {
-    return x != x ? x : (x > T(0) ? x : T(0));
+    return x < T(0) ? T(0) : x;  // NaN < 0 is false: NaN passes through
   }
 };
 
@@ -94,28 +96,28 @@ void neg_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Ten
 void sign_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Tensor, Tag::Tensor}, sign_fn{}); }
 void relu_out(KernelRuntimeContext& ctx, Args a) { unary_kernel(ctx, a, {Tag::Tensor, Tag::Tensor}, relu_fn{}); }
 
-// min(max(x, lo), hi) with NaN passing through; a missing bound is +-infinity.
+// min(max(x, lo), hi) with NaN passing through (every comparison with NaN is false, which
+// also keeps the float loop branch-free and vectorizable); a missing bound is +-infinity.
 struct clamp_fn {
-  bool has_lo, has_hi;
+  float flo, fhi;
   double lo, hi;
   int64_t ilo, ihi;
   template <typename T>
   T operator()(T x) const {
-    if (x != x) return x;
-    if constexpr (std::is_integral_v<T>) {
-      if (has_lo && x < ilo) x = static_cast<T>(ilo);
-      if (has_hi && x > ihi) x = static_cast<T>(ihi);
-    } else {
-      if (has_lo && x < static_cast<T>(lo)) x = static_cast<T>(lo);
-      if (has_hi && x > static_cast<T>(hi)) x = static_cast<T>(hi);
-    }
-    return x;
+    T l, h;
+    if constexpr (std::is_same_v<T, float>) l = flo, h = fhi;
+    else if constexpr (std::is_same_v<T, double>) l = lo, h = hi;
+    else l = ilo, h = ihi;
+    const T r = x < l ? l : x;
+    return r > h ? h : r;
   }
 };
 
 clamp_fn make_clamp(const EValue& lo, const EValue& hi) {
-  return {lo.isScalar(), hi.isScalar(), lo.toScalarDouble(), hi.toScalarDouble(),
-          lo.toScalarInt(), hi.toScalarInt()};
+  const double l = lo.isScalar() ? lo.toScalarDouble() : -INFINITY;
+  const double h = hi.isScalar() ? hi.toScalarDouble() : INFINITY;
+  return {static_cast<float>(l), static_cast<float>(h), l, h,
+          lo.isScalar() ? lo.toScalarInt() : INT64_MIN, hi.isScalar() ? hi.toScalarInt() : INT64_MAX};
 }
 
 // clamp.out(self, Scalar? min, Scalar? max, *, out)

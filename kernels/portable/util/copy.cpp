@@ -45,11 +45,54 @@ void for_each_pair(const View& src, const View& dst, F f) {
   }
 }
 
+// The dim (other than the last) along which `src` is unit-stride, when its last dim is not:
+// the shape of a transpose, where element-by-element copying misses the cache on every read.
+bool transposed_dim(const View& src, const View& dst, size_t* dim) {
+  const size_t last = dst.ndim - 1;
+  if (dst.ndim < 2 || src.strides[last] == 1 || dst.sizes[last] < 2) return false;
+  for (size_t d = 0; d < last; ++d) {
+    if (src.strides[d] == 1 && dst.sizes[d] > 1) {
+      *dim = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+// View without dims a and b (a > b): the outer loops of a tiled 2-D copy.
+View without_dims(const View& v, size_t a, size_t b) {
+  View out = v;
+  out.ndim = 0;
+  for (size_t d = 0; d < v.ndim; ++d) {
+    if (d == a || d == b) continue;
+    out.sizes[out.ndim] = v.sizes[d];
+    out.strides[out.ndim++] = v.strides[d];
+  }
+  return out;
+}
+
 template <typename T>
 void copy_same(const View& src, const View& dst) {
   const T* s = static_cast<const T*>(src.data);
   T* d = static_cast<T*>(const_cast<void*>(dst.data));
-  for_each_pair(src, dst, [&](int64_t so, int64_t dof) { d[dof] = s[so]; });
+  size_t b;
+  if (!transposed_dim(src, dst, &b)) {
+    for_each_pair(src, dst, [&](int64_t so, int64_t dof) { d[dof] = s[so]; });
+    return;
+  }
+  // Copy in square tiles so each tile's source lines stay cached while it is written.
+  constexpr int64_t kTile = 32;
+  const size_t a = dst.ndim - 1;
+  const int64_t na = dst.sizes[a], nb = dst.sizes[b];
+  const int64_t sa = src.strides[a], sb = src.strides[b], da = dst.strides[a], db = dst.strides[b];
+  for_each_pair(without_dims(src, a, b), without_dims(dst, a, b), [&](int64_t so, int64_t dof) {
+    for (int64_t i0 = 0; i0 < nb; i0 += kTile)
+      for (int64_t j0 = 0; j0 < na; j0 += kTile) {
+        const int64_t i1 = i0 + kTile < nb ? i0 + kTile : nb, j1 = j0 + kTile < na ? j0 + kTile : na;
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = j0; j < j1; ++j) d[dof + i * db + j * da] = s[so + i * sb + j * sa];
+      }
+  });
 }
 
 }  // namespace

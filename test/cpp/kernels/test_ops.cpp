@@ -424,3 +424,37 @@ KTEST(op_fill_and_arange) {
   CHECK(a.data<int64_t>()[2] == 8);
   CHECK(c.run("aten::arange.start_out", {i(0), i(10), i(0), t(a)}) == Error::InvalidArgument);
 }
+
+KTEST(op_permute_of_large_matrices_is_a_transpose) {
+  // Big enough for the tiled transpose path (partial tiles on both sides), with a batch dim.
+  Call c;
+  const int64_t n = 2, r = 45, k = 70;
+  auto xv = iota(static_cast<size_t>(n * r * k));
+  auto& x = c.tensor(F32, {n, r, k}, xv);
+  auto& out = c.out(F32, {n, k, r}, static_cast<size_t>(n * r * k));
+  CHECK(c.run("aten::permute_copy.out", {t(x), c.ints({0, 2, 1}), t(out)}) == Error::Ok);
+  bool same = true;
+  for (int64_t b2 = 0; b2 < n; ++b2)
+    for (int64_t i2 = 0; i2 < r; ++i2)
+      for (int64_t j = 0; j < k; ++j) same = same && out.data<float>()[(b2 * k + j) * r + i2] == xv[(b2 * r + i2) * k + j];
+  CHECK(same);
+  auto& whole = c.out(F32, {k, r, n}, static_cast<size_t>(n * r * k));
+  CHECK(c.run("aten::permute_copy.out", {t(x), c.ints({2, 1, 0}), t(whole)}) == Error::Ok);
+  CHECK(whole.data<float>()[(5 * r + 7) * n + 1] == xv[(1 * r + 7) * k + 5]);
+}
+
+KTEST(op_clamp_and_relu_pass_nan_through) {
+  Call c;
+  const float nan = std::nanf("");
+  auto& x = c.tensor(F32, {4}, std::vector<float>{nan, -3.f, 0.5f, 9.f});
+  auto& ht = c.out(F32, {4}, 4);
+  CHECK(c.run("aten::hardtanh.out", {t(x), d(0.0), d(6.0), t(ht)}) == Error::Ok);
+  CHECK(std::isnan(ht.data<float>()[0]) && ht.data<float>()[1] == 0.f && ht.data<float>()[3] == 6.f);
+  auto& r = c.out(F32, {4}, 4);
+  CHECK(c.run("aten::relu.out", {t(x), t(r)}) == Error::Ok);
+  CHECK(std::isnan(r.data<float>()[0]) && r.data<float>()[1] == 0.f && r.data<float>()[2] == 0.5f);
+  auto& xi = c.tensor<int64_t>(I64, {3}, {-5, 3, 100});
+  auto& ci = c.out(I64, {3}, 3);
+  CHECK(c.run("aten::clamp.out", {t(xi), i(0), EValue(), t(ci)}) == Error::Ok);
+  CHECK(ci.data<int64_t>()[0] == 0 && ci.data<int64_t>()[2] == 100);
+}
