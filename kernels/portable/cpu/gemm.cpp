@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "kernels/portable/cpu/vectorize.h"
+
 namespace executorch {
 namespace kernels {
 namespace cpu {
@@ -59,7 +61,7 @@ void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
 
 // C[0:mr, 0:nr] = alpha * Apack * Bpack + beta * C (+ bias[i] on row i) over one MR x NR tile.
 template <int MR, int NR>
-inline __attribute__((always_inline)) void micro_kernel_body(int64_t kc, const float* a,
+ET_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float* a,
                                                              const float* b, float alpha,
                                                              float beta, const float* bias,
                                                              float* c, int64_t ldc, int64_t mr,

@@ -1,9 +1,19 @@
-// ET_MULTIVERSION: builds a hot loop for AVX-512, AVX2 and the baseline ISA, chosen at load.
+// Build-time helpers for the hot loops: multiversioning and forced inlining, where supported.
 #pragma once
 
-// Multiversioning needs ifunc support (GCC/Clang on ELF x86); elsewhere the baseline build runs.
-#if defined(__GNUC__) && defined(__ELF__) && defined(__x86_64__) && !defined(__clang__)
+#include <cstddef>  // defines __GLIBC__ on glibc systems, which the ifunc check below needs
+
+// ET_MULTIVERSION builds a function for AVX-512, AVX2 and the baseline ISA and picks one at
+// load. It needs ifunc (GCC on x86-64 ELF with glibc); elsewhere the baseline build runs.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && defined(__x86_64__) && \
+    defined(__GLIBC__)
 #define ET_MULTIVERSION __attribute__((target_clones("avx512f", "arch=haswell", "default")))
 #else
 #define ET_MULTIVERSION
+#endif
+
+#if defined(__GNUC__)
+#define ET_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ET_ALWAYS_INLINE inline
 #endif
