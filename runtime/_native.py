@@ -8,6 +8,7 @@ numpy nor libtorch is involved on the C++ side.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Optional, Sequence, Union
 
 import torch
@@ -55,11 +56,17 @@ class NativeMethod:
         raw = method.meta()
         self._meta = _meta(raw)
         self._orders = [e[3] if e[0] == "Tensor" else None for e in raw[1]]
+        # Inputs, run and outputs share the method's memory: one caller at a time.
+        self._lock = threading.Lock()
 
     def meta(self) -> MethodMeta:
         return self._meta
 
     def execute(self, inputs: list) -> list:
+        with self._lock:
+            return self._execute_locked(inputs)
+
+    def _execute_locked(self, inputs: list) -> list:
         keep = []  # inputs without planned memory are read in place during execute()
         try:
             for index, value in enumerate(inputs):

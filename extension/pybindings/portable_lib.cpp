@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,10 @@ class PyMethod {
   void set_input_scalar(size_t index, py::handle value) {
     begin();
     EValue v;
+    Result<const EValue*> current = hosted_->method().get_input(index);
+    bool wants_double = current.ok() && (*current)->isDouble();
     if (py::isinstance<py::bool_>(value)) v = EValue(value.cast<bool>());
+    else if (py::isinstance<py::int_>(value) && wants_double) v = EValue(value.cast<double>());
     else if (py::isinstance<py::int_>(value)) v = EValue(value.cast<int64_t>());
     else if (py::isinstance<py::float_>(value)) v = EValue(value.cast<double>());
     else throw py::type_error("input " + std::to_string(index) + " must be a tensor, int, float or bool");
@@ -108,7 +112,9 @@ class PyMethod {
     begin();
     Error e;
     {
+      // The GIL is released while running; the lock keeps two threads out of one method.
       py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(*running_);
       e = hosted_->method().execute();
     }
     check(e, "method '" + std::string(hosted_->method().method_meta().name()) + "' failed");
@@ -155,6 +161,7 @@ class PyMethod {
  private:
   std::shared_ptr<OwnedProgram> program_;
   std::unique_ptr<HostedMethod> hosted_;
+  std::unique_ptr<std::mutex> running_ = std::make_unique<std::mutex>();
 };
 
 class PyProgram {
