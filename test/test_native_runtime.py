@@ -157,3 +157,25 @@ def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_pat
     assert len(got) == len(want)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_bounded_dynamic_batch_resizes_within_bounds():
+    import sys
+
+    from executorch.exir import to_edge_transform_and_lower
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import runtime_models
+
+    model, inputs = runtime_models.FACTORIES["dynamic_mlp"]()
+    shapes = runtime_models.DYNAMIC_SHAPES["dynamic_mlp"]()
+    pte = to_edge_transform_and_lower(torch.export.export(model, inputs, dynamic_shapes=shapes)).to_executorch()
+    method = _native.load_program(bytes(pte.buffer), Verification.InternalConsistency).load_method("forward")
+    features = inputs[0].shape[1]
+    for batch in (1, 7, 10, 3):
+        x = torch.randn(batch, features, generator=torch.Generator().manual_seed(batch))
+        got = method.execute([x])[0]
+        with torch.no_grad():
+            torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ExecuTorchError, match="input 0"):
+        method.execute([torch.randn(11, features)])
