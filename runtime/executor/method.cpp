@@ -1,6 +1,7 @@
 // Method loading (values, tensors, memory plan, instructions) and execution.
 #include "runtime/executor/method.h"
 
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -31,7 +32,7 @@ T* alloc_list(MemoryAllocator* a, size_t n) {
   do {                                                                         \
     (ptr) = (expr);                                                            \
     ET_CHECK_OR_RETURN((ptr) != nullptr, MemoryAllocationFailed,               \
-                       "method allocator is out of memory (%s)", #ptr);        \
+                       "the method allocator is full: give it more memory");   \
   } while (0)
 
 // Full operator name ("aten::add.out") into `buf` for messages.
