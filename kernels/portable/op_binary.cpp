@@ -96,8 +96,10 @@ double alpha_at(Args args, size_t i) {
   return i < args.size() && args[i] && args[i]->isScalar() ? args[i]->toScalarDouble() : 1.0;
 }
 int64_t ialpha_at(Args args, size_t i) {
-  return i < args.size() && args[i] && args[i]->isScalar() ? args[i]->toScalarInt() : 1;
+  return i < args.size() && args[i] && args[i]->isScalar() ? scalar_int(*args[i]) : 1;
 }
+// -x with wrap-around (INT64_MIN stays itself) instead of signed overflow.
+int64_t wrap_neg(int64_t x) { return static_cast<int64_t>(0 - static_cast<uint64_t>(x)); }
 
 struct add_fn {
   double alpha;
@@ -114,13 +116,13 @@ void add_out(KernelRuntimeContext& ctx, Args args) {
   binary_kernel(ctx, args, 4, add_fn{alpha_at(args, 2), ialpha_at(args, 2)});
 }
 void sub_out(KernelRuntimeContext& ctx, Args args) {
-  binary_kernel(ctx, args, 4, add_fn{-alpha_at(args, 2), -ialpha_at(args, 2)});
+  binary_kernel(ctx, args, 4, add_fn{-alpha_at(args, 2), wrap_neg(ialpha_at(args, 2))});
 }
 // rsub.Scalar_out(self, other, alpha, *, out) = other - alpha * self
 void rsub_out(KernelRuntimeContext& ctx, Args args) {
   const double alpha = alpha_at(args, 2);
   const int64_t ialpha = ialpha_at(args, 2);
-  binary_kernel(ctx, args, 4, [=](auto a, auto b) { return add_fn{-alpha, -ialpha}(b, a); });
+  binary_kernel(ctx, args, 4, [=](auto a, auto b) { return add_fn{-alpha, wrap_neg(ialpha)}(b, a); });
 }
 void mul_out(KernelRuntimeContext& ctx, Args args) {
   binary_kernel(ctx, args, 3, [](auto a, auto b) { return wrap_mul(a, b); });

@@ -64,6 +64,12 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
   s.pad_w = p[1][wi];
   s.dilation_h = is1d ? 1 : p[2][hi];
   s.dilation_w = p[2][wi];
+  // Bounded so the size arithmetic below cannot overflow on a malformed program.
+  constexpr int64_t kMaxParam = int64_t(1) << 24;
+  for (int k = 0; k < 4; ++k)
+    for (size_t i = 0; i < spatial; ++i)
+      ET_KERNEL_CHECK_MSG(ctx, p[k][i] >= -kMaxParam && p[k][i] <= kMaxParam, InvalidArgument, ,
+                          "convolution: stride/padding/dilation out of range");
   ET_KERNEL_CHECK_MSG(ctx,
                       groups > 0 && s.stride_h > 0 && s.stride_w > 0 && s.dilation_h > 0 &&
                           s.dilation_w > 0 && s.pad_h >= 0 && s.pad_w >= 0 &&

@@ -46,6 +46,10 @@ bool window_args(KernelRuntimeContext& ctx, const EValue& k, const EValue& st, c
   const bool ok = pair_arg(k.toIntList(), nullptr, 0, kk) && pair_arg(st.toIntList(), kk, 1, ss) &&
                   pair_arg(pad.toIntList(), nullptr, 0, pp) &&
                   (!dil || pair_arg(dil->toIntList(), nullptr, 1, dd));
+  constexpr int64_t kMaxParam = int64_t(1) << 24;  // keeps the size arithmetic from overflowing
+  for (const int64_t* v : {kk, ss, pp, dd})
+    ET_KERNEL_CHECK_MSG(ctx, !ok || (v[0] <= kMaxParam && v[1] <= kMaxParam), InvalidArgument, false,
+                        "pool2d: window parameters out of range");
   ET_KERNEL_CHECK_MSG(ctx,
                       ok && kk[0] > 0 && kk[1] > 0 && ss[0] > 0 && ss[1] > 0 && pp[0] >= 0 &&
                           pp[1] >= 0 && dd[0] > 0 && dd[1] > 0 && pp[0] * 2 <= kk[0] &&

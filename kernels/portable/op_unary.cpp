@@ -117,7 +117,7 @@ clamp_fn make_clamp(const EValue& lo, const EValue& hi) {
   const double l = lo.isScalar() ? lo.toScalarDouble() : -INFINITY;
   const double h = hi.isScalar() ? hi.toScalarDouble() : INFINITY;
   return {static_cast<float>(l), static_cast<float>(h), l, h,
-          lo.isScalar() ? lo.toScalarInt() : INT64_MIN, hi.isScalar() ? hi.toScalarInt() : INT64_MAX};
+          lo.isScalar() ? scalar_int(lo) : INT64_MIN, hi.isScalar() ? scalar_int(hi) : INT64_MAX};
 }
 
 // clamp.out(self, Scalar? min, Scalar? max, *, out)

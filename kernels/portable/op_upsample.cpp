@@ -33,8 +33,9 @@ bool plan_resize(KernelRuntimeContext& ctx, const Tensor& in, const EValue& size
     r->scale_h = static_cast<double>(r->in_h) / r->out_h;
     r->scale_w = static_cast<double>(r->in_w) / r->out_w;
   } else {
-    ET_KERNEL_CHECK_MSG(ctx, scales.isDoubleList() && sc.size() == 2 && sc[0] > 0 && sc[1] > 0, InvalidArgument,
-                        false, "upsample: give output_size or two positive scale_factors");
+    ET_KERNEL_CHECK_MSG(ctx, scales.isDoubleList() && sc.size() == 2 && sc[0] > 0 && sc[1] > 0 &&
+                                 r->in_h * sc[0] < 2147483647.0 && r->in_w * sc[1] < 2147483647.0,
+                        InvalidArgument, false, "upsample: give output_size or two positive scale_factors");
     r->out_h = static_cast<int64_t>(std::floor(r->in_h * sc[0]));
     r->out_w = static_cast<int64_t>(std::floor(r->in_w * sc[1]));
     r->scale_h = 1.0 / sc[0];

@@ -126,17 +126,10 @@ void sym_float(KernelRuntimeContext& ctx, Args args) {
   *args[1] = EValue(args[0]->toScalarDouble());
 }
 
-// Double to int the way Python's int() does, saturating instead of overflowing.
-int64_t to_int(double v) {
-  if (!(v == v)) return 0;
-  if (v >= 9.2233720368547758e18) return INT64_MAX;
-  if (v <= -9.2233720368547758e18) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
 template <typename F>
 void rounding(KernelRuntimeContext& ctx, Args args, F f) {
   ET_KERNEL_CHECK(ctx, scalars(args, 1), InvalidArgument);
-  *args[1] = args[0]->isDouble() ? EValue(to_int(f(args[0]->toDouble()))) : EValue(args[0]->toScalarInt());
+  *args[1] = args[0]->isDouble() ? EValue(saturating_int(f(args[0]->toDouble()))) : EValue(args[0]->toScalarInt());
 }
 void sym_int(KernelRuntimeContext& ctx, Args a) { rounding(ctx, a, [](double v) { return std::trunc(v); }); }
 void ceil_op(KernelRuntimeContext& ctx, Args a) { rounding(ctx, a, [](double v) { return std::ceil(v); }); }

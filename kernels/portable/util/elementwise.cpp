@@ -30,7 +30,7 @@ bool scalar_operand(const EValue& v, Operand* out) {
     return false;
   }
   o.scalar_d = v.toScalarDouble();
-  o.scalar_i = v.toScalarInt();
+  o.scalar_i = scalar_int(v);
   *out = o;
   return true;
 }
@@ -40,7 +40,7 @@ Operand double_operand(double v) {
   o.is_scalar = true;
   o.type = ScalarType::Double;
   o.scalar_d = v;
-  o.scalar_i = static_cast<int64_t>(v);
+  o.scalar_i = saturating_int(v);
   return o;
 }
 

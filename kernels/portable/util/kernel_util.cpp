@@ -123,6 +123,13 @@ void store_int(void* data, ScalarType t, int64_t i, int64_t v) {
   }
 }
 
+int64_t saturating_int(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
 bool check(KernelRuntimeContext& ctx, bool ok, const char* what) {
   if (!ok) {
     ET_LOG(Error, "kernel argument check failed: %s", what);

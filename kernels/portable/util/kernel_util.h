@@ -53,6 +53,15 @@ int64_t load_int(const void* data, ScalarType t, int64_t i);
 void store_double(void* data, ScalarType t, int64_t i, double v);
 void store_int(void* data, ScalarType t, int64_t i, int64_t v);
 
+// A double as int64 the way a C cast does for in-range values; NaN is 0 and out-of-range
+// values saturate (the plain cast is undefined behaviour for them).
+int64_t saturating_int(double v);
+
+// A Scalar argument (Int, Bool or Double) as int64, without undefined behaviour.
+inline int64_t scalar_int(const EValue& v) {
+  return v.isDouble() ? saturating_int(v.toDouble()) : v.toScalarInt();
+}
+
 // Resizes `out` to `sizes`; on failure records the error in `ctx` and returns false.
 bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, Span<const int64_t> sizes);
 bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, const Tensor& like);

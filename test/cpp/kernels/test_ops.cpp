@@ -458,3 +458,28 @@ KTEST(op_clamp_and_relu_pass_nan_through) {
   CHECK(c.run("aten::clamp.out", {t(xi), i(0), EValue(), t(ci)}) == Error::Ok);
   CHECK(ci.data<int64_t>()[0] == 0 && ci.data<int64_t>()[2] == 100);
 }
+
+KTEST(op_every_kernel_survives_malformed_arguments) {
+  // A malformed program can hand any kernel any values: wrong tags, wrong counts, empty
+  // tensors. Each must return (failing the context) rather than crash.
+  auto kernels = executorch::runtime::registered_kernels();
+  CHECK(kernels.size() > 150);
+  for (const auto& k : kernels) {
+    for (size_t n = 0; n <= 12; ++n) {
+      for (int variant = 0; variant < 4; ++variant) {
+        Call c;
+        std::vector<EValue> args;
+        auto& empty = c.out(F32, {0}, 1);
+        for (size_t j = 0; j < n; ++j) {
+          switch (variant) {
+            case 0: args.push_back(i(-1)); break;
+            case 1: args.push_back(EValue()); break;
+            case 2: args.push_back(t(empty)); break;
+            default: args.push_back(j % 2 ? c.ints({-7, 99}) : d(std::nan(""))); break;
+          }
+        }
+        c.run(k.name, std::move(args));
+      }
+    }
+  }
+}
