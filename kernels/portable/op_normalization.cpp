@@ -2,6 +2,7 @@
 // norm with statistics from the batch (what instance norm lowers to).
 #include <cmath>
 
+#include "kernels/portable/cpu/vectorize.h"
 #include "kernels/portable/util/kernel_util.h"
 
 namespace executorch {
@@ -14,8 +15,8 @@ bool opt_float(const std::optional<Tensor>& t, int64_t numel) {
 }
 
 // y = x * scale[c] + shift[c] over [outer, C, inner], the one pass batch norm needs.
-void affine_per_channel(const float* x, float* y, int64_t outer, int64_t channels, int64_t inner,
-                        const float* scale, const float* shift) {
+ET_MULTIVERSION void affine_per_channel(const float* x, float* y, int64_t outer, int64_t channels,
+                                        int64_t inner, const float* scale, const float* shift) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {
       const float a = scale[c], b = shift[c];
