@@ -122,9 +122,18 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   } else if (buffer_idx > 0) {
     Result<const uint8_t*> constant = src.program.constant_data(buffer_idx, static_cast<size_t>(nbytes));
     if (!constant.ok()) return constant.error();
-    // Constants are read-only by contract; the const_cast only fits the shared TensorImpl type.
-    data = const_cast<uint8_t*>(*constant);
     capacity = static_cast<size_t>(nbytes);
+    if (src.program.in_program_table(*constant)) {
+      // Inline (legacy) constants sit among the tables the runtime keeps reading, which a
+      // malformed program's kernel could overwrite through them: give them their own copy.
+      uint8_t* copy;
+      ET_ALLOC_OR_RETURN(copy, a->allocate_list<uint8_t>(capacity == 0 ? 1 : capacity));
+      std::memcpy(copy, *constant, capacity);
+      data = copy;
+    } else {
+      // Constants are read-only by contract; the const_cast only fits the shared TensorImpl type.
+      data = const_cast<uint8_t*>(*constant);
+    }
   }
   // A bool byte other than 0/1 has no meaning (and reading it as bool is undefined).
   if (type == ScalarType::Bool && data != nullptr && buffer_idx > 0) {

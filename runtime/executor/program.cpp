@@ -70,6 +70,13 @@ Result<Program> Program::load(const void* data, size_t size, Verification verifi
     ET_CHECK_OR_RETURN(in_bounds(header->segment_base_offset, header->segment_data_size, size),
                        InvalidProgram, "segment data (%llu bytes) runs past the file end",
                        static_cast<unsigned long long>(header->segment_data_size));
+    // Segments follow the program table: kernels may write to constant memory in a
+    // malformed program, and that must never reach the table the runtime reads.
+    ET_CHECK_OR_RETURN(header->segment_base_offset == 0 ||
+                           header->segment_base_offset >= header->program_size,
+                       InvalidProgram, "segment data starts at %llu, inside the %llu-byte program table",
+                       static_cast<unsigned long long>(header->segment_base_offset),
+                       static_cast<unsigned long long>(header->program_size));
     program_size = static_cast<size_t>(header->program_size);
     segment_base = static_cast<size_t>(header->segment_base_offset);
   } else if (header.error() != Error::NotFound) {
@@ -135,6 +142,8 @@ Result<Span<const uint8_t>> Program::segment(size_t index) const {
   ET_CHECK_OR_RETURN(segments != nullptr && index < segments->size(), InvalidProgram,
                      "segment index %zu is out of range (%u segments)", index,
                      segments == nullptr ? 0u : segments->size());
+  ET_CHECK_OR_RETURN(segment_base_ != 0, InvalidProgram,
+                     "segment %zu is used but the file has no segment data (no extended header)", index);
   const auto* s = segments->Get(index);
   uint64_t offset = s->offset();
   ET_CHECK_OR_RETURN(offset <= UINT64_MAX - segment_base_ &&

@@ -61,6 +61,10 @@ class Program final {
   const executorch_flatbuffer::Program* flatbuffer() const { return program_; }
   // Bytes of the FlatBuffer part of the file (without segments).
   size_t program_size() const { return program_size_; }
+  // True when `p` points into the FlatBuffer part (e.g. a legacy inline constant).
+  bool in_program_table(const void* p) const {
+    return static_cast<const uint8_t*>(p) >= data_ && static_cast<const uint8_t*>(p) < data_ + program_size_;
+  }
 
  private:
   Program(const uint8_t* data, size_t size, size_t program_size,
