@@ -154,10 +154,11 @@ ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count,
   }
 }
 
-// Unfolds one group of input channels into col[(c * KH + kh) * KW + kw][oh * OW + ow].
-ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_count,
+// Unfolds output rows [oh_begin, oh_begin + rows) of one group of input channels into
+// col[(c * KH + kh) * KW + kw][(oh - oh_begin) * OW + ow].
+ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_begin, int64_t rows,
                             int64_t ow_count, const float* in, float* col) {
-  const int64_t plane = oh_count * ow_count;
+  const int64_t plane = rows * ow_count;
   for (int64_t c = 0; c < channels; ++c) {
     const float* in_c = in + c * s.in_h * s.in_w;
     for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
@@ -166,9 +167,9 @@ ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_c
         const int64_t off = kw * s.dilation_w - s.pad_w;
         int64_t lo, hi;
         valid_range(ow_count, s.in_w, s.stride_w, off, &lo, &hi);
-        for (int64_t oh = 0; oh < oh_count; ++oh) {
-          float* drow = dst + oh * ow_count;
-          const int64_t ih = oh * s.stride_h - s.pad_h + kh * s.dilation_h;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* drow = dst + r * ow_count;
+          const int64_t ih = (oh_begin + r) * s.stride_h - s.pad_h + kh * s.dilation_h;
           if (ih < 0 || ih >= s.in_h) {
             std::fill(drow, drow + ow_count, 0.f);
             continue;
@@ -185,6 +186,15 @@ ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_c
       }
     }
   }
+}
+
+// im2col works on bands of output rows so its scratch stays under ~4 MB for any image size.
+constexpr int64_t kIm2colBudgetFloats = int64_t(1) << 20;
+
+int64_t im2col_rows(const Conv2dShape& s) {
+  const int64_t per_row = (s.in_channels / s.groups) * s.kernel_h * s.kernel_w * s.out_w();
+  const int64_t rows = per_row > 0 ? kIm2colBudgetFloats / per_row : s.out_h();
+  return std::max<int64_t>(1, std::min(rows, s.out_h()));
 }
 
 bool is_depthwise3x3(const Conv2dShape& s) {
@@ -212,8 +222,9 @@ size_t conv2d_workspace_floats(const Conv2dShape& s) {
   if (is_depthwise3x3(s)) return static_cast<size_t>((s.in_h + 2 * s.pad_h) * (s.in_w + 2 * s.pad_w));
   if (cg == 1 && ocg == 1) return 0;
   const int64_t k = cg * s.kernel_h * s.kernel_w;
-  const size_t gemm = sgemm_workspace_floats(ocg, plane, k);
-  return is_pointwise(s) ? gemm : gemm + static_cast<size_t>(k * plane);
+  if (is_pointwise(s)) return sgemm_workspace_floats(ocg, plane, k);
+  const int64_t band = im2col_rows(s) * s.out_w();
+  return sgemm_workspace_floats(ocg, band, k) + static_cast<size_t>(k * band);
 }
 
 void conv2d(const Conv2dShape& s, const float* in, const float* weight, const float* bias,
@@ -255,17 +266,24 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
       continue;
     }
     const int64_t k = cg * ksize;
-    float* col = workspace;
-    float* gemm_ws = is_pointwise(s) ? workspace : workspace + k * plane;
     for (int64_t g = 0; g < s.groups; ++g) {
       const float* in_g = in_n + g * cg * in_plane;
-      ConstMatrix b{in_g, plane, 1};
-      if (!is_pointwise(s)) {
-        im2col(s, cg, oh_count, ow_count, in_g, col);
-        b = {col, plane, 1};
+      const float* b_g = bias ? bias + g * ocg : nullptr;
+      const ConstMatrix w_g{weight + g * ocg * k, k, 1};
+      float* out_g = out_n + g * ocg * plane;
+      if (is_pointwise(s)) {
+        sgemm(ocg, plane, k, 1.f, w_g, {in_g, plane, 1}, 0.f, b_g, out_g, plane, workspace);
+        continue;
       }
-      sgemm(ocg, plane, k, 1.f, {weight + g * ocg * k, k, 1}, b, 0.f, bias ? bias + g * ocg : nullptr,
-            out_n + g * ocg * plane, plane, gemm_ws);
+      const int64_t rows = im2col_rows(s);
+      float* col = workspace;
+      float* gemm_ws = workspace + k * rows * ow_count;
+      for (int64_t oh0 = 0; oh0 < oh_count; oh0 += rows) {
+        const int64_t r = std::min(rows, oh_count - oh0);
+        im2col(s, cg, oh0, r, ow_count, in_g, col);
+        sgemm(ocg, r * ow_count, k, 1.f, w_g, {col, r * ow_count, 1}, 0.f, b_g,
+              out_g + oh0 * ow_count, plane, gemm_ws);
+      }
     }
   }
 }
