@@ -34,11 +34,15 @@ static Error resize_impl(TensorImpl& self, SizesType* sizes, Span<const S> new_s
   if (new_sizes.size() != self.dim()) return Error::InvalidArgument;
   // Overflow-safe: every factor is checked against the remaining capacity.
   uint64_t nbytes = self.element_size();
+  // Strides are 32-bit: the product of the non-zero sizes must fit even when a zero
+  // size makes the tensor empty.
+  uint64_t span = 1;
   bool same = true;
   for (size_t i = 0; i < new_sizes.size(); ++i) {
     if (new_sizes[i] < 0 || static_cast<int64_t>(new_sizes[i]) > INT32_MAX) return Error::InvalidArgument;
     uint64_t s = static_cast<uint64_t>(new_sizes[i]);
-    if (s != 0 && nbytes > UINT64_MAX / s) return Error::InvalidArgument;
+    span *= s == 0 ? 1 : s;
+    if (span > INT32_MAX) return Error::InvalidArgument;
     nbytes *= s;
     same = same && static_cast<int64_t>(sizes[i]) == static_cast<int64_t>(new_sizes[i]);
   }

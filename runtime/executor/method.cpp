@@ -72,6 +72,7 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   ET_ALLOC_OR_RETURN(st, alloc_list<StridesType>(a, dim));
   uint32_t seen = 0;
   uint64_t nbytes = element_size(type);
+  uint64_t span = 1;
   for (size_t i = 0; i < dim; ++i) {
     int32_t size = sizes->Get(i);
     uint8_t o = order->Get(i);
@@ -80,8 +81,10 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
     ET_CHECK_OR_RETURN(o < dim && !(seen & (1u << o)), InvalidProgram,
                        "tensor value %zu has a dim_order that is not a permutation", value_index);
     seen |= 1u << o;
-    ET_CHECK_OR_RETURN(size == 0 || nbytes <= (uint64_t(1) << 48) / uint64_t(size), InvalidProgram,
-                       "tensor value %zu is too large", value_index);
+    // Strides are 32-bit, so the non-zero sizes' product is bounded even for an empty tensor.
+    span *= size == 0 ? 1 : uint64_t(size);
+    ET_CHECK_OR_RETURN(span <= INT32_MAX, InvalidProgram,
+                       "tensor value %zu has more than 2^31 elements", value_index);
     nbytes *= uint64_t(size);
     s[i] = size;
     d[i] = o;

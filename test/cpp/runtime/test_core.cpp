@@ -43,6 +43,8 @@ RTEST(bounded_tensor_resizes_within_capacity) {
   RCHECK(t.resize(Span<const int64_t>(larger, 2)) == Error::OutOfResources);
   RCHECK(t.resize(Span<const int64_t>(huge, 2)) != Error::Ok);
   RCHECK(t.resize(Span<const int64_t>(neg, 2)) == Error::InvalidArgument);
+  int64_t empty_but_wide[2] = {0, int64_t(1) << 31};
+  RCHECK(t.resize(Span<const int64_t>(empty_but_wide, 2)) == Error::InvalidArgument);
   RCHECK(t.numel() == 6);
 }
 
