@@ -1,6 +1,7 @@
 // Elementwise single-input kernels: math functions and activations (parameterised or not).
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/portable/util/elementwise.h"
@@ -17,6 +18,18 @@ void unary_kernel(KernelRuntimeContext& ctx, Args args, std::initializer_list<Ta
   map_elementwise(ctx, in, args[tags.size() - 1]->toTensor(), f);
 }
 
+// A computed value as element type T. For integer T a NaN, infinite or out-of-range result
+// (log of a negative integer, say) saturates instead of being undefined behaviour.
+template <typename T, typename R>
+T to_element(R r) {
+  if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(r)) return 0;
+    if (r <= static_cast<R>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (r >= static_cast<R>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(r);
+}
+
 // Defines a functor usable on float, double and int64 elements, and its .out kernel.
 #define ET_UNARY_OP(name, expr)                                                   \
   struct name##_fn {                                                              \
@@ -25,7 +38,7 @@ void unary_kernel(KernelRuntimeContext& ctx, Args args, std::initializer_list<Ta
       using R = std::conditional_t<std::is_integral_v<T>, double, T>;             \
       const R v = static_cast<R>(x);                                              \
       (void)v;                                                                    \
-      return static_cast<T>(expr);                                                \
+      return to_element<T>(static_cast<R>(expr));                                 \
     }                                                                             \
   };                                                                              \
   void name##_out(KernelRuntimeContext& ctx, Args args) {                         \

@@ -2,6 +2,7 @@
 // what programs with dynamic shapes compute between kernels. Each writes its result EValue.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/portable/util/kernel_util.h"
 
@@ -173,6 +174,28 @@ void et_view(KernelRuntimeContext& ctx, Args args) {
   impl->set_data(self.mutable_data_ptr());
 }
 
+// et_copy_index(Tensor(a!) copy_to, Tensor copy_from, int index): copy_to[index] = copy_from,
+// growing copy_to's first dimension to index + 1 within its capacity (how torch.map stacks the
+// result of each iteration).
+void et_copy_index(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Int}), InvalidArgument);
+  const Tensor to = args[0]->toTensor(), from = args[1]->toTensor();
+  const int64_t index = args[2]->toInt();
+  ET_KERNEL_CHECK_MSG(ctx, index >= 0 && to.dim() == from.dim() + 1 && to.dim() <= static_cast<int64_t>(kMaxDim) &&
+                      to.scalar_type() == from.scalar_type() && from.is_contiguous(), InvalidArgument, ,
+                      "et_copy_index: needs a contiguous slice of one rank less, same dtype, index >= 0");
+  int64_t sizes[kMaxDim];
+  sizes[0] = index + 1;
+  for (int64_t d = 0; d < from.dim(); ++d) {
+    ET_KERNEL_CHECK_MSG(ctx, to.size(d + 1) == from.size(d), InvalidArgument, , "et_copy_index: slice shape differs");
+    sizes[d + 1] = from.size(d);
+  }
+  if (!resize_out(ctx, to, {sizes, static_cast<size_t>(to.dim())})) return;
+  ET_KERNEL_CHECK_MSG(ctx, to.is_contiguous(), NotSupported, , "et_copy_index: needs a contiguous destination");
+  const size_t slice = from.nbytes();
+  if (slice) std::memcpy(static_cast<char*>(to.mutable_data_ptr()) + slice * index, from.const_data_ptr(), slice);
+}
+
 }  // namespace
 
 ET_REGISTER_KERNEL("aten::sym_size.int", sym_size);
@@ -202,6 +225,7 @@ ET_REGISTER_KERNEL("executorch_prim::round.Scalar", round_op);
 ET_REGISTER_KERNEL("executorch_prim::trunc.Scalar", trunc_op);
 ET_REGISTER_KERNEL("executorch_prim::sym_ite.Scalar", sym_ite);
 ET_REGISTER_KERNEL("executorch_prim::et_view.default", et_view);
+ET_REGISTER_KERNEL("executorch_prim::et_copy_index.tensor", et_copy_index);
 
 }  // namespace kernels
 }  // namespace executorch
