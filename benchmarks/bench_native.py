@@ -1,19 +1,24 @@
 """Times the native runtime against the pure-Python runtime and eager torch, and the
 executor's own cost per instruction; prints the figures.
 
-    python benchmarks/bench_native.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N]
+    python benchmarks/bench_native.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N] [--published REFPY]
 
 Without --pte the model is exported with this package's exporter; with it (e.g. a file from
 the published exporter made from the same zoo factory) that file is run. Runs of the three
 are interleaved so load from other processes affects them alike. The per-instruction figure
 is the slope between chains of 100 and 400 one-element adds, so it includes a trivial kernel.
+With --published, the same file also runs on the published ExecuTorch runtime (the python of
+an environment that has it), in a separate process right after, one thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -58,12 +63,39 @@ def _per_instruction_ns(repeat: int) -> float:
     return (costs[400] - costs[100]) / 300 * 1e6
 
 
+_PUBLISHED_TIMER = """
+import statistics, sys, time, torch
+from executorch.runtime import Runtime
+torch.set_num_threads(1)
+method = Runtime.get().load_program(sys.argv[1]).load_method("forward")
+inputs = list(torch.load(sys.argv[2]))
+method.execute(inputs)
+times = []
+for _ in range(int(sys.argv[3])):
+    start = time.perf_counter()
+    method.execute(inputs)
+    times.append((time.perf_counter() - start) * 1e3)
+print(statistics.median(times), min(times))
+"""
+
+
+def _published_ms(python: str, data: bytes, inputs, runs: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        pte, inp = Path(tmp) / "m.pte", Path(tmp) / "in.pt"
+        pte.write_bytes(data)
+        torch.save(list(inputs), inp)
+        out = subprocess.run([python, "-c", _PUBLISHED_TIMER, str(pte), str(inp), str(runs)],
+                             capture_output=True, text=True, check=True).stdout.split()
+    return float(out[-2]), float(out[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="mobilenet_v2", choices=sorted(MODELS))
     ap.add_argument("--pte", help="run this .pte instead of exporting the model")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, like the native runtime)")
+    ap.add_argument("--published", metavar="REFPY", help="also time the file on the published runtime")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -106,6 +138,10 @@ def main() -> None:
     print(f"native program load {native_load_ms:.2f} ms, method load {native_method_ms:.2f} ms")
     for name, ts in times.items():
         print(f"{name:>7}: median {statistics.median(ts):8.2f} ms  min {min(ts):8.2f} ms  ({args.repeat} runs)")
+    if args.published:
+        runs = min(args.repeat, 5)
+        median, best = _published_ms(args.published, data, inputs, runs)
+        print(f"{'published':>7}: median {median:8.2f} ms  min {best:8.2f} ms  ({runs} runs, published 1.5.1 portable)")
     print(f"native vs eager max abs difference {err:.3g}")
     print(f"executor cost per instruction (incl. a 1-element add kernel): {_per_instruction_ns(args.repeat):.0f} ns")
 
