@@ -89,3 +89,19 @@ def project_runtimes() -> dict:
     except ImportError:
         pass
     return found
+
+
+def load_zoo():
+    """The model zoo (examples/models), loaded by path: it is not part of any installed wheel."""
+    import importlib.util
+    import sys
+
+    if "executorch_test_zoo" in sys.modules:
+        return sys.modules["executorch_test_zoo"]
+    models = REPO / "examples" / "models"
+    spec = importlib.util.spec_from_file_location("executorch_test_zoo", models / "__init__.py",
+                                                  submodule_search_locations=[str(models)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["executorch_test_zoo"] = module
+    spec.loader.exec_module(module)
+    return module

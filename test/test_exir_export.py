@@ -3,7 +3,6 @@ on the project's runtime and (when ET_REFERENCE_PYTHON is set) on the published 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,23 +14,14 @@ from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import project_runtimes  # noqa: E402
+from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-def _zoo():
-    spec = importlib.util.spec_from_file_location("zoo", REPO / "examples" / "models" / "__init__.py",
-                                                  submodule_search_locations=[str(REPO / "examples" / "models")])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["zoo"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ZOO = _zoo()
+ZOO = load_zoo()
 
 
 def _export(model, inputs, dynamic_shapes=None) -> bytes:

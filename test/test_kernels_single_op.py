@@ -4,7 +4,6 @@ is set, by the published exporter (whose programs pass arguments exactly as upst
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import torch.utils._pytree as pytree
 from executorch.exir import to_edge_transform_and_lower
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import project_runtimes  # noqa: E402
+from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES, CASES_BY_NAME  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,16 +23,7 @@ NATIVE = project_runtimes().get("native")
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="native runtime not built (cmake -DEXECUTORCH_BUILD_PYBIND=ON)")
 
 
-def _zoo():
-    spec = importlib.util.spec_from_file_location("kernels_zoo", REPO / "examples" / "models" / "__init__.py",
-                                                  submodule_search_locations=[str(REPO / "examples" / "models")])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["kernels_zoo"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ZOO = _zoo()
+ZOO = load_zoo()
 
 
 def _assert_matches_eager(outputs: list, expected) -> None:
