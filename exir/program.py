@@ -90,10 +90,13 @@ def _to_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedPro
 def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
     ep = _to_core_aten(ep, config)
     gm = ep.graph_module
-    edge.to_functional_copies(gm)
-    if not config._skip_dim_order:
-        edge.to_dim_order_ops(gm)
-    edge.check_values(gm, name)
+    for sub in edge.graph_modules(gm):
+        if sub is not gm:
+            decompose.rewrite_to_core_aten(sub)
+        edge.to_functional_copies(sub)
+        if not config._skip_dim_order:
+            edge.to_dim_order_ops(sub)
+        edge.check_values(sub, name)
     if config._check_ir_validity:
         edge.check_edge_ops(gm, name)
     _sync_output_names(ep)

@@ -198,3 +198,30 @@ def test_emit_stacktrace_records_the_users_frames():
     assert all(f.filename.endswith("test_exir_export.py") and f.name == "forward" for f in innermost)
     plain = to_edge(ep).to_executorch().buffer
     assert deserialize_pte_binary(plain).execution_plan[0].chains[0].stacktrace is None
+
+
+class _Cond(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.cond(x.sum() > 0, lambda a, b: (a + b).sin(), lambda a, b: (a - b) * 2, (x, y))
+
+
+def _cond_inputs():
+    torch.manual_seed(0)
+    x, y = torch.randn(4), torch.randn(4)
+    return [(x.abs() + 0.1, y), (-x.abs() - 0.1, y)]  # one input per branch
+
+
+def test_cond_runs_both_branches_on_project_runtime():
+    model = _Cond()
+    data = _export(model, _cond_inputs()[0])
+    method = project_runtimes()["python"].load_program(data).load_method("forward")
+    for inputs in _cond_inputs():
+        assert_matches_eager(method.execute(list(inputs)), model(*inputs))
+
+
+def test_cond_runs_both_branches_on_published_runtime(tmp_path, reference_runtime):
+    model = _Cond()
+    pte = tmp_path / "cond.pte"
+    pte.write_bytes(_export(model, _cond_inputs()[0]))
+    for inputs in _cond_inputs():
+        assert_matches_eager(reference_runtime.run(pte, inputs, tmp_path), model(*inputs))

@@ -17,7 +17,6 @@ import runtime_models  # noqa: E402
 
 # name -> (what the exporter raises, why); strict, so a fixed exporter turns these into failures to update.
 _KNOWN_EXPORTER_GAPS = {
-    "cond": (ExportError, "the exporter does not lower torch.cond yet"),
     "map": (ExportError, "the exporter does not lower map yet"),
 }
 

@@ -59,6 +59,7 @@ class _MethodEmitter:
         self.name = name
         self.emit_stacktrace = emit_stacktrace
         self.frames: list[S.FrameList] = []
+        self.moved_into: list[tuple[int, int]] = []  # (branch result, cond output) pairs
         self.ep = ep
         self.graph = ep.graph_module.graph
         self.constants = constants
@@ -221,6 +222,8 @@ class _MethodEmitter:
             elif node.op == "output":
                 outputs = self._emit_outputs(node)
         self._extend_lifetimes(nodes)
+        for src, dst in self.moved_into:  # a cond output is its branch's result after the move
+            self.buffer_of[src].last = max(self.buffer_of[src].last, self.buffer_of[dst].last)
         self._plan()
         gm_spec = self.ep.call_spec
         from torch.utils._pytree import treespec_dumps
@@ -287,6 +290,9 @@ class _MethodEmitter:
             src, i = node.args
             self.node_values[node] = self.node_values[src][i]
             return
+        if target is torch.ops.higher_order.cond:
+            self._emit_cond(node)
+            return
         val = node.meta.get("val")
         prim = prim_op_name(target)
         if prim is not None:
@@ -332,9 +338,41 @@ class _MethodEmitter:
         self._instruction(name, args, overload, node=node)
 
     def _instruction(self, name: str, args: list[int], overload: str = "", node: Optional[fx.Node] = None) -> None:
-        self.instructions.append(S.Instruction(S.KernelCall(op_index=self._operator(name, overload), args=args)))
+        self._append(S.KernelCall(op_index=self._operator(name, overload), args=args), node)
+
+    def _append(self, instr_args: S.InstructionArguments, node: Optional[fx.Node]) -> S.InstructionArguments:
+        self.instructions.append(S.Instruction(instr_args))
         if self.emit_stacktrace:
             self.frames.append(_frames(node))
+        return instr_args
+
+    def _emit_cond(self, node: fx.Node) -> None:
+        """`torch.cond`: both branches inline, chosen by jumps; each moves its results into the
+        cond's outputs. Branch tensors live from the cond to the last use of its outputs."""
+        pred, true_ref, false_ref, operands = node.args
+        outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
+        to_false = self._append(S.JumpFalseCall(self._node_value(pred), -1), node)
+        self._emit_branch(getattr(self.ep.graph_module, true_ref.target), operands, outs, node)
+        to_end = self._append(S.JumpFalseCall(self._add(S.Bool(False)), -1), node)
+        to_false.destination_instruction = len(self.instructions)
+        self._emit_branch(getattr(self.ep.graph_module, false_ref.target), operands, outs, node)
+        to_end.destination_instruction = len(self.instructions)
+        self.node_values[node] = outs
+
+    def _emit_branch(self, gm: fx.GraphModule, operands, outs: list[int], cond: fx.Node) -> None:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for ph, operand in zip(placeholders, operands):
+            self.node_values[ph] = self._node_value(operand)
+        for n in gm.graph.nodes:
+            self.step[n] = self.step[cond]
+            if n.op == "call_function":
+                self._emit_call(n)
+            elif n.op == "output":
+                for src, dst in zip(n.args[0], outs):
+                    moved = self._node_value(src)
+                    self._append(S.MoveCall(moved, dst), cond)
+                    if moved in self.buffer_of:
+                        self.moved_into.append((moved, dst))
 
     def _emit_outputs(self, node: fx.Node) -> list[int]:
         sig = self.ep.graph_signature

@@ -82,7 +82,7 @@ def to_dim_order_ops(gm: fx.GraphModule) -> None:
 
 
 def is_edge_op(target) -> bool:
-    if target is operator.getitem or target in _SYM_OPS:
+    if target is operator.getitem or target in _SYM_OPS or target is torch.ops.higher_order.cond:
         return True
     if not isinstance(target, torch._ops.OpOverload):
         return False
@@ -91,8 +91,19 @@ def is_edge_op(target) -> bool:
     return (torch.Tag.core in target.tags or torch.Tag.view_copy in target.tags) and not target._schema.is_mutable
 
 
+def graph_modules(gm: fx.GraphModule) -> list[fx.GraphModule]:
+    """The graph module and those of its control-flow branches, outermost first."""
+    found = [gm]
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and isinstance(getattr(gm, node.target, None), fx.GraphModule):
+            found += graph_modules(getattr(gm, node.target))
+    return found
+
+
 def check_edge_ops(gm: fx.GraphModule, method: str) -> None:
     """Every op must be in the edge op set; name the first that isn't, where the user wrote it."""
+    for sub in graph_modules(gm)[1:]:
+        check_edge_ops(sub, method)
     for node in gm.graph.nodes:
         if node.op == "call_function" and not is_edge_op(node.target):
             where = source_line(node)
