@@ -146,8 +146,12 @@ _ZOO = ["mobilenet_v2", "resnet18", "transformer_encoder", "multi_io"]
 
 @pytest.mark.parametrize("name", _ZOO)
 def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_path):
-    from executorch.examples.models import MODELS
+    import sys
 
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import load_zoo
+
+    MODELS = load_zoo().MODELS
     models_dir = Path(__file__).resolve().parents[1] / "examples" / "models"
     pte = reference_runtime.export(f"{models_dir / name}.py:make_{name}", tmp_path / f"{name}.pte")
     model, inputs = MODELS[name]()
