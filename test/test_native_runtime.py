@@ -183,3 +183,23 @@ def test_bounded_dynamic_batch_resizes_within_bounds():
             torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
     with pytest.raises(ExecuTorchError, match="input 0"):
         method.execute([torch.randn(11, features)])
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_endless_loop_in_a_malformed_program_is_an_error_not_a_hang(backend):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import project_runtimes
+    from runtime_programs import PlanBuilder
+
+    from executorch.exir._serialize import serialize_pte_binary
+
+    b = PlanBuilder()
+    x = b.tensor([2], 0)
+    b.inputs, b.outputs = [x], [x]
+    b.jump_false(b.bool_(False), 0)  # jumps to itself, forever
+    data = serialize_pte_binary(b.program())
+    runtime = project_runtimes()[backend]
+    with pytest.raises(ExecuTorchError):
+        runtime.load_program(data).load_method("forward").execute([torch.ones(2)])

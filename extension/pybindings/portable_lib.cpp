@@ -215,6 +215,8 @@ class PyProgram {
   PyMethod load_method(const std::string& name) const {
     begin();
     HostedMethod::Limits limits;
+    // A malformed program can jump backwards forever; give up as the Python runtime does.
+    limits.loop_limit = 10'000'000;
     auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits);
     if (!hosted.ok()) raise(hosted.error(), "cannot load method '" + name + "'");
     return PyMethod(owned_, std::move(*hosted));
