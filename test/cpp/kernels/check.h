@@ -1,30 +1,15 @@
-// A minimal test harness: TEST cases self-register, CHECK records failures and carries on.
+// Kernel-test helpers on top of the shared harness: seeded values and closeness checks.
 #pragma once
 
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
+#include "test/cpp/harness.h"
+
 namespace ktest {
 
-struct Case {
-  const char* name;
-  void (*fn)();
-};
-
-inline std::vector<Case>& cases() {
-  static std::vector<Case> all;
-  return all;
-}
-
-inline int& failures() {
-  static int count = 0;
-  return count;
-}
-
-struct Registrar {
-  Registrar(const char* name, void (*fn)()) { cases().push_back({name, fn}); }
-};
+using ettest::failures;
 
 // Deterministic values in [-1, 1) so failures reproduce.
 inline float next_value(unsigned* state) {
@@ -50,18 +35,8 @@ inline double max_rel_diff(const float* a, const float* b, size_t n) {
 
 }  // namespace ktest
 
-#define KTEST(name)                                      \
-  static void name();                                    \
-  static ::ktest::Registrar name##_registrar(#name, name); \
-  static void name()
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      ++::ktest::failures();                                                     \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                            \
-  } while (0)
+#define KTEST(name) ETTEST(name)
+#define CHECK(cond) ETCHECK(cond)
 
 #define CHECK_CLOSE(a, b, n, tol)                                                        \
   do {                                                                                   \

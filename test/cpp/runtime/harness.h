@@ -1,4 +1,4 @@
-// A tiny test harness for the runtime tests: self-registering cases, non-fatal checks.
+// Runtime-test helpers on top of the shared harness: reading files and fixtures.
 #pragma once
 
 #include <cstdio>
@@ -6,26 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "test/cpp/harness.h"
+
 namespace rtest {
-
-struct Case {
-  const char* name;
-  void (*fn)();
-};
-
-inline std::vector<Case>& cases() {
-  static std::vector<Case> all;
-  return all;
-}
-
-inline int& failures() {
-  static int n = 0;
-  return n;
-}
-
-struct Registrar {
-  Registrar(const char* name, void (*fn)()) { cases().push_back({name, fn}); }
-};
 
 // Whole file contents; empty when unreadable (the test then fails on load).
 inline std::vector<uint8_t> read_file(const std::string& path) {
@@ -43,15 +26,5 @@ inline std::string fixture(const char* rel) { return std::string(ET_FIXTURE_DIR)
 
 }  // namespace rtest
 
-#define RTEST(name)                                          \
-  static void name();                                        \
-  static rtest::Registrar name##_registrar(#name, &name);    \
-  static void name()
-
-#define RCHECK(cond)                                                          \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      std::printf("  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++rtest::failures();                                                    \
-    }                                                                         \
-  } while (0)
+#define RTEST(name) ETTEST(name)
+#define RCHECK(cond) ETCHECK(cond)
