@@ -22,24 +22,9 @@ from pathlib import Path
 
 import torch
 
+from _zoo import load_models  # noqa: E402  (this script's folder is on sys.path)
 
-
-def _load_zoo():
-    # The zoo lives in the source tree only (no wheel ships it): load it by path.
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    models = Path(__file__).resolve().parents[1] / "examples" / "models"
-    spec = importlib.util.spec_from_file_location("bench_zoo", models / "__init__.py",
-                                                  submodule_search_locations=[str(models)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_zoo"] = module
-    spec.loader.exec_module(module)
-    return module.MODELS
-
-
-MODELS = _load_zoo()
+MODELS = load_models()
 from executorch.runtime import _native, _python
 from executorch.runtime._backend import Verification
 
