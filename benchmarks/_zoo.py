@@ -15,3 +15,22 @@ def load_models() -> dict:
     sys.modules["bench_zoo"] = module
     spec.loader.exec_module(module)
     return module.MODELS
+
+
+def export_bytes(model, inputs) -> bytes:
+    """`model` exported to `.pte` bytes with this project's exporter."""
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+
+    return to_edge_transform_and_lower(torch.export.export(model, inputs)).to_executorch().buffer
+
+
+def program_bytes(model, inputs, pte: str | None) -> tuple[bytes, str]:
+    """The `.pte` to benchmark: the file `pte` if given, else `model` exported here; and where it came from."""
+    if pte:
+        return Path(pte).read_bytes(), pte
+    import time
+
+    start = time.perf_counter()
+    data = export_bytes(model, inputs)
+    return data, f"exported here in {time.perf_counter() - start:.1f}s"

@@ -22,17 +22,11 @@ from pathlib import Path
 
 import torch
 
-from _zoo import load_models  # noqa: E402  (this script's folder is on sys.path)
+from _zoo import export_bytes, load_models, program_bytes  # noqa: E402  (this script's folder is on sys.path)
 
 MODELS = load_models()
 from executorch.runtime import _native, _python
 from executorch.runtime._backend import Verification
-
-
-def _export(model, inputs) -> bytes:
-    from executorch.exir import to_edge_transform_and_lower
-
-    return bytes(to_edge_transform_and_lower(torch.export.export(model, inputs)).to_executorch().buffer)
 
 
 class _Chain(torch.nn.Module):
@@ -59,7 +53,7 @@ def _per_instruction_ns(repeat: int) -> float:
     x = torch.ones(1)
     costs = {}
     for n in (100, 400):
-        method = _native.load_program(_export(_Chain(n), (x,)), Verification.InternalConsistency).load_method("forward")
+        method = _native.load_program(export_bytes(_Chain(n), (x,)), Verification.InternalConsistency).load_method("forward")
         method.execute([x])
         costs[n] = _median_ms(lambda: method.execute([x]), repeat * 20)
     return (costs[400] - costs[100]) / 300 * 1e6
@@ -102,12 +96,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     model, inputs = MODELS[args.model]()
-    if args.pte:
-        with open(args.pte, "rb") as f:
-            data, source = f.read(), args.pte
-    else:
-        start = time.perf_counter()
-        data, source = _export(model, inputs), f"exported here in {time.perf_counter() - start:.1f}s"
+    data, source = program_bytes(model, inputs, args.pte)
 
     start = time.perf_counter()
     native_program = _native.load_program(data, Verification.InternalConsistency)

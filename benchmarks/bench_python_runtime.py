@@ -17,15 +17,9 @@ import time
 
 import torch
 
-from _zoo import load_models  # noqa: E402  (this script's folder is on sys.path)
+from _zoo import export_bytes, load_models, program_bytes  # noqa: E402  (this script's folder is on sys.path)
 
 MODELS = load_models()
-
-
-def _export(model, inputs) -> bytes:
-    from executorch.exir import to_edge_transform_and_lower
-
-    return bytes(to_edge_transform_and_lower(torch.export.export(model, inputs)).to_executorch().buffer)
 
 
 def main() -> None:
@@ -43,12 +37,7 @@ def main() -> None:
     from executorch.runtime import Runtime
 
     model, inputs = MODELS[args.model]()
-    if args.pte:
-        with open(args.pte, "rb") as f:
-            data, source = f.read(), args.pte
-    else:
-        start = time.perf_counter()
-        data, source = _export(model, inputs), f"exported here in {time.perf_counter() - start:.1f}s"
+    data, source = program_bytes(model, inputs, args.pte)
 
     start = time.perf_counter()
     method = Runtime.get().load_program(data).load_method("forward")
@@ -96,7 +85,7 @@ class _TinyChain(torch.nn.Module):
 
 def _dispatch_overhead(runtime_cls, repeat: int) -> None:
     model, inputs = _TinyChain(), (torch.ones(4),)
-    data = _export(model, inputs)
+    data = export_bytes(model, inputs)
     from executorch.exir._serialize import deserialize_pte_binary
 
     n = sum(len(c.instructions) for c in deserialize_pte_binary(data).execution_plan[0].chains)
