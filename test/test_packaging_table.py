@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -137,3 +138,25 @@ def test_row_with_undefined_target_is_skipped_and_says_which(tmp_path):
     reasons = dict(full.skipped)
     assert "flatbuffers_ep" in full.cmake_targets and "flatbuffers_ep" not in reasons
     assert "executor_runner" in reasons["executor_runner"] and "_portable_lib" in reasons["pybindings"]
+
+
+def test_rows_whose_packages_are_absent_say_so(tmp_path):
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "exir").mkdir()
+    (tmp_path / "exir" / "__init__.py").write_text("")
+    absent = dict(plan(tmp_path, Mode.MINIMAL).absent)
+    assert "exir" not in absent
+    assert absent["runtime_py"] == "executorch.runtime.**"
+    assert set(absent) == {row.name for row in plan(tmp_path, Mode.MINIMAL).rows if row.packages} - {"exir"}
+
+
+def test_table_printout_marks_absent_rows_and_only_those():
+    proc = subprocess.run([sys.executable, "-m", "tools.packaging"], cwd=REPO, capture_output=True, text=True,
+                          check=True)
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line and not line.startswith(" ")}
+    available = sourcetree.regular_packages(REPO)
+    for row in COMPONENTS:
+        present = not row.packages or any(sourcetree.matches(p, name) for p in row.packages for name in available)
+        assert ("absent" in lines[row.name]) is (not present), lines[row.name]
+        if not present:
+            assert f"no package {row.packages[0]}" in lines[row.name]

@@ -57,11 +57,12 @@ def test_every_truncation_is_rejected():
 
 
 def test_wrong_identifier():
-    _rejects(GOOD[:4] + b"ET11" + GOOD[8:], match="file identifier b'ET11'")
+    _rejects(GOOD[:4] + b"ET11" + GOOD[8:], match=r"another format version \(file identifier b'ET11' at offset 4")
 
 
 def test_not_a_pte_at_all():
-    _rejects(b"PK\x03\x04" + bytes(100), match="file identifier")
+    _rejects(b"PK\x03\x04" + bytes(100), match=r"^not a .pte file \(no ET12 identifier at offset 4")
+    _rejects(b"# README text, not a program\n", match=r"^not a .pte file \(no ET12 identifier at offset 4, found b'ADME'\)")
 
 
 @pytest.mark.parametrize(

@@ -174,9 +174,15 @@ def deserialize_pte_binary(data: s.BytesLike) -> s.Program:
         )
     ident = bytes(view[4:HEADER_OFFSET])
     if ident != FILE_IDENTIFIER:
+        expected = FILE_IDENTIFIER.decode()
+        if ident[:2] == FILE_IDENTIFIER[:2] and ident[2:].isdigit():
+            raise SerializeError(
+                f"a .pte of another format version (file identifier {ident!r} at offset 4, this reader takes "
+                f"{expected}); re-export it with this version of executorch"
+            )
         raise SerializeError(
-            f"the data has file identifier {ident!r}, not {FILE_IDENTIFIER!r}: it is not a .pte file of this "
-            "format version; re-export it with this version of executorch"
+            f"not a .pte file (no {expected} identifier at offset 4, found {ident!r}); check the path names "
+            "a program written by write_to_file()"
         )
     header = decode_header(view)
     program_size = header.program_size if header else size

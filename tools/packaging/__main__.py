@@ -7,15 +7,19 @@ from pathlib import Path
 
 from .components import COMPONENTS, EXCLUDED
 from .mode import Mode
-from .plan import plan
+from .plan import absent_packages, plan
 
 
-def _table() -> None:
+def _table(root: Path) -> None:
     modes = list(Mode)
     print(f"{'component':<17}" + "".join(f"{m.value:<15}" for m in modes) + "why")
     for row in COMPONENTS:
-        marks = "".join(f"{'yes' if m in row.modes else '-':<15}" for m in modes)
-        print(f"{row.name:<17}{marks}{row.why}")
+        missing = absent_packages(root, row)
+        # A row whose packages do not exist yet ships nothing, whatever its modes say.
+        shipped = "absent" if missing and len(missing) == len(row.packages) and not row.cmake_targets else "yes"
+        marks = "".join(f"{shipped if m in row.modes else '-':<15}" for m in modes)
+        note = f" [absent: no package {', '.join(missing)} in the source tree]" if missing else ""
+        print(f"{row.name:<17}{marks}{row.why}{note}")
     print("\nnever shipped:")
     for pattern, why in EXCLUDED.items():
         print(f"  {pattern:<28} {why}")
@@ -27,6 +31,8 @@ def _plan(mode: Mode) -> None:
     print(f"  rows:            {', '.join(r.name for r in built.rows)}")
     for name, why in built.skipped:
         print(f"  skipped:         {name} ({why})")
+    for name, missing in built.absent:
+        print(f"  absent:          {name} (no package {missing} in the source tree; ships nothing)")
     print(f"  packages:        {', '.join(built.packages)}")
     print(f"  data:            {dict(built.package_data)}")
     print(f"  Requires-Dist:   {', '.join(built.install_requires) or 'none'}")
@@ -40,4 +46,4 @@ if __name__ == "__main__":
     if len(sys.argv) > 1:
         _plan(Mode(sys.argv[1]))
     else:
-        _table()
+        _table(Path.cwd())

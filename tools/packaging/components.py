@@ -47,6 +47,16 @@ COMPONENTS: tuple[Component, ...] = (
         requires=("flatbuffers>=24.3",),
     ),
     Component(
+        "devtools", "output comparison shared by tests, the CLI's verification and the benchmarks",
+        EVERY_MODE,
+        packages=("executorch.devtools",),
+    ),
+    Component(
+        "cli", "the command line (python -m executorch.exir export|inspect), on top of exir and runtime",
+        EVERY_MODE,
+        packages=("executorch.cli",),
+    ),
+    Component(
         "export", "export recipes and sessions on top of exir",
         EVERY_MODE,
         packages=("executorch.export.**",),

@@ -27,6 +27,7 @@ class BuildPlan:
     mode: Mode
     rows: tuple[Component, ...]
     skipped: tuple[tuple[str, str], ...]
+    absent: tuple[tuple[str, str], ...]
     packages: tuple[str, ...]
     whole_packages: frozenset[str]
     modules: frozenset[str]
@@ -66,6 +67,12 @@ def classify(name: str) -> str | None:
         if any(module.rpartition(".")[0] == name for module in row.modules):
             return row.name
     return None
+
+
+def absent_packages(root: Path, row: Component) -> tuple[str, ...]:
+    """The row's package patterns that name no package in the source tree (the row ships nothing for them)."""
+    available = sourcetree.regular_packages(root)
+    return tuple(pattern for pattern in row.packages if not any(sourcetree.matches(pattern, p) for p in available))
 
 
 def _skip_reason(root: Path, row: Component, targets: set[str] | None) -> str | None:
@@ -134,6 +141,7 @@ def plan(root: Path, mode: Mode) -> BuildPlan:
         mode=mode,
         rows=tuple(rows),
         skipped=tuple(skipped),
+        absent=tuple((row.name, ", ".join(missing)) for row in rows if (missing := absent_packages(root, row))),
         packages=tuple(sorted(packages)),
         whole_packages=frozenset(whole),
         modules=frozenset(modules),

@@ -1,0 +1,1 @@
+"""Developer tools that ship in every wheel: output comparison (and, later, bundled programs)."""

@@ -1,0 +1,95 @@
+"""executorch.devtools.compare: the one output gate. Each check is shown failing on a corrupted output."""
+
+import pytest
+import torch
+
+from executorch.devtools.compare import assert_outputs_close, compare_outputs
+
+
+def _ref() -> torch.Tensor:
+    torch.manual_seed(0)
+    return torch.randn(4, 8)
+
+
+def test_close_outputs_pass_and_report_relative_error():
+    e = _ref()
+    a = e * (1 + 1e-7)
+    result = assert_outputs_close([a], (e,))
+    assert result.ok and result.count == 1
+    assert 0 < result.max_rel_err < 1e-6
+
+
+@pytest.mark.parametrize("corrupt", [
+    pytest.param(lambda t: torch.zeros_like(t), id="zeros"),
+    pytest.param(lambda t: -t, id="flipped-sign"),
+    pytest.param(lambda t: t.flip(0), id="permuted-rows"),
+    pytest.param(lambda t: t.reshape(-1)[torch.randperm(t.numel(), generator=torch.Generator().manual_seed(1))]
+                 .reshape(t.shape), id="shuffled"),
+    pytest.param(lambda t: t * 1.001, id="off-by-0.1%"),
+])
+def test_corrupted_values_fail(corrupt):
+    e = _ref()
+    result = compare_outputs([corrupt(e)], [e])
+    assert not result.ok, result
+    assert result.max_rel_err > 1e-5
+    with pytest.raises(AssertionError, match="output 0"):
+        assert_outputs_close([corrupt(e)], [e])
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1.0, 1e6])
+def test_zeros_fail_at_any_reference_magnitude(scale):
+    # The old gate (absolute 1e-5) let an all-zero output pass for a reference around 1e-9.
+    e = _ref() * scale
+    assert not compare_outputs([torch.zeros_like(e)], [e]).ok
+    assert compare_outputs([e * (1 + 1e-7)], [e]).ok
+
+
+@pytest.mark.parametrize("actual, expected, needle", [
+    ([torch.zeros(4, 8, dtype=torch.float64)], [torch.zeros(4, 8)], "float64[4, 8], expected float32[4, 8]"),
+    ([torch.zeros(8, 4)], [torch.zeros(4, 8)], "float32[8, 4], expected float32[4, 8]"),
+    ([torch.zeros(4, 8)], [torch.zeros(4, 8), torch.zeros(1)], "1 outputs, expected 2"),
+    ([torch.zeros(4, 8), torch.zeros(1)], [torch.zeros(4, 8)], "2 outputs, expected 1"),
+    ([1.0], [torch.zeros(1)], "expected a tensor"),
+])
+def test_dtype_shape_and_count_are_checked(actual, expected, needle):
+    result = compare_outputs(actual, expected)
+    assert not result.ok and needle in str(result)
+
+
+def test_integer_and_bool_outputs_are_exact():
+    e = torch.arange(10)
+    assert compare_outputs([e.clone()], [e]).ok
+    off = e.clone()
+    off[3] += 1
+    assert "1 of 10 values differ" in str(compare_outputs([off], [e]))
+    mask = e > 4
+    assert not compare_outputs([~mask], [mask]).ok
+    assert not compare_outputs([True], [1]).ok, "a bool must not pass for the int 1"
+    assert not compare_outputs([3], [4]).ok
+
+
+def test_nan_and_inf_must_match_in_place():
+    e = torch.tensor([1.0, float("nan"), float("inf"), -2.0])
+    assert compare_outputs([e.clone()], [e]).ok
+    assert not compare_outputs([torch.tensor([1.0, 0.0, float("inf"), -2.0])], [e]).ok
+    assert not compare_outputs([torch.tensor([1.0, float("nan"), float("-inf"), -2.0])], [e]).ok
+    assert not compare_outputs([torch.tensor([float("nan"), float("nan"), float("inf"), -2.0])], [e]).ok
+
+
+def test_all_zero_reference_needs_zeros():
+    e = torch.zeros(3)
+    assert compare_outputs([torch.zeros(3)], [e]).ok
+    assert not compare_outputs([torch.tensor([0.0, 1e-12, 0.0])], [e]).ok
+
+
+def test_tolerance_per_dtype_and_override():
+    e = _ref().half()
+    assert compare_outputs([e * 1.0002], [e]).ok, "half has a looser default"
+    assert not compare_outputs([e.float() * 1.0002], [e.float()]).ok
+    assert compare_outputs([e.float() * 1.0002], [e.float()], rtol=1e-3).ok
+
+
+def test_nested_outputs_are_flattened():
+    e = _ref()
+    assert compare_outputs([e, e * 2], ((e,), [e * 2])).ok
+    assert not compare_outputs([e, e], ((e,), [e * 2])).ok
