@@ -1,10 +1,5 @@
-"""Entry point for `python -m executorch.exir` (see executorch.exir._cli)."""
+"""`python -m executorch.exir export|inspect`: kept for the documented commands; the CLI is executorch.cli."""
 
-import warnings
+from executorch.cli.main import run
 
-# torch warns at import when numpy is absent; exporting needs no numpy, so here it is only noise.
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-
-from executorch.exir._cli import main  # noqa: E402
-
-raise SystemExit(main())
+run("python -m executorch.exir")

@@ -1,5 +1,5 @@
-"""`python -m executorch.exir export`: zoo names and FILE.py:FACTORY, verification against eager,
-options, and one-line errors for bad model specs."""
+"""`python -m executorch.exir export` (executorch.cli): zoo names and FILE.py:FACTORY, verification against
+eager (and that it fails on a corrupted output), options, and one-line errors for bad model specs."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.utils._pytree import tree_flatten
 
-from executorch.exir._cli import main
+from executorch.cli.main import main
+from executorch.devtools.compare import assert_outputs_close
 from executorch.runtime import Runtime
 
 FACTORIES = '''
@@ -80,8 +80,9 @@ def test_zoo_model_exports_verifies_and_prints_summary(tmp_path, capsys):
     assert code == 0, err
     assert pte.is_file() and out.startswith(f"{pte}: {pte.stat().st_size:,} bytes")
     assert "inputs (2):" in out and "outputs (4):" in out
-    assert re.search(r"verify: 4 outputs on the \w+ runtime, max abs diff ", out)
     assert re.search(r"time: torch\.export [\d.]+s, lower [\d.]+s, write [\d.]+s, verify [\d.]+s", out)
+    assert re.search(rf"\nOK: {re.escape(str(pte))} \(0\.0 MiB\) matches eager \(4 outputs, max rel err [\d.e+-]+ "
+                     r"on the \w+ runtime\)\n$", out)
 
 
 def test_file_factory_exports_and_runs_like_eager(factories, tmp_path, capsys):
@@ -91,7 +92,7 @@ def test_file_factory_exports_and_runs_like_eager(factories, tmp_path, capsys):
     torch.manual_seed(7)
     model = torch.nn.Linear(6, 3)
     x = torch.randn(2, 6)
-    torch.testing.assert_close(_run(pte, [x])[0], torch.tanh(model(x)), rtol=1e-5, atol=1e-5)
+    assert_outputs_close(_run(pte, [x]), [torch.tanh(model(x))])
 
 
 def test_seed_decides_the_weights(factories, tmp_path, capsys):
@@ -107,7 +108,8 @@ def test_method_name_and_no_verify(factories, tmp_path, capsys):
     pte = tmp_path / "m.pte"
     code, out, _ = _export(capsys, f"{factories}:make_affine", "-o", str(pte), "--method-name", "predict",
                            "--no-verify")
-    assert code == 0 and "verify:" not in out and "method 'predict'" in out
+    assert code == 0 and "OK:" not in out and "method 'predict'" in out
+    assert out.endswith(f"wrote {pte} (0.0 MiB); not checked against eager (--no-verify)\n")
     assert Runtime.get().load_program(pte).method_names == {"predict"}
     assert _run(pte, [torch.randn(2, 6)], "predict")[0].shape == (2, 3)
 
@@ -130,14 +132,52 @@ def test_dynamic_zoo_model_runs_other_sequence_lengths(tmp_path, capsys):
     model, _ = MODELS["transformer_encoder"]()
     x = torch.randn(2, 37, 64)
     with torch.no_grad():
-        torch.testing.assert_close(_run(pte, [x])[0], model(x), rtol=1e-5, atol=1e-5)
+        assert_outputs_close(_run(pte, [x]), [model(x)])
 
 
 def test_mismatch_with_eager_exits_1(factories, tmp_path, capsys):
     pte = tmp_path / "drift.pte"
     code, _, err = _export(capsys, f"{factories}:make_drifting", "-o", str(pte))
     assert code == 1
-    assert err.startswith(f"error: {pte} was written but does not match eager: output 0: max abs diff ")
+    assert err.startswith(f"FAIL: {pte} (0.0 MiB) was written but does not match eager (1 output, max rel err ")
+    assert "output 0: 3 of 3 values beyond tolerance" in err
+
+
+class _CorruptingRuntime:
+    """Runtime.get() stand-in that runs the real runtime, then corrupts what it returns."""
+
+    def __init__(self, real, corrupt):
+        self.backend, self._real, self._corrupt = real.backend, real, corrupt
+
+    def load_program(self, path):
+        program, corrupt = self._real.load_program(path), self._corrupt
+
+        class _Program:
+            def load_method(self, name):
+                method = program.load_method(name)
+
+                class _Method:
+                    def execute(self, inputs):
+                        return corrupt(list(method.execute(inputs)))
+                return _Method()
+        return _Program()
+
+
+@pytest.mark.parametrize(("corrupt", "message"), [
+    (lambda outs: [torch.zeros_like(o) for o in outs], "values beyond tolerance"),
+    (lambda outs: [-o for o in outs], "values beyond tolerance"),
+    (lambda outs: [o.flip(-1) for o in outs], "values beyond tolerance"),
+    (lambda outs: [outs[0].double()] + outs[1:], "output 0: got float64[4, 8], expected float32[4, 8]"),
+    (lambda outs: [outs[0].reshape(8, 4)] + outs[1:], "output 0: got float32[8, 4], expected float32[4, 8]"),
+    (lambda outs: outs[:-1], "3 outputs, expected 4"),
+], ids=["zeros", "flipped-sign", "permuted", "dtype", "shape", "count"])
+def test_verify_gate_fails_on_a_corrupted_output(monkeypatch, tmp_path, capsys, corrupt, message):
+    real = Runtime.get()
+    monkeypatch.setattr(Runtime, "get", staticmethod(lambda: _CorruptingRuntime(real, corrupt)))
+    pte = tmp_path / "multi_io.pte"
+    code, out, err = _export(capsys, "multi_io", "-o", str(pte))
+    assert code == 1 and "OK:" not in out
+    assert err.startswith(f"FAIL: {pte} ") and message in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -189,7 +229,4 @@ def test_cli_output_runs_on_published_runtime(name, reference_runtime, tmp_path,
     model, inputs = MODELS[name]()
     outputs = reference_runtime.run(pte, inputs, tmp_path)
     with torch.no_grad():
-        expected = tree_flatten(model(*inputs))[0]
-    assert len(outputs) == len(expected)
-    for a, e in zip(outputs, expected):
-        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+        assert_outputs_close(outputs, model(*inputs))

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from executorch.exir import to_edge_transform_and_lower
-from executorch.exir._cli import main
+from executorch.cli.main import main
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "examples" / "models"
 
@@ -97,7 +97,10 @@ def test_malformed_file_fails_in_one_line(tmp_path, capsys, damage):
     bad.write_bytes(bytes(data))
     code, out, err = _inspect(bad, capsys)
     assert code == 1 and out == ""
-    assert err.startswith(f"error: {bad} is not a valid .pte file: ") and err.count("\n") == 1
+    assert err.startswith(f"error: {bad}: ") and err.count("\n") == 1
+    if damage == "identifier":
+        assert err == f"error: {bad}: not a .pte file (no ET12 identifier at offset 4, found b'XXXX'); " \
+                      "check the path names a program written by write_to_file()\n"
 
 
 def test_missing_file_fails_in_one_line(tmp_path, capsys):
@@ -111,7 +114,26 @@ def test_module_entry_point_reports_without_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "executorch.exir", "inspect", str(bad)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
-    assert "Traceback" not in proc.stderr and f"error: {bad} is not a valid .pte file" in proc.stderr
+    assert proc.stderr.startswith(f"error: {bad}: not a .pte file (no ET12 identifier at offset 4")
+    assert proc.stderr.count("\n") == 1 and "re-export" not in proc.stderr
+
+
+@pytest.mark.parametrize("module", ["executorch.exir", "executorch.cli"])
+@pytest.mark.parametrize("args", [["--help"], ["export", "--help"], ["inspect", "--help"]])
+def test_help_exits_0(module, args):
+    proc = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: python -m {module}") and proc.stderr == ""
+
+
+def test_closed_pipe_ends_quietly(tmp_path):
+    # `inspect m.pte | head -1`: the reader leaves after one line; no BrokenPipeError traceback follows.
+    pte = _write_linear(tmp_path / "m.pte")
+    proc = subprocess.Popen([sys.executable, "-m", "executorch.exir", "inspect", str(pte)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first write
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=300) == 141 and err == ""
 
 
 def test_constant_methods_and_delegates_are_listed(tmp_path, capsys):

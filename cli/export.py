@@ -1,4 +1,4 @@
-"""`python -m executorch.exir`: export a model to a `.pte` (and check it runs), or summarize a `.pte`."""
+"""`export`: load a model, export it to a `.pte`, print its summary, and check it against eager."""
 
 from __future__ import annotations
 
@@ -8,24 +8,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
-_TOLERANCE = 1e-5  # both relative and absolute, as torch.allclose combines them
-
-_EPILOG = """\
-MODEL is a model-zoo name (e.g. mobilenet_v2; the zoo, executorch.examples.models, is in
-the source tree but in no wheel) or FILE.py:FACTORY, where FACTORY() returns
-(module, example_inputs_tuple). With --dynamic, the shapes come from the zoo, or for
-FILE.py:FACTORY from a FACTORY_dynamic_shapes() function in the same file.
-"""
-
-
-class CliError(Exception):
-    """A user-facing failure: printed as one line, then the process exits with `code`."""
-
-    def __init__(self, message: str, code: int):
-        super().__init__(message)
-        self.code = code
+from executorch.cli.errors import CliError
 
 
 @dataclass
@@ -35,56 +20,8 @@ class _ModelSource:
     dynamic_shapes: Optional[Callable[[], Any]]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line; returns the process exit code."""
-    args = _parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except CliError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return e.code
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m executorch.exir", description="Export a model to a .pte (and check it runs), or summarize a .pte.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect}")
-
-    export = sub.add_parser(
-        "export", help="export a model to a .pte and check it against eager",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    export.add_argument("model", metavar="MODEL", help="a zoo name or FILE.py:FACTORY")
-    export.add_argument("-o", "--output", required=True, type=Path, help="the .pte file to write")
-    export.add_argument("--method-name", default="forward", help="name of the method in the program (default: forward)")
-    export.add_argument("--seed", type=int, default=0, help="torch seed set before calling the factory (default: 0); factories that seed "
-                        "themselves, as the zoo's do, override it")
-    export.add_argument("--dynamic", action="store_true", help="export with the model's declared dynamic shapes")
-    export.add_argument("--no-verify", dest="verify", action="store_false",
-                        help="skip running the .pte on executorch.runtime and comparing with eager")
-    export.set_defaults(run=_run_export)
-
-    inspect = sub.add_parser("inspect", help="print a summary of a .pte file")
-    inspect.add_argument("pte", metavar="FILE.pte", type=Path)
-    inspect.set_defaults(run=_run_inspect)
-    return parser
-
-
-def _run_inspect(args: argparse.Namespace) -> int:
-    from executorch.exir._inspect import summarize
-    from executorch.exir.error import SerializeError
-
-    try:
-        data = args.pte.read_bytes()
-    except OSError as e:
-        raise CliError(f"cannot read {args.pte}: {e.strerror or e}", 1) from None
-    try:
-        print(summarize(data, str(args.pte)))
-    except SerializeError as e:
-        raise CliError(f"{args.pte} is not a valid .pte file: {e}", 1) from None
-    return 0
-
-
-def _run_export(args: argparse.Namespace) -> int:
+def run_export(args: argparse.Namespace) -> int:
+    """Export, summarize, verify; prints an OK or FAIL verdict line and returns the exit code."""
     import torch
 
     source = _resolve_model(args.model)
@@ -120,17 +57,25 @@ def _run_export(args: argparse.Namespace) -> int:
         raise CliError(f"cannot write {args.output}: {e.strerror or e}", 1) from None
     timings.append(("write", time.perf_counter() - clock))
 
-    from executorch.exir._inspect import summarize
+    from executorch.cli.summary import summarize
 
-    print(summarize(args.output.read_bytes(), str(args.output)))
-    failure = None
+    data = args.output.read_bytes()
+    print(summarize(data, str(args.output)))
+    size = f"{args.output} ({len(data) / 2**20:.1f} MiB)"
+    verdict = None
     if args.verify:
         clock = time.perf_counter()
-        failure = _verify(args.output, args.method_name, model, inputs)
+        verdict = _verify(args.output, args.method_name, model, inputs)
         timings.append(("verify", time.perf_counter() - clock))
     print("time: " + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in timings))
-    if failure:
-        raise CliError(f"{args.output} was written but does not match eager: {failure}", 1)
+    if verdict is None:
+        print(f"wrote {size}; not checked against eager (--no-verify)")
+        return 0
+    ok, detail = verdict
+    if not ok:
+        print(f"FAIL: {size} was written but does not match eager ({detail})", file=sys.stderr)
+        return 1
+    print(f"OK: {size} matches eager ({detail})")
     return 0
 
 
@@ -159,7 +104,7 @@ def _load_from_file(path: Path, name: str, spec_text: str) -> _ModelSource:
         raise CliError(f"bad model {spec_text!r}: no file {path}", 2)
     if not name.isidentifier():
         raise CliError(f"bad model {spec_text!r}: {name!r} is not a function name; write FILE.py:FACTORY", 2)
-    spec = importlib.util.spec_from_file_location(f"_exir_cli_model_{path.stem}", path)
+    spec = importlib.util.spec_from_file_location(f"_executorch_cli_model_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise CliError(f"bad model {spec_text!r}: cannot load {path} as a Python module", 2)
     module = importlib.util.module_from_spec(spec)
@@ -202,54 +147,22 @@ def _dynamic_shapes(source: _ModelSource) -> Any:
     return source.dynamic_shapes()
 
 
-def _verify(path: Path, method_name: str, model: Any, inputs: tuple) -> Optional[str]:
-    """Run the `.pte` on executorch.runtime and compare with eager; the mismatch, or None."""
+def _verify(path: Path, method_name: str, model: Any, inputs: tuple) -> tuple[bool, str]:
+    """Run the `.pte` on executorch.runtime and compare with eager: (matches, what was measured)."""
     import torch
-    from torch.utils._pytree import tree_flatten
 
+    from executorch.devtools.compare import compare_outputs
     from executorch.runtime import Runtime
 
     with torch.no_grad():
-        expected = tree_flatten(model(*inputs))[0]
+        expected = model(*inputs)
     runtime = Runtime.get()
     try:
         actual = runtime.load_program(path).load_method(method_name).execute(list(inputs))
     except Exception as e:
-        return f"the {runtime.backend} runtime failed: {_first_line(e)}"
-    if len(actual) != len(expected):
-        return f"it returns {len(actual)} outputs, eager returns {len(expected)}"
-    worst = 0.0
-    problems = []
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        problem, diff = _compare(a, e)
-        worst = max(worst, diff)
-        if problem:
-            problems.append(f"output {i}: {problem}")
-    print(f"verify: {len(actual)} outputs on the {runtime.backend} runtime, max abs diff {worst:.3g} "
-          f"(tolerance {_TOLERANCE:g} relative + absolute)")
-    return "; ".join(problems) or None
-
-
-def _compare(actual: Any, expected: Any) -> tuple[Optional[str], float]:
-    import torch
-
-    if not isinstance(expected, torch.Tensor):
-        return (None if actual == expected else f"{actual!r} != eager {expected!r}"), 0.0
-    if not isinstance(actual, torch.Tensor):
-        return f"got {type(actual).__name__}, eager gives a tensor", 0.0
-    if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        return (f"{_describe(actual)} != eager {_describe(expected)}"), 0.0
-    if not expected.dtype.is_floating_point:
-        return (None if torch.equal(actual, expected) else "values differ"), 0.0
-    diff = (actual - expected).abs()
-    worst = float(diff.max()) if diff.numel() else 0.0
-    if torch.allclose(actual, expected, rtol=_TOLERANCE, atol=_TOLERANCE, equal_nan=True):
-        return None, worst
-    return f"max abs diff {worst:.3g}", worst
-
-
-def _describe(t: Any) -> str:
-    return f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}"
+        return False, f"the {runtime.backend} runtime failed: {_first_line(e)}"
+    result = compare_outputs(actual, expected)
+    return result.ok, f"{result} on the {runtime.backend} runtime"
 
 
 def _shape_of(result: Any) -> str:

@@ -1,0 +1,1 @@
+"""The command line over exir and runtime: export a model to a `.pte` and verify it, or summarize a `.pte`."""

@@ -1,0 +1,95 @@
+"""The argument parser and the process boundary: one-line errors, exit codes, quiet warnings, closed pipes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import NoReturn, Optional, Sequence
+
+from executorch.cli.errors import CliError
+
+_EPILOG = """\
+MODEL is a model-zoo name (e.g. mobilenet_v2; the zoo, executorch.examples.models, is in
+the source tree but in no wheel) or FILE.py:FACTORY, where FACTORY() returns
+(module, example_inputs_tuple). With --dynamic, the shapes come from the zoo, or for
+FILE.py:FACTORY from a FACTORY_dynamic_shapes() function in the same file.
+"""
+
+
+def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m executorch.exir") -> int:
+    """Run the command line; returns the process exit code."""
+    args = _parser(prog).parse_args(argv)
+    try:
+        return args.run(args)
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+
+
+def run(prog: str) -> NoReturn:
+    """main() as a process: torch's import-time noise silenced, and a reader that stops early (`| head`)
+    ends the output quietly instead of with a BrokenPipeError traceback."""
+    _quiet_warnings()
+    try:
+        code = main(prog=prog)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + 13  # what a process killed by SIGPIPE reports
+    raise SystemExit(code)
+
+
+def _quiet_warnings() -> None:
+    # torch warns at import when NumPy is absent (exporting needs none) and about its own deprecated
+    # pytree classes used inside torch.export; neither is something a CLI user can act on.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Export a model to a .pte (and check it runs), or summarize a .pte.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect}")
+
+    export = sub.add_parser(
+        "export", help="export a model to a .pte and check it against eager",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument("model", metavar="MODEL", help="a zoo name or FILE.py:FACTORY")
+    export.add_argument("-o", "--output", required=True, type=Path, help="the .pte file to write")
+    export.add_argument("--method-name", default="forward", help="name of the method in the program (default: forward)")
+    export.add_argument("--seed", type=int, default=0, help="torch seed set before calling the factory (default: 0); factories that seed "
+                        "themselves, as the zoo's do, override it")
+    export.add_argument("--dynamic", action="store_true", help="export with the model's declared dynamic shapes")
+    export.add_argument("--no-verify", dest="verify", action="store_false",
+                        help="skip running the .pte on executorch.runtime and comparing with eager")
+    export.set_defaults(run=_run_export)
+
+    inspect = sub.add_parser("inspect", help="print a summary of a .pte file")
+    inspect.add_argument("pte", metavar="FILE.pte", type=Path)
+    inspect.set_defaults(run=_run_inspect)
+    return parser
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from executorch.cli.export import run_export
+
+    return run_export(args)
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    from executorch.cli.summary import summarize
+    from executorch.exir.error import SerializeError
+
+    try:
+        data = args.pte.read_bytes()
+    except OSError as e:
+        raise CliError(f"cannot read {args.pte}: {e.strerror or e}", 1) from None
+    try:
+        print(summarize(data, str(args.pte)))
+    except SerializeError as e:
+        raise CliError(f"{args.pte}: {e}", 1) from None
+    return 0

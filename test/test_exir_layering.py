@@ -1,0 +1,27 @@
+"""exir is a library: importing it (and its lowering machinery) pulls in neither the runtime, the CLI nor the zoo."""
+
+import subprocess
+import sys
+
+_PROBE = """
+import sys
+import executorch.exir
+from executorch.exir import to_edge_transform_and_lower
+import executorch.exir.program, executorch.exir.emit, executorch.exir.passes, executorch.exir.memory_planning
+import executorch.exir._serialize
+bad = sorted(m for m in sys.modules if m.split(".")[:2] in (["executorch", "runtime"], ["executorch", "examples"],
+                                                             ["executorch", "cli"]))
+print(",".join(bad))
+"""
+
+
+def test_exir_imports_no_runtime_cli_or_examples():
+    proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=300, check=True)
+    assert proc.stdout.strip() == "", f"importing executorch.exir imported {proc.stdout.strip()}"
+
+
+def test_the_probe_sees_such_an_import():
+    # The check above would pass vacuously if the module list were wrong; importing the CLI shows it is not.
+    probe = _PROBE.replace("import executorch.exir._serialize", "import executorch.exir._serialize\nimport executorch.cli.export\nimport executorch.runtime")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+    assert "executorch.cli.export" in proc.stdout and "executorch.runtime" in proc.stdout
