@@ -1,4 +1,4 @@
-"""The model zoo: published parameter counts, seeded determinism, eager runs and torch.export."""
+"""The model zoo: published parameter counts, seeded determinism, outputs of order 1, eager runs and torch.export."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.examples.models import DYNAMIC_SHAPES, MODELS
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "examples" / "models"
@@ -42,6 +43,17 @@ def test_factory_is_deterministic_and_in_eval_mode(name):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
+def test_outputs_are_of_order_one(name):
+    # Degenerate outputs (MobileNetV2's torchvision init gave about 1e-9) make every comparison vacuous.
+    model, inputs = MODELS[name]()
+    with torch.no_grad():
+        outputs = _flat(model(*inputs))
+    for i, out in enumerate(outputs):
+        spread = out.float().std().item() if out.numel() > 1 else out.float().abs().item()
+        assert 0.1 < spread < 100 and out.abs().max().item() < 1e3, (name, i, spread)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_factory_loads_by_path(name):
     model, inputs = _load_by_path(name)()
     reference, ref_inputs = MODELS[name]()
@@ -60,9 +72,8 @@ def test_exported_program_matches_eager(name):
         expected = _flat(model(*inputs))
         actual = _flat(ep.module()(*inputs))
     assert len(actual) == len(expected) > 0
-    for a, e in zip(actual, expected):
-        assert a.shape == e.shape and torch.isfinite(e).all()
-        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    assert all(torch.isfinite(e).all() for e in expected)
+    assert_outputs_close(actual, expected)
 
 
 def test_transformer_encoder_accepts_other_sequence_lengths():
@@ -71,7 +82,7 @@ def test_transformer_encoder_accepts_other_sequence_lengths():
     for seq in (1, 37, 128):
         longer = torch.randn(2, seq, 64)
         with torch.no_grad():
-            torch.testing.assert_close(ep.module()(longer), model(longer), rtol=1e-5, atol=1e-5)
+            assert_outputs_close(ep.module()(longer), model(longer))
 
 
 def test_multi_io_returns_tuple_with_dict():
@@ -88,7 +99,4 @@ def test_published_exporter_and_runtime_agree_with_eager(name, reference_runtime
     model, inputs = MODELS[name]()
     outputs = reference_runtime.run(pte, inputs, tmp_path)
     with torch.no_grad():
-        expected = _flat(model(*inputs))
-    assert len(outputs) == len(expected)
-    for a, e in zip(outputs, expected):
-        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+        assert_outputs_close(outputs, model(*inputs))
