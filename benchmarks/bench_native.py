@@ -25,6 +25,7 @@ import torch
 from _zoo import export_bytes, load_models, program_bytes  # noqa: E402  (this script's folder is on sys.path)
 
 MODELS = load_models()
+from executorch.devtools.compare import compare_outputs
 from executorch.runtime import _native, _python
 from executorch.runtime._backend import Verification
 
@@ -121,9 +122,7 @@ def main() -> None:
             fn()
             times[name].append((time.perf_counter() - start) * 1e3)
 
-    want = torch.utils._pytree.tree_leaves(eager())
-    got = native.execute(list(inputs))
-    err = max(float((g - w).abs().max()) for g, w in zip(got, want))
+    check = compare_outputs(native.execute(list(inputs)), eager())
 
     print(f"model {args.model} ({source}), {len(data):,} bytes, torch threads {args.threads}")
     print(f"native program load {native_load_ms:.2f} ms, method load {native_method_ms:.2f} ms")
@@ -133,7 +132,7 @@ def main() -> None:
         runs = min(args.repeat, 5)
         median, best = _published_ms(args.published, data, inputs, runs)
         print(f"{'published':>7}: median {median:8.2f} ms  min {best:8.2f} ms  ({runs} runs, published 1.5.1 portable)")
-    print(f"native vs eager max abs difference {err:.3g}")
+    print(f"native vs eager: {'OK' if check.ok else 'FAIL'}, {check}")
     print(f"executor cost per instruction (incl. a 1-element add kernel): {_per_instruction_ns(args.repeat):.0f} ns")
 
 

@@ -19,6 +19,8 @@ import torch
 
 from _zoo import export_bytes, load_models, program_bytes  # noqa: E402  (this script's folder is on sys.path)
 
+from executorch.devtools.compare import compare_outputs
+
 MODELS = load_models()
 
 
@@ -59,9 +61,7 @@ def main() -> None:
             fn()
             times[name].append(time.perf_counter() - start)
 
-    expected, got = eager(), runtime()
-    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-    diff = max(float((a - b).abs().max()) for a, b in zip(got, expected))
+    check = compare_outputs(runtime(), eager())
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     low = {k: min(v) * 1e3 for k, v in times.items()}
     print(f"model {args.model}: {len(data):,} bytes .pte ({source}), torch {torch.__version__}, "
@@ -70,7 +70,7 @@ def main() -> None:
     print(f"eager torch (no_grad):  median {med['eager']:.2f} ms  min {low['eager']:.2f} ms")
     print(f"python runtime execute: median {med['runtime']:.2f} ms  min {low['runtime']:.2f} ms")
     print(f"runtime / eager: {med['runtime'] / med['eager']:.3f} (median), {low['runtime'] / low['eager']:.3f} (min)")
-    print(f"max |runtime - eager|: {diff:.3g}")
+    print(f"runtime vs eager: {'OK' if check.ok else 'FAIL'}, {check}")
     _dispatch_overhead(Runtime, args.repeat)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.utils._pytree as pytree
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
@@ -18,7 +18,6 @@ from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-TOL = dict(atol=1e-5, rtol=1e-5)
 
 
 ZOO = load_zoo()
@@ -30,14 +29,7 @@ def _export(model, inputs, dynamic_shapes=None) -> bytes:
 
 
 def assert_matches_eager(outputs: list, expected) -> None:
-    leaves = pytree.tree_leaves(expected)
-    assert len(outputs) == len(leaves)
-    for got, want in zip(outputs, leaves):
-        if isinstance(want, torch.Tensor):
-            assert got.dtype == want.dtype and got.shape == want.shape
-            torch.testing.assert_close(got, want, **TOL)
-        else:
-            assert got == want
+    assert_outputs_close(outputs, expected)
 
 
 @pytest.fixture(scope="module")
@@ -164,10 +156,10 @@ def test_multi_method_and_constant_methods():
     assert pte.methods == {"forward", "scale", "max_len", "table"}
     program = Runtime.get().load_program(pte.buffer)
     assert program.method_names == {"forward", "scale", "max_len", "table"}
-    torch.testing.assert_close(program.load_method("forward").execute([x])[0], net(x))
-    torch.testing.assert_close(program.load_method("scale").execute([x])[0], x * 3.0)
+    assert_outputs_close(program.load_method("forward").execute([x])[0], net(x))
+    assert_outputs_close(program.load_method("scale").execute([x])[0], x * 3.0)
     assert program.load_method("max_len").execute([]) == [128]
-    torch.testing.assert_close(program.load_method("table").execute([])[0], torch.arange(4.0))
+    assert_outputs_close(program.load_method("table").execute([])[0], torch.arange(4.0))
 
 
 def test_export_does_not_modify_the_users_program():

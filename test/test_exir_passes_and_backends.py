@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, ExportError, to_edge, to_edge_transform_and_lower
 from executorch.exir.backend import DelegationSpec, Partitioner, PartitionResult
 from executorch.runtime import Runtime
@@ -29,16 +30,16 @@ def test_transform_pass_changes_the_program():
     x = torch.randn(4)
     ep = torch.export.export(ReluNet(), (x,))
     pte = to_edge_transform_and_lower(ep, transform_passes=[_relu_to_sigmoid]).to_executorch()
-    torch.testing.assert_close(_run(pte, x), torch.sigmoid(x) + 1.0)
+    assert_outputs_close(_run(pte, x), torch.sigmoid(x) + 1.0)
     # the original program is untouched
-    torch.testing.assert_close(_run(to_edge(ep).to_executorch(), x), torch.relu(x) + 1.0)
+    assert_outputs_close(_run(to_edge(ep).to_executorch(), x), torch.relu(x) + 1.0)
 
 
 def test_backend_config_passes_run_before_emission():
     x = torch.randn(4)
     ep = torch.export.export(ReluNet(), (x,))
     pte = to_edge(ep).to_executorch(ExecutorchBackendConfig(passes=[_relu_to_sigmoid]))
-    torch.testing.assert_close(_run(pte, x), torch.sigmoid(x) + 1.0)
+    assert_outputs_close(_run(pte, x), torch.sigmoid(x) + 1.0)
 
 
 def test_a_pass_that_breaks_the_edge_dialect_is_caught():
@@ -75,7 +76,7 @@ def test_partitioner_that_claims_nothing_keeps_portable_ops():
     x = torch.randn(4)
     ep = torch.export.export(ReluNet(), (x,))
     pte = to_edge_transform_and_lower(ep, partitioner=[ClaimsNothing()]).to_executorch()
-    torch.testing.assert_close(_run(pte, x), torch.relu(x) + 1.0)
+    assert_outputs_close(_run(pte, x), torch.relu(x) + 1.0)
 
 
 def test_partitioner_for_a_missing_backend_is_an_error():

@@ -1,5 +1,5 @@
 """The portable kernels on the native runtime: every single-op case and zoo model matches eager
-torch within 1e-5, from files written by this package's exporter and, when ET_REFERENCE_PYTHON
+torch (executorch.devtools.compare's tolerances), from files written by this package's exporter and, when ET_REFERENCE_PYTHON
 is set, by the published exporter (whose programs pass arguments exactly as upstream does)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.utils._pytree as pytree
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge_transform_and_lower
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -27,20 +27,7 @@ ZOO = load_zoo()
 
 
 def _assert_matches_eager(outputs: list, expected) -> None:
-    leaves = pytree.tree_leaves(expected)
-    assert len(outputs) == len(leaves)
-    for got, want in zip(outputs, leaves):
-        if not isinstance(want, torch.Tensor):
-            assert got == want
-            continue
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if want.dtype.is_floating_point and want.numel():
-            # Relative to the output's scale: some zoo outputs are ~1e-9 in magnitude.
-            scale = max(want.abs().max().item(), 1e-30)
-            assert (got - want).abs().max().item() <= 1e-5 * max(scale, 1.0) and \
-                (got - want).abs().max().item() <= 1e-4 * scale + 1e-6, (got, want)
-        else:
-            assert torch.equal(got, want), (got, want)
+    assert_outputs_close(outputs, expected)
 
 
 def _run_and_check(pte: bytes, model, runs) -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.utils._pytree import tree_leaves
 
 pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (cmake -DEXECUTORCH_BUILD_PYBIND=ON)")
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.runtime import _native  # noqa: E402
 from executorch.runtime._backend import Verification  # noqa: E402
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError  # noqa: E402
@@ -38,19 +38,13 @@ def _run(path: Path, inputs, method: str = "forward") -> list:
 def test_fixture_matches_eager(name):
     model, inputs = getattr(_models(), f"make_{name}")()
     got = _run(NATIVE / f"{name}.pte", inputs)
-    want = model(*inputs)
-    want = list(want) if isinstance(want, tuple) else [want]
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+    assert_outputs_close(got, model(*inputs))
 
 
 def test_channels_last_input_and_output_keep_their_values():
     model, (x,) = _models().make_channels_last()
-    got = _run(NATIVE / "channels_last.pte", [x])[0]
-    torch.testing.assert_close(got, model(x))
-    got = _run(NATIVE / "channels_last.pte", [x.contiguous()])[0]
-    torch.testing.assert_close(got, model(x))
+    assert_outputs_close(_run(NATIVE / "channels_last.pte", [x]), [model(x)])
+    assert_outputs_close(_run(NATIVE / "channels_last.pte", [x.contiguous()]), [model(x)])
 
 
 def test_public_api_uses_native(monkeypatch):
@@ -61,14 +55,13 @@ def test_public_api_uses_native(monkeypatch):
     runtime = Runtime.get()
     assert runtime.backend == "native"
     method = runtime.load_program(NATIVE / "affine.pte").load_method("forward")
-    for got, want in zip(method.execute(inputs), model(*inputs)):
-        torch.testing.assert_close(got, want)
+    assert_outputs_close(method.execute(inputs), model(*inputs))
 
 
 def test_cond_takes_the_false_branch():
     model, (_, x) = _models().make_cond()
     got = _run(NATIVE / "cond.pte", [torch.tensor(False), x])
-    torch.testing.assert_close(got[0], x * x)
+    assert_outputs_close(got, [x * x])
 
 
 def test_outputs_are_fresh_tensors():
@@ -157,10 +150,7 @@ def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_pat
     model, inputs = MODELS[name]()
     got = _run(pte, inputs)
     with torch.no_grad():
-        want = tree_leaves(model(*inputs))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+        assert_outputs_close(got, model(*inputs))
 
 
 def test_bounded_dynamic_batch_resizes_within_bounds():
@@ -180,7 +170,7 @@ def test_bounded_dynamic_batch_resizes_within_bounds():
         x = torch.randn(batch, features, generator=torch.Generator().manual_seed(batch))
         got = method.execute([x])[0]
         with torch.no_grad():
-            torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
+            assert_outputs_close([got], [model(x)])
     with pytest.raises(ExecuTorchError, match="input 0"):
         method.execute([torch.randn(11, features)])
 

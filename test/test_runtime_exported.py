@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExportError, to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
@@ -38,7 +39,4 @@ def test_exported_file_matches_eager(name):
     method = Runtime.get().load_program(bytes(pte.buffer)).load_method("forward")
     with torch.no_grad():
         expected = tree_flatten(model(*inputs))[0]
-    outputs = method.execute(list(inputs))
-    assert len(outputs) == len(expected)
-    for got, want in zip(outputs, expected):
-        torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    assert_outputs_close(method.execute(list(inputs)), expected)

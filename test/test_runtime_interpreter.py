@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import schema as s
 from executorch.exir._serialize import serialize_pte_binary
 from executorch.exir.error import SerializeError
@@ -129,7 +130,7 @@ def test_free_releases_only_memory_the_tensor_owns():
     method = PythonProgram(b.program()).load_method("forward")
     for value in (torch.arange(4.0), torch.ones(4)):
         (got,) = method.execute([value])
-        assert torch.allclose(got, value - value.exp())
+        assert_outputs_close(got, value - value.exp())
     assert method._objs[scratch].numel() == 0 and method._objs[planned].numel() == 4
 
 
@@ -214,7 +215,7 @@ def test_multi_output_op_gets_its_outs_then_a_list():
     (got,) = _load(b.program()).execute([xv])
     want = torch.nn.functional.batch_norm(xv, torch.tensor([1.0, -1.0]), torch.tensor([4.0, 0.25]),
                                           torch.tensor([2.0, 3.0]), torch.tensor([0.5, -0.5]), eps=1e-5)
-    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    assert_outputs_close(got, want)
 
 
 def test_mutable_state_starts_from_the_file_and_persists():
@@ -379,7 +380,7 @@ def test_dynamic_out_tensor_that_is_also_read_keeps_its_shape():
     method = _load(b.program())
     for n in (8, 3):
         xv = torch.randn(n)
-        assert torch.allclose(method.execute([xv])[0], 4 * xv)
+        assert_outputs_close(method.execute([xv])[0], 4 * xv)
 
 
 def test_constants_are_read_in_place_from_the_file_bytes():

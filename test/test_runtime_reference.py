@@ -14,12 +14,11 @@ import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.runtime import ExecuTorchError, Runtime
 
 sys.path.insert(0, str(Path(__file__).parent))
 import runtime_models  # noqa: E402
-
-ATOL = 1e-5
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +41,7 @@ def _eager(model, inputs) -> list[torch.Tensor]:
 
 
 def _check(outputs, expected) -> None:
-    assert len(outputs) == len(expected)
-    for got, want in zip(outputs, expected):
-        assert got.shape == want.shape and got.dtype == want.dtype
-        torch.testing.assert_close(got, want, rtol=0, atol=ATOL)
+    assert_outputs_close(outputs, expected)
 
 
 @pytest.mark.parametrize("name", sorted(runtime_models.FACTORIES))

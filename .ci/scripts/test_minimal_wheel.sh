@@ -3,9 +3,11 @@
 # in a clean venv (dependencies resolved by pip), export MobileNetV2 with it, run the result, and
 # check the .pte bytes match an export from the source tree.
 #
-# Env: PYTHON (builder, needs pip, build, packaging; default python3), TORCH_SPEC (default
-# torch==2.13.0), ET_REFERENCE_PYTHON (also run on the published runtime), ET_FULL_WHEEL (a full
-# wheel whose export must give the same bytes), KEEP_WORK=1 (keep the scratch dir).
+# Runs as written: it makes its own venvs (a builder with pip, build and packaging; a clean one for
+# the wheel) from PYTHON (default python3).
+# Env: TORCH_SPEC (default torch==2.13.0), TORCH_INDEX_URL (the index torch comes from; unset, pip's
+# configuration decides), ET_REFERENCE_PYTHON (also run on the published runtime), ET_FULL_WHEEL (a
+# full wheel whose export must give the same bytes), KEEP_WORK=1 (keep the scratch dir).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -20,23 +22,33 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 export EXECUTORCH_BUILD_MINIMAL=1
 unset EXECUTORCH_MINIMAL_WITH_FLATC
 
+TORCH_INDEX=()
+[[ -z "${TORCH_INDEX_URL:-}" ]] || TORCH_INDEX=(--index-url "$TORCH_INDEX_URL")
+
+step "builder venv (pip, build, packaging)"
+"$PYTHON" -m venv "$WORK/builder"
+BPY="$WORK/builder/bin/python"
+"$BPY" -m pip install -q --upgrade pip build packaging || fail "cannot install the builder's tools"
+
+# Builds run from $WORK with -P (no current directory on sys.path): a build/ folder that
+# `pip install .` leaves in the checkout would otherwise shadow the `build` package.
 step "build: pip wheel . --no-deps"
-(cd "$ROOT" && "$PYTHON" -m pip wheel . --no-deps -q -w "$WORK/pip") || fail "pip wheel failed"
+(cd "$WORK" && "$BPY" -P -m pip wheel "$ROOT" --no-deps -q -w "$WORK/pip") || fail "pip wheel failed"
 step "build: python -m build --wheel"
-(cd "$ROOT" && "$PYTHON" -m build --wheel -o "$WORK/build" . >"$WORK/build.log" 2>&1) \
+(cd "$WORK" && "$BPY" -P -m build --wheel -o "$WORK/pypa-build" "$ROOT" >"$WORK/build.log" 2>&1) \
   || { tail -40 "$WORK/build.log"; fail "python -m build failed"; }
 WHEEL=$(ls "$WORK"/pip/executorch-*.whl)
-cmp "$WHEEL" "$WORK"/build/executorch-*.whl || fail "pip wheel and python -m build gave different bytes"
+cmp "$WHEEL" "$WORK"/pypa-build/executorch-*.whl || fail "pip wheel and python -m build gave different bytes"
 echo "both builds: $(basename "$WHEEL"), byte-identical"
 
 step "inspect: tag, contents, Requires-Dist"
-"$PYTHON" "$ROOT/tools/packaging/inspect_wheel.py" "$WHEEL" --minimal --requires flatbuffers --max-kb 300 \
+"$BPY" "$ROOT/tools/packaging/inspect_wheel.py" "$WHEEL" --minimal --requires flatbuffers --max-kb 300 \
   || fail "the minimal wheel breaks its promises (see above)"
 
 step "install in a clean venv (with $TORCH_SPEC first, then the wheel with its dependencies)"
 "$PYTHON" -m venv "$WORK/venv"
 VPY="$WORK/venv/bin/python"
-"$VPY" -m pip install -q "$TORCH_SPEC"
+"$VPY" -m pip install -q "$TORCH_SPEC" "${TORCH_INDEX[@]}"
 "$VPY" -m pip list --format=freeze | sort >"$WORK/before.txt"
 "$VPY" -m pip install -q "$WHEEL"
 "$VPY" -m pip list --format=freeze | sort >"$WORK/after.txt"
@@ -69,7 +81,8 @@ echo "wheel.pte == source.pte ($(wc -c <"$WORK/wheel.pte") bytes)"
 if [[ -n "${ET_FULL_WHEEL:-}" ]]; then
   step "same bytes as an export from the full wheel"
   "$PYTHON" -m venv "$WORK/full"
-  "$WORK/full/bin/python" -m pip install -q "$TORCH_SPEC" "$ET_FULL_WHEEL"
+  "$WORK/full/bin/python" -m pip install -q "$TORCH_SPEC" "${TORCH_INDEX[@]}"
+  "$WORK/full/bin/python" -m pip install -q "$ET_FULL_WHEEL"
   # Verification is the runtime's job, checked next; this step compares the writers.
   (cd "$WORK" && "$WORK/full/bin/python" -m executorch.exir export "$MODEL" -o "$WORK/full.pte" --no-verify) \
     || fail "export with the full wheel failed"
