@@ -1,9 +1,14 @@
 """executorch.devtools.compare: the one output gate. Each check is shown failing on a corrupted output."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.exir import to_edge_transform_and_lower
 
 
 def _ref() -> torch.Tensor:
@@ -93,3 +98,44 @@ def test_nested_outputs_are_flattened():
     e = _ref()
     assert compare_outputs([e, e * 2], ((e,), [e * 2])).ok
     assert not compare_outputs([e, e], ((e,), [e * 2])).ok
+
+
+_FACTORY = '''
+import torch
+
+
+class Drift(torch.nn.Module):
+    """Negates its output only while exported: the .pte and eager disagree."""
+
+    def __init__(self, drift):
+        super().__init__()
+        self.drift = drift
+
+    def forward(self, x):
+        return -x * 2 if self.drift and torch.compiler.is_exporting() else x * 2
+
+
+def make_faithful():
+    return Drift(False), (torch.arange(1.0, 7.0).reshape(2, 3),)
+
+
+def make_drifting():
+    return Drift(True), (torch.arange(1.0, 7.0).reshape(2, 3),)
+'''
+
+
+def test_run_check_gate_passes_a_faithful_file_and_fails_a_wrong_one(tmp_path):
+    # tools/packaging/run_check.py is the minimal-wheel CI's gate, on our runtime and the published one.
+    factories = tmp_path / "factories.py"
+    factories.write_text(_FACTORY)
+    script = Path(__file__).resolve().parents[1] / "tools" / "packaging" / "run_check.py"
+    namespace: dict = {}
+    exec(compile(_FACTORY, str(factories), "exec"), namespace)
+    for name, code in (("make_faithful", 0), ("make_drifting", 1)):
+        model, inputs = namespace[name]()
+        pte = tmp_path / f"{name}.pte"
+        to_edge_transform_and_lower(torch.export.export(model, inputs)).to_executorch().write_to_file(pte)
+        proc = subprocess.run([sys.executable, str(script), f"{factories}:{name}", str(pte)],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, proc.stderr
+        assert ("FAIL:" in proc.stderr) is bool(code) and "max rel err" in proc.stdout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -43,7 +45,16 @@ def _plan(mode: Mode) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        _plan(Mode(sys.argv[1]))
-    else:
-        _table(Path.cwd())
+    parser = argparse.ArgumentParser(prog="python -m tools.packaging", description=__doc__.split(":")[0] + ".")
+    parser.add_argument("mode", nargs="?", choices=[m.value for m in Mode],
+                        help="print what this mode would build (default: print the table)")
+    mode = parser.parse_args().mode
+    try:
+        if mode:
+            _plan(Mode(mode))
+        else:
+            _table(Path.cwd())
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head` stopped reading: end quietly, as a shell tool would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
