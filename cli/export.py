@@ -61,7 +61,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     data = args.output.read_bytes()
     print(summarize(data, str(args.output)))
-    size = f"{args.output} ({len(data) / 2**20:.1f} MiB)"
+    size = f"{args.output} ({_size(len(data))})"
     verdict = None
     if args.verify:
         clock = time.perf_counter()
@@ -163,6 +163,12 @@ def _verify(path: Path, method_name: str, model: Any, inputs: tuple) -> tuple[bo
         return False, f"the {runtime.backend} runtime failed: {_first_line(e)}"
     result = compare_outputs(actual, expected)
     return result.ok, f"{result} on the {runtime.backend} runtime"
+
+
+def _size(n: int) -> str:
+    if n < 2**10:
+        return f"{n} bytes"
+    return f"{n / 2**10:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
 
 def _shape_of(result: Any) -> str:
