@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import warnings
 from pathlib import Path
 
-import torch
+# torch warns at import when NumPy is absent; nothing here needs it.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+import torch  # noqa: E402
 
 # The comparison is loaded from this source tree by path: under the published runtime's Python,
 # `executorch` is the published package, which has no such module.
