@@ -13,7 +13,7 @@ from torch.export import ExportedProgram
 
 from . import schema as S
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .emit._emitter import ConstantTable, emit_constant_method, emit_method
+from .emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
 from .error import ExportError
 from .passes import decompose, edge
 
@@ -83,8 +83,22 @@ def _to_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedPro
     slow = ep.run_decompositions(table)
     # What torch leaves composite (preserved ops, ops with no decomposition) stays as it is;
     # the edge op check names it if it is not allowed.
-    decompose.rewrite_to_core_aten(slow.graph_module)
+    decompose.rewrite_to_core_aten(slow.graph_module, _keeper(config))
     return slow
+
+
+def _keeper(config: EdgeCompileConfig) -> Optional[Callable[[fx.Node], bool]]:
+    """Which nodes the direct rewrites leave whole: preserved ops, where their filter agrees."""
+    if not config.preserve_ops:
+        return None
+    ops = set(config.preserve_ops)
+    filters = getattr(config, "_preserve_filters", {})
+
+    def keep(node: fx.Node) -> bool:
+        f = filters.get(node.target)
+        return node.target in ops and (f is None or bool(f(node)))
+
+    return keep
 
 
 def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
@@ -92,7 +106,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
     gm = ep.graph_module
     for sub in edge.graph_modules(gm):
         if sub is not gm:
-            decompose.rewrite_to_core_aten(sub)
+            decompose.rewrite_to_core_aten(sub, _keeper(config))
         edge.to_functional_copies(sub)
         if not config._skip_dim_order:
             edge.to_dim_order_ops(sub)
@@ -134,13 +148,43 @@ def to_edge_transform_and_lower(
     constant_methods: Optional[Mapping[str, Any]] = None,
     compile_config: Optional[EdgeCompileConfig] = None,
 ) -> "EdgeProgramManager":
-    """`to_edge`, then the transform passes, then delegation to each partitioner's backend."""
-    manager = to_edge(programs, constant_methods, compile_config)
+    """`to_edge`, then the transform passes, then delegation to each partitioner's backend; ops a
+    partitioner names in `ops_to_not_decompose` stay whole until it has claimed them."""
+    config = compile_config or EdgeCompileConfig()
+    keep_config = _preserving(config, partitioner, _as_dict(programs)) if partitioner else None
+    manager = to_edge(programs, constant_methods, keep_config or config)
     if transform_passes:
         manager = manager.transform(transform_passes)
     if partitioner:
         manager = manager.to_backend(partitioner)
+    if keep_config is not None:
+        manager = manager._finish_preserved(config, keep_config.preserve_ops)
     return manager
+
+
+def _preserving(config: EdgeCompileConfig, partitioner, programs: dict) -> Optional[EdgeCompileConfig]:
+    """The config that keeps every op a partitioner asks to keep whole (None if none asks)."""
+    import dataclasses
+
+    ops: list = []
+    filters: dict = {}
+    per = _per_method(partitioner, programs)
+    for name, ep in programs.items():
+        for p in per[name]:
+            if not hasattr(p, "ops_to_not_decompose"):
+                continue
+            got, node_filter = p.ops_to_not_decompose(ep)
+            for op in got:
+                if op not in ops:
+                    ops.append(op)
+                if node_filter is not None:
+                    prev = filters.get(op)
+                    filters[op] = node_filter if prev is None else (lambda n, a=prev, b=node_filter: a(n) or b(n))
+    if not ops:
+        return None
+    keep = dataclasses.replace(config, preserve_ops=list(config.preserve_ops) + ops, _check_ir_validity=False)
+    keep._preserve_filters = filters
+    return keep
 
 
 def _apply_pass(p: Callable, ep: ExportedProgram) -> ExportedProgram:
@@ -158,9 +202,12 @@ def _apply_pass(p: Callable, ep: ExportedProgram) -> ExportedProgram:
 
 
 def _per_method(arg, methods: Iterable[str]) -> dict[str, list]:
+    def as_list(v) -> list:
+        return list(v) if isinstance(v, (list, tuple)) else ([] if v is None else [v])
+
     if isinstance(arg, Mapping):
-        return {m: list(arg.get(m, [])) for m in methods}
-    return {m: list(arg) for m in methods}
+        return {m: as_list(arg.get(m)) for m in methods}
+    return {m: as_list(arg) for m in methods}
 
 
 class EdgeProgramManager:
@@ -194,13 +241,42 @@ class EdgeProgramManager:
         return EdgeProgramManager(out, self._constant_methods, self.compile_config)
 
     def to_backend(self, partitioner) -> "EdgeProgramManager":
-        """Delegate the parts each partitioner claims to its backend."""
-        from .backend import to_backend
+        """Delegate the parts each partitioner claims to its backend: one partitioner (or a list) for
+        every method, or a dict method -> partitioner(s)."""
+        from executorch.exir.backend.backend_api import to_backend
 
-        per = _per_method(partitioner if isinstance(partitioner, (list, tuple, Mapping)) else [partitioner],
-                          self._programs)
-        return EdgeProgramManager({name: to_backend(ep, per[name], name) for name, ep in self._programs.items()},
-                                  self._constant_methods, self.compile_config)
+        per = _per_method(partitioner, self._programs)
+        out = {}
+        for name, ep in self._programs.items():
+            for p in per[name]:
+                ep = to_backend(ep, p, name)
+            out[name] = ep
+        return EdgeProgramManager(out, self._constant_methods, self.compile_config)
+
+    def _finish_preserved(self, config: EdgeCompileConfig, kept: list) -> "EdgeProgramManager":
+        """Lower the kept-whole ops no partitioner claimed, then check against `config`."""
+        kept = set(kept)
+        out = {}
+        for name, ep in self._programs.items():
+            for sub in edge.graph_modules(ep.graph_module):
+                decompose.rewrite_to_core_aten(sub)
+                left = sorted({str(n.target) for n in sub.graph.nodes if n.op == "call_function"
+                               and n.target in kept and not edge.is_edge_op(n.target)})
+                if left:
+                    raise ExportError(
+                        f"method '{name}': {left} were kept whole for a partitioner (ops_to_not_decompose) but "
+                        "no partitioner claimed them and they have no direct core-ATen rewrite; claim them in "
+                        "the partitioner or drop them from its ops_to_not_decompose"
+                    )
+                edge.to_functional_copies(sub)
+                if not config._skip_dim_order:
+                    edge.to_dim_order_ops(sub)
+                sub.graph.eliminate_dead_code()
+                sub.recompile()
+            if config._check_ir_validity:
+                edge.check_edge_ops(ep.graph_module, name)
+            out[name] = ep
+        return EdgeProgramManager(out, self._constant_methods, config)
 
     def to_executorch(self, config: Optional[ExecutorchBackendConfig] = None) -> "ExecutorchProgramManager":
         """Out variants, memory planning and emission: the program a `.pte` file holds."""
@@ -213,29 +289,65 @@ class EdgeProgramManager:
                 ep = _apply_pass(p, ep)
             programs[name] = ep
         constants = ConstantTable()
+        delegates = DelegateTable(config.extract_delegate_segments)
         plan = config.memory_planning_pass
-        plans = [emit_method(name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace)
-                 for name, ep in programs.items()]
+        plans, delegate_calls = [], {}
+        for name, ep in programs.items():
+            emitted, delegate_calls[name] = emit_method_with_delegates(
+                name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates)
+            plans.append(emitted)
         plans += [emit_constant_method(name, v, constants) for name, v in self._constant_methods.items()]
+        # Segment 0 is the constant segment; delegate payloads and named data follow it.
+        segment_data, named, align = delegates.segments()
+        for buffer_index, a in align.items():
+            if a > config.segment_alignment:
+                raise ExportError(
+                    f"named data asks for {a}-byte alignment but segments are aligned to "
+                    f"ExecutorchBackendConfig.segment_alignment={config.segment_alignment}; raise segment_alignment "
+                    f"to at least {a}"
+                )
         program = S.Program(
             version=0,
             execution_plan=plans,
             constant_buffer=constants.buffers,
-            backend_delegate_data=[],
+            backend_delegate_data=delegates.inline,
             segments=[],
             constant_segment=S.SubsegmentOffsets(segment_index=0, offsets=[]),
+            named_data=named or None,
+            segment_data=[b"", *segment_data] if segment_data else [],
         )
-        return ExecutorchProgramManager(program, programs, config)
+        return ExecutorchProgramManager(program, programs, config, delegate_calls)
 
 
 class ExecutorchProgramManager:
     """A lowered program: `.buffer` is the `.pte` file's bytes, `write_to_file` writes them."""
 
-    def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig):
+    def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig,
+                 delegate_calls: Optional[dict] = None):
         self._program = program
         self._programs = programs
         self._config = config
         self._buffer: Optional[bytes] = None
+        self._delegate_calls = delegate_calls or {}
+
+    @property
+    def delegate_map(self) -> dict[str, dict[int, dict]]:
+        """Per method, per DelegateCall instruction: the backend id and the debug handle map its
+        `preprocess` returned (None when it returned none)."""
+        return {
+            method: {pc: {"name": lowered.backend_id, "delegate_map": lowered.meta.get("debug_handle_map")}
+                     for pc, lowered in calls}
+            for method, calls in self._delegate_calls.items()
+        }
+
+    @property
+    def debug_handle_map(self) -> dict[str, dict[int, list[str]]]:
+        """Per method, per DelegateCall instruction: the edge-graph nodes the delegate runs."""
+        return {
+            method: {pc: [n.name for n in lowered.original_module.graph.nodes if n.op == "call_function"]
+                     for pc, lowered in calls}
+            for method, calls in self._delegate_calls.items()
+        }
 
     @property
     def methods(self) -> set[str]:

@@ -82,7 +82,7 @@ class Program:
 
 
 class BackendRegistry:
-    """The delegate backends the active runtime can run (none for the Python runtime)."""
+    """The delegate backends the active runtime can run."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module

@@ -21,6 +21,7 @@ from .. import schema as S
 from .._tensor_data import digest, scalar_type, tensor_bytes
 from ..error import ExportError
 from ..passes._graph import source_line
+from ..delegate import executorch_call_delegate
 from ._out_variants import out_variant, prim_op_name
 
 _ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
@@ -45,6 +46,50 @@ class ConstantTable:
         return idx
 
 
+class DelegateTable:
+    """The program's delegate payloads and named data, shared by all methods: payloads go into
+    segments after the program (or inline in it), named data into segments of their own."""
+
+    FIRST_SEGMENT = 1  # segment 0 is the constant segment
+
+    def __init__(self, extract_segments: bool = True) -> None:
+        from executorch.exir._serialize._named_data_store import NamedDataStore
+
+        self.extract_segments = extract_segments
+        self.payloads: list[bytes] = []
+        self.inline: list[S.BackendDelegateInlineData] = []
+        self.named = NamedDataStore()
+
+    def add(self, lowered) -> S.BackendDelegate:
+        data = lowered.processed_bytes
+        if self.extract_segments:
+            ref = S.BackendDelegateDataReference(S.DataLocation.SEGMENT, self.FIRST_SEGMENT + len(self.payloads))
+            self.payloads.append(data)
+        else:
+            ref = S.BackendDelegateDataReference(S.DataLocation.INLINE, len(self.inline))
+            self.inline.append(S.BackendDelegateInlineData(data))
+        if lowered.named_data_store_output is not None:
+            self.named.merge_named_data_store(lowered.named_data_store_output)
+        specs = [S.CompileSpec(c.key, bytes(c.value)) for c in lowered.compile_specs]
+        return S.BackendDelegate(id=lowered.backend_id, processed=ref, compile_specs=specs)
+
+    def segments(self) -> tuple[list[bytes], list[S.NamedData], dict[int, int]]:
+        """The segment contents (payloads, then named data) numbered from FIRST_SEGMENT, the
+        named-data table, and each named buffer's alignment."""
+        out = self.named.get_named_data_store_output()
+        if out.external_data:
+            raise ExportError(
+                f"named data with an external tag {sorted(out.external_data)} goes into .ptd files, which "
+                "this exporter does not write yet; add it without external_tag to keep it in the .pte"
+            )
+        named_base = self.FIRST_SEGMENT + len(self.payloads)
+        table = [S.NamedData(key, named_base + e.buffer_index) for key, e in out.pte_data.items()]
+        align: dict[int, int] = {}
+        for e in out.pte_data.values():
+            align[e.buffer_index] = max(align.get(e.buffer_index, 1), e.alignment)
+        return list(self.payloads) + list(out.buffers), table, align
+
+
 @dataclass
 class _Planned:
     """A planned tensor value and the storage it uses (shared with the tensors it aliases)."""
@@ -55,8 +100,12 @@ class _Planned:
 
 class _MethodEmitter:
     def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                 alignment: int, emit_stacktrace: bool = False):
+                 alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None):
         self.name = name
+        self.delegate_table = delegates if delegates is not None else DelegateTable()
+        self.delegates: list[S.BackendDelegate] = []
+        self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
+        self.owner: dict[fx.Graph, fx.GraphModule] = {ep.graph_module.graph: ep.graph_module}
         self.emit_stacktrace = emit_stacktrace
         self.frames: list[S.FrameList] = []
         self.moved_into: list[tuple[int, int]] = []  # (branch result, cond output) pairs
@@ -240,7 +289,7 @@ class _MethodEmitter:
             chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions,
                             stacktrace=self.frames if self.emit_stacktrace else None)],
             operators=self.operators,
-            delegates=[],
+            delegates=self.delegates,
             non_const_buffer_sizes=self.arena_sizes,
         )
 
@@ -292,6 +341,9 @@ class _MethodEmitter:
             return
         if target is torch.ops.higher_order.cond:
             self._emit_cond(node)
+            return
+        if target is executorch_call_delegate:
+            self._emit_delegate(node)
             return
         val = node.meta.get("val")
         prim = prim_op_name(target)
@@ -346,20 +398,36 @@ class _MethodEmitter:
             self.frames.append(_frames(node))
         return instr_args
 
+    def _emit_delegate(self, node: fx.Node) -> None:
+        """A lowered partition: one BackendDelegate entry and a DelegateCall whose arguments are
+        the partition's inputs, then its outputs (planned like any kernel's)."""
+        lowered = getattr(self.owner[node.graph], node.args[0].target)
+        args = []
+        for a in node.args[1:]:
+            args.append(self._node_value(a) if isinstance(a, fx.Node) else self._arg(a, None, node))
+        outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
+        self.node_values[node] = outs
+        index = len(self.delegates)
+        self.delegates.append(self.delegate_table.add(lowered))
+        self.delegate_calls.append((len(self.instructions), lowered))
+        self._append(S.DelegateCall(delegate_index=index, args=args + outs), node)
+
     def _emit_cond(self, node: fx.Node) -> None:
         """`torch.cond`: both branches inline, chosen by jumps; each moves its results into the
         cond's outputs. Branch tensors live from the cond to the last use of its outputs."""
         pred, true_ref, false_ref, operands = node.args
+        owner = self.owner[node.graph]
         outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
         to_false = self._append(S.JumpFalseCall(self._node_value(pred), -1), node)
-        self._emit_branch(getattr(self.ep.graph_module, true_ref.target), operands, outs, node)
+        self._emit_branch(getattr(owner, true_ref.target), operands, outs, node)
         to_end = self._append(S.JumpFalseCall(self._add(S.Bool(False)), -1), node)
         to_false.destination_instruction = len(self.instructions)
-        self._emit_branch(getattr(self.ep.graph_module, false_ref.target), operands, outs, node)
+        self._emit_branch(getattr(owner, false_ref.target), operands, outs, node)
         to_end.destination_instruction = len(self.instructions)
         self.node_values[node] = outs
 
     def _emit_branch(self, gm: fx.GraphModule, operands, outs: list[int], cond: fx.Node) -> None:
+        self.owner[gm.graph] = gm
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         for ph, operand in zip(placeholders, operands):
             self.node_values[ph] = self._node_value(operand)
@@ -422,9 +490,17 @@ class _MethodEmitter:
 
 def emit_method(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable,
                 planner=memory_planning.greedy,
-                alignment: int = memory_planning.DEFAULT_ALIGNMENT, emit_stacktrace: bool = False) -> S.ExecutionPlan:
+                alignment: int = memory_planning.DEFAULT_ALIGNMENT, emit_stacktrace: bool = False,
+                delegates: Optional[DelegateTable] = None) -> S.ExecutionPlan:
     """The ExecutionPlan for one edge-dialect program."""
-    return _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace).emit()
+    return emit_method_with_delegates(name, ep, constants, planner, alignment, emit_stacktrace, delegates)[0]
+
+
+def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
+                               alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable]):
+    """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
+    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates)
+    return emitter.emit(), emitter.delegate_calls
 
 
 def _frames(node: Optional[fx.Node]) -> S.FrameList:

@@ -218,9 +218,9 @@ def needs_torch_decomposition(gm: fx.GraphModule) -> bool:
     return not all(_rewritable(n) for n in gm.graph.nodes)
 
 
-def rewrite_to_core_aten(gm: fx.GraphModule) -> bool:
-    """Apply the direct rewrites in place. Returns False if some node still needs torch's
-    decomposer (the nodes that could be rewritten are rewritten all the same)."""
+def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], bool]] = None) -> bool:
+    """Apply the direct rewrites in place, leaving nodes `keep` accepts whole. Returns False if
+    some node still needs torch's decomposer (the others are rewritten all the same)."""
     complete = True
     g = gm.graph
     fm = fake_mode_of(g)
@@ -231,7 +231,7 @@ def rewrite_to_core_aten(gm: fx.GraphModule) -> bool:
         if node.target in _ASSERTS:
             g.erase_node(node)
             continue
-        if _is_final(node.target):
+        if _is_final(node.target) or (keep is not None and keep(node)):
             continue
         fn = _inplace_functional(node.target)
         with g.inserting_before(node):

@@ -84,6 +84,8 @@ def to_dim_order_ops(gm: fx.GraphModule) -> None:
 def is_edge_op(target) -> bool:
     if target is operator.getitem or target in _SYM_OPS or target is torch.ops.higher_order.cond:
         return True
+    if getattr(target, "__name__", None) == "executorch_call_delegate":
+        return True
     if not isinstance(target, torch._ops.OpOverload):
         return False
     if target.namespace == "dim_order_ops":

@@ -14,7 +14,7 @@ from executorch.runtime._meta import MethodMeta
 from executorch.runtime._python import _kernels
 from executorch.runtime._python._method import PythonMethod, plan_meta
 
-__all__ = ["PythonProgram", "load_program", "operator_names"]
+__all__ = ["PythonProgram", "load_program", "operator_names", "registered_backend_names"]
 
 
 class PythonProgram:
@@ -49,3 +49,10 @@ def operator_names() -> set[str]:
     """ExecuTorch's own operators implemented here, and every operator torch registers."""
     listed = getattr(torch._C, "_dispatch_get_all_op_names", lambda: [])()
     return set(_kernels.SCALAR_KERNELS) | set(_kernels.TENSOR_KERNELS) | set(listed)
+
+
+def registered_backend_names() -> list[str]:
+    """The delegate backends registered with the Python runtime."""
+    from executorch.runtime import python_backend
+
+    return python_backend.registered_backend_names()

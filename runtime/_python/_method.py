@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import weakref
 from typing import Callable, Optional
 
 import torch
@@ -32,7 +33,9 @@ class PythonMethod:
 
     def __init__(self, program: schema.Program, plan: schema.ExecutionPlan) -> None:
         self.name = plan.name
+        self._program = program
         self._plan = plan
+        self._delegates: dict[int, tuple] = {}
         self._values = PlanValues(program, plan)
         self._objs = self._values.objects
         self._resolved: dict[int, _ops.Resolved] = {}
@@ -165,7 +168,11 @@ class PythonMethod:
                 steps.append(functools.partial(_free, self._objs, args.value_index))
                 labels.append("free")
             elif isinstance(args, schema.DelegateCall):
-                raise ExecuTorchError(self._delegate_message(pc, args))
+                backend, handle, delegate_id = self._delegate(pc, args)
+                for i in args.args:
+                    self._check_index(i, "a DelegateCall")
+                steps.append(functools.partial(_call_delegate, backend, handle, self._objs, list(args.args)))
+                labels.append(f"delegate {delegate_id}")
             else:
                 raise InvalidProgramError(f"instruction {pc} of method {self.name!r} has no valid kind")
         return _Chain(steps, labels, jumps)
@@ -184,12 +191,38 @@ class PythonMethod:
                         f"instruction {pc} of method {self.name!r} ({op.name}) writes into constant tensor "
                         f"value {t}; the program is corrupt, re-export it")
 
-    def _delegate_message(self, pc: int, call: schema.DelegateCall) -> str:
+    def _delegate(self, pc: int, call: schema.DelegateCall) -> tuple:
+        """The backend, its handle (one `init` per delegate entry) and the entry's id."""
+        from executorch.runtime import python_backend
+
         delegates = self._plan.delegates
-        backend = (repr(delegates[call.delegate_index].id) if 0 <= call.delegate_index < len(delegates)
-                   else f"#{call.delegate_index}")
-        return (f"method {self.name!r} hands instruction {pc} to backend {backend}, and the Python runtime "
-                f"runs no backends; use the native runtime built with that backend, or export without a partitioner")
+        d = call.delegate_index
+        if not 0 <= d < len(delegates):
+            raise InvalidProgramError(
+                f"instruction {pc} of method {self.name!r} calls delegate {d}, but the method has "
+                f"{len(delegates)}; the file is corrupt, re-export it")
+        if d in self._delegates:
+            return self._delegates[d]
+        delegate = delegates[d]
+        backend = python_backend.get_backend(delegate.id)
+        if backend is None or not backend.is_available():
+            raise ExecuTorchError(
+                f"method {self.name!r} calls backend {delegate.id!r} (delegate {d}), which is not registered in the "
+                f"Python runtime (registered: {', '.join(python_backend.registered_backend_names())}); register it "
+                "with executorch.runtime.python_backend.register_backend, or run on the native runtime linked "
+                "with it")
+        try:
+            handle = backend.init(_payload(self._program, delegate), list(delegate.compile_specs),
+                                  _named_data(self._program))
+        except ExecuTorchError:
+            raise
+        except Exception as exc:
+            raise ExecuTorchError(
+                f"backend {delegate.id!r} failed to initialise delegate {d} of method {self.name!r}: {exc}") from exc
+        if hasattr(backend, "destroy"):
+            weakref.finalize(self, backend.destroy, handle)
+        self._delegates[d] = (backend, handle, delegate.id)
+        return self._delegates[d]
 
     # ---- inputs and outputs
 
@@ -213,6 +246,34 @@ class PythonMethod:
         if kind is schema.IntList:
             return lambda: values.list_value(idx)
         return lambda: _copy_if_list(objs[idx])
+
+
+def _call_delegate(backend, handle, objs: list, indices: list[int]) -> None:
+    backend.execute(handle, [objs[i] for i in indices])
+
+
+def _payload(program: schema.Program, delegate: schema.BackendDelegate) -> memoryview:
+    ref = delegate.processed
+    if ref.location == schema.DataLocation.SEGMENT:
+        pool, what = program.segment_data, "segment"
+    else:
+        pool, what = [d.data for d in program.backend_delegate_data], "inline data entry"
+    if not 0 <= ref.index < len(pool):
+        raise InvalidProgramError(
+            f"delegate {delegate.id!r} keeps its payload in {what} {ref.index}, but the file has {len(pool)}; "
+            "the file is corrupt, re-export it")
+    return memoryview(pool[ref.index])
+
+
+def _named_data(program: schema.Program) -> dict[str, memoryview]:
+    out = {}
+    for entry in program.named_data or ():
+        if not 0 <= entry.segment_index < len(program.segment_data):
+            raise InvalidProgramError(
+                f"named data {entry.key!r} is in segment {entry.segment_index}, but the file has "
+                f"{len(program.segment_data)}; the file is corrupt, re-export it")
+        out[entry.key] = memoryview(program.segment_data[entry.segment_index])
+    return out
 
 
 def _copy_if_list(value: object) -> object:

@@ -1,0 +1,147 @@
+"""Cutting one tagged partition out of a program: its own edge program, and a call in its place."""
+
+from __future__ import annotations
+
+import heapq
+import operator
+
+from torch import fx
+from torch.export import ExportedProgram
+from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+from torch.export.graph_signature import (
+    ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec, TensorArgument,
+)
+from torch.utils._pytree import tree_flatten
+
+from executorch.exir.delegate import executorch_call_delegate, get_lowered_module_name
+from executorch.exir.error import ExportError
+
+_CONSTANT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+
+
+def tagged_nodes(gm: fx.GraphModule, tag: str) -> list[fx.Node]:
+    """The partition's compute nodes in graph order, with the getitems that unpack them."""
+    part = [n for n in gm.graph.nodes if n.op == "call_function" and n.meta.get("delegation_tag") == tag]
+    members = set(part)
+    for n in list(part):
+        for u in n.users:
+            if u.target is operator.getitem and u not in members:
+                members.add(u)
+    return [n for n in gm.graph.nodes if n in members]
+
+
+class Partition:
+    """The nodes of one tag and how they connect to the rest of the program."""
+
+    def __init__(self, ep: ExportedProgram, tag: str, method: str) -> None:
+        self.ep, self.tag, self.method = ep, tag, method
+        gm = ep.graph_module
+        self.nodes = tagged_nodes(gm, tag)
+        members = set(self.nodes)
+        specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
+        self.moved: list[tuple[fx.Node, InputSpec]] = []  # constants only this partition reads
+        self.inputs: list[fx.Node] = []
+        for n in self.nodes:
+            for a in n.all_input_nodes:
+                if a in members or a in self.inputs or any(a is m for m, _ in self.moved):
+                    continue
+                spec = specs.get(a.name) if a.op == "placeholder" else None
+                if spec is not None and spec.kind in _CONSTANT_KINDS and all(u in members for u in a.users):
+                    self.moved.append((a, spec))
+                else:
+                    self.inputs.append(a)
+        self.outputs = [n for n in self.nodes if any(u not in members for u in n.users)]
+        for n in self.outputs:
+            if isinstance(n.meta.get("val"), (tuple, list)):
+                raise ExportError(
+                    f"method '{method}': partition {tag!r} returns the multi-output node '{n.name}' whole; tag the "
+                    "getitem nodes that unpack it together with it"
+                )
+
+    def exported_program(self) -> ExportedProgram:
+        """The partition as an edge program of its own: moved constants are its parameters."""
+        ep = self.ep
+        graph = fx.Graph()
+        env: dict[fx.Node, fx.Node] = {}
+        input_specs = []
+        for node, spec in self.moved:
+            env[node] = graph.placeholder(node.name)
+            env[node].meta = dict(node.meta)
+            input_specs.append(InputSpec(spec.kind, TensorArgument(env[node].name), spec.target, spec.persistent))
+        for node in self.inputs:
+            env[node] = graph.placeholder(node.name)
+            env[node].meta = dict(node.meta)
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(env[node].name), None))
+        for node in self.nodes:
+            env[node] = graph.node_copy(node, lambda a: env[a])
+        graph.output(tuple(env[n] for n in self.outputs))
+        output_specs = [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(env[n].name), None) for n in self.outputs]
+        gm = fx.GraphModule(ep.graph_module, graph)
+        targets = {spec.target for _, spec in self.moved}
+        state_dict = {k: v for k, v in ep.state_dict.items() if k in targets}
+        constants = {k: v for k, v in ep.constants.items() if k in targets}
+        _, in_spec = tree_flatten((tuple(n.meta.get("val") for n in self.inputs), {}))
+        _, out_spec = tree_flatten(tuple(n.meta.get("val") for n in self.outputs))
+        call_graph = [ModuleCallEntry("", ModuleCallSignature(inputs=[], outputs=[], in_spec=in_spec,
+                                                              out_spec=out_spec))]
+        return ExportedProgram(
+            root=gm, graph=gm.graph, graph_signature=ExportGraphSignature(input_specs, output_specs),
+            state_dict=state_dict, range_constraints=ep.range_constraints, module_call_graph=call_graph,
+            constants=constants, verifiers=[ep.verifier],
+        )
+
+    def replace_with(self, lowered) -> None:
+        """Put `lowered` (called through executorch_call_delegate) where the partition was."""
+        gm = self.ep.graph_module
+        graph = gm.graph
+        name = get_lowered_module_name(gm, lowered)
+        with graph.inserting_after(self.nodes[-1]):
+            attr = graph.get_attr(name)
+        with graph.inserting_after(attr):
+            call = graph.call_function(executorch_call_delegate, (attr, *self.inputs))
+        call.meta["val"] = tuple(n.meta.get("val") for n in self.outputs)
+        call.meta["delegation_tag"] = self.tag
+        last = call
+        members = set(self.nodes)
+        for i, out in enumerate(self.outputs):
+            with graph.inserting_after(last):
+                item = graph.call_function(operator.getitem, (call, i))
+            item.meta = dict(out.meta)
+            item.meta.pop("delegation_tag", None)
+            out.replace_all_uses_with(item, delete_user_cb=lambda u: u not in members)
+            last = item
+        for n in reversed(self.nodes):
+            graph.erase_node(n)
+        for n, _ in self.moved:
+            graph.erase_node(n)
+        _stable_toposort(graph, self.method, self.tag)
+
+
+def _stable_toposort(graph: fx.Graph, method: str, tag: str) -> None:
+    """Reorder so each node follows its inputs, keeping the original order where it can; a cycle
+    means the partition was not convex (a node outside it both uses and feeds it)."""
+    nodes = list(graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    pending = {n: len(set(n.all_input_nodes)) for n in nodes}
+    ready = [index[n] for n in nodes if pending[n] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        n = nodes[heapq.heappop(ready)]
+        order.append(n)
+        for u in n.users:
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, index[u])
+    if len(order) != len(nodes):
+        stuck = next(n for n in nodes if pending[n] > 0 and n.target is not executorch_call_delegate)
+        raise ExportError(
+            f"method '{method}': partition {tag!r} is not convex: node '{stuck.name}' outside it both uses its "
+            "results and feeds it; tag that node too or split the partition in two"
+        )
+    if order == nodes:
+        return
+    prev = order[0]
+    for n in order[1:]:
+        prev.append(n)
+        prev = n

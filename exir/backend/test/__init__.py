@@ -1,0 +1,1 @@
+"""Backends and partitioners that ship for testing delegation end to end."""

@@ -1,0 +1,1 @@
+"""`ExecutorBackend`: delegates whose payload is a nested `.pte` the runtime itself runs."""

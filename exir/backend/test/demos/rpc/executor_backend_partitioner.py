@@ -1,0 +1,48 @@
+"""`ExecutorBackendPartitioner`: claims nodes for ExecutorBackend, all of them or chosen ops."""
+
+from __future__ import annotations
+
+import operator
+from typing import Iterable, Optional
+
+import torch
+from torch.export import ExportedProgram
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data
+
+
+class _Supported(OperatorSupportBase):
+    def __init__(self, ops: Optional[set]) -> None:
+        self.ops = ops
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        if node.op != "call_function" or node.target is operator.getitem:
+            return False
+        if not isinstance(node.target, torch._ops.OpOverload):
+            return False  # control flow and delegate calls stay where they are
+        return self.ops is None or node.target in self.ops
+
+
+class ExecutorBackendPartitioner(Partitioner):
+    """Tags every operator node (or, with `ops`, the nodes of those ops) in convex groups, one
+    partition per group, for the backend id "ExecutorBackend"."""
+
+    def __init__(self, ops: Optional[Iterable] = None) -> None:
+        super().__init__()
+        self.ops = set(ops) if ops is not None else None
+        self.delegation_spec = DelegationSpec("ExecutorBackend", [])
+
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        gm = exported_program.graph_module
+        groups = CapabilityBasedPartitioner(gm, _Supported(self.ops), allows_single_node_partition=True).propose_partitions()
+        tags = {}
+        for i, group in enumerate(sorted(groups, key=lambda g: min(n.name for n in g.nodes))):
+            tag = f"tag{i}"
+            for node in group.nodes:
+                node.meta["delegation_tag"] = tag
+            tags[tag] = self.delegation_spec
+        tag_constant_data(exported_program)
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)

@@ -1,0 +1,29 @@
+"""`ExecutorBackend.preprocess`: the partition becomes a whole `.pte` program, its payload."""
+
+from __future__ import annotations
+
+from typing import final
+
+from torch.export import ExportedProgram
+
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+
+@final
+class ExecutorBackend(BackendDetails):
+    """Lowers a partition to a nested program with method `forward` (inputs and outputs those of
+    the partition); the runtime's ExecutorBackend loads it and runs it on its own kernels."""
+
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
+        from executorch.exir.program import EdgeProgramManager
+
+        if compile_specs:
+            from executorch.exir.error import ExportError
+
+            raise ExportError(
+                f"ExecutorBackend takes no compile specs, got {[c.key for c in compile_specs]}; pass an empty list"
+            )
+        nested = EdgeProgramManager({"forward": edge_program}).to_executorch()
+        return PreprocessResult(processed_bytes=nested.buffer)

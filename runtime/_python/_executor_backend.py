@@ -1,0 +1,31 @@
+"""`ExecutorBackend` for the Python runtime: the payload is a `.pte` that this runtime runs."""
+
+from __future__ import annotations
+
+from executorch.runtime import python_backend
+from executorch.runtime._errors import ExecuTorchError
+from executorch.runtime._python import _kernels
+
+
+class ExecutorBackend(python_backend.PythonBackend):
+    def init(self, processed, compile_specs, named_data):
+        from executorch.runtime._python import load_program
+
+        program = load_program(bytes(processed))
+        method = program.load_method("forward")
+        return method, len(method._plan.inputs), len(method._plan.outputs)
+
+    def execute(self, handle, args):
+        method, n_in, n_out = handle
+        if len(args) != n_in + n_out:
+            raise ExecuTorchError(
+                f"ExecutorBackend: the DelegateCall passes {len(args)} values but the nested program takes "
+                f"{n_in} inputs and returns {n_out} outputs; the file is corrupt, re-export it")
+        results = method.execute(list(args[:n_in]))
+        for slot, value in zip(args[n_in:], results):
+            if slot.shape != value.shape:
+                _kernels.resize(slot, value.shape)
+            slot.copy_(value)
+
+
+python_backend.register_backend("ExecutorBackend", ExecutorBackend())
