@@ -152,3 +152,8 @@ def load_program(data: Union[bytes, memoryview],
 def operator_names() -> set[str]:
     """Operators the native runtime has kernels for ("aten::add.out", ...)."""
     return set(_lib.registered_kernels())
+
+
+def registered_backend_names() -> list[str]:
+    """The delegate backends linked into the native runtime."""
+    return sorted(_lib.registered_backends())

@@ -12,6 +12,7 @@
 
 #include "runtime/core/operator_registry.h"
 #include "runtime/executor/hosted_method.h"
+#include "runtime/backend/interface.h"
 #include "runtime/executor/program.h"
 
 namespace py = pybind11;
@@ -249,6 +250,11 @@ PYBIND11_MODULE(_portable_lib, m) {
   m.def("registered_kernels", [] {
     std::vector<std::string> names;
     for (const Kernel& k : registered_kernels()) names.emplace_back(k.name);
+    return names;
+  });
+  m.def("registered_backends", [] {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < get_num_registered_backends(); ++i) names.emplace_back(*get_backend_name(i));
     return names;
   });
   m.def("error_name", [](uint32_t code) { return std::string(error_name(static_cast<Error>(code))); });

@@ -158,6 +158,37 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   return Error::Ok;
 }
 
+// The program's named data (NamedData entries over segments), as backends see it at init.
+class ProgramNamedData final : public NamedDataMap {
+ public:
+  explicit ProgramNamedData(const Program& program) : program_(program) {}
+  Result<FreeableBuffer> get_data(const char* key) const override {
+    const auto* entries = program_.flatbuffer()->named_data();
+    for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {
+      const fb::NamedData* e = entries->Get(i);
+      if (e == nullptr || e->key() == nullptr || std::strcmp(e->key()->c_str(), key) != 0) continue;
+      Result<Span<const uint8_t>> segment = program_.segment(e->segment_index());
+      if (!segment.ok()) return segment.error();
+      return FreeableBuffer(segment->data(), segment->size());
+    }
+    ET_LOG(Error, "the program has no named data '%s'", key);
+    return Error::NotFound;
+  }
+  Result<size_t> get_num_keys() const override {
+    const auto* entries = program_.flatbuffer()->named_data();
+    return static_cast<size_t>(entries ? entries->size() : 0);
+  }
+  Result<const char*> get_key(size_t index) const override {
+    const auto* entries = program_.flatbuffer()->named_data();
+    ET_CHECK_OR_RETURN(entries != nullptr && index < entries->size() && entries->Get(index)->key() != nullptr,
+                       InvalidArgument, "named data %zu is out of range or has no key", index);
+    return entries->Get(index)->key()->c_str();
+  }
+
+ private:
+  const Program& program_;
+};
+
 // Resolves list items (value indices) to EValue pointers; -1 means None where allowed.
 Error list_items(const flatbuffers::Vector<int32_t>* items, EValue* values, size_t n_values,
                  bool allow_none, size_t value_index, MemoryAllocator* a, EValue*** out) {
@@ -242,7 +273,7 @@ Error Method::init(const Program& program, MemoryManager* mm) {
                        "output %zu refers to value %d; the method has %zu", i, v, num_values_);
     output_index_[i] = static_cast<uint32_t>(v);
   }
-  ET_TRY(init_steps(mm));
+  ET_TRY(init_steps(program, mm));
   return check_tensor_memory();
 }
 
@@ -412,7 +443,63 @@ Error Method::check_tensor_memory() {
   return Error::Ok;
 }
 
-Error Method::init_steps(MemoryManager* mm) {
+Error Method::init_delegate(const Program& program, MemoryManager* mm, size_t index) {
+  const fb::BackendDelegate* d = meta_.flatbuffer()->delegates()->Get(index);
+  ET_CHECK_OR_RETURN(d != nullptr && d->id() != nullptr && d->processed() != nullptr, InvalidProgram,
+                     "delegate %zu of method '%s' has no backend id or payload", index, meta_.name());
+  const char* id = d->id()->c_str();
+  BackendInterface* backend = get_backend_class(id);
+  ET_CHECK_OR_RETURN(backend != nullptr, NotFound,
+                     "method '%s' needs backend '%s' (delegate %zu), which is not registered: link the "
+                     "library that registers '%s' into this application (whole-archive, so its static "
+                     "registration is kept)",
+                     meta_.name(), id, index, id);
+  ET_CHECK_OR_RETURN(backend->is_available(), NotSupported,
+                     "backend '%s' is registered but not available on this machine", id);
+  const fb::BackendDelegateDataReference* ref = d->processed();
+  const void* data = nullptr;
+  size_t size = 0;
+  if (ref->location() == fb::DataLocation::INLINE) {
+    const auto* inline_data = program.flatbuffer()->backend_delegate_data();
+    size_t n = inline_data ? inline_data->size() : 0;
+    ET_CHECK_OR_RETURN(ref->index() < n && inline_data->Get(ref->index())->data() != nullptr, InvalidProgram,
+                       "delegate %zu ('%s') uses inline data %u; the program has %zu", index, id,
+                       ref->index(), n);
+    data = inline_data->Get(ref->index())->data()->data();
+    size = inline_data->Get(ref->index())->data()->size();
+  } else {
+    Result<Span<const uint8_t>> segment = program.segment(ref->index());
+    if (!segment.ok()) return segment.error();
+    data = segment->data();
+    size = segment->size();
+  }
+  const auto* specs = d->compile_specs();
+  size_t n_specs = specs ? specs->size() : 0;
+  CompileSpec* compile_specs;
+  ET_ALLOC_OR_RETURN(compile_specs, alloc_list<CompileSpec>(mm->method_allocator, n_specs));
+  for (size_t i = 0; i < n_specs; ++i) {
+    const fb::CompileSpec* spec = specs->Get(i);
+    ET_CHECK_OR_RETURN(spec != nullptr && spec->key() != nullptr, InvalidProgram,
+                       "compile spec %zu of delegate %zu ('%s') has no key", i, index, id);
+    compile_specs[i].key = spec->key()->c_str();
+    compile_specs[i].value = SizedBuffer{spec->value() ? spec->value()->data() : nullptr,
+                                         spec->value() ? spec->value()->size() : 0};
+  }
+  FreeableBuffer processed(data, size);
+  ProgramNamedData named(program);
+  BackendInitContext context(mm->method_allocator, &named, meta_.name());
+  Result<DelegateHandle*> handle =
+      backend->init(context, &processed, ArrayRef<CompileSpec>(compile_specs, n_specs));
+  if (!handle.ok()) {
+    ET_LOG(Error, "backend '%s' failed to initialise delegate %zu of method '%s': %s", id, index, meta_.name(),
+           error_name(handle.error()));
+    return handle.error();
+  }
+  delegates_.slots[index] = DelegateSlot{backend, *handle, id};
+  return Error::Ok;
+}
+
+Error Method::init_steps(const Program& program, MemoryManager* mm) {
   const fb::ExecutionPlan* plan = meta_.flatbuffer();
   MemoryAllocator* a = mm->method_allocator;
   const auto* chains = plan->chains();
@@ -420,6 +507,9 @@ Error Method::init_steps(MemoryManager* mm) {
   size_t n_ops = operators ? operators->size() : 0;
   num_steps_ = meta_.num_instructions();
   ET_ALLOC_OR_RETURN(steps_, alloc_list<Step>(a, num_steps_));
+  size_t n_delegates = plan->delegates() ? plan->delegates()->size() : 0;
+  ET_ALLOC_OR_RETURN(delegates_.slots, alloc_list<DelegateSlot>(a, n_delegates));
+  delegates_.count = n_delegates;
   OpFunction* resolved;
   ET_ALLOC_OR_RETURN(resolved, alloc_list<OpFunction>(a, n_ops));
 
@@ -492,14 +582,17 @@ Error Method::init_steps(MemoryManager* mm) {
           break;
         }
         case fb::InstructionArguments::DelegateCall: {
-          int32_t d = ins->instr_args_as_DelegateCall()->delegate_index();
-          const auto* delegates = plan->delegates();
-          const char* id = "?";
-          if (delegates && d >= 0 && static_cast<size_t>(d) < delegates->size() &&
-              delegates->Get(d)->id())
-            id = delegates->Get(d)->id()->c_str();
-          ET_LOG(Error, "instruction %zu calls delegate '%s'; this runtime has no backends", pc, id);
-          return Error::NotSupported;
+          const auto* call = ins->instr_args_as_DelegateCall();
+          int32_t d = call->delegate_index();
+          ET_CHECK_OR_RETURN(d >= 0 && static_cast<size_t>(d) < n_delegates, InvalidProgram,
+                             "instruction %zu calls delegate %d; the method has %zu", pc, d, n_delegates);
+          if (delegates_.slots[d].backend == nullptr) ET_TRY(init_delegate(program, mm, static_cast<size_t>(d)));
+          const auto* args = call->args();
+          EValue** arg_ptrs;
+          ET_TRY(list_items(args, values_, num_values_, false, pc, a, &arg_ptrs));
+          s = Step{Step::Kind::Delegate, static_cast<uint32_t>(args ? args->size() : 0),
+                   static_cast<uint32_t>(d), nullptr, arg_ptrs};
+          break;
         }
         default:
           ET_LOG(Error, "instruction %zu has unknown type %d", pc, static_cast<int>(type));
@@ -633,6 +726,19 @@ Error Method::execute() {
       case Step::Kind::Free:
         ++pc;
         break;
+      case Step::Kind::Delegate: {
+        const DelegateSlot& slot = delegates_.slots[s.b];
+        BackendExecutionContext context(temp_allocator_, meta_.name());
+        Error e = slot.backend->execute(context, slot.handle, Span<EValue*>(s.args, s.a));
+        if (temp_allocator_ != nullptr) temp_allocator_->reset();
+        if (e != Error::Ok) {
+          ET_LOG(Error, "delegate %u (backend '%s') failed at instruction %zu: %s", s.b, slot.id, pc,
+                 error_name(e));
+          return e;
+        }
+        ++pc;
+        break;
+      }
     }
   }
   return Error::Ok;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/backend/interface.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/operator_registry.h"
 #include "runtime/core/result.h"
@@ -18,12 +19,36 @@ class Program;
 
 // One decoded instruction; every index in it was checked at load.
 struct Step {
-  enum class Kind : uint8_t { Kernel, Move, JumpFalse, Free };
+  enum class Kind : uint8_t { Kernel, Move, JumpFalse, Free, Delegate };
   Kind kind;
-  uint32_t a;  // Kernel: arg count; Move: from; JumpFalse: condition value; Free: value
-  uint32_t b;  // Move: to; JumpFalse: destination instruction
+  uint32_t a;  // Kernel, Delegate: arg count; Move: from; JumpFalse: condition value; Free: value
+  uint32_t b;  // Kernel: operator; Move: to; JumpFalse: destination instruction; Delegate: delegate
   OpFunction op;
   EValue** args;
+};
+
+// The initialised delegates of a method; destroyed (backend destroy()) with it.
+struct DelegateSlot {
+  BackendInterface* backend = nullptr;
+  DelegateHandle* handle = nullptr;
+  const char* id = nullptr;
+};
+
+class DelegateSlots final {
+ public:
+  DelegateSlots() = default;
+  DelegateSlots(DelegateSlots&& other) noexcept : slots(other.slots), count(other.count) {
+    other.slots = nullptr;
+    other.count = 0;
+  }
+  DelegateSlots(const DelegateSlots&) = delete;
+  DelegateSlots& operator=(const DelegateSlots&) = delete;
+  ~DelegateSlots() {
+    for (size_t i = 0; i < count; ++i)
+      if (slots[i].backend != nullptr) slots[i].backend->destroy(slots[i].handle);
+  }
+  DelegateSlot* slots = nullptr;
+  size_t count = 0;
 };
 
 class Method final {
@@ -61,7 +86,8 @@ class Method final {
   Method(MethodMeta meta) : meta_(meta) {}
   Error init(const Program& program, MemoryManager* memory_manager);
   Error init_values(const Program& program, MemoryManager* mm);
-  Error init_steps(MemoryManager* mm);
+  Error init_steps(const Program& program, MemoryManager* mm);
+  Error init_delegate(const Program& program, MemoryManager* mm, size_t index);
   Error check_lists();
   Error check_tensor_memory();
   Error bind_view_outputs();
@@ -80,6 +106,7 @@ class Method final {
   Step* steps_ = nullptr;
   size_t num_steps_ = 0;
   uint64_t loop_limit_ = 0;
+  DelegateSlots delegates_;
 };
 
 }  // namespace runtime

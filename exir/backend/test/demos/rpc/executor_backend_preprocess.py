@@ -25,5 +25,23 @@ class ExecutorBackend(BackendDetails):
             raise ExportError(
                 f"ExecutorBackend takes no compile specs, got {[c.key for c in compile_specs]}; pass an empty list"
             )
-        nested = EdgeProgramManager({"forward": edge_program}).to_executorch()
+        nested = EdgeProgramManager({"forward": _core_aten(edge_program)}).to_executorch()
         return PreprocessResult(processed_bytes=nested.buffer)
+
+
+def _core_aten(ep: ExportedProgram) -> ExportedProgram:
+    """The runtime runs the payload on its portable kernels, so ops a partitioner kept whole
+    (ops_to_not_decompose) are lowered to core ATen here."""
+    from executorch.exir.passes import decompose, edge
+    from executorch.exir.program import _copy_program, _sync_output_names
+
+    ep = _copy_program(ep)
+    for gm in edge.graph_modules(ep.graph_module):
+        decompose.rewrite_to_core_aten(gm)
+        edge.to_functional_copies(gm)
+        edge.to_dim_order_ops(gm)
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    _sync_output_names(ep)
+    edge.check_edge_ops(ep.graph_module, "forward")
+    return ep

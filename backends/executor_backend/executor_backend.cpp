@@ -1,0 +1,85 @@
+// ExecutorBackend: delegates whose payload is a nested .pte, loaded and run by this runtime.
+// A host backend: init() uses the heap (HostedMethod); execute() copies in, runs, copies out.
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "runtime/backend/interface.h"
+#include "runtime/executor/hosted_method.h"
+#include "runtime/executor/program.h"
+
+namespace executorch {
+namespace runtime {
+namespace {
+
+struct Nested {
+  explicit Nested(Program p) : program(p) {}
+  Program program;
+  std::unique_ptr<HostedMethod> method;
+};
+
+class ExecutorBackend final : public BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+
+  Result<DelegateHandle*> init(BackendInitContext& /*context*/, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec> compile_specs) const override {
+    ET_CHECK_OR_RETURN(compile_specs.empty(), InvalidArgument, "ExecutorBackend takes no compile specs, got %zu",
+                       compile_specs.size());
+    // The payload lives in the outer file, which outlives this delegate.
+    Result<Program> program = Program::load(processed->data(), processed->size());
+    if (!program.ok()) return program.error();
+    std::unique_ptr<Nested> nested(new (std::nothrow) Nested(*program));
+    ET_CHECK_OR_RETURN(nested != nullptr, MemoryAllocationFailed, "ExecutorBackend: out of memory");
+    Result<std::unique_ptr<HostedMethod>> method =
+        HostedMethod::load(nested->program, "forward", HostedMethod::Limits());
+    if (!method.ok()) return method.error();
+    nested->method = std::move(*method);
+    return static_cast<DelegateHandle*>(nested.release());
+  }
+
+  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle,
+                Span<EValue*> args) const override {
+    Method& m = static_cast<Nested*>(handle)->method->method();
+    size_t n_in = m.inputs_size(), n_out = m.outputs_size();
+    ET_CHECK_OR_RETURN(args.size() == n_in + n_out, InvalidProgram,
+                       "ExecutorBackend: the call passes %zu values; the nested program takes %zu inputs "
+                       "and returns %zu outputs",
+                       args.size(), n_in, n_out);
+    for (size_t i = 0; i < n_in; ++i) {
+      const EValue& v = *args[i];
+      if (!v.isTensor()) {
+        ET_TRY(m.set_input(i, v));
+        continue;
+      }
+      Tensor t = v.toTensor();
+      int64_t sizes[kTensorDimensionLimit];
+      for (int64_t d = 0; d < t.dim(); ++d) sizes[d] = t.size(d);
+      ET_TRY(m.set_input_tensor(i, t.scalar_type(), Span<const int64_t>(sizes, static_cast<size_t>(t.dim())),
+                                t.const_data_ptr(), t.nbytes()));
+    }
+    ET_TRY(m.execute());
+    for (size_t j = 0; j < n_out; ++j) {
+      Result<const EValue*> out = m.get_output(j);
+      if (!out.ok()) return out.error();
+      EValue* dst = args[n_in + j];
+      ET_CHECK_OR_RETURN((*out)->isTensor() && dst->isTensor(), InvalidProgram,
+                         "ExecutorBackend: output %zu is not a tensor", j);
+      Tensor from = (*out)->toTensor(), to = dst->toTensor();
+      ET_CHECK_OR_RETURN(from.scalar_type() == to.scalar_type(), InvalidProgram,
+                         "ExecutorBackend: output %zu has another dtype than the call's", j);
+      ET_TRY(to.resize(from.sizes()));
+      std::memcpy(to.mutable_data_ptr(), from.const_data_ptr(), from.nbytes());
+    }
+    return Error::Ok;
+  }
+
+  void destroy(DelegateHandle* handle) const override { delete static_cast<Nested*>(handle); }
+};
+
+ExecutorBackend g_backend;
+const Error g_registered = register_backend(Backend{"ExecutorBackend", &g_backend});
+
+}  // namespace
+}  // namespace runtime
+}  // namespace executorch
