@@ -121,6 +121,55 @@ def _delegate_size(program: s.Program, ref: s.BackendDelegateDataReference) -> O
     return None
 
 
+def _nested_kernel_calls(program: s.Program, ref: s.BackendDelegateDataReference) -> Optional[int]:
+    """Kernel calls inside a payload that is itself a .pte (ExecutorBackend); None if opaque."""
+    pool = program.segment_data if ref.location == s.DataLocation.SEGMENT else [
+        d.data for d in program.backend_delegate_data]
+    if not 0 <= ref.index < len(pool) or bytes(memoryview(pool[ref.index])[4:8]) != b"ET12":
+        return None
+    from executorch.exir._serialize import deserialize_pte_binary
+    from executorch.exir.error import SerializeError
+
+    try:
+        nested = deserialize_pte_binary(pool[ref.index])
+    except SerializeError:
+        return None
+    return sum(isinstance(i.instr_args, s.KernelCall)
+               for plan in nested.execution_plan for chain in plan.chains for i in chain.instructions)
+
+
+def _delegate_lines(program: s.Program, plan: s.ExecutionPlan, instructions: list) -> list[str]:
+    """Each delegate (backend, payload, compile specs, calling instructions) and the share of
+    operator calls that run inside delegates."""
+    lines = [f"  delegates ({len(plan.delegates)}):"]
+    callers: dict[int, list[int]] = {}
+    for pc, ins in enumerate(instructions):
+        if isinstance(ins, s.DelegateCall):
+            callers.setdefault(ins.delegate_index, []).append(pc)
+    inside: Optional[int] = 0
+    for i, d in enumerate(plan.delegates):
+        size = _delegate_size(program, d.processed)
+        where = "inline" if d.processed.location == s.DataLocation.INLINE else "segment"
+        specs = ", ".join(f"{c.key} ({len(c.value)} bytes)" for c in d.compile_specs) or "none"
+        size_text = f"{size:,} bytes" if size is not None else "size unknown"
+        pcs = callers.get(i, [])
+        called = f"instruction{'s' if len(pcs) != 1 else ''} {', '.join(map(str, pcs))}" if pcs else "never"
+        lines.append(f"    [{i}] {d.id}: {size_text} ({where} {d.processed.index}), compile specs: {specs}, "
+                     f"called by {called}")
+        nested = _nested_kernel_calls(program, d.processed)
+        inside = None if inside is None or nested is None else inside + nested * len(pcs)
+    portable = sum(isinstance(i, s.KernelCall) for i in instructions)
+    if inside is None:
+        n_calls = sum(len(v) for v in callers.values())
+        lines.append(f"  delegated: {_count(n_calls, 'delegate call')} beside {_count(portable, 'kernel call')} "
+                     "(operators inside opaque payloads are not counted)")
+    else:
+        total = inside + portable
+        share = 100.0 * inside / total if total else 0.0
+        lines.append(f"  delegated: {inside:,} of {_count(total, 'operator call')} ({share:.0f}%)")
+    return lines
+
+
 def _method_lines(program: s.Program, plan: s.ExecutionPlan) -> list[str]:
     lines = [f"method {plan.name!r}"]
     lines += _signature_lines(plan, "inputs", plan.inputs)
@@ -140,13 +189,7 @@ def _method_lines(program: s.Program, plan: s.ExecutionPlan) -> list[str]:
     else:
         lines.append("  planned memory: none")
     if plan.delegates:
-        lines.append(f"  delegates ({len(plan.delegates)}):")
-        for i, d in enumerate(plan.delegates):
-            size = _delegate_size(program, d.processed)
-            where = "inline" if d.processed.location == s.DataLocation.INLINE else "segment"
-            keys = ", ".join(c.key for c in d.compile_specs) or "none"
-            size_text = f"{size:,} bytes" if size is not None else "size unknown"
-            lines.append(f"    [{i}] {d.id}: {size_text} ({where} {d.processed.index}), compile specs: {keys}")
+        lines += _delegate_lines(program, plan, instructions)
     else:
         lines.append("  delegates: none")
     calls = Counter(_operator_name(plan, i.op_index) for i in instructions if isinstance(i, s.KernelCall))

@@ -341,3 +341,29 @@ def test_published_executor_backend_files_run_here(published_files):
     x = torch.randn(2, 4)
     for got in _run_all(pte, [x]).values():
         assert_close_rel(got, [model(x).detach()])
+
+
+def test_inspect_shows_delegates_their_callers_and_the_delegated_share(tmp_path, capsys):
+    from executorch.exir._cli import main
+
+    model, inputs = _net(), _inputs()
+    ep = torch.export.export(model, inputs)
+    part = ExecutorBackendPartitioner([aten.add.Tensor, aten.mul.Tensor, aten.tanh.default])
+    pte = to_edge_transform_and_lower(ep, partitioner=[part]).to_executorch().buffer
+    path = tmp_path / "d.pte"
+    path.write_bytes(pte)
+    main(["inspect", str(path)])
+    out = capsys.readouterr().out
+    calls = _calls(pte)
+    program = deserialize_pte_binary(pte)
+    pcs = [pc for pc, i in enumerate(program.execution_plan[0].chains[0].instructions)
+           if isinstance(i.instr_args, s.DelegateCall)]
+    size = len(program.segment_data[_delegates(pte)[0].processed.index])
+    assert f"[0] ExecutorBackend: {size:,} bytes (segment 1), compile specs: none, called by instruction {pcs[0]}" in out
+    nested = sum(
+        sum(isinstance(i.instr_args, s.KernelCall) for i in deserialize_pte_binary(
+            bytes(program.segment_data[d.processed.index])).execution_plan[0].chains[0].instructions)
+        for d in _delegates(pte))
+    portable = sum(isinstance(i.instr_args, s.KernelCall) for i in program.execution_plan[0].chains[0].instructions)
+    assert len(calls) == len(_delegates(pte))
+    assert f"delegated: {nested} of {nested + portable} operator calls ({100 * nested / (nested + portable):.0f}%)" in out
