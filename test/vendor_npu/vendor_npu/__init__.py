@@ -1,0 +1,1 @@
+"""vendor_npu: a vendor-style delegate (partitioner, preprocess, Python and C++ runtimes)."""
