@@ -68,6 +68,9 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner, method: str = "fo
             f"{type(partitioner).__name__}.partition returned {type(result).__name__}; return a PartitionResult"
         )
     ep = result.tagged_exported_program
+    if not result.partition_tags:
+        return ep
+    moved: list = []
     for tag, spec in result.partition_tags.items():
         part = Partition(ep, tag, method)
         if not part.nodes:
@@ -77,14 +80,14 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner, method: str = "fo
                 f"{', '.join(n.name for n in part.nodes[:4])}{', ...' if len(part.nodes) > 4 else ''})")
         lowered = lower_program(spec.backend_id, sub, list(spec.compile_specs), what)
         part.replace_with(lowered)
-        ep = _without_moved(ep, part)
-    return ep
+        moved += part.moved
+    return _without_moved(ep, moved)
 
 
-def _without_moved(ep: ExportedProgram, part: Partition) -> ExportedProgram:
-    """The program after the partition's constants moved into its lowered module."""
-    gone = {node.name for node, _ in part.moved}
-    targets = {spec.target for _, spec in part.moved}
+def _without_moved(ep: ExportedProgram, moved: list) -> ExportedProgram:
+    """The program after its partitions were replaced and their constants moved into them."""
+    gone = {node.name for node, _ in moved}
+    targets = {spec.target for _, spec in moved}
     ep.graph_module.recompile()
     sig = copy.deepcopy(ep.graph_signature)
     sig.input_specs[:] = [s for s in sig.input_specs if getattr(s.arg, "name", None) not in gone]

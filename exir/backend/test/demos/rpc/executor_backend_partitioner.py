@@ -19,8 +19,10 @@ class _Supported(OperatorSupportBase):
         self.ops = ops
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        if node.op != "call_function" or node.target is operator.getitem:
+        if node.op != "call_function":
             return False
+        if node.target is operator.getitem:  # goes with the multi-output node it unpacks
+            return self.is_node_supported(submodules, node.args[0])
         if not isinstance(node.target, torch._ops.OpOverload):
             return False  # control flow and delegate calls stay where they are
         return self.ops is None or node.target in self.ops
