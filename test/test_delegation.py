@@ -367,3 +367,29 @@ def test_inspect_shows_delegates_their_callers_and_the_delegated_share(tmp_path,
     portable = sum(isinstance(i.instr_args, s.KernelCall) for i in program.execution_plan[0].chains[0].instructions)
     assert len(calls) == len(_delegates(pte))
     assert f"delegated: {nested} of {nested + portable} operator calls ({100 * nested / (nested + portable):.0f}%)" in out
+
+
+class CondNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 4))
+
+    def forward(self, p, x):
+        return torch.cond(p.sum() > 0, lambda x: (x + self.w) * 2.0, lambda x: x * x - 1.0, (x,))
+
+
+def test_delegates_inside_cond_branches_run_on_every_engine():
+    torch.manual_seed(0)
+    model, x = CondNet().eval(), torch.randn(4)
+    ep = torch.export.export(model, (torch.ones(1), x))
+    part = ExecutorBackendPartitioner([aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor])
+    edge = to_edge_transform_and_lower(ep, partitioner=[part])
+    gm = edge.exported_program().graph_module
+    branches = [m for name, m in gm.named_children() if isinstance(m, torch.fx.GraphModule)]
+    assert all(any(isinstance(c, LoweredBackendModule) for c in b.children()) for b in branches)
+    pte = edge.to_executorch().buffer
+    assert [d.id for d in _delegates(pte)] == ["ExecutorBackend"] * 2
+    for p in (torch.ones(1), -torch.ones(1)):
+        want = [model(p, x).detach()]
+        for got in _run_all(pte, [p, x]).values():
+            assert_close_rel(got, want)

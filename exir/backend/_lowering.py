@@ -33,12 +33,15 @@ def tagged_nodes(gm: fx.GraphModule, tag: str) -> list[fx.Node]:
 class Partition:
     """The nodes of one tag and how they connect to the rest of the program."""
 
-    def __init__(self, ep: ExportedProgram, tag: str, method: str) -> None:
+    def __init__(self, ep: ExportedProgram, tag: str, method: str, gm: fx.GraphModule = None) -> None:
+        # `gm` is the program's graph or one of its control-flow branches; a branch's
+        # placeholders are its operands, so only the top graph has constants to move.
         self.ep, self.tag, self.method = ep, tag, method
-        gm = ep.graph_module
-        self.nodes = tagged_nodes(gm, tag)
+        self.gm = gm if gm is not None else ep.graph_module
+        self.nodes = tagged_nodes(self.gm, tag)
         members = set(self.nodes)
-        specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
+        specs = ({s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
+                 if self.gm is ep.graph_module else {})
         self.moved: list[tuple[fx.Node, InputSpec]] = []  # constants only this partition reads
         self.inputs: list[fx.Node] = []
         for n in self.nodes:
@@ -76,7 +79,7 @@ class Partition:
             env[node] = graph.node_copy(node, lambda a: env[a])
         graph.output(tuple(env[n] for n in self.outputs))
         output_specs = [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(env[n].name), None) for n in self.outputs]
-        gm = fx.GraphModule(ep.graph_module, graph)
+        gm = fx.GraphModule(self.gm, graph)
         targets = {spec.target for _, spec in self.moved}
         state_dict = {k: v for k, v in ep.state_dict.items() if k in targets}
         constants = {k: v for k, v in ep.constants.items() if k in targets}
@@ -92,7 +95,7 @@ class Partition:
 
     def replace_with(self, lowered) -> None:
         """Put `lowered` (called through executorch_call_delegate) where the partition was."""
-        gm = self.ep.graph_module
+        gm = self.gm
         graph = gm.graph
         name = get_lowered_module_name(gm, lowered)
         with graph.inserting_after(self.nodes[-1]):
@@ -115,6 +118,7 @@ class Partition:
         for n, _ in self.moved:
             graph.erase_node(n)
         _stable_toposort(graph, self.method, self.tag)
+        gm.recompile()
 
 
 def _stable_toposort(graph: fx.Graph, method: str, tag: str) -> None:

@@ -70,9 +70,14 @@ def _(edge_program: ExportedProgram, partitioner: Partitioner, method: str = "fo
     ep = result.tagged_exported_program
     if not result.partition_tags:
         return ep
+    from executorch.exir.passes.edge import graph_modules
+
     moved: list = []
+    # Branches first: a tag inside a torch.cond branch lowers within that branch's graph.
+    branches = graph_modules(ep.graph_module)[1:]
     for tag, spec in result.partition_tags.items():
-        part = Partition(ep, tag, method)
+        where = [gm for gm in branches if any(n.meta.get("delegation_tag") == tag for n in gm.graph.nodes)]
+        part = Partition(ep, tag, method, where[0] if where else None)
         if not part.nodes:
             continue
         sub = part.exported_program()

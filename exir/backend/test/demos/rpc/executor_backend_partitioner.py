@@ -38,13 +38,17 @@ class ExecutorBackendPartitioner(Partitioner):
         self.delegation_spec = DelegationSpec("ExecutorBackend", [])
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
-        gm = exported_program.graph_module
-        groups = CapabilityBasedPartitioner(gm, _Supported(self.ops), allows_single_node_partition=True).propose_partitions()
+        from executorch.exir.passes.edge import graph_modules
+
         tags = {}
-        for i, group in enumerate(sorted(groups, key=lambda g: min(n.name for n in g.nodes))):
-            tag = f"tag{i}"
-            for node in group.nodes:
-                node.meta["delegation_tag"] = tag
-            tags[tag] = self.delegation_spec
+        # The program's graph and each torch.cond branch are partitioned on their own.
+        for gm in graph_modules(exported_program.graph_module):
+            support = _Supported(self.ops)
+            groups = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True).propose_partitions()
+            for group in sorted(groups, key=lambda g: min(n.name for n in g.nodes)):
+                tag = f"tag{len(tags)}"
+                for node in group.nodes:
+                    node.meta["delegation_tag"] = tag
+                tags[tag] = self.delegation_spec
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
