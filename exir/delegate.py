@@ -27,10 +27,6 @@ for _key in (torch._C.DispatchKey.CompositeExplicitAutograd, torch._C.DispatchKe
     executorch_call_delegate.py_impl(_key)(_run_original)
 
 
-def is_lowered_module(obj) -> bool:
-    return type(obj).__name__ == "LoweredBackendModule"
-
-
 def get_lowered_module_name(root: torch.nn.Module, lowered_module) -> str:
     """A free attribute name on `root` for `lowered_module` (lowered_module_0, _1, ...)."""
     i = 0

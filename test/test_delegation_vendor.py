@@ -93,3 +93,35 @@ def test_the_vendor_cpp_backend_runs_the_file_on_the_native_runtime(vendor_runne
     assert_close_rel([g.reshape(w.shape) for g, w in zip(got, want)], want)
     with pytest.raises(AssertionError):
         assert_close_rel([got[0].reshape(want[0].shape) * 1.001, got[1].reshape(want[1].shape)], want)
+
+
+READ_NAMED_DATA = '''
+import json, sys
+from executorch.exir._serialize._program import deserialize_pte_binary
+pte = deserialize_pte_binary(open(sys.argv[1], "rb").read())
+named = pte.named_data
+print(json.dumps({
+    "delegates": [d.id for d in pte.program.execution_plan[0].delegates],
+    "named": {k: len(named.buffers[e.buffer_index]) for k, e in named.pte_data.items()},
+}))
+'''
+
+
+def test_the_published_reader_decodes_the_named_data(tmp_path):
+    import json
+    import os
+
+    python = os.environ.get("ET_REFERENCE_PYTHON")
+    if not python:
+        pytest.skip("ET_REFERENCE_PYTHON is not set; see ../shared/tools/reference-runtime/README.md")
+    _, _, _, pte = _export(models.mixed)
+    (tmp_path / "m.pte").write_bytes(pte)
+    (tmp_path / "read.py").write_text(READ_NAMED_DATA)
+    proc = subprocess.run([python, str(tmp_path / "read.py"), str(tmp_path / "m.pte")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+    program = deserialize_pte_binary(pte)
+    ours = {n.key: len(program.segment_data[n.segment_index]) for n in program.named_data}
+    assert theirs == {"delegates": ["VendorNpuBackend"] * 2, "named": ours}
+    assert sorted(ours.values()) == sorted([4 * 3 * 3 * 3 * 4, 4 * 4, 5 * 144 * 4, 5 * 4, 5 * 4])
