@@ -125,3 +125,17 @@ def test_the_published_reader_decodes_the_named_data(tmp_path):
     ours = {n.key: len(program.segment_data[n.segment_index]) for n in program.named_data}
     assert theirs == {"delegates": ["VendorNpuBackend"] * 2, "named": ours}
     assert sorted(ours.values()) == sorted([4 * 3 * 3 * 3 * 4, 4 * 4, 5 * 144 * 4, 5 * 4, 5 * 4])
+
+
+def test_two_backends_in_one_program():
+    from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
+
+    model, inputs = models.mixed()
+    ep = torch.export.export(model, inputs)
+    edge = to_edge_transform_and_lower(ep, partitioner=[VendorNpuPartitioner(), ExecutorBackendPartitioner()])
+    pte = edge.to_executorch().buffer
+    ids = [d.id for d in deserialize_pte_binary(pte).execution_plan[0].delegates]
+    assert sorted(set(ids)) == ["ExecutorBackend", "VendorNpuBackend"]
+    got = project_runtimes()["python"].load_program(pte).load_method("forward").execute(list(inputs))
+    with torch.no_grad():
+        assert_close_rel(got, [model(*inputs)])
