@@ -393,3 +393,21 @@ def test_delegates_inside_cond_branches_run_on_every_engine():
         want = [model(p, x).detach()]
         for got in _run_all(pte, [p, x]).values():
             assert_close_rel(got, want)
+
+
+def test_corrupted_delegate_files_are_errors_never_crashes():
+    fixture = Path(__file__).parent / "fixtures" / "native" / "delegate_executor.pte"
+    files = [fixture.read_bytes()]
+    x = torch.randn(2, 3)
+    outcomes = {"ok": 0, "error": 0}
+    for data in files:
+        for pos in range(0, len(data), 5):
+            bad = bytearray(data)
+            bad[pos] ^= 0xA5
+            for rt in RUNTIMES.values():
+                try:
+                    rt.load_program(bytes(bad)).load_method("forward").execute([x])
+                    outcomes["ok"] += 1
+                except (ExecuTorchError, SerializeError):
+                    outcomes["error"] += 1
+    assert outcomes["error"] > 0
