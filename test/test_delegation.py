@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, ExportError, to_edge, to_edge_transform_and_lower
 from executorch.exir import schema as s
 from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
@@ -51,11 +52,8 @@ def _net():
 
 
 def assert_close_rel(got, want) -> None:
-    """Relative tolerance, with an absolute floor scaled to the reference's magnitude."""
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6 * max(1.0, float(w.abs().max())))
+    """The project's output gate: tolerance scaled to the reference; counts, shapes, dtypes equal."""
+    assert_outputs_close(list(got), list(want))
 
 
 def _run_all(pte: bytes, inputs, method: str = "forward") -> dict:
@@ -344,7 +342,7 @@ def test_published_executor_backend_files_run_here(published_files):
 
 
 def test_inspect_shows_delegates_their_callers_and_the_delegated_share(tmp_path, capsys):
-    from executorch.exir._cli import main
+    from executorch.cli.main import main
 
     model, inputs = _net(), _inputs()
     ep = torch.export.export(model, inputs)
