@@ -150,7 +150,7 @@ def _delegate_lines(program: s.Program, plan: s.ExecutionPlan, instructions: lis
     for i, d in enumerate(plan.delegates):
         size = _delegate_size(program, d.processed)
         where = "inline" if d.processed.location == s.DataLocation.INLINE else "segment"
-        specs = ", ".join(f"{c.key} ({len(c.value)} bytes)" for c in d.compile_specs) or "none"
+        specs = ", ".join(f"{c.key} ({_count(len(c.value), 'byte')})" for c in d.compile_specs) or "none"
         size_text = f"{size:,} bytes" if size is not None else "size unknown"
         pcs = callers.get(i, [])
         called = f"instruction{'s' if len(pcs) != 1 else ''} {', '.join(map(str, pcs))}" if pcs else "never"

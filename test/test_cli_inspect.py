@@ -157,7 +157,7 @@ def test_constant_methods_and_delegates_are_listed(tmp_path, capsys):
     code, out, _ = _inspect(pte, capsys)
     assert code == 0
     assert "method 'vocab_size'\n  inputs (0):\n  outputs (1): int\n" in out
-    assert "    [0] InlineBackend: 3 bytes (inline 0), compile specs: level (1 bytes), called by never\n" in out
+    assert "    [0] InlineBackend: 3 bytes (inline 0), compile specs: level (1 byte), called by never\n" in out
     assert "    [1] SegmentBackend: 100 bytes (segment 1), compile specs: none, called by never\n" in out
     assert re.search(r"\[0\] offset 0, [\d,]+ bytes: constant tensors\n", out)
     assert re.search(r"\[1\] offset [\d,]+, 100 bytes: delegate 'SegmentBackend' of 'forward'", out)
