@@ -6,9 +6,13 @@
 # ROOT_OPS, or every operator when INCLUDE_ALL_OPS is true. Configure fails naming any operator none
 # of KERNEL_YAMLS (default: the portable kernels) provides, and on a malformed yaml.
 #
-#   executorch_generate_kernel_registrations(<target> LIB_NAME <name> KERNEL_YAML <functions.yaml>)
+# DTYPE_SELECTIVE_BUILD requires recorded dtypes for every selected operator.
+#
+#   executorch_generate_kernel_registrations(<target> LIB_NAME <name> KERNEL_YAML <functions.yaml>
+#                                            [DTYPE_SELECTIVE_BUILD <bool>])
 # generates, at build time, the registration file each kernel source includes
-# (portable_registrations/<stem>.inc) holding only the selected kernels, and adds it to <target>.
+# (portable_registrations/<stem>.inc) holding only the selected kernels, and
+# portable_registrations/selected_dtypes.h, the elementwise compute paths to compile.
 
 set(EXECUTORCH_CODEGEN_DIR "${CMAKE_CURRENT_LIST_DIR}/../selective_build")
 
@@ -20,7 +24,8 @@ function(_executorch_codegen_python out_var)
 endfunction()
 
 function(gen_selected_ops)
-  cmake_parse_arguments(GEN "" "LIB_NAME;OPS_SCHEMA_YAML;ROOT_OPS;INCLUDE_ALL_OPS" "KERNEL_YAMLS" ${ARGN})
+  cmake_parse_arguments(GEN "" "LIB_NAME;OPS_SCHEMA_YAML;ROOT_OPS;INCLUDE_ALL_OPS;DTYPE_SELECTIVE_BUILD"
+                        "KERNEL_YAMLS" ${ARGN})
   if(NOT GEN_LIB_NAME)
     message(FATAL_ERROR "gen_selected_ops: LIB_NAME is required")
   endif()
@@ -41,6 +46,9 @@ function(gen_selected_ops)
   if(GEN_INCLUDE_ALL_OPS)
     list(APPEND _cmd --include-all-ops ON)
   endif()
+  if(GEN_DTYPE_SELECTIVE_BUILD)
+    list(APPEND _cmd --dtype-selective ON)
+  endif()
   execute_process(COMMAND ${_cmd} RESULT_VARIABLE _rc ERROR_VARIABLE _err)
   if(NOT _rc EQUAL 0)
     string(STRIP "${_err}" _err)
@@ -51,7 +59,11 @@ function(gen_selected_ops)
 endfunction()
 
 function(executorch_generate_kernel_registrations target)
-  cmake_parse_arguments(GEN "" "LIB_NAME;KERNEL_YAML" "" ${ARGN})
+  cmake_parse_arguments(GEN "" "LIB_NAME;KERNEL_YAML;DTYPE_SELECTIVE_BUILD" "" ${ARGN})
+  set(_dtype OFF)
+  if(GEN_DTYPE_SELECTIVE_BUILD)
+    set(_dtype ON)
+  endif()
   _executorch_codegen_python(_python)
   set(_dir "${CMAKE_CURRENT_BINARY_DIR}/${GEN_LIB_NAME}")
   set(_selected "${_dir}/selected_operators.yaml")
@@ -63,10 +75,12 @@ function(executorch_generate_kernel_registrations target)
       list(APPEND _outputs "${_dir}/portable_registrations/${_stem}.inc")
     endif()
   endforeach()
+  list(APPEND _outputs "${_dir}/portable_registrations/selected_dtypes.h")
   add_custom_command(
     OUTPUT ${_outputs}
     COMMAND "${_python}" "${EXECUTORCH_CODEGEN_DIR}/gen_registrations.py" register
             --kernel-yaml "${GEN_KERNEL_YAML}" --selected-yaml "${_selected}" --output-dir "${_dir}"
+            --dtype-selective ${_dtype}
     DEPENDS "${GEN_KERNEL_YAML}" "${_selected}" "${EXECUTORCH_CODEGEN_DIR}/gen_registrations.py"
             "${EXECUTORCH_CODEGEN_DIR}/yaml_subset.py"
     COMMENT "Generating ${GEN_LIB_NAME} kernel registrations"
@@ -94,8 +108,13 @@ function(executorch_selected_ops_from_options lib_name)
   if(NOT EXECUTORCH_SELECT_OPS_LIST AND NOT _yaml)
     set(_all ON)
   endif()
+  if(_all AND EXECUTORCH_DTYPE_SELECTIVE_BUILD)
+    message(FATAL_ERROR "EXECUTORCH_DTYPE_SELECTIVE_BUILD needs an operator selection with dtypes: "
+                        "add -DEXECUTORCH_SELECT_OPS_MODEL=<m.pte> or -DEXECUTORCH_SELECT_OPS_YAML=<yaml>.")
+  endif()
   gen_selected_ops(LIB_NAME ${lib_name} OPS_SCHEMA_YAML "${_yaml}"
-                   ROOT_OPS "${EXECUTORCH_SELECT_OPS_LIST}" INCLUDE_ALL_OPS ${_all})
+                   ROOT_OPS "${EXECUTORCH_SELECT_OPS_LIST}" INCLUDE_ALL_OPS ${_all}
+                   DTYPE_SELECTIVE_BUILD ${EXECUTORCH_DTYPE_SELECTIVE_BUILD})
   if(_all)
     set(EXECUTORCH_SELECTIVE_BUILD_ACTIVE OFF PARENT_SCOPE)
   else()
