@@ -153,7 +153,7 @@ def test_configure_fails_on_a_malformed_yaml(tmp_path):
     assert proc.returncode != 0 and "ops.yaml:2: unsupported value" in " ".join(proc.stderr.split())
 
 
-def test_configure_selects_a_model_and_refuses_dtype_selection(tmp_path):
+def test_configure_selects_by_model(tmp_path):
     _, manager = _manager()
     pte = tmp_path / "m.pte"
     pte.write_bytes(manager.buffer)
@@ -162,3 +162,35 @@ def test_configure_selects_a_model_and_refuses_dtype_selection(tmp_path):
     written = load_selected(str(tmp_path / "build" / "kernels" / "portable" / "portable_kernels"
                                 / "selected_operators.yaml"))
     assert set(written.operators) == set(gen_oplist([pte]).operators)
+
+
+def test_dtype_selection_needs_recorded_dtypes():
+    with pytest.raises(gen.SelectionError, match=r"EXECUTORCH_DTYPE_SELECTIVE_BUILD .* aten::add\.out"):
+        gen.select([str(FUNCTIONS_YAML)], None, "aten::add.out", False, dtype_selective=True)
+
+
+def test_compute_paths_follow_the_recorded_dtypes(tmp_path):
+    _, manager = _manager()
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(manager.buffer)
+    ops = tmp_path / "ops.yaml"
+    sel = tmp_path / "sel.yaml"
+
+    def kinds(selected):
+        write_selected(selected, str(ops))
+        sel.write_text(dumps(gen.select([str(FUNCTIONS_YAML)], str(ops), "", False, dtype_selective=True)))
+        return gen.compute_kinds(str(sel))
+
+    float_only = gen_oplist([pte])
+    float_only.operators.pop("aten::mul.out")
+    float_only.kernel_metadata.pop("aten::mul.out")
+    assert kinds(float_only) == {"FLOAT32": True, "INT64": False, "DOUBLE": False}
+    # The int64 multiply needs the integer path (and the double one, for float scalars).
+    assert kinds(gen_oplist([pte])) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}
+    assert gen.compute_kinds(None) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}
+
+
+def test_configure_refuses_dtype_selection_without_a_selection(tmp_path):
+    proc = _configure(tmp_path, "-DEXECUTORCH_DTYPE_SELECTIVE_BUILD=ON")
+    assert proc.returncode != 0 and "EXECUTORCH_DTYPE_SELECTIVE_BUILD needs an operator selection" in " ".join(
+        proc.stderr.split())
