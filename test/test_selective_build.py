@@ -194,3 +194,18 @@ def test_configure_refuses_dtype_selection_without_a_selection(tmp_path):
     proc = _configure(tmp_path, "-DEXECUTORCH_DTYPE_SELECTIVE_BUILD=ON")
     assert proc.returncode != 0 and "EXECUTORCH_DTYPE_SELECTIVE_BUILD needs an operator selection" in " ".join(
         proc.stderr.split())
+
+
+def test_reads_executorch_style_yaml_with_unrecorded_dtypes(tmp_path):
+    # The layout ExecuTorch's own gen_oplist writes, with its extra keys and a "default" entry.
+    upstream = tmp_path / "upstream.yaml"
+    upstream.write_text(
+        "build_features: []\ncustom_classes: []\net_kernel_metadata:\n  aten::add.out:\n  - default\n"
+        "include_all_non_op_selectives: false\ninclude_all_operators: false\nkernel_metadata: {}\n"
+        "operators:\n  aten::add.out:\n    debug_info:\n    - m.pte\n    include_all_overloads: false\n"
+        "    is_root_operator: true\n    is_used_for_training: true\n")
+    selected = load_selected(str(upstream))
+    assert set(selected.operators) == {"aten::add.out"} and selected.dtypes("aten::add.out") == set()
+    sel = tmp_path / "sel.yaml"
+    sel.write_text(dumps(gen.select([str(FUNCTIONS_YAML)], str(upstream), "", False, dtype_selective=True)))
+    assert gen.compute_kinds(str(sel)) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}

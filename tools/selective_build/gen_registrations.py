@@ -113,7 +113,10 @@ def compute_kinds(selected_yaml: str | None) -> dict[str, bool]:
     kinds = {"FLOAT32": False, "INT64": False, "DOUBLE": False}
     for signatures in metadata.values():
         for signature in signatures:
-            codes = {int(arg.split(";")[0]) for arg in signature.split("/", 1)[1].split("|") if arg}
+            if not signature.startswith("v1/"):
+                # ExecuTorch writes "default" for an op whose dtypes it did not record.
+                return every
+            codes = {int(arg.split(";")[0]) for arg in signature[3:].split("|") if arg}
             if codes <= {_FLOAT}:
                 kinds["FLOAT32"] = True
             else:

@@ -35,6 +35,8 @@ class SelectedOperators:
         """The ScalarTypes any tensor argument of `op` is called with."""
         found = set()
         for signature in self.kernel_metadata.get(op, []):
+            if not signature.startswith(_METADATA_VERSION):
+                continue  # "default": dtypes not recorded
             for arg in signature[len(_METADATA_VERSION):].split("|"):
                 if arg:
                     found.add(s.ScalarType(int(arg.split(";")[0])))
