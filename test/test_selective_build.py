@@ -209,3 +209,10 @@ def test_reads_executorch_style_yaml_with_unrecorded_dtypes(tmp_path):
     sel = tmp_path / "sel.yaml"
     sel.write_text(dumps(gen.select([str(FUNCTIONS_YAML)], str(upstream), "", False, dtype_selective=True)))
     assert gen.compute_kinds(str(sel)) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}
+
+
+def test_configure_fails_on_a_corrupt_model(tmp_path):
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"\x00" * 64)
+    proc = _configure(tmp_path, f"-DEXECUTORCH_SELECT_OPS_MODEL={bad}")
+    assert proc.returncode != 0 and "bad.pte: not a readable .pte" in " ".join(proc.stderr.split())

@@ -146,8 +146,15 @@ function(_executorch_model_ops models out_var)
             "${_python}" -m executorch.tools.selective_build gen-oplist ${_models} -o "${_out}"
     RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
   if(NOT _rc EQUAL 0)
+    # The last line holds the reason (a traceback may precede it).
     string(STRIP "${_err}" _err)
-    message(FATAL_ERROR "EXECUTORCH_SELECT_OPS_MODEL: reading the operators failed: ${_err}")
+    string(REGEX REPLACE ".*\n" "" _err "${_err}")
+    if(_err MATCHES "torch")
+      string(APPEND _err "\nThe .pte reader is part of executorch.exir, which needs torch: pass "
+                         "-DPython3_EXECUTABLE=<a python with torch>, or write the list with `python -m "
+                         "executorch.tools.selective_build gen-oplist` and pass -DEXECUTORCH_SELECT_OPS_YAML=<it>.")
+    endif()
+    message(FATAL_ERROR "EXECUTORCH_SELECT_OPS_MODEL: reading the operators with ${_python} failed: ${_err}")
   endif()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_models})
   set(${out_var} "${_out}" PARENT_SCOPE)
