@@ -1,6 +1,7 @@
 #!/bin/sh
 # Prints the size of the runtime libraries in a build tree: archive code+data, and the
-# stripped bytes the whole runtime adds to a program linked with --gc-sections.
+# stripped bytes the whole runtime adds to a program linked with --gc-sections; then, when
+# executor_runner is built, its stripped size and what each registered kernel adds to it.
 #   benchmarks/size_report.sh BUILD_DIR      (or: cmake --build BUILD_DIR --target size_report)
 set -eu
 build=${1:?usage: size_report.sh BUILD_DIR}
@@ -12,6 +13,32 @@ for lib in "$build"/libexecutorch_core.a "$build"/libexecutorch.a "$build"/kerne
   bytes=$(size -t "$lib" | awk 'END { print $1 + $2 }')
   printf '%-28s %12s\n' "$(basename "$lib")" "$bytes"
 done
+objs=$(find "$build/kernels/portable/CMakeFiles/portable_kernels.dir" -name '*.o' 2>/dev/null | sort)
+if [ -n "$objs" ]; then
+  # portable_kernels is an OBJECT library: its size is that of its objects, one per source.
+  # shellcheck disable=SC2086
+  printf '%-28s %12s\n' "portable_kernels (objects)" "$(size -t $objs | awk 'END { print $1 + $2 }')"
+fi
+runner="$build/examples/executor_runner/executor_runner"
+regs="$build/kernels/portable/portable_kernels/portable_registrations"
+if [ -f "$runner" ] && [ -d "$regs" ]; then
+  cp "$runner" "$runner.stripped"
+  "$strip" --strip-all "$runner.stripped"
+  echo "executor_runner, stripped: $(wc -c < "$runner.stripped") bytes, $(cat "$regs"/*.inc | grep -c '^ET_REGISTER_KERNEL') registered kernels"
+  echo "per registered kernel: code named after it in executor_runner (the kernel and the"
+  echo "templates/lambdas it instantiates; shared helpers are counted once, in no kernel):"
+  printf '  %-48s %-28s %8s\n' "operator" "kernel" "bytes"
+  nm -C -S "$runner" | awk '$3 ~ /^[tTwW]$/' > "$runner.syms"
+  sed -n 's/^ET_REGISTER_KERNEL("\([^"]*\)", \([^<)]*\).*/\1 \2/p' "$regs"/*.inc | sort |
+    while read -r op kernel; do
+      bytes=0
+      for hex in $(grep -F "::$kernel(executorch::runtime::KernelRuntimeContext&" "$runner.syms" | cut -d' ' -f2); do
+        bytes=$((bytes + 0x$hex))
+      done
+      printf '  %-48s %-28s %8s\n' "$op" "$kernel" "$bytes"
+    done
+  rm -f "$runner.syms"
+fi
 for probe in size_probe size_probe_empty; do
   [ -f "$build/benchmarks/$probe" ] || { echo "($probe not built)"; exit 0; }
   cp "$build/benchmarks/$probe" "$build/benchmarks/$probe.stripped"

@@ -211,35 +211,8 @@ void bitwise_xor_out(KernelRuntimeContext& ctx, Args a) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::add.out", add_out);
-ET_REGISTER_KERNEL("aten::add.Scalar_out", add_out);
-ET_REGISTER_KERNEL("aten::sub.out", sub_out);
-ET_REGISTER_KERNEL("aten::sub.Scalar_out", sub_out);
-ET_REGISTER_KERNEL("aten::rsub.Scalar_out", rsub_out);
-ET_REGISTER_KERNEL("aten::mul.out", mul_out);
-ET_REGISTER_KERNEL("aten::mul.Scalar_out", mul_out);
-ET_REGISTER_KERNEL("aten::div.out", div_out);
-ET_REGISTER_KERNEL("aten::div.Scalar_out", div_out);
-ET_REGISTER_KERNEL("aten::div.out_mode", div_mode_out);
-ET_REGISTER_KERNEL("aten::div.Scalar_mode_out", div_mode_out);
-ET_REGISTER_KERNEL("aten::floor_divide.out", floor_divide_out);
-ET_REGISTER_KERNEL("aten::floor_divide.Scalar_out", floor_divide_out);
-ET_REGISTER_KERNEL("aten::remainder.Tensor_out", remainder_out);
-ET_REGISTER_KERNEL("aten::remainder.Scalar_out", remainder_out);
-ET_REGISTER_KERNEL("aten::fmod.Tensor_out", fmod_out);
-ET_REGISTER_KERNEL("aten::fmod.Scalar_out", fmod_out);
-ET_REGISTER_KERNEL("aten::pow.Tensor_Tensor_out", pow_out);
-ET_REGISTER_KERNEL("aten::pow.Tensor_Scalar_out", pow_out);
-ET_REGISTER_KERNEL("aten::pow.Scalar_out", pow_out);
-ET_REGISTER_KERNEL("aten::atan2.out", atan2_out);
-ET_REGISTER_KERNEL("aten::maximum.out", maximum_out);
-ET_REGISTER_KERNEL("aten::minimum.out", minimum_out);
-ET_REGISTER_KERNEL("aten::bitwise_and.Tensor_out", bitwise_and_out);
-ET_REGISTER_KERNEL("aten::bitwise_and.Scalar_out", bitwise_and_out);
-ET_REGISTER_KERNEL("aten::bitwise_or.Tensor_out", bitwise_or_out);
-ET_REGISTER_KERNEL("aten::bitwise_or.Scalar_out", bitwise_or_out);
-ET_REGISTER_KERNEL("aten::bitwise_xor.Tensor_out", bitwise_xor_out);
-ET_REGISTER_KERNEL("aten::bitwise_xor.Scalar_out", bitwise_xor_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_binary.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -112,26 +112,8 @@ void masked_fill_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::eq.Tensor_out", eq_out);
-ET_REGISTER_KERNEL("aten::eq.Scalar_out", eq_out);
-ET_REGISTER_KERNEL("aten::ne.Tensor_out", ne_out);
-ET_REGISTER_KERNEL("aten::ne.Scalar_out", ne_out);
-ET_REGISTER_KERNEL("aten::lt.Tensor_out", lt_out);
-ET_REGISTER_KERNEL("aten::lt.Scalar_out", lt_out);
-ET_REGISTER_KERNEL("aten::le.Tensor_out", le_out);
-ET_REGISTER_KERNEL("aten::le.Scalar_out", le_out);
-ET_REGISTER_KERNEL("aten::gt.Tensor_out", gt_out);
-ET_REGISTER_KERNEL("aten::gt.Scalar_out", gt_out);
-ET_REGISTER_KERNEL("aten::ge.Tensor_out", ge_out);
-ET_REGISTER_KERNEL("aten::ge.Scalar_out", ge_out);
-ET_REGISTER_KERNEL("aten::logical_and.out", logical_and_out);
-ET_REGISTER_KERNEL("aten::logical_or.out", logical_or_out);
-ET_REGISTER_KERNEL("aten::logical_xor.out", logical_xor_out);
-ET_REGISTER_KERNEL("aten::logical_not.out", logical_not_out);
-ET_REGISTER_KERNEL("aten::isnan.out", isnan_out);
-ET_REGISTER_KERNEL("aten::isinf.out", isinf_out);
-ET_REGISTER_KERNEL("aten::where.self_out", where_out);
-ET_REGISTER_KERNEL("aten::masked_fill.Scalar_out", masked_fill_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_compare.inc"
 
 }  // namespace kernels
 }  // namespace executorch

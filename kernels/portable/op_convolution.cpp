@@ -125,7 +125,8 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::convolution.out", convolution_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_convolution.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -95,15 +95,8 @@ void arange_start_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::full.out", full_out);
-ET_REGISTER_KERNEL("aten::full_like.out", full_like_out);
-ET_REGISTER_KERNEL("aten::zeros.out", zeros_out);
-ET_REGISTER_KERNEL("aten::ones.out", ones_out);
-ET_REGISTER_KERNEL("aten::zeros_like.out", zeros_like_out);
-ET_REGISTER_KERNEL("aten::ones_like.out", ones_like_out);
-ET_REGISTER_KERNEL("aten::scalar_tensor.out", scalar_tensor_out);
-ET_REGISTER_KERNEL("aten::arange.out", arange_out);
-ET_REGISTER_KERNEL("aten::arange.start_out", arange_start_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_fill.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -296,12 +296,8 @@ void topk_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::index_select.out", index_select_out);
-ET_REGISTER_KERNEL("aten::embedding.out", embedding_out);
-ET_REGISTER_KERNEL("aten::gather.out", gather_out);
-ET_REGISTER_KERNEL("aten::index.Tensor_out", index_tensor_out);
-ET_REGISTER_KERNEL("aten::sort.values", sort_out);
-ET_REGISTER_KERNEL("aten::topk.values", topk_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_index.inc"
 
 }  // namespace kernels
 }  // namespace executorch

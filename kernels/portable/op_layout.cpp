@@ -487,28 +487,8 @@ void constant_pad_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::view_copy.out", view_copy_out);
-ET_REGISTER_KERNEL("aten::permute_copy.out", permute_copy_out);
-ET_REGISTER_KERNEL("aten::transpose_copy.int_out", transpose_copy_out);
-ET_REGISTER_KERNEL("aten::expand_copy.out", expand_copy_out);
-ET_REGISTER_KERNEL("aten::squeeze_copy.dims_out", squeeze_dims_out);
-ET_REGISTER_KERNEL("aten::squeeze_copy.dim_out", squeeze_dim_out);
-ET_REGISTER_KERNEL("aten::squeeze_copy.out", squeeze_all_out);
-ET_REGISTER_KERNEL("aten::unsqueeze_copy.out", unsqueeze_copy_out);
-ET_REGISTER_KERNEL("aten::slice_copy.Tensor_out", slice_copy_out);
-ET_REGISTER_KERNEL("aten::select_copy.int_out", select_copy_out);
-ET_REGISTER_KERNEL("aten::cat.out", cat_out);
-ET_REGISTER_KERNEL("aten::stack.out", stack_out);
-ET_REGISTER_KERNEL("aten::split_with_sizes_copy.out", split_with_sizes_out);
-ET_REGISTER_KERNEL("aten::split_copy.Tensor_out", split_copy_out);
-ET_REGISTER_KERNEL("aten::unbind_copy.int_out", unbind_copy_out);
-ET_REGISTER_KERNEL("dim_order_ops::_clone_dim_order.out", clone_dim_order_out);
-ET_REGISTER_KERNEL("dim_order_ops::_to_dim_order_copy.out", to_dim_order_copy_out);
-ET_REGISTER_KERNEL("aten::_to_copy.out", to_copy_out);
-ET_REGISTER_KERNEL("aten::clone.out", clone_out);
-ET_REGISTER_KERNEL("aten::flip.out", flip_out);
-ET_REGISTER_KERNEL("aten::repeat.out", repeat_out);
-ET_REGISTER_KERNEL("aten::constant_pad_nd.out", constant_pad_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_layout.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -96,9 +96,8 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::mm.out", mm_out);
-ET_REGISTER_KERNEL("aten::bmm.out", bmm_out);
-ET_REGISTER_KERNEL("aten::addmm.out", addmm_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_linear.inc"
 
 }  // namespace kernels
 }  // namespace executorch

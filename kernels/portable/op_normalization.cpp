@@ -246,10 +246,8 @@ void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::_native_batch_norm_legit_no_training.out", batch_norm_no_training_out);
-ET_REGISTER_KERNEL("aten::_native_batch_norm_legit.no_stats_out", batch_norm_no_stats_out);
-ET_REGISTER_KERNEL("aten::native_layer_norm.out", layer_norm_out);
-ET_REGISTER_KERNEL("aten::native_group_norm.out", group_norm_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_normalization.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -119,9 +119,8 @@ void adaptive_avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::max_pool2d_with_indices.out", max_pool2d_with_indices_out);
-ET_REGISTER_KERNEL("aten::avg_pool2d.out", avg_pool2d_out);
-ET_REGISTER_KERNEL("aten::_adaptive_avg_pool2d.out", adaptive_avg_pool2d_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_pool.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -314,29 +314,8 @@ void cumsum_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::sum.IntList_out", sum_out);
-ET_REGISTER_KERNEL("aten::sum.out", sum_all_out);
-ET_REGISTER_KERNEL("aten::mean.out", mean_out);
-ET_REGISTER_KERNEL("aten::mean.dtype_out", mean_all_out);
-ET_REGISTER_KERNEL("aten::prod.int_out", prod_dim_out);
-ET_REGISTER_KERNEL("aten::prod.out", prod_all_out);
-ET_REGISTER_KERNEL("aten::amax.out", amax_out);
-ET_REGISTER_KERNEL("aten::amin.out", amin_out);
-ET_REGISTER_KERNEL("aten::argmax.out", argmax_out);
-ET_REGISTER_KERNEL("aten::argmin.out", argmin_out);
-ET_REGISTER_KERNEL("aten::max.dim_max", max_dim_out);
-ET_REGISTER_KERNEL("aten::min.dim_min", min_dim_out);
-ET_REGISTER_KERNEL("aten::any.out", any_all_dim_out<true>);
-ET_REGISTER_KERNEL("aten::any.dims_out", any_all_dims_out<true>);
-ET_REGISTER_KERNEL("aten::any.all_out", any_all_all_out<true>);
-ET_REGISTER_KERNEL("aten::all.out", any_all_dim_out<false>);
-ET_REGISTER_KERNEL("aten::all.dims_out", any_all_dims_out<false>);
-ET_REGISTER_KERNEL("aten::all.all_out", any_all_all_out<false>);
-ET_REGISTER_KERNEL("aten::var.correction_out", var_out<false>);
-ET_REGISTER_KERNEL("aten::std.correction_out", var_out<true>);
-ET_REGISTER_KERNEL("aten::var.out", var_out<false>);
-ET_REGISTER_KERNEL("aten::std.out", var_out<true>);
-ET_REGISTER_KERNEL("aten::cumsum.out", cumsum_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_reduce.inc"
 
 }  // namespace kernels
 }  // namespace executorch

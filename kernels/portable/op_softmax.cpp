@@ -58,8 +58,8 @@ void log_softmax_out(KernelRuntimeContext& ctx, Args args) { softmax_kernel(ctx,
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::_softmax.out", softmax_out);
-ET_REGISTER_KERNEL("aten::_log_softmax.out", log_softmax_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_softmax.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -223,44 +223,8 @@ void softplus_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::abs.out", abs_out);
-ET_REGISTER_KERNEL("aten::acos.out", acos_out);
-ET_REGISTER_KERNEL("aten::asin.out", asin_out);
-ET_REGISTER_KERNEL("aten::atan.out", atan_out);
-ET_REGISTER_KERNEL("aten::ceil.out", ceil_out);
-ET_REGISTER_KERNEL("aten::clamp.out", clamp_out);
-ET_REGISTER_KERNEL("aten::clamp.Tensor_out", clamp_tensor_out);
-ET_REGISTER_KERNEL("aten::cos.out", cos_out);
-ET_REGISTER_KERNEL("aten::cosh.out", cosh_out);
-ET_REGISTER_KERNEL("aten::elu.out", elu_out);
-ET_REGISTER_KERNEL("aten::erf.out", erf_out);
-ET_REGISTER_KERNEL("aten::exp.out", exp_out);
-ET_REGISTER_KERNEL("aten::expm1.out", expm1_out);
-ET_REGISTER_KERNEL("aten::floor.out", floor_out);
-ET_REGISTER_KERNEL("aten::gelu.out", gelu_out);
-ET_REGISTER_KERNEL("aten::hardsigmoid.out", hardsigmoid_out);
-ET_REGISTER_KERNEL("aten::hardswish.out", hardswish_out);
-ET_REGISTER_KERNEL("aten::hardtanh.out", hardtanh_out);
-ET_REGISTER_KERNEL("aten::leaky_relu.out", leaky_relu_out);
-ET_REGISTER_KERNEL("aten::log.out", log_out);
-ET_REGISTER_KERNEL("aten::log10.out", log10_out);
-ET_REGISTER_KERNEL("aten::log1p.out", log1p_out);
-ET_REGISTER_KERNEL("aten::log2.out", log2_out);
-ET_REGISTER_KERNEL("aten::neg.out", neg_out);
-ET_REGISTER_KERNEL("aten::reciprocal.out", reciprocal_out);
-ET_REGISTER_KERNEL("aten::relu.out", relu_out);
-ET_REGISTER_KERNEL("aten::round.out", round_out);
-ET_REGISTER_KERNEL("aten::rsqrt.out", rsqrt_out);
-ET_REGISTER_KERNEL("aten::sigmoid.out", sigmoid_out);
-ET_REGISTER_KERNEL("aten::sign.out", sign_out);
-ET_REGISTER_KERNEL("aten::silu.out", silu_out);
-ET_REGISTER_KERNEL("aten::sin.out", sin_out);
-ET_REGISTER_KERNEL("aten::sinh.out", sinh_out);
-ET_REGISTER_KERNEL("aten::softplus.out", softplus_out);
-ET_REGISTER_KERNEL("aten::sqrt.out", sqrt_out);
-ET_REGISTER_KERNEL("aten::tan.out", tan_out);
-ET_REGISTER_KERNEL("aten::tanh.out", tanh_out);
-ET_REGISTER_KERNEL("aten::trunc.out", trunc_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_unary.inc"
 
 }  // namespace kernels
 }  // namespace executorch

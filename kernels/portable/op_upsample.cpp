@@ -108,8 +108,8 @@ void upsample_bilinear2d_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::upsample_nearest2d.vec_out", upsample_nearest2d_out);
-ET_REGISTER_KERNEL("aten::upsample_bilinear2d.vec_out", upsample_bilinear2d_out);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_upsample.inc"
 
 }  // namespace kernels
 }  // namespace executorch

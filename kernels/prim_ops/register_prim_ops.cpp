@@ -198,34 +198,8 @@ void et_copy_index(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
-ET_REGISTER_KERNEL("aten::sym_size.int", sym_size);
-ET_REGISTER_KERNEL("aten::sym_numel", sym_numel);
-ET_REGISTER_KERNEL("aten::_local_scalar_dense", local_scalar_dense);
-ET_REGISTER_KERNEL("executorch_prim::add.Scalar", add);
-ET_REGISTER_KERNEL("executorch_prim::sub.Scalar", sub);
-ET_REGISTER_KERNEL("executorch_prim::mul.Scalar", mul);
-ET_REGISTER_KERNEL("executorch_prim::floordiv.Scalar", floordiv);
-ET_REGISTER_KERNEL("executorch_prim::floordiv.int", floordiv);
-ET_REGISTER_KERNEL("executorch_prim::truediv.Scalar", truediv);
-ET_REGISTER_KERNEL("executorch_prim::mod.Scalar", mod);
-ET_REGISTER_KERNEL("executorch_prim::mod.int", mod);
-ET_REGISTER_KERNEL("executorch_prim::sym_max.Scalar", sym_max);
-ET_REGISTER_KERNEL("executorch_prim::sym_min.Scalar", sym_min);
-ET_REGISTER_KERNEL("executorch_prim::eq.Scalar", eq);
-ET_REGISTER_KERNEL("executorch_prim::gt.Scalar", gt);
-ET_REGISTER_KERNEL("executorch_prim::lt.Scalar", lt);
-ET_REGISTER_KERNEL("executorch_prim::ge.Scalar", ge);
-ET_REGISTER_KERNEL("executorch_prim::le.Scalar", le);
-ET_REGISTER_KERNEL("executorch_prim::neg.Scalar", neg);
-ET_REGISTER_KERNEL("executorch_prim::sym_not.Scalar", sym_not);
-ET_REGISTER_KERNEL("executorch_prim::sym_float.Scalar", sym_float);
-ET_REGISTER_KERNEL("executorch_prim::sym_int.Scalar", sym_int);
-ET_REGISTER_KERNEL("executorch_prim::ceil.Scalar", ceil_op);
-ET_REGISTER_KERNEL("executorch_prim::round.Scalar", round_op);
-ET_REGISTER_KERNEL("executorch_prim::trunc.Scalar", trunc_op);
-ET_REGISTER_KERNEL("executorch_prim::sym_ite.Scalar", sym_ite);
-ET_REGISTER_KERNEL("executorch_prim::et_view.default", et_view);
-ET_REGISTER_KERNEL("executorch_prim::et_copy_index.tensor", et_copy_index);
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/register_prim_ops.inc"
 
 }  // namespace kernels
 }  // namespace executorch

@@ -537,8 +537,11 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
             if (resolved[op] == nullptr) {
               char full[128];
               operator_name(o, full, sizeof(full));
-              ET_LOG(Error, "operator %s is not registered: build with a kernel library providing it",
-                     full);
+              ET_LOG(Error,
+                     "operator %s is not registered in this runtime: rebuild it with the op selected "
+                     "(add %s to -DEXECUTORCH_SELECT_OPS_LIST, or select by model with "
+                     "-DEXECUTORCH_SELECT_OPS_MODEL=<this .pte>) or link a kernel library providing it",
+                     full, full);
               return Error::OperatorMissing;
             }
           }

@@ -119,6 +119,14 @@ ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n) {
   return ComputeKind::kDouble;
 }
 
+void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out) {
+  ET_LOG(Error,
+         "elementwise kernel: this dtype combination (output %s) was left out of the build by "
+         "EXECUTORCH_DTYPE_SELECTIVE_BUILD; rebuild selecting a model that calls the op with it",
+         runtime::scalar_type_name(out));
+  ctx.fail(Error::NotSupported);
+}
+
 bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n,
                          const Tensor& out) {
   if (!is_supported_dtype(out.scalar_type())) {

@@ -4,6 +4,8 @@
 #include <cstdint>
 
 #include "kernels/portable/util/kernel_util.h"
+// Which compute paths this build compiles (EXECUTORCH_DTYPE_SELECTIVE_BUILD): generated per build.
+#include "portable_registrations/selected_dtypes.h"
 
 namespace executorch {
 namespace kernels {
@@ -107,6 +109,9 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
 template <typename F, size_t N>
 void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f);
 
+// Fails `ctx` for a call whose dtypes need a compute path the dtype-selective build left out.
+void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out);
+
 // Validates dtypes, broadcasts and resizes; returns false (ctx failed) on bad input.
 bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n, const Tensor& out);
 
@@ -117,8 +122,15 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
   const Walk w = plan_walk(out, ins, N);
   void* o = out.mutable_data_ptr();
   const ScalarType ot = out.scalar_type();
-  switch (compute_kind(ot, ins, N)) {
-    case ComputeKind::kFloat32: {
+  const ComputeKind kind = compute_kind(ot, ins, N);
+  if ((kind == ComputeKind::kFloat32 && !ET_SELECTED_COMPUTE_FLOAT32) ||
+      (kind == ComputeKind::kInt64 && !ET_SELECTED_COMPUTE_INT64) ||
+      (kind == ComputeKind::kDouble && !ET_SELECTED_COMPUTE_DOUBLE)) {
+    dtype_not_selected(ctx, ot);
+    return;
+  }
+  switch (kind) {
+    case ComputeKind::kFloat32: if constexpr (ET_SELECTED_COMPUTE_FLOAT32) {
       float* of = static_cast<float*>(o);
       const float* p[N];
       float s[N];
@@ -147,8 +159,9 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
       });
       return;
     }
+    return;
     case ComputeKind::kInt64:
-      walk(w, [&](int64_t oo, const int64_t* io) {
+      if constexpr (ET_SELECTED_COMPUTE_INT64) walk(w, [&](int64_t oo, const int64_t* io) {
         int64_t v[N];
         for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
         int64_t r;
@@ -159,7 +172,7 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
       });
       return;
     case ComputeKind::kDouble:
-      walk(w, [&](int64_t oo, const int64_t* io) {
+      if constexpr (ET_SELECTED_COMPUTE_DOUBLE) walk(w, [&](int64_t oo, const int64_t* io) {
         double v[N];
         for (size_t k = 0; k < N; ++k) v[k] = load_d(ins[k], io[k]);
         double r;
@@ -180,9 +193,13 @@ void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Ten
   const ScalarType ot = out.scalar_type();
   bool all_int = true;
   for (size_t k = 0; k < N; ++k) all_int = all_int && operand_integral(ins[k]);
+  if (all_int && !ET_SELECTED_COMPUTE_INT64) {
+    dtype_not_selected(ctx, ot);
+    return;
+  }
   walk(w, [&](int64_t oo, const int64_t* io) {
     bool r;
-    if (all_int) {
+    if (ET_SELECTED_COMPUTE_INT64 && all_int) {
       int64_t v[N];
       for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
       if constexpr (N == 1) r = f(v[0]);
