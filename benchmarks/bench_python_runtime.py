@@ -86,9 +86,9 @@ class _TinyChain(torch.nn.Module):
 def _dispatch_overhead(runtime_cls, repeat: int) -> None:
     model, inputs = _TinyChain(), (torch.ones(4),)
     data = export_bytes(model, inputs)
-    from executorch.exir._serialize import deserialize_pte_binary
+    from executorch.exir._serialize import read_program
 
-    n = sum(len(c.instructions) for c in deserialize_pte_binary(data).execution_plan[0].chains)
+    n = sum(len(c.instructions) for c in read_program(data).execution_plan[0].chains)
     method = runtime_cls.get().load_program(data).load_method("forward")
     best = {"eager": float("inf"), "runtime": float("inf")}
     for _ in range(repeat):

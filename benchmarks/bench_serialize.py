@@ -81,7 +81,7 @@ def main() -> None:
     if a.pte:
         with open(a.pte, "rb") as f:
             data = f.read()
-        program = deserialize_pte_binary(data)
+        program = deserialize_pte_binary(data).program
         source = a.pte
     else:
         program = _synthetic()

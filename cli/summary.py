@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Optional
 
 from executorch.exir import schema as s
-from executorch.exir._serialize import deserialize_pte_binary
+from executorch.exir._serialize import read_program
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._header import decode_header
 
@@ -27,7 +27,7 @@ _INSTRUCTION_NAMES = {
 def summarize(data: s.BytesLike, name: str = "program") -> str:
     """The summary of the `.pte` image `data` as printable text; raises SerializeError when
     `data` is not a well-formed `.pte`."""
-    program = deserialize_pte_binary(data)
+    program = read_program(data)
     view = memoryview(data).cast("B")
     header = decode_header(view)
     program_size = header.program_size if header else len(view)

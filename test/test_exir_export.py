@@ -110,10 +110,10 @@ def test_reads_published_exporters_mobilenet_v2(tmp_path, reference_runtime):
         "make = mv2.make_mobilenet_v2\n"
     )
     pte = reference_runtime.export(f"{factory}:make", tmp_path / "published.pte")
-    from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
+    from executorch.exir._serialize import read_program, serialize_pte_binary
 
     data = pte.read_bytes()
-    program = deserialize_pte_binary(data)
+    program = read_program(data)
     assert [p.name for p in program.execution_plan] == ["forward"]
     assert serialize_pte_binary(program) == data
     model, inputs = ZOO.MODELS["mobilenet_v2"]()
@@ -174,7 +174,7 @@ def test_export_does_not_modify_the_users_program():
 
 def test_emit_stacktrace_records_the_users_frames():
     from executorch.exir import ExecutorchBackendConfig
-    from executorch.exir._serialize import deserialize_pte_binary
+    from executorch.exir._serialize import read_program
 
     class TwoOps(torch.nn.Module):
         def forward(self, x):
@@ -183,13 +183,13 @@ def test_emit_stacktrace_records_the_users_frames():
 
     ep = torch.export.export(TwoOps(), (torch.randn(3),))
     data = to_edge(ep).to_executorch(ExecutorchBackendConfig(emit_stacktrace=True)).buffer
-    chain = deserialize_pte_binary(data).execution_plan[0].chains[0]
+    chain = read_program(data).execution_plan[0].chains[0]
     assert len(chain.stacktrace) == len(chain.instructions) == 2
     innermost = [frames.items[-1] for frames in chain.stacktrace]
     assert [f.context for f in innermost] == ["y = torch.sigmoid(x)", "return y * 2.0"]
     assert all(f.filename.endswith("test_exir_export.py") and f.name == "forward" for f in innermost)
     plain = to_edge(ep).to_executorch().buffer
-    assert deserialize_pte_binary(plain).execution_plan[0].chains[0].stacktrace is None
+    assert read_program(plain).execution_plan[0].chains[0].stacktrace is None
 
 
 class _Cond(torch.nn.Module):

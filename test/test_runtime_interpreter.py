@@ -384,7 +384,7 @@ def test_dynamic_out_tensor_that_is_also_read_keeps_its_shape():
 
 
 def test_constants_are_read_in_place_from_the_file_bytes():
-    from executorch.exir._serialize import deserialize_pte_binary
+    from executorch.exir._serialize import read_program
 
     b = PlanBuilder()
     x, out = b.tensor([256], 0), b.tensor([256], 1024)
@@ -392,7 +392,7 @@ def test_constants_are_read_in_place_from_the_file_bytes():
     b.inputs, b.outputs = [x], [out]
     b.kernel("aten::mul", "out", x, weight, out, out)
     data = serialize_pte_binary(b.program())
-    method = PythonProgram(deserialize_pte_binary(data)).load_method("forward")
+    method = PythonProgram(read_program(data)).load_method("forward")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the bytes are read-only; only their address is used
         base = torch.frombuffer(data, dtype=torch.uint8).data_ptr()

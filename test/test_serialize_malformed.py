@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import plan, program, rich_program, tensor  # noqa: E402
 
 from executorch.exir import schema as s
-from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
+from executorch.exir._serialize import read_program, serialize_pte_binary
 from executorch.exir.error import SerializeError
 
 GOOD = serialize_pte_binary(rich_program())
@@ -25,7 +25,7 @@ _, PROGRAM_SIZE, BASE, SEGMENT_SIZE = struct.unpack_from("<IQQQ", GOOD, 12)
 
 def _rejects(data: bytes, match: str | None = None) -> str:
     with pytest.raises(SerializeError, match=match) as info:
-        deserialize_pte_binary(data)
+        read_program(data)
     message = str(info.value)
     assert "\n" not in message and len(message) < 400
     return message
@@ -42,7 +42,7 @@ def _patched(offset: int, fmt: str, value) -> bytes:
 
 
 def test_the_unmodified_file_reads():
-    assert deserialize_pte_binary(GOOD) == rich_program()
+    assert read_program(GOOD) == rich_program()
 
 
 @pytest.mark.parametrize("size", [0, 1, 4, 7, 8, 11, 12, 16, 23, 31, 39, 40, 41, ROOT, PROGRAM_SIZE - 1, PROGRAM_SIZE,
@@ -160,7 +160,7 @@ def test_bit_flips_never_escape(seed):
             i = rng.randrange(PROGRAM_SIZE)
             data[i] ^= 1 << rng.randrange(8)
         try:
-            deserialize_pte_binary(bytes(data))
+            read_program(bytes(data))
         except SerializeError as e:
             assert "\n" not in str(e)
 

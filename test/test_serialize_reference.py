@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import floats, plan, program, rich_program, tensor  # noqa: E402
 
 from executorch.exir import schema as s
-from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
+from executorch.exir._serialize import read_program, serialize_pte_binary
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def published(reference_runtime, tmp_path_factory):
 @pytest.mark.parametrize("name", MODELS)
 def test_published_file_round_trips_byte_identical(published, name):
     data = published(name)
-    program = deserialize_pte_binary(data)
+    program = read_program(data)
     assert serialize_pte_binary(program) == data
 
 
@@ -125,7 +125,7 @@ def test_published_files_cover_every_kind_but_bool_list(published):
     # So the byte-identity test above exercises each table the exporter writes.
     kinds, instructions = set(), set()
     for name in MODELS[1:]:
-        plan = deserialize_pte_binary(published(name)).execution_plan[0]
+        plan = read_program(published(name)).execution_plan[0]
         kinds |= {type(v.val) for v in plan.values}
         instructions |= {type(i.instr_args) for c in plan.chains for i in c.instructions}
     assert kinds == set(s.KERNEL_TYPES) - {s.BoolList}
@@ -133,7 +133,7 @@ def test_published_files_cover_every_kind_but_bool_list(published):
 
 
 def test_published_mv2_reads_as_expected(published):
-    program = deserialize_pte_binary(published("mv2"))
+    program = read_program(published("mv2"))
     plan = program.execution_plan[0]
     assert (len(plan.values), len(plan.chains[0].instructions)) == (1603, 153)
     # The constant segment is split back into one buffer per weight, sized by its tensor.
@@ -221,7 +221,7 @@ def test_published_runtime_runs_our_rewrite_of_its_file(reference_runtime, publi
     original = tmp_path / "linear.pte"
     original.write_bytes(published("linear"))
     rewritten = tmp_path / "rewritten.pte"
-    rewritten.write_bytes(serialize_pte_binary(deserialize_pte_binary(original.read_bytes())))
+    rewritten.write_bytes(serialize_pte_binary(read_program(original.read_bytes())))
     x = torch.randn(2, 4)
     expected = reference_runtime.run(original, [x], tmp_path)
     assert torch.equal(reference_runtime.run(rewritten, [x], tmp_path)[0], expected[0])

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import every_instruction, every_value_kind, floats, plan, program, rich_program, tensor  # noqa: E402
 
 from executorch.exir import schema as s
-from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary, serialize_pte_chunks
+from executorch.exir._serialize import read_program, serialize_pte_binary, serialize_pte_chunks
 from executorch.exir.error import SerializeError
 
 
@@ -23,7 +23,7 @@ def _round_trip(p: s.Program, **kw) -> s.Program:
     before = copy.deepcopy(p)
     data = serialize_pte_binary(p, **kw)
     assert p == before, "serializing must not modify the Program"
-    return deserialize_pte_binary(data)
+    return read_program(data)
 
 
 def test_minimal_program_round_trips():
@@ -64,7 +64,7 @@ def test_round_trip_with_other_alignments(kw):
 
 def test_reserialization_is_byte_identical():
     data = serialize_pte_binary(rich_program())
-    assert serialize_pte_binary(deserialize_pte_binary(data)) == data
+    assert serialize_pte_binary(read_program(data)) == data
 
 
 def test_layout_matches_the_format():
@@ -77,7 +77,7 @@ def test_layout_matches_the_format():
     assert len(data) == base + seg_size
     # Constants: entry 0 is empty, then 12 bytes padded to 16, then the last 4 bytes unpadded.
     assert data[base:] == floats(1, 2, 3) + bytes(4) + floats(4)
-    back = deserialize_pte_binary(data)
+    back = read_program(data)
     assert [bytes(b.storage) for b in back.constant_buffer] == [b"", floats(1, 2, 3), floats(4)]
 
 
@@ -97,13 +97,13 @@ def test_typed_memoryview_is_written_as_its_bytes(shape):
     if shape:
         view = view.cast("B").cast("f", shape)
     p = program([plan(values=[tensor([6], buffer_idx=1)])], constants=[view])
-    back = deserialize_pte_binary(serialize_pte_binary(p))
+    back = read_program(serialize_pte_binary(p))
     assert bytes(back.constant_buffer[1].storage) == floats(0, 1, 2, 3, 4, 5)
 
 
 def test_deserialized_constants_are_views_over_the_input():
     data = serialize_pte_binary(program([plan(values=[tensor([3], buffer_idx=1)])], constants=[floats(1, 2, 3)]))
-    back = deserialize_pte_binary(data)
+    back = read_program(data)
     view = back.constant_buffer[1].storage
     assert isinstance(view, memoryview) and view.obj is data
 
@@ -163,5 +163,5 @@ def test_ctypes_view_over_tensor_memory_is_written_without_copy():
     p = program([plan(values=[tensor([4], buffer_idx=1)])], constants=[view])
     chunks = serialize_pte_chunks(p)
     assert any(isinstance(c, memoryview) and c.obj is view.obj for c in chunks)
-    back = deserialize_pte_binary(b"".join(chunks))
+    back = read_program(b"".join(chunks))
     assert bytes(back.constant_buffer[1].storage) == floats(0, 1, 2, 3)

@@ -4,7 +4,9 @@ from executorch.exir._serialize._program import (
     DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
     DEFAULT_DELEGATE_ALIGNMENT,
     DEFAULT_SEGMENT_ALIGNMENT,
+    PTEFile,
     deserialize_pte_binary,
+    read_program,
     serialize_pte_binary,
     serialize_pte_chunks,
 )
@@ -13,7 +15,9 @@ __all__ = [
     "DEFAULT_CONSTANT_TENSOR_ALIGNMENT",
     "DEFAULT_DELEGATE_ALIGNMENT",
     "DEFAULT_SEGMENT_ALIGNMENT",
+    "PTEFile",
     "deserialize_pte_binary",
+    "read_program",
     "serialize_pte_binary",
     "serialize_pte_chunks",
 ]

@@ -83,14 +83,36 @@ def serialize_pte_chunks(
     return [head, flat[HEADER_OFFSET:], *padding, *segment_pieces]
 
 
+@dataclasses.dataclass
+class PTEFile:
+    """A `.pte` file's contents: the program (its segment data included) and, as ExecuTorch
+    names them, the mutable and named data kept beside it (not written by this exporter)."""
+
+    program: s.Program
+    mutable_data: Optional[list] = None
+    named_data: Optional[object] = None
+
+    @property
+    def segment_data(self) -> list:
+        return self.program.segment_data
+
+
 def serialize_pte_binary(
-    program: s.Program,
+    program: "s.Program | PTEFile",
     *,
     segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT,
     constant_tensor_alignment: int = DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
     delegate_alignment: Optional[int] = None,
 ) -> bytes:
-    """The `.pte` image of `program` as one bytes object (see `serialize_pte_chunks`)."""
+    """The `.pte` image of `program` (a `Program` or a `PTEFile`) as one bytes object (see
+    `serialize_pte_chunks`)."""
+    if isinstance(program, PTEFile):
+        if program.mutable_data or program.named_data:
+            raise SerializeError(
+                "PTEFile.mutable_data / named_data are not written by this serializer; put the data in "
+                "Program.segment_data or leave them None"
+            )
+        program = program.program
     return b"".join(
         serialize_pte_chunks(
             program,
@@ -161,7 +183,12 @@ def _constant_pieces(buffers: list[s.Buffer], alignment: int) -> tuple[list[memo
     return pieces, offsets
 
 
-def deserialize_pte_binary(data: s.BytesLike) -> s.Program:
+def deserialize_pte_binary(data: s.BytesLike) -> PTEFile:
+    """The contents of a `.pte` image as a `PTEFile` (`.program`, `.segment_data`)."""
+    return PTEFile(program=read_program(data))
+
+
+def read_program(data: s.BytesLike) -> s.Program:
     """The `Program` in a `.pte` image; constant and segment data are views over `data`.
 
     Raises SerializeError, with the reason, when `data` is not a well-formed `.pte`."""

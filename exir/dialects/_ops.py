@@ -90,3 +90,6 @@ def _register() -> None:
 
 _LIBS: list = []  # keeps the Library objects alive; dropping them would unregister the ops
 _register()
+
+# `from executorch.exir.dialects._ops import ops as exir_ops`, as ExecuTorch code imports it.
+from executorch.exir.dialects._edge_namespace import ops  # noqa: E402

@@ -1,1 +1,5 @@
-"""Graph passes of the export pipeline; each is a plain function over a graph module."""
+"""Graph passes of the export pipeline; `MemoryPlanningPass` is importable here as in ExecuTorch."""
+
+from executorch.exir.memory_planning import MemoryPlanningPass
+
+__all__ = ["MemoryPlanningPass"]

@@ -7,7 +7,7 @@ from typing import Sequence, Union
 import torch
 
 from executorch.exir import schema
-from executorch.exir._serialize import deserialize_pte_binary
+from executorch.exir._serialize import read_program
 from executorch.runtime._backend import Verification
 from executorch.runtime._errors import InvalidProgramError
 from executorch.runtime._meta import MethodMeta
@@ -42,7 +42,7 @@ class PythonProgram:
 def load_program(data: Union[bytes, memoryview],
                  verification: Verification = Verification.InternalConsistency) -> PythonProgram:
     """Read `.pte` bytes; every index and offset is checked whatever `verification` asks."""
-    return PythonProgram(deserialize_pte_binary(data))
+    return PythonProgram(read_program(data))
 
 
 def operator_names() -> set[str]:

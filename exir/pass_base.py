@@ -1,0 +1,160 @@
+"""`ExportPass`: a graph pass that rebuilds the graph node by node through overridable hooks."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional
+
+import torch
+from torch import fx
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
+from torch.utils import _pytree as pytree
+
+from executorch.exir.error import ExportError
+
+__all__ = ["ExportPass", "NodeMetadata", "PassResult", "ProxyValue"]
+
+
+class NodeMetadata:
+    """A node's `meta` dict as a pass hook sees it; copied onto the node the hook creates."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = dict(data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.data[key] = value
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def copy(self) -> "NodeMetadata":
+        return NodeMetadata(self.data)
+
+
+class ProxyValue:
+    """A value of the graph being built: its example value (`data`) and the node producing it."""
+
+    def __init__(self, data: Any, node: fx.Node) -> None:
+        self.data = data
+        self.node = node
+
+    @property
+    def proxy(self) -> fx.Node:
+        return self.node
+
+    def to_tensor(self) -> torch.Tensor:
+        if not isinstance(self.data, torch.Tensor):
+            raise ExportError(f"value of node {self.node.name!r} is {type(self.data).__name__}, not a tensor")
+        return self.data
+
+    def is_tensor(self) -> bool:
+        return isinstance(self.data, torch.Tensor)
+
+    def __repr__(self) -> str:
+        return f"ProxyValue({self.node.name})"
+
+
+def _nodes_of(tree: Any) -> Any:
+    return pytree.tree_map_only(ProxyValue, lambda v: v.node, tree)
+
+
+def _data_of(tree: Any) -> Any:
+    return pytree.tree_map_only(ProxyValue, lambda v: v.data, tree)
+
+
+class ExportPass(PassBase):
+    """Rebuild a graph module, calling `placeholder`, `call_operator`, `call_getitem` and `output`
+    for each node; the defaults copy the node. Override `call_operator(op, args, kwargs, meta)` to
+    replace an operator: call `super().call_operator(new_op, new_args, kwargs, meta)` to emit one.
+    Example values are recomputed from the arguments' example values, so a replacement with a
+    different result shape or dtype gets correct metadata."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._graph: Optional[fx.Graph] = None
+        self._module: Optional[fx.GraphModule] = None
+        self._name: Optional[str] = None
+
+    # Hooks ------------------------------------------------------------------------------------
+
+    def placeholder(self, name: str, arg: Any, meta: NodeMetadata) -> ProxyValue:
+        node = self._graph.placeholder(name)
+        node.meta.update(meta.data)
+        return ProxyValue(arg, node)
+
+    def call_operator(self, op, args: tuple, kwargs: dict, meta: NodeMetadata) -> ProxyValue:
+        return self._emit(op, args, kwargs, meta)
+
+    def call_sym(self, target, args: tuple, meta: NodeMetadata) -> ProxyValue:
+        return self._emit(target, args, {}, meta)
+
+    def call_getitem(self, value: ProxyValue, key: int, meta: NodeMetadata) -> ProxyValue:
+        return self._emit(operator.getitem, (value, key), {}, meta)
+
+    def output(self, results: list, meta: NodeMetadata) -> ProxyValue:
+        node = self._graph.output(_nodes_of(results))
+        node.meta.update(meta.data)
+        return ProxyValue(None, node)
+
+    # Driver -----------------------------------------------------------------------------------
+
+    def _emit(self, target, args: tuple, kwargs: dict, meta: NodeMetadata) -> ProxyValue:
+        # The first node a hook emits keeps the original's name, which the graph signature cites.
+        node = self._graph.create_node(
+            "call_function", target, _nodes_of(tuple(args)), _nodes_of(dict(kwargs)), name=self._name
+        )
+        self._name = None
+        node.meta.update(meta.data)
+        value = self._evaluate(target, args, kwargs, meta)
+        node.meta["val"] = value
+        return ProxyValue(value, node)
+
+    def _evaluate(self, target, args, kwargs, meta: NodeMetadata) -> Any:
+        # Re-run the operator on the example (fake) values so a replaced op gets its own metadata.
+        data_args, data_kwargs = _data_of(tuple(args)), _data_of(dict(kwargs))
+        if target is operator.getitem:
+            return data_args[0][data_args[1]]
+        fake = next((t.fake_mode for t in pytree.tree_leaves((data_args, data_kwargs))
+                     if hasattr(t, "fake_mode")), None)
+        if fake is None:
+            return meta.data.get("val")
+        with fake:
+            return target(*data_args, **data_kwargs)
+
+    def call(self, graph_module: fx.GraphModule) -> PassResult:
+        self._graph = fx.Graph()
+        self._module = graph_module
+        env: dict[fx.Node, ProxyValue] = {}
+
+        def arg(a: Any) -> Any:
+            return fx.node.map_arg(a, lambda n: env[n])
+
+        for node in graph_module.graph.nodes:
+            meta = NodeMetadata(node.meta)
+            self._name = node.name if node.op == "call_function" else None
+            if node.op == "placeholder":
+                env[node] = self.placeholder(node.name, node.meta.get("val"), meta)
+            elif node.op == "get_attr":
+                new = self._graph.get_attr(node.target)
+                new.meta.update(node.meta)
+                env[node] = ProxyValue(node.meta.get("val"), new)
+            elif node.op == "call_function" and node.target is operator.getitem:
+                env[node] = self.call_getitem(env[node.args[0]], node.args[1], meta)
+            elif node.op == "call_function" and not isinstance(node.target, torch._ops.OpOverload):
+                env[node] = self.call_sym(node.target, arg(node.args), meta)
+            elif node.op == "call_function":
+                env[node] = self.call_operator(node.target, arg(node.args), arg(dict(node.kwargs)), meta)
+            elif node.op == "output":
+                self.output(arg(node.args[0]), meta)
+            else:
+                raise ExportError(
+                    f"ExportPass cannot rebuild node {node.name!r} ({node.op}); flatten submodules and "
+                    "control flow before running it"
+                )
+        new_gm = fx.GraphModule(graph_module, self._graph)
+        new_gm.meta.update(graph_module.meta)
+        self._graph = self._module = None
+        return PassResult(new_gm, True)
