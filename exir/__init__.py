@@ -20,6 +20,7 @@ __all__ = [
     "EdgeCompileConfig",
     "EdgeProgramManager",
     "ExecutorchBackendConfig",
+    "ExecutorchProgram",
     "ExecutorchProgramManager",
     "ExportError",
     "SerializeError",
@@ -42,6 +43,16 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str):
+    if name == "ExecutorchProgram":
+        import warnings
+
+        warnings.warn(
+            "executorch.exir.ExecutorchProgram is deprecated; use ExecutorchProgramManager, which "
+            "to_edge(...).to_executorch() returns",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return __getattr__("ExecutorchProgramManager")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'executorch.exir' has no attribute {name!r}")

@@ -12,6 +12,7 @@ from torch import fx
 from torch.export import ExportedProgram
 
 from . import schema as S
+from ._edge_verifier import EdgeVerifier
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
 from .error import ExportError
@@ -37,7 +38,7 @@ def _as_dict(programs: Programs) -> dict[str, ExportedProgram]:
     )
 
 
-def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None) -> ExportedProgram:
+def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None, verifier=None) -> ExportedProgram:
     """A new ExportedProgram over a copy of the graph (or over `gm`), sharing the tensors."""
     signature = copy.deepcopy(ep.graph_signature)
     if gm is None:
@@ -60,7 +61,7 @@ def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None) -> E
         module_call_graph=ep.module_call_graph,
         example_inputs=ep.example_inputs,
         constants=ep.constants,
-        verifiers=[ep.verifier],
+        verifiers=[verifier or ep.verifier],
     )
 
 
@@ -116,7 +117,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
     _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    return ep
+    return _copy_program(ep, gm, EdgeVerifier)
 
 
 def _check_constant_methods(constant_methods: Optional[Mapping[str, Any]], methods: Iterable[str]) -> dict:
@@ -221,7 +222,13 @@ class EdgeProgramManager:
 
     @property
     def methods(self) -> set[str]:
+        """The program methods; constant methods are in `config_methods`."""
         return set(self._programs)
+
+    @property
+    def config_methods(self) -> set[str]:
+        """The constant methods (`constant_methods=` of `to_edge`)."""
+        return set(self._constant_methods)
 
     def exported_program(self, method_name: str = "forward") -> ExportedProgram:
         if method_name not in self._programs:
@@ -316,17 +323,18 @@ class EdgeProgramManager:
             named_data=named or None,
             segment_data=[b"", *segment_data] if segment_data else [],
         )
-        return ExecutorchProgramManager(program, programs, config, delegate_calls)
+        return ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods))
 
 
 class ExecutorchProgramManager:
     """A lowered program: `.buffer` is the `.pte` file's bytes, `write_to_file` writes them."""
 
     def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig,
-                 delegate_calls: Optional[dict] = None):
+                 delegate_calls: Optional[dict] = None, config_methods: Iterable[str] = ()):
         self._program = program
         self._programs = programs
         self._config = config
+        self._config_methods = set(config_methods)
         self._buffer: Optional[bytes] = None
         self._delegate_calls = delegate_calls or {}
 
@@ -351,7 +359,26 @@ class ExecutorchProgramManager:
 
     @property
     def methods(self) -> set[str]:
-        return {p.name for p in self._program.execution_plan}
+        """The program methods; constant methods are in `config_methods`."""
+        return set(self._programs)
+
+    @property
+    def config_methods(self) -> set[str]:
+        """The constant methods the `.pte` holds beside the program methods."""
+        return set(self._config_methods)
+
+    def dump_executorch_program(self, verbose: bool = False, out=None) -> None:
+        """Print the emitted `Program`: every field when `verbose`, else one line per method and
+        instruction."""
+        from executorch.exir.print_program import pretty_print, print_program
+
+        (pretty_print if verbose else print_program)(self._program, out=out)
+
+    def save(self, path) -> None:
+        """Write the `.pte` to `path`, which must end in `.pte` (atomically, like `write_to_file`)."""
+        if not os.fspath(path).endswith(".pte"):
+            raise ValueError(f"save() path {os.fspath(path)!r} does not end in .pte; name the file model.pte")
+        self.write_to_file(path)
 
     @property
     def executorch_program(self) -> S.Program:

@@ -90,3 +90,96 @@ def test_memory_planning_pass_importable_from_passes():
 
 def test_edge_compile_config_importable():
     assert EdgeCompileConfig()._check_ir_validity
+
+
+def _with_constants():
+    edge, inputs = _edge()
+    return to_edge(edge.exported_program(), constant_methods={"max_len": 128, "scale": 0.5, "use_cache": True}), inputs
+
+
+def test_config_methods_kept_out_of_methods_and_returned_as_their_types():
+    edge, (x, y) = _with_constants()
+    assert edge.methods == {"forward"}
+    assert edge.config_methods == {"max_len", "scale", "use_cache"}
+    pte = edge.to_executorch()
+    assert pte.methods == {"forward"} and pte.config_methods == {"max_len", "scale", "use_cache"}
+    program = Runtime.get().load_program(pte.buffer)
+    values = {name: program.load_method(name).execute([])[0] for name in ("max_len", "scale", "use_cache")}
+    assert values == {"max_len": 128, "scale": 0.5, "use_cache": True}
+    assert type(values["scale"]) is float and type(values["use_cache"]) is bool
+
+
+def test_edge_programs_are_in_the_edge_dialect():
+    edge, _ = _edge()
+    assert edge.exported_program().dialect == "EDGE"
+    assert torch.export.export(_AddMul(), (torch.randn(2), torch.randn(2))).dialect != "EDGE"
+
+
+def test_save_writes_the_pte_and_refuses_other_suffixes(tmp_path):
+    import pytest
+
+    pte = _edge()[0].to_executorch()
+    pte.save(str(tmp_path / "m.pte"))
+    assert (tmp_path / "m.pte").read_bytes() == pte.buffer
+    with pytest.raises(ValueError, match=r"does not end in \.pte"):
+        pte.save(str(tmp_path / "m.bin"))
+    assert not (tmp_path / "m.bin").exists()
+
+
+def test_dump_executorch_program_prints_operators_and_fields():
+    import io
+
+    pte = _edge()[0].to_executorch()
+    short, full = io.StringIO(), io.StringIO()
+    pte.dump_executorch_program(out=short)
+    pte.dump_executorch_program(verbose=True, out=full)
+    assert "aten::add.out" in short.getvalue() and "aten::mul.out" in short.getvalue()
+    assert "execution_plan=" in full.getvalue() and "non_const_buffer_sizes=" in full.getvalue()
+
+
+def test_pretty_print_refuses_a_graph_module():
+    import pytest
+
+    from executorch.exir.error import ExportError, ExportErrorType
+    from executorch.exir.print_program import pretty_print
+
+    with pytest.raises(ExportError) as info:
+        pretty_print(_edge()[0].exported_program().graph_module)
+    assert info.value.error_code is ExportErrorType.INVALID_INPUT_TYPE
+
+
+def test_error_names_at_upstream_paths():
+    from executorch.exir.error import ExportError, ExportErrorType, InternalError
+
+    err = ExportError(ExportErrorType.NOT_SUPPORTED, "no kernel for foo")
+    assert err.error_code is ExportErrorType.NOT_SUPPORTED and "no kernel for foo" in str(err)
+    assert ExportError("plain").error_code is None
+    assert issubclass(InternalError, Exception) and not issubclass(InternalError, ExportError)
+
+
+def test_executorch_program_is_a_deprecated_alias():
+    import pytest
+
+    import executorch.exir as exir
+
+    with pytest.warns(DeprecationWarning, match="ExecutorchProgramManager"):
+        alias = exir.ExecutorchProgram
+    assert alias is exir.ExecutorchProgramManager
+
+
+def test_version_states_the_api_level():
+    from packaging.version import Version
+
+    from executorch.version import __version__
+
+    assert Version(__version__) >= Version("1.0")
+
+
+def test_get_delegation_info_with_no_delegates():
+    from executorch.devtools.backend_debug import get_delegation_info
+
+    info = get_delegation_info(_edge()[0].exported_program().graph_module)
+    assert info.num_delegated_subgraphs == 0 and info.num_delegated_nodes == 0
+    assert info.num_non_delegated_nodes == 2
+    assert {k: v.non_delegated for k, v in info.delegation_by_operator.items()} == {"add": 1, "mul": 1}
+    assert "Total delegated subgraphs: 0" in info.get_summary()

@@ -153,7 +153,8 @@ def test_multi_method_and_constant_methods():
     x = torch.randn(2, 4)
     programs = {"forward": torch.export.export(net, (x,)), "scale": torch.export.export(Scale(), (x,))}
     pte = to_edge(programs, constant_methods={"max_len": 128, "table": torch.arange(4.0)}).to_executorch()
-    assert pte.methods == {"forward", "scale", "max_len", "table"}
+    assert pte.methods == {"forward", "scale"}
+    assert pte.config_methods == {"max_len", "table"}
     program = Runtime.get().load_program(pte.buffer)
     assert program.method_names == {"forward", "scale", "max_len", "table"}
     assert_outputs_close(program.load_method("forward").execute([x])[0], net(x))
