@@ -43,6 +43,7 @@ COMPONENTS: tuple[Component, ...] = (
         "exir", "the export path: torch.export -> edge -> .pte, FlatBuffers written from Python",
         EVERY_MODE,
         packages=("executorch.exir.**",),
+        modules=("executorch.version",),
         data=("schema/*.fbs",),
         requires=("flatbuffers>=24.3",),
     ),
