@@ -25,6 +25,11 @@ class EdgeCompileConfig:
                 raise ExportError(f"EdgeCompileConfig.{name} must be True or False, not {getattr(self, name)!r}")
 
 
+def _refuse(name: str, value: Any, supported: Any, why: str) -> None:
+    if value != supported:
+        raise ExportError(f"ExecutorchBackendConfig.{name}={value!r} is not supported: {why}")
+
+
 def _power_of_two(name: str, v: Any, optional: bool) -> None:
     if v is None and optional:
         return
@@ -44,14 +49,33 @@ class ExecutorchBackendConfig:
     constant_tensor_alignment: Optional[int] = None
     delegate_alignment: Optional[int] = None
     external_constants: bool = False
+    # ExecuTorch's default turns view_copy ops into memory views; this exporter keeps the copies.
+    remove_view_copy: bool = False
+    emit_mutable_buffer_names: bool = False
+    sym_shape_eval_pass: Any = None
 
     def __post_init__(self) -> None:
+        _refuse("remove_view_copy", self.remove_view_copy, False,
+                "view_copy ops stay kernel calls here (no memory views); pass remove_view_copy=False")
+        _refuse("emit_mutable_buffer_names", self.emit_mutable_buffer_names, False,
+                "mutable buffer names are not written to the .pte; pass emit_mutable_buffer_names=False")
+        _refuse("sym_shape_eval_pass", self.sym_shape_eval_pass, None,
+                "dynamic shapes are planned at their upper bounds by the emitter; leave sym_shape_eval_pass=None")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)
         _power_of_two("constant_tensor_alignment", self.constant_tensor_alignment, optional=True)
         _power_of_two("delegate_alignment", self.delegate_alignment, optional=True)
-        if not isinstance(self.memory_planning_pass, MemoryPlanningPass):
+        passes = self.memory_planning_pass
+        per_method = passes.values() if isinstance(passes, dict) else [passes]
+        if not all(isinstance(p, MemoryPlanningPass) for p in per_method):
             raise ExportError(
                 "ExecutorchBackendConfig.memory_planning_pass must be a MemoryPlanningPass, e.g. "
-                "MemoryPlanningPass(memory_planning_algo='greedy'); got "
-                f"{type(self.memory_planning_pass).__name__}"
+                "MemoryPlanningPass(memory_planning_algo='greedy'), or a dict of method name -> MemoryPlanningPass; "
+                f"got {type(self.memory_planning_pass).__name__}"
             )
+
+    def memory_planning_pass_for(self, method: str) -> MemoryPlanningPass:
+        """The memory planning of `method`: its entry in a per-method dict, else the default."""
+        passes = self.memory_planning_pass
+        if isinstance(passes, dict):
+            return passes.get(method) or MemoryPlanningPass()
+        return passes

@@ -84,8 +84,14 @@ class MemoryPlanningPass:
     alignment: int = DEFAULT_ALIGNMENT
     alloc_graph_input: bool = True
     alloc_graph_output: bool = True
+    alloc_mutable_buffers: bool = True
 
     def __post_init__(self) -> None:
+        if self.alloc_mutable_buffers is not True:
+            raise ExportError(
+                f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "
+                "buffers always get planned memory here; pass alloc_mutable_buffers=True"
+            )
         algo = self.memory_planning_algo
         if isinstance(algo, str) and algo not in PLANNERS:
             raise ExportError(

@@ -297,9 +297,9 @@ class EdgeProgramManager:
             programs[name] = ep
         constants = ConstantTable()
         delegates = DelegateTable(config.extract_delegate_segments)
-        plan = config.memory_planning_pass
         plans, delegate_calls = [], {}
         for name, ep in programs.items():
+            plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates)
             plans.append(emitted)

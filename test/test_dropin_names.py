@@ -183,3 +183,34 @@ def test_get_delegation_info_with_no_delegates():
     assert info.num_non_delegated_nodes == 2
     assert {k: v.non_delegated for k, v in info.delegation_by_operator.items()} == {"add": 1, "mul": 1}
     assert "Total delegated subgraphs: 0" in info.get_summary()
+
+
+def test_backend_config_options_honoured_or_refused_by_name():
+    import pytest
+
+    from executorch.exir.error import ExportError
+
+    for option, value in (("remove_view_copy", True), ("emit_mutable_buffer_names", True),
+                          ("sym_shape_eval_pass", object())):
+        with pytest.raises(ExportError, match=f"ExecutorchBackendConfig.{option}="):
+            ExecutorchBackendConfig(**{option: value})
+    with pytest.raises(ExportError, match="alloc_mutable_buffers=False"):
+        MemoryPlanningPass(alloc_mutable_buffers=False)
+    assert MemoryPlanningPass(alloc_mutable_buffers=True).alloc_mutable_buffers
+
+
+def test_memory_planning_pass_per_method():
+    import pytest
+
+    from executorch.exir.error import ExportError
+
+    edge, (x, y) = _edge()
+    wide = ExecutorchBackendConfig(memory_planning_pass={"forward": MemoryPlanningPass(alignment=256)})
+    narrow = ExecutorchBackendConfig(memory_planning_pass={"other": MemoryPlanningPass(alignment=256)})
+    wide_plan = edge.to_executorch(wide).executorch_program.execution_plan[0]
+    narrow_plan = edge.to_executorch(narrow).executorch_program.execution_plan[0]
+    assert wide_plan.non_const_buffer_sizes[1] > narrow_plan.non_const_buffer_sizes[1]
+    (out,) = _run(edge.to_executorch(wide).buffer, (x, y))
+    torch.testing.assert_close(out, (x + y) * 2.0)
+    with pytest.raises(ExportError, match="dict of method name -> MemoryPlanningPass"):
+        ExecutorchBackendConfig(memory_planning_pass={"forward": "greedy"})
