@@ -102,7 +102,19 @@ def _keeper(config: EdgeCompileConfig) -> Optional[Callable[[fx.Node], bool]]:
     return keep
 
 
+def _refuse_training_graph(name: str, ep: ExportedProgram) -> None:
+    from torch.export.graph_signature import OutputKind
+
+    training = {OutputKind.LOSS_OUTPUT, OutputKind.GRADIENT_TO_PARAMETER, OutputKind.GRADIENT_TO_USER_INPUT}
+    if any(spec.kind in training for spec in ep.graph_signature.output_specs):
+        raise ExportError(
+            f"method '{name}' is a joint forward/backward (training) graph, which this exporter does not lower; "
+            "export the inference module (model.eval(), no _export_forward_backward) instead"
+        )
+
+
 def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
+    _refuse_training_graph(name, ep)
     ep = _to_core_aten(ep, config)
     gm = ep.graph_module
     for sub in edge.graph_modules(gm):

@@ -214,3 +214,24 @@ def test_memory_planning_pass_per_method():
     torch.testing.assert_close(out, (x + y) * 2.0)
     with pytest.raises(ExportError, match="dict of method name -> MemoryPlanningPass"):
         ExecutorchBackendConfig(memory_planning_pass={"forward": "greedy"})
+
+
+def test_training_graph_is_refused_with_a_clear_error():
+    import pytest
+
+    from torch.export.experimental import _export_forward_backward
+
+    from executorch.exir.error import ExportError
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2)
+
+        def forward(self, x, y):
+            return torch.nn.functional.mse_loss(self.lin(x), y)
+
+    ep = torch.export.export(WithLoss(), (torch.randn(4, 3), torch.randn(4, 2)))
+    joint = _export_forward_backward(ep)
+    with pytest.raises(ExportError, match="joint forward/backward"):
+        to_edge(joint)
