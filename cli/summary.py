@@ -127,11 +127,11 @@ def _nested_kernel_calls(program: s.Program, ref: s.BackendDelegateDataReference
         d.data for d in program.backend_delegate_data]
     if not 0 <= ref.index < len(pool) or bytes(memoryview(pool[ref.index])[4:8]) != b"ET12":
         return None
-    from executorch.exir._serialize import deserialize_pte_binary
+    from executorch.exir._serialize import read_program
     from executorch.exir.error import SerializeError
 
     try:
-        nested = deserialize_pte_binary(pool[ref.index])
+        nested = read_program(pool[ref.index])
     except SerializeError:
         return None
     return sum(isinstance(i.instr_args, s.KernelCall)

@@ -13,7 +13,7 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, ExportError, to_edge, to_edge_transform_and_lower
 from executorch.exir import schema as s
-from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
+from executorch.exir._serialize import read_program, serialize_pte_binary
 from executorch.exir.backend.backend_api import to_backend
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
@@ -61,11 +61,11 @@ def _run_all(pte: bytes, inputs, method: str = "forward") -> dict:
 
 
 def _delegates(pte: bytes, method: int = 0) -> list:
-    return deserialize_pte_binary(pte).execution_plan[method].delegates
+    return read_program(pte).execution_plan[method].delegates
 
 
 def _calls(pte: bytes, method: int = 0) -> list:
-    plan = deserialize_pte_binary(pte).execution_plan[method]
+    plan = read_program(pte).execution_plan[method]
     return [i.instr_args for i in plan.chains[0].instructions if isinstance(i.instr_args, s.DelegateCall)]
 
 
@@ -74,10 +74,10 @@ def test_whole_model_in_one_executor_backend_partition_runs_on_every_engine():
     ep = torch.export.export(model, inputs)
     pte = to_edge_transform_and_lower(ep, partitioner=[ExecutorBackendPartitioner()]).to_executorch().buffer
     assert [d.id for d in _delegates(pte)] == ["ExecutorBackend"]
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     # The weights moved into the payload: the top program keeps no constant data.
     assert all(len(b.storage) == 0 for b in program.constant_buffer)
-    nested = deserialize_pte_binary(bytes(program.segment_data[_delegates(pte)[0].processed.index]))
+    nested = read_program(bytes(program.segment_data[_delegates(pte)[0].processed.index]))
     assert any(len(b.storage) == 6 * 8 * 4 for b in nested.constant_buffer)
     want = list(model(*inputs))
     for name, got in _run_all(pte, inputs).items():
@@ -102,7 +102,7 @@ def test_several_partitions_with_portable_ops_between_them():
     calls = _calls(pte)
     assert sorted(c.delegate_index for c in calls) == list(range(len(_delegates(pte))))
     assert set(pm.delegate_map["forward"]) == {
-        pc for pc, i in enumerate(deserialize_pte_binary(pte).execution_plan[0].chains[0].instructions)
+        pc for pc, i in enumerate(read_program(pte).execution_plan[0].chains[0].instructions)
         if isinstance(i.instr_args, s.DelegateCall)}
     gm = edge.exported_program().graph_module
     assert isinstance(gm.lowered_module_0, LoweredBackendModule)
@@ -119,7 +119,7 @@ def test_multi_method_program_with_a_partitioner_per_method():
            "double": torch.export.export(torch.nn.Sequential(torch.nn.ReLU()), (inputs[1],))}
     edge = to_edge(eps).to_backend({"forward": ExecutorBackendPartitioner(), "double": []})
     pte = edge.to_executorch().buffer
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     by_name = {p.name: p for p in program.execution_plan}
     assert len(by_name["forward"].delegates) == 1 and by_name["double"].delegates == []
     for rt in RUNTIMES.values():
@@ -133,7 +133,7 @@ def test_inline_payloads_when_segments_are_not_extracted():
     ep = torch.export.export(model, inputs)
     edge = to_edge_transform_and_lower(ep, partitioner=[ExecutorBackendPartitioner()])
     pte = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False)).buffer
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     (delegate,) = program.execution_plan[0].delegates
     assert delegate.processed.location == s.DataLocation.INLINE
     assert bytes(program.backend_delegate_data[0].data[4:8]) == b"ET12"
@@ -223,7 +223,7 @@ def test_ops_to_not_decompose_reach_the_partitioner_whole(claim):
 def _malformed(mutate) -> bytes:
     model, inputs = _net(), _inputs()
     ep = torch.export.export(model, inputs)
-    program = deserialize_pte_binary(
+    program = read_program(
         to_edge_transform_and_lower(ep, partitioner=[ExecutorBackendPartitioner()]).to_executorch().buffer)
     mutate(program)
     return serialize_pte_binary(program)
@@ -244,7 +244,7 @@ def test_a_payload_segment_out_of_range_is_an_error():
     def bad(p):
         p.execution_plan[0].delegates[0].processed.index = 9
     with pytest.raises(SerializeError, match=r"delegates\[0\] \('ExecutorBackend'\) refers to segment 9"):
-        deserialize_pte_binary(_malformed(bad))
+        read_program(_malformed(bad))
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +271,7 @@ def test_the_published_reader_decodes_our_delegates(reference_python, tmp_path):
     assert [d["id"] for d in theirs] == [d.id for d in ours]
     # The published reader moves segment payloads inline; each must be our nested program.
     payloads = [bytes(d["data"]) for d in dumped["backend_delegate_data"]]
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     assert payloads == [bytes(program.segment_data[d.processed.index]) for d in ours]
 
 
@@ -353,13 +353,13 @@ def test_inspect_shows_delegates_their_callers_and_the_delegated_share(tmp_path,
     main(["inspect", str(path)])
     out = capsys.readouterr().out
     calls = _calls(pte)
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     pcs = [pc for pc, i in enumerate(program.execution_plan[0].chains[0].instructions)
            if isinstance(i.instr_args, s.DelegateCall)]
     size = len(program.segment_data[_delegates(pte)[0].processed.index])
     assert f"[0] ExecutorBackend: {size:,} bytes (segment 1), compile specs: none, called by instruction {pcs[0]}" in out
     nested = sum(
-        sum(isinstance(i.instr_args, s.KernelCall) for i in deserialize_pte_binary(
+        sum(isinstance(i.instr_args, s.KernelCall) for i in read_program(
             bytes(program.segment_data[d.processed.index])).execution_plan[0].chains[0].instructions)
         for d in _delegates(pte))
     portable = sum(isinstance(i.instr_args, s.KernelCall) for i in program.execution_plan[0].chains[0].instructions)

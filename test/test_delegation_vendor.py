@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from executorch.exir import to_edge_transform_and_lower
-from executorch.exir._serialize import deserialize_pte_binary
+from executorch.exir._serialize import read_program
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "vendor_npu"))
@@ -42,7 +42,7 @@ def test_the_vendor_partitioner_claims_its_ops_and_keeps_linear_whole():
               for n in getattr(edge.exported_program().graph_module, f"lowered_module_{i}").original_module.graph.nodes
               if n.op == "call_function"}
     assert {"aten.linear.default", "aten.convolution.default", "aten.add.Tensor", "aten.mul.Tensor"} <= inside
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     assert [d.id for d in program.execution_plan[0].delegates] == ["VendorNpuBackend"] * 2
     # conv weight and bias, linear weight and bias, the scale: all named data, none left as constants
     assert len(program.named_data) == 5
@@ -121,7 +121,7 @@ def test_the_published_reader_decodes_the_named_data(tmp_path):
                           text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     theirs = json.loads(proc.stdout.strip().splitlines()[-1])
-    program = deserialize_pte_binary(pte)
+    program = read_program(pte)
     ours = {n.key: len(program.segment_data[n.segment_index]) for n in program.named_data}
     assert theirs == {"delegates": ["VendorNpuBackend"] * 2, "named": ours}
     assert sorted(ours.values()) == sorted([4 * 3 * 3 * 3 * 4, 4 * 4, 5 * 144 * 4, 5 * 4, 5 * 4])
@@ -134,7 +134,7 @@ def test_two_backends_in_one_program():
     ep = torch.export.export(model, inputs)
     edge = to_edge_transform_and_lower(ep, partitioner=[VendorNpuPartitioner(), ExecutorBackendPartitioner()])
     pte = edge.to_executorch().buffer
-    ids = [d.id for d in deserialize_pte_binary(pte).execution_plan[0].delegates]
+    ids = [d.id for d in read_program(pte).execution_plan[0].delegates]
     assert sorted(set(ids)) == ["ExecutorBackend", "VendorNpuBackend"]
     got = project_runtimes()["python"].load_program(pte).load_method("forward").execute(list(inputs))
     with torch.no_grad():

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Union
 
 from executorch.exir import schema as s
-from executorch.exir._serialize import deserialize_pte_binary
+from executorch.exir._serialize import read_program
 from executorch.exir.error import SerializeError
 from executorch.tools.selective_build import yaml_subset
 
@@ -115,12 +115,12 @@ def gen_oplist(programs: Iterable[ProgramLike]) -> SelectedOperators:
             except OSError as e:
                 raise FileNotFoundError(f"{path}: cannot read the program ({e.strerror})") from None
             try:
-                program = deserialize_pte_binary(data)
+                program = read_program(data)
             except SerializeError as e:
                 raise SerializeError(f"{path}: not a readable .pte ({e})") from None
             add_program(selected, program, os.path.basename(path))
         elif isinstance(item, (bytes, bytearray, memoryview)):
-            add_program(selected, deserialize_pte_binary(item), f"program{number}")
+            add_program(selected, read_program(item), f"program{number}")
         else:
             add_program(selected, _as_program(item), type(item).__name__)
     return selected
