@@ -23,12 +23,13 @@ else
   export PATH="$VENV/bin:$PATH"
   if [ ! -f "$build/build.ninja" ]; then
     echo "run_tests: building the native runtime in cmake-out/ (first run takes a few minutes)"
+    mkdir -p "$build"
     cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$VENV/bin/python" \
       -DEXECUTORCH_BUILD_PYBIND=ON -DEXECUTORCH_BUILD_TESTS=ON -DEXECUTORCH_BUILD_EXECUTOR_RUNNER=ON \
-      >"$build.configure.log" 2>&1 || { tail -30 "$build.configure.log"; exit 1; }
+      >"$build/configure.log" 2>&1 || { tail -30 "$build/configure.log"; exit 1; }
   fi
-  nice cmake --build "$build" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}" >"$build.build.log" 2>&1 \
-    || { tail -40 "$build.build.log"; exit 1; }
+  nice cmake --build "$build" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}" >"$build/build.log" 2>&1 \
+    || { tail -40 "$build/build.log"; exit 1; }
   module=$(find "$build/extension/pybindings" -maxdepth 1 -name '_portable_lib*.so' | head -1)
   [ -n "$module" ] || { echo "run_tests: the build made no _portable_lib module" >&2; exit 1; }
   ln -sf "$module" "$ROOT/extension/pybindings/$(basename "$module")"
