@@ -36,6 +36,11 @@ def _check_tensor(method: str, pos: int, info: TensorInfo, value: object) -> Non
         raise ExecuTorchError(f"{where} must be a tensor ({want}, shape {list(info.sizes())}), got {type(value).__name__}")
     if _layout.dtype_code(value.dtype) != info.dtype():
         raise ExecuTorchError(f"{where} must have dtype {want}, got {value.dtype}; convert it with .to({want})")
+    if value.dtype == torch.bool and value.numel():
+        # A bool tensor made by reinterpreting other bytes can hold values no kernel may read as bool.
+        worst = int(value.contiguous().view(torch.uint8).max())
+        if worst > 1:
+            raise ExecuTorchError(f"{where}: bool data holds byte {worst}; bools must be 0 or 1")
     shape, bound = tuple(value.shape), info.sizes()
     if shape == bound:
         return

@@ -20,7 +20,7 @@ from single_op_models import CASES, CASES_BY_NAME  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NATIVE = project_runtimes().get("native")
-pytestmark = pytest.mark.skipif(NATIVE is None, reason="native runtime not built (cmake -DEXECUTORCH_BUILD_PYBIND=ON)")
+pytestmark = pytest.mark.skipif(NATIVE is None, reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
 
 ZOO = load_zoo()

@@ -19,7 +19,7 @@ namespace {
 const char kUsage[] =
     "usage: executor_runner --model_path FILE.pte [--method NAME] [--iterations N]\n"
     "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
-    "                       [--output_dir DIR] [--verbose]\n"
+    "                       [--output_dir DIR] [--verbose] [--help]\n"
     "  --inputs      raw little-endian tensor data, one file per input, in the input's\n"
     "                dtype and dim order at its declared sizes\n"
     "  --fill        how to make inputs not given by --inputs (default: ones)\n"
@@ -43,7 +43,8 @@ int fail(const char* message) {
   return 1;
 }
 
-bool parse(int argc, char** argv, Options* o) {
+// Parses argv; -1 asks for a clean exit (--help), 0 is a usage error, 1 is ready to run.
+int parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string* out) {
@@ -52,6 +53,10 @@ bool parse(int argc, char** argv, Options* o) {
       return true;
     };
     std::string v;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return -1;
+    }
     if (a == "--model_path" && value(&v)) o->model_path = v;
     else if (a == "--method" && value(&v)) o->method = v;
     else if (a == "--iterations" && value(&v)) o->iterations = std::atoi(v.c_str());
@@ -68,28 +73,28 @@ bool parse(int argc, char** argv, Options* o) {
       }
     } else {
       std::fprintf(stderr, "executor_runner: unknown or incomplete option '%s'\n%s", a.c_str(), kUsage);
-      return false;
+      return 0;
     }
   }
   if (o->model_path.empty()) {
     std::fprintf(stderr, "executor_runner: --model_path is required\n%s", kUsage);
-    return false;
+    return 0;
   }
   if (o->iterations < 1 || (o->fill != "ones" && o->fill != "zeros" && o->fill != "random")) {
     std::fprintf(stderr, "executor_runner: --iterations must be >= 1 and --fill one of ones, zeros, random\n");
-    return false;
+    return 0;
   }
-  return true;
+  return 1;
 }
 
 bool read_file(const std::string& path, std::vector<uint8_t>* out) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
+  if (f == nullptr) return 0;
   uint8_t buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->insert(out->end(), buf, buf + n);
   std::fclose(f);
-  return true;
+  return 1;
 }
 
 double element(const void* data, ScalarType type, int64_t i) {
@@ -176,7 +181,8 @@ extern "C" void et_pal_emit_log(char level, const char* file, int line, const ch
 
 int main(int argc, char** argv) {
   Options o;
-  if (!parse(argc, argv, &o)) return 2;
+  const int parsed = parse(argc, argv, &o);
+  if (parsed <= 0) return parsed < 0 ? 0 : 2;
   g_verbose = o.verbose;
   std::vector<uint8_t> file;
   if (!read_file(o.model_path, &file)) {

@@ -129,6 +129,8 @@ class PlanValues:
             storage = torch.empty(nbytes, dtype=torch.uint8).untyped_storage()
         else:
             storage = _fixed_storage(_zeroed(nbytes, where))
+        if dtype == torch.bool and t.data_buffer_idx > 0:
+            _check_bool_bytes(where, storage)
         return torch.empty(0, dtype=dtype).set_(storage, 0, sizes, strides)
 
     def _planned_storage(self, where: str, alloc: schema.AllocationDetails, nbytes: int) -> torch.UntypedStorage:
@@ -167,6 +169,13 @@ class PlanValues:
         if start + nbytes > len(raw):
             raise InvalidProgramError(f"{where} needs mutable data bytes {start}..{start + nbytes}, past the segment's {len(raw)}")
         return _fixed_storage(raw[start:start + nbytes])
+
+
+def _check_bool_bytes(where: str, storage: torch.UntypedStorage) -> None:
+    """Refuses bool data from the file holding a byte other than 0/1 (torch reads bools as C++ bool)."""
+    raw = torch.empty(0, dtype=torch.uint8).set_(storage)
+    if raw.numel() and int(raw.max()) > 1:
+        raise InvalidProgramError(f"{where} is a bool tensor holding byte {int(raw.max())}; bools must be 0 or 1")
 
 
 _MAP_THRESHOLD = 1 << 16

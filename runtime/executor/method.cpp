@@ -54,6 +54,11 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   ET_CHECK_OR_RETURN(is_valid_scalar_type(type), InvalidProgram,
                      "tensor value %zu has unknown scalar type %d", value_index,
                      static_cast<int>(t->scalar_type()));
+  // Enums from the file hold any byte; only the named ones have a meaning.
+  const auto dynamism = static_cast<uint8_t>(t->shape_dynamism());
+  ET_CHECK_OR_RETURN(dynamism <= static_cast<uint8_t>(TensorShapeDynamism::DynamicUnbound),
+                     InvalidProgram, "tensor value %zu has unknown shape dynamism %u", value_index,
+                     static_cast<unsigned>(dynamism));
   const auto* sizes = t->sizes();
   const auto* order = t->dim_order();
   size_t dim = sizes ? sizes->size() : 0;
@@ -153,7 +158,7 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   TensorImpl* impl;
   ET_ALLOC_OR_RETURN(impl, a->allocate_list<TensorImpl>(1));
   new (impl) TensorImpl(type, dim, s, d, st, data, capacity,
-                        static_cast<TensorShapeDynamism>(t->shape_dynamism()));
+                        static_cast<TensorShapeDynamism>(dynamism));
   *out = Tensor(impl);
   return Error::Ok;
 }

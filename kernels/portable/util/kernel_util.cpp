@@ -49,7 +49,7 @@ double load_double(const void* data, ScalarType t, int64_t i) {
     case ScalarType::Short: return static_cast<const int16_t*>(data)[i];
     case ScalarType::Char: return static_cast<const int8_t*>(data)[i];
     case ScalarType::Byte: return static_cast<const uint8_t*>(data)[i];
-    case ScalarType::Bool: return static_cast<const bool*>(data)[i] ? 1.0 : 0.0;
+    case ScalarType::Bool: return load_bool(data, i) ? 1.0 : 0.0;
     default: return 0.0;
   }
 }
@@ -61,7 +61,7 @@ int64_t load_int(const void* data, ScalarType t, int64_t i) {
     case ScalarType::Short: return static_cast<const int16_t*>(data)[i];
     case ScalarType::Char: return static_cast<const int8_t*>(data)[i];
     case ScalarType::Byte: return static_cast<const uint8_t*>(data)[i];
-    case ScalarType::Bool: return static_cast<const bool*>(data)[i] ? 1 : 0;
+    case ScalarType::Bool: return load_bool(data, i) ? 1 : 0;
     default: {
       const double v = load_double(data, t, i);
       // Out-of-range float to int conversion is undefined in C++; saturate instead.

@@ -46,6 +46,12 @@ bool is_supported_dtype(ScalarType t);
 bool is_floating(ScalarType t);  // Float or Double
 bool is_integral(ScalarType t, bool include_bool);
 
+// Bool element `i`, read as its byte: a bool tensor's memory can hold any byte (file data, a
+// buffer another tensor aliases), and loading a byte other than 0/1 as C++ bool is undefined.
+inline bool load_bool(const void* data, int64_t i) {
+  return static_cast<const uint8_t*>(data)[i] != 0;
+}
+
 // Element `i` of a buffer of dtype `t`, converted; callers check is_supported_dtype first.
 double load_double(const void* data, ScalarType t, int64_t i);
 int64_t load_int(const void* data, ScalarType t, int64_t i);
