@@ -1,6 +1,6 @@
 """Standard transformer blocks end to end on every runtime at hand: files we write run on our
 Python and native runtimes and on the published runtime, and the published exporter's files
-run on ours, each matching eager within a relative tolerance.
+run on ours, each matching eager (executorch.devtools.compare: tolerances relative to the output).
 
 The published runtime's checks need ET_REFERENCE_PYTHON (see conftest.py); the native ones a
 built native runtime. Each skips with its reason otherwise.
@@ -17,6 +17,7 @@ import pytest
 import torch
 from torch.utils._pytree import tree_leaves
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge_transform_and_lower
 from executorch.exir._serialize import deserialize_pte_binary
 from executorch.exir.schema import KernelCall, Tensor
@@ -27,18 +28,6 @@ from conftest import project_runtimes  # noqa: E402
 
 NAMES = sorted(transformer_models.FACTORIES)
 RUNTIMES = ["python", "native"]
-RTOL = 1e-4
-ATOL_PER_SCALE = 1e-5  # absolute slack, as a fraction of the largest expected magnitude
-
-
-def assert_matches(outputs: list, expected: list) -> None:
-    """Same count, shapes and dtypes; values within RTOL, plus an absolute slack scaled to the
-    output's own magnitude (so a near-zero output cannot pass by being small)."""
-    assert len(outputs) == len(expected)
-    for got, want in zip(outputs, expected):
-        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
-        scale = want.abs().max().item() if want.numel() else 0.0
-        torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL_PER_SCALE * max(scale, 1e-30))
 
 
 def _eager(name: str) -> tuple[list, list]:
@@ -89,14 +78,14 @@ def _runtime(kind: str):
 def test_our_file_runs_on_project_runtime(name, runtime, ours):
     inputs, expected = _eager(name)
     method = _runtime(runtime).load_program((ours / f"{name}.pte").read_bytes()).load_method("forward")
-    assert_matches(method.execute(inputs), expected)
+    assert_outputs_close(method.execute(inputs), expected)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_our_file_runs_on_published_runtime(name, ours, ours_on_published_runtime):
     assert name not in ours_on_published_runtime, ours_on_published_runtime.get(name)
     _, expected = _eager(name)
-    assert_matches(torch.load(ours / f"{name}.out.pt"), expected)
+    assert_outputs_close(torch.load(ours / f"{name}.out.pt"), expected)
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -104,7 +93,7 @@ def test_our_file_runs_on_published_runtime(name, ours, ours_on_published_runtim
 def test_published_file_runs_on_project_runtime(name, runtime, published):
     inputs, expected = _eager(name)
     method = _runtime(runtime).load_program((published / f"{name}.pte").read_bytes()).load_method("forward")
-    assert_matches(method.execute(inputs), expected)
+    assert_outputs_close(method.execute(inputs), expected)
 
 
 def _kernel_layouts(data: bytes) -> list:
@@ -133,6 +122,6 @@ def test_our_tensor_layouts_are_the_published_exporters(name, ours, published):
                          ids=["zeros", "negated", "permuted"])
 def test_comparison_fails_on_a_wrong_output(corrupt):
     _, expected = _eager("llama_decoder")
-    with pytest.raises(AssertionError):
-        assert_matches([corrupt(expected[0])], expected)
-    assert_matches([expected[0].clone()], expected)
+    with pytest.raises(AssertionError, match="beyond tolerance"):
+        assert_outputs_close([corrupt(expected[0])], expected)
+    assert_outputs_close([expected[0].clone()], expected)
