@@ -10,13 +10,14 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Union
 import torch
 from torch import fx
 from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
 
 from . import schema as S
 from ._edge_verifier import EdgeVerifier
 from .config import EdgeCompileConfig, ExecutorchBackendConfig
 from .emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
 from .error import ExportError
-from .passes import decompose, edge
+from .passes import decompose, dim_order, edge
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -113,6 +114,11 @@ def _refuse_training_graph(name: str, ep: ExportedProgram) -> None:
         )
 
 
+def _constant_inputs(ep: ExportedProgram) -> list[str]:
+    kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    return [spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind in kinds and hasattr(spec.arg, "name")]
+
+
 def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
     _refuse_training_graph(name, ep)
     ep = _to_core_aten(ep, config)
@@ -121,6 +127,8 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
         if sub is not gm:
             decompose.rewrite_to_core_aten(sub, _keeper(config))
         edge.to_functional_copies(sub)
+    dim_order.dense_layouts(gm, _constant_inputs(ep))
+    for sub in edge.graph_modules(gm):
         if not config._skip_dim_order:
             edge.to_dim_order_ops(sub)
         edge.check_values(sub, name)
@@ -315,6 +323,8 @@ class EdgeProgramManager:
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates)
             plans.append(emitted)
+        for p in plans:
+            dim_order.check_plan(p)
         plans += [emit_constant_method(name, v, constants) for name, v in self._constant_methods.items()]
         # Segment 0 is the constant segment; delegate payloads and named data follow it.
         segment_data, named, align = delegates.segments()

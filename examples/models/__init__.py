@@ -11,10 +11,12 @@ from typing import Any, Callable
 
 from torch import nn
 
+from .llama_decoder import make_llama_decoder
 from .mobilenet_v2 import make_mobilenet_v2
 from .multi_io import make_multi_io
 from .resnet18 import make_resnet18
 from .transformer_encoder import make_transformer_encoder, make_transformer_encoder_dynamic_shapes
+from .vit_tiny import make_vit_tiny
 
 Factory = Callable[[], "tuple[nn.Module, tuple[Any, ...]]"]
 
@@ -23,6 +25,8 @@ MODELS: dict[str, Factory] = {
     "resnet18": make_resnet18,
     "transformer_encoder": make_transformer_encoder,
     "multi_io": make_multi_io,
+    "vit_tiny": make_vit_tiny,
+    "llama_decoder": make_llama_decoder,
 }
 
 DYNAMIC_SHAPES: dict[str, Callable[[], Any]] = {
