@@ -57,6 +57,15 @@ class ProxyValue:
         return f"ProxyValue({self.node.name})"
 
 
+def _same_layout(new: Any, old: Any) -> bool:
+    if isinstance(new, (list, tuple)) and isinstance(old, (list, tuple)):
+        return len(new) == len(old) and all(_same_layout(a, b) for a, b in zip(new, old))
+    if isinstance(new, torch.Tensor) and isinstance(old, torch.Tensor):
+        return (new.shape, new.dtype, new.stride(), new.storage_offset()) == (
+            old.shape, old.dtype, old.stride(), old.storage_offset())
+    return False
+
+
 def _nodes_of(tree: Any) -> Any:
     return pytree.tree_map_only(ProxyValue, lambda v: v.node, tree)
 
@@ -77,6 +86,7 @@ class ExportPass(PassBase):
         self._graph: Optional[fx.Graph] = None
         self._module: Optional[fx.GraphModule] = None
         self._name: Optional[str] = None
+        self._source: Optional[fx.Node] = None
 
     # Hooks ------------------------------------------------------------------------------------
 
@@ -109,6 +119,9 @@ class ExportPass(PassBase):
         self._name = None
         node.meta.update(meta.data)
         value = self._evaluate(target, args, kwargs, meta)
+        source, self._source = self._source, None
+        if source is not None and source.target == target and _same_layout(value, source.meta.get("val")):
+            value = source.meta["val"]  # an unchanged node keeps its value as export recorded it
         node.meta["val"] = value
         return ProxyValue(value, node)
 
@@ -121,7 +134,8 @@ class ExportPass(PassBase):
                      if hasattr(t, "fake_mode")), None)
         if fake is None:
             return meta.data.get("val")
-        with fake:
+        # Without autograd, as export recorded values: parameters require grad, inference results do not.
+        with fake, torch.no_grad():
             return target(*data_args, **data_kwargs)
 
     def call(self, graph_module: fx.GraphModule) -> PassResult:
@@ -135,6 +149,7 @@ class ExportPass(PassBase):
         for node in graph_module.graph.nodes:
             meta = NodeMetadata(node.meta)
             self._name = node.name if node.op == "call_function" else None
+            self._source = node if node.op == "call_function" else None
             if node.op == "placeholder":
                 env[node] = self.placeholder(node.name, node.meta.get("val"), meta)
             elif node.op == "get_attr":

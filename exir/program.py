@@ -53,6 +53,8 @@ def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None, veri
         for spec in signature.input_specs:
             if getattr(spec.arg, "name", None) in renamed:
                 spec.arg.name = renamed[spec.arg.name]
+    else:
+        _sync_signature_outputs(gm.graph, signature)  # a rebuilt graph (ExportPass) may name its outputs anew
     return ExportedProgram(
         root=gm,
         graph=gm.graph,
@@ -67,9 +69,13 @@ def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None, veri
 
 
 def _sync_output_names(ep: ExportedProgram) -> None:
+    _sync_signature_outputs(ep.graph, ep.graph_signature)
+
+
+def _sync_signature_outputs(graph: fx.Graph, signature) -> None:
     # Rewrites replace nodes; the signature must name the nodes the graph now returns.
-    out_node = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
-    for spec, arg in zip(ep.graph_signature.output_specs, out_node.args[0]):
+    out_node = next(n for n in reversed(graph.nodes) if n.op == "output")
+    for spec, arg in zip(signature.output_specs, out_node.args[0]):
         if isinstance(arg, fx.Node) and hasattr(spec.arg, "name"):
             spec.arg.name = arg.name
 

@@ -24,6 +24,7 @@ from executorch.exir._serialize._alignment import aligned, check_alignment, padd
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
 from executorch.exir._serialize._header import HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, decode_header
+from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
 from executorch.exir.error import SerializeError
 
 DEFAULT_SEGMENT_ALIGNMENT = 128
@@ -83,14 +84,46 @@ def serialize_pte_chunks(
     return [head, flat[HEADER_OFFSET:], *padding, *segment_pieces]
 
 
+def _extras(program: s.Program) -> tuple[Optional[list], Optional[NamedDataStoreOutput]]:
+    """Views of the mutable-data buffers and the named data that `program.segment_data` holds."""
+    segments = program.segment_data
+    mutable = None
+    if program.mutable_data_segments:
+        mutable = []
+        for sub in program.mutable_data_segments:
+            seg = segments[sub.segment_index]
+            ends = list(sub.offsets[1:]) + [len(seg)]
+            mutable += [s.Buffer(seg[a:b]) for a, b in zip(sub.offsets, ends)]
+    named = None
+    if program.named_data:
+        named = NamedDataStoreOutput()
+        index_of: dict[int, int] = {}
+        for n in program.named_data:
+            if n.segment_index not in index_of:
+                index_of[n.segment_index] = len(named.buffers)
+                named.buffers.append(segments[n.segment_index])
+            # The file does not record the alignment asked for; 1 claims nothing more.
+            named.pte_data[n.key] = DataEntry(index_of[n.segment_index], 1)
+    return mutable, named
+
+
+def _as_bytes(data):
+    if data is None:
+        return None
+    if isinstance(data, NamedDataStoreOutput):
+        return {k: bytes(data.buffers[e.buffer_index]) for k, e in data.pte_data.items()}
+    return [bytes(b.storage) for b in data]
+
+
 @dataclasses.dataclass
 class PTEFile:
-    """A `.pte` file's contents: the program (its segment data included) and, as ExecuTorch
-    names them, the mutable and named data kept beside it (not written by this exporter)."""
+    """A `.pte` file's contents: the program (its segment data included) plus, as ExecuTorch
+    names them, views of its mutable-data buffers and its named data (`NamedDataStoreOutput`:
+    `pte_data[key].buffer_index` indexes `buffers`), each None when the file has none."""
 
     program: s.Program
     mutable_data: Optional[list] = None
-    named_data: Optional[object] = None
+    named_data: Optional[NamedDataStoreOutput] = None
 
     @property
     def segment_data(self) -> list:
@@ -107,10 +140,13 @@ def serialize_pte_binary(
     """The `.pte` image of `program` (a `Program` or a `PTEFile`) as one bytes object (see
     `serialize_pte_chunks`)."""
     if isinstance(program, PTEFile):
-        if program.mutable_data or program.named_data:
+        # The Program carries every segment itself; separate data could only disagree with it.
+        mutable, named = _extras(program.program)
+        if _as_bytes(program.mutable_data) != _as_bytes(mutable) or _as_bytes(program.named_data) != _as_bytes(named):
             raise SerializeError(
-                "PTEFile.mutable_data / named_data are not written by this serializer; put the data in "
-                "Program.segment_data or leave them None"
+                "PTEFile.mutable_data / named_data differ from the data its program's segment_data holds; "
+                "put segment bytes in Program.segment_data (named in Program.named_data / "
+                "mutable_data_segments) and leave these fields None or as read"
             )
         program = program.program
     return b"".join(
@@ -185,7 +221,9 @@ def _constant_pieces(buffers: list[s.Buffer], alignment: int) -> tuple[list[memo
 
 def deserialize_pte_binary(data: s.BytesLike) -> PTEFile:
     """The contents of a `.pte` image as a `PTEFile` (`.program`, `.segment_data`)."""
-    return PTEFile(program=read_program(data))
+    program = read_program(data)
+    mutable, named = _extras(program)
+    return PTEFile(program, mutable, named)
 
 
 def read_program(data: s.BytesLike) -> s.Program:

@@ -1,0 +1,83 @@
+"""ExportPass rebuilding graphs faithfully, and PTEFile carrying a file's named data, as upstream code expects."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from executorch.exir import to_edge
+from executorch.runtime import Runtime
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import load_zoo  # noqa: E402
+
+
+class AddMul(torch.nn.Module):
+    def forward(self, x, y):
+        return (x + y) * y
+
+
+def _inputs():
+    return torch.randn(2, 3), torch.randn(2, 3)
+
+
+def _edge():
+    return to_edge(torch.export.export(AddMul(), _inputs()))
+
+
+def test_user_export_pass_inserting_an_operator_keeps_values_and_names_consistent():
+    from executorch.exir.dialects._ops import ops as exir_ops
+    from executorch.exir.pass_base import ExportPass
+
+    class DoubleAfterMul(ExportPass):
+        def call_operator(self, op, args, kwargs, meta):
+            out = super().call_operator(op, args, kwargs, meta)
+            if op == exir_ops.edge.aten.mul.Tensor:
+                return super().call_operator(exir_ops.edge.aten.mul.Scalar, (out, 2.0), {}, meta)
+            return out
+
+    transformed = _edge().transform([DoubleAfterMul()])
+    ep = transformed.exported_program()
+    last = next(n for n in ep.graph.nodes if n.op == "output").args[0][0]
+    assert last.target == exir_ops.edge.aten.mul.Scalar and tuple(last.meta["val"].shape) == (2, 3)
+    assert ep.graph_signature.output_specs[0].arg.name == last.name
+    x, y = _inputs()
+    (out,) = Runtime.get().load_program(transformed.to_executorch().buffer).load_method("forward").execute([x, y])
+    torch.testing.assert_close(out, (x + y) * y * 2)
+
+
+@pytest.mark.parametrize("name", ["multi_io", "transformer_encoder"])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_identity_export_pass_leaves_the_pte_bytes_unchanged(name, dynamic):
+    from executorch.exir.pass_base import ExportPass
+
+    zoo = load_zoo()
+    if dynamic and name not in zoo.DYNAMIC_SHAPES:
+        pytest.skip(f"{name} has no dynamic-shape variant")
+    model, inputs = zoo.MODELS[name]()
+    shapes = zoo.DYNAMIC_SHAPES[name]() if dynamic else None
+    edge = to_edge(torch.export.export(model, inputs, dynamic_shapes=shapes))
+    assert edge.transform([ExportPass()]).to_executorch().buffer == edge.to_executorch().buffer
+
+
+def test_deserialize_pte_binary_exposes_named_data_and_refuses_disagreeing_extras():
+    from executorch.exir import schema as S
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+    from executorch.exir.error import SerializeError
+
+    plain = deserialize_pte_binary(_edge().to_executorch().buffer)
+    assert plain.named_data is None and plain.mutable_data is None
+    program = plain.program
+    program.segment_data = [b"", b"weights!"]
+    program.named_data = [S.NamedData(key="w", segment_index=1)]
+    data = serialize_pte_binary(program)
+    pte = deserialize_pte_binary(data)
+    named = pte.named_data
+    assert {k: bytes(named.buffers[e.buffer_index]) for k, e in named.pte_data.items()} == {"w": b"weights!"}
+    assert serialize_pte_binary(pte) == data
+    named.buffers[0] = b"other!!!"
+    with pytest.raises(SerializeError, match="differ from the data"):
+        serialize_pte_binary(pte)
