@@ -20,6 +20,12 @@ class InternalError(Exception):
     """Raised when the exporter breaks one of its own invariants: a bug to report, not a user error."""
 
 
+def internal_assert(pred: bool, message: str) -> None:
+    """Raise InternalError(message) unless `pred` holds (ExecuTorch passes call it as an assert)."""
+    if not pred:
+        raise InternalError(message)
+
+
 class ExportError(Exception):
     """Raised when a program cannot be lowered to a `.pte` (unsupported op, bad config, bad input).
 

@@ -1,4 +1,4 @@
-"""ExportPass rebuilding graphs faithfully, and PTEFile carrying a file's named data, as upstream code expects."""
+"""ExportPass rebuilding graphs faithfully, PTEFile carrying a file's named data, and internal_assert, as upstream code expects."""
 
 from __future__ import annotations
 
@@ -81,3 +81,11 @@ def test_deserialize_pte_binary_exposes_named_data_and_refuses_disagreeing_extra
     named.buffers[0] = b"other!!!"
     with pytest.raises(SerializeError, match="differ from the data"):
         serialize_pte_binary(pte)
+
+
+def test_internal_assert_raises_internal_error_only_when_the_condition_fails():
+    from executorch.exir.error import InternalError, internal_assert
+
+    internal_assert(True, "fine")
+    with pytest.raises(InternalError, match="broken invariant"):
+        internal_assert(False, "broken invariant")
