@@ -80,7 +80,7 @@ def _zoo_export(name: str):
 def test_zoo_model_runs_on_project_runtime(name, runtime):
     runtimes = project_runtimes()
     if runtime not in runtimes:
-        pytest.skip(f"the {runtime} runtime is not built here (full install builds it)")
+        pytest.skip(f"the {runtime} runtime is not built here (bash tools/run_tests.sh builds it)")
     data, inputs, expected = _zoo_export(name)
     method = runtimes[runtime].load_program(data).load_method("forward")
     assert_matches_eager(method.execute(list(inputs)), expected)
