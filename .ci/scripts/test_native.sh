@@ -32,7 +32,9 @@ echo "built $(basename "$WHEEL")"
 
 step "Python tests on the native runtime"
 cd "$ROOT"
-"$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
+# The test suite already compared every export with the published runtime; this stage checks the
+# installed wheel's own native module, so it does not repeat those comparisons.
+env -u ET_REFERENCE_PYTHON "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
   test/test_native_*.py test/test_kernels_*.py test/test_runtime_*.py "test/test_exir_export.py::test_zoo_model_runs_on_project_runtime"
 
 if [ "${FUZZ_SECONDS:-60}" -gt 0 ]; then
