@@ -100,7 +100,7 @@ def _kernel_layouts(data: bytes) -> list:
     """Each kernel call as its operator and the (sizes, dim order) of its tensor arguments.
     `view_copy` calls are left out: this exporter turns static ones into aliases, the published
     one keeps those that write a method output."""
-    plan = deserialize_pte_binary(data).execution_plan[0]
+    plan = deserialize_pte_binary(data).program.execution_plan[0]
     calls = []
     for instruction in plan.chains[0].instructions:
         call = instruction.instr_args
