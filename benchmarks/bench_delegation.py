@@ -15,15 +15,14 @@ holding every op).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+from _zoo import load_models  # this script's folder is on sys.path
+
 K = 32
 
 
@@ -66,10 +65,7 @@ def export_times(runs: int) -> dict:
     from executorch.exir import to_edge_transform_and_lower
     from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
 
-    spec = importlib.util.spec_from_file_location("mv2", REPO / "examples" / "models" / "mobilenet_v2.py")
-    mv2 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mv2)
-    model, inputs = mv2.make_mobilenet_v2()
+    model, inputs = load_models()["mobilenet_v2"]()
     ep = torch.export.export(model, inputs)
     out = {}
     for name, partitioner in (("without", None), ("with", [ExecutorBackendPartitioner()])):
