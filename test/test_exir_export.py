@@ -218,3 +218,32 @@ def test_cond_runs_both_branches_on_published_runtime(tmp_path, reference_runtim
     pte.write_bytes(_export(model, _cond_inputs()[0]))
     for inputs in _cond_inputs():
         assert_matches_eager(reference_runtime.run(pte, inputs, tmp_path), model(*inputs))
+
+
+class _Consts(torch.nn.Module):
+    """Three same-size constants: a and b equal in content (distinct tensors), c equal to them
+    except in one middle element, so neither size nor the last bytes tell c apart."""
+
+    def __init__(self):
+        super().__init__()
+        base = torch.arange(4096, dtype=torch.float32)
+        self.register_buffer("a", base.clone())
+        self.register_buffer("b", base.clone())
+        c = base.clone()
+        c[2048] = -1.0
+        self.register_buffer("c", c)
+
+    def forward(self, x):
+        return x + self.a + self.b * 2 + self.c * 3
+
+
+def test_constants_stored_once_by_content():
+    model = _Consts().eval()
+    x = torch.randn(4096)
+    program = to_edge_transform_and_lower(torch.export.export(model, (x,))).to_executorch()
+    # The scalars 2 and 3 are constants too; count the 4096-element ones.
+    storages = [bytes(b.storage) for b in program.executorch_program.constant_buffer if len(b.storage) == 4 * 4096]
+    assert len(storages) == 2, "a and b hold the same bytes and must share one buffer; c differs"
+    expected = {bytes(model.a.view(torch.uint8).tolist()), bytes(model.c.view(torch.uint8).tolist())}
+    assert set(storages) == expected
+    assert_matches_eager(Runtime.get().load_program(program.buffer).load_method("forward").execute([x]), model(x))

@@ -14,7 +14,7 @@ from torch import nn
 from .llama_decoder import make_llama_decoder
 from .mobilenet_v2 import make_mobilenet_v2
 from .multi_io import make_multi_io
-from .resnet18 import make_resnet18
+from .resnet import make_resnet18, make_resnet50
 from .transformer_encoder import make_transformer_encoder, make_transformer_encoder_dynamic_shapes
 from .vit_tiny import make_vit_tiny
 
@@ -23,6 +23,7 @@ Factory = Callable[[], "tuple[nn.Module, tuple[Any, ...]]"]
 MODELS: dict[str, Factory] = {
     "mobilenet_v2": make_mobilenet_v2,
     "resnet18": make_resnet18,
+    "resnet50": make_resnet50,
     "transformer_encoder": make_transformer_encoder,
     "multi_io": make_multi_io,
     "vit_tiny": make_vit_tiny,

@@ -18,7 +18,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from .. import memory_planning
 from .. import schema as S
-from .._tensor_data import digest, scalar_type, tensor_bytes
+from .._tensor_data import same_bytes, scalar_type, tensor_bytes
 from ..error import ExportError
 from ..passes._graph import source_line
 from ..delegate import executorch_call_delegate
@@ -32,17 +32,20 @@ class ConstantTable:
 
     def __init__(self) -> None:
         self.buffers: list[S.Buffer] = [S.Buffer(storage=b"")]
-        self._index: dict[tuple, int] = {}
+        # Candidates by size and last bytes; equal content is confirmed byte for byte.
+        self._candidates: dict[tuple, list[int]] = {}
         self._keep: list[torch.Tensor] = []
 
     def add(self, t: torch.Tensor) -> int:
         data = tensor_bytes(t)
-        key = (digest(data), len(data))
-        idx = self._index.get(key)
-        if idx is None:
-            idx = self._index[key] = len(self.buffers)
-            self.buffers.append(S.Buffer(storage=data))
-            self._keep.append(t)
+        candidates = self._candidates.setdefault((len(data), bytes(data[-16:])), [])
+        for idx in candidates:
+            if same_bytes(self.buffers[idx].storage, data):
+                return idx
+        idx = len(self.buffers)
+        candidates.append(idx)
+        self.buffers.append(S.Buffer(storage=data))
+        self._keep.append(t)
         return idx
 
 
