@@ -222,6 +222,80 @@ def test_the_vendor_backend_builds_against_the_sdk_and_matches_eager(sdk_prefix,
         assert_outputs_close([got[0] * 1.001, *got[1:]], want)
 
 
+API_CHECK = r"""
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/kernel/operator_registry.h>
+
+#include <cstdio>
+
+using namespace executorch::extension;
+using executorch::runtime::Error;
+
+#define CHECK(c) do { if (!(c)) { std::printf("FAILED line %d: %s\n", __LINE__, #c); return 1; } } while (0)
+
+int main(int argc, char** argv) {
+  // Tensor helpers: shapes are checked, data is owned or borrowed as asked.
+  CHECK(make_tensor_ptr({2, 3}, std::vector<float>(6, 1.f))->numel() == 6);
+  CHECK(make_tensor_ptr({2, 3}, std::vector<float>(5, 1.f)) == nullptr);
+  CHECK(make_tensor_ptr({1.f, 2.f, 3.f})->size(0) == 3);
+  CHECK(make_tensor_ptr(int64_t(7))->const_data_ptr<int64_t>()[0] == 7);
+  float blob[4] = {1, 2, 3, 4};
+  CHECK(from_blob(blob, {2, 2})->const_data_ptr<float>() == blob);
+  CHECK(from_blob(blob, {2, 2}, {1, 0}, {1, 2})->stride(0) == 1);
+  CHECK(from_blob(blob, {2, 2}, {0, 0}, {}) == nullptr);
+  bool freed = false;
+  { auto t = from_blob(blob, {4}, {}, {}, executorch::runtime::ScalarType::Float,
+                       executorch::runtime::TensorShapeDynamism::Static, [&](void*) { freed = true; }); }
+  CHECK(freed);
+  // Kernels registered by libportable_kernels.so when it loaded.
+  CHECK(executorch::runtime::get_op_function("aten::add", "out") != nullptr);
+
+  Module missing("/nonexistent/model.pte");
+  CHECK(missing.load() == Error::AccessFailed && !missing.is_loaded());
+
+  // argv[1]: a program computing x * 2 + 1 for x of shape [3].
+  for (auto mode : {Module::LoadMode::File, Module::LoadMode::Mmap}) {
+    Module module(argv[1], mode);
+    auto names = module.method_names();
+    CHECK(names.ok() && names->count("forward") == 1);
+    CHECK(module.method_meta("forward")->num_inputs() == 1);
+    auto out = module.forward(make_tensor_ptr({3}, std::vector<float>{1.f, 2.f, 3.f}));
+    CHECK(out.ok() && out->size() == 1);
+    const float* v = out->at(0).toTensor().const_data_ptr<float>();
+    CHECK(v[0] == 3.f && v[1] == 5.f && v[2] == 7.f);
+    CHECK(module.is_method_loaded("forward"));
+    CHECK(!module.forward(make_tensor_ptr({4}, std::vector<float>(4, 0.f))).ok());
+    CHECK(!module.execute("nope").ok());
+  }
+  std::printf("api ok\n");
+  return argc > 1 ? 0 : 1;
+}
+"""
+
+API_PROJECT = """cmake_minimum_required(VERSION 3.24)
+project(api_check LANGUAGES CXX)
+find_package(executorch REQUIRED COMPONENTS runtime kernels_portable extension_module)
+add_executable(api_check api_check.cpp)
+target_link_libraries(api_check PRIVATE ${EXECUTORCH_LIBRARIES})
+"""
+
+
+class TwiceSum(torch.nn.Module):
+    def forward(self, x):
+        return x * 2 + 1
+
+
+def test_module_and_tensor_api_from_the_sdk(sdk_prefix, tmp_path):
+    src = tmp_path / "api"
+    src.mkdir()
+    (src / "api_check.cpp").write_text(API_CHECK)
+    (src / "CMakeLists.txt").write_text(API_PROJECT)
+    _configure_and_build(src, tmp_path / "api-build", sdk_prefix)
+    pte = _write(_export(TwiceSum(), (torch.ones(3),)), tmp_path / "twice.pte")
+    assert "api ok" in _check([tmp_path / "api-build" / "api_check", pte])
+
+
 def test_the_sdk_module_names_what_is_missing_without_an_sdk(tmp_path):
     # A copy of the module beside no SDK: the source tree and the minimal wheel are in this state.
     pkg = tmp_path / "executorch"
