@@ -33,6 +33,16 @@ step "full wheel: build from the sdist, install in a fresh venv"
 CMAKE_BUILD_PARALLEL_LEVEL=2 "$PYTHON" -m pip wheel "$SDIST" --no-deps -q -w "$WORK/dist"
 WHEEL=$(ls "$WORK"/dist/executorch-*.whl)
 echo "built $(basename "$WHEEL")"
+
+step "manylinux: auditwheel show, repair to the tag it names; the repaired wheel is the one tested"
+# Built with this machine's toolchain the tag is manylinux_2_34 (glibc 2.34 and GCC 12's libstdc++
+# symbols); README-wheel says what manylinux_2_28 would need.
+auditwheel show "$WHEEL" | tee "$WORK/auditwheel.txt"
+PLAT=$(grep -o 'manylinux_[0-9]*_[0-9]*_x86_64' "$WORK/auditwheel.txt" | head -1)
+[ -n "$PLAT" ] || { echo "FAIL: auditwheel names no manylinux tag for $(basename "$WHEEL")"; exit 1; }
+auditwheel repair --plat "$PLAT" -w "$WORK/repaired" "$WHEEL"
+WHEEL=$(ls "$WORK"/repaired/executorch-*"$PLAT".whl)
+echo "repaired: $(basename "$WHEEL")"
 "$PYTHON" -m venv "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q torch==2.13.0 pytest 2>&1 | grep -v '^WARNING: Location' || true
 "$WORK/venv/bin/python" -m pip install -q "$WHEEL" 2>&1 | grep -v '^WARNING: Location' || true
