@@ -66,3 +66,13 @@ def test_every_listed_file_exists_and_none_is_a_build_output():
     files = sdist_files(REPO)
     assert all((REPO / f).is_file() for f in files)
     assert not [f for f in files if f.endswith((".so", ".a", ".o", ".pyc", ".pte"))]
+
+
+def test_every_cmake_file_a_wheel_build_reads_is_in_the_sdist():
+    # A new native directory needs a row's `sources`, or the sdist cannot build the full wheel.
+    # Tests and examples/cpp are configured on their own, never by the wheel build.
+    files = set(sdist_files(REPO))
+    out = subprocess.run(["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    cmake = [f for f in out if f.endswith(("CMakeLists.txt", ".cmake")) and not f.startswith(("test/", "examples/cpp/"))]
+    assert cmake and not [f for f in cmake if f not in files]
