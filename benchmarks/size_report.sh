@@ -48,3 +48,15 @@ full=$(wc -c < "$build/benchmarks/size_probe.stripped")
 empty=$(wc -c < "$build/benchmarks/size_probe_empty.stripped")
 echo "runtime in a stripped --gc-sections program (load+method+execute, no kernels): $((full - empty)) bytes"
 echo "  (size_probe $full bytes - empty program $empty bytes)"
+sdk="$build/tools/cmake/sdk/lib"
+if [ -d "$sdk" ]; then
+  # The C++ SDK's shared libraries keep the whole public API (nothing is collected away), so they
+  # are larger than the probe above, which keeps only what one program calls.
+  echo "C++ SDK shared libraries, stripped:"
+  for lib in "$sdk"/*.so; do
+    cp "$lib" "$lib.stripped"
+    "$strip" --strip-all "$lib.stripped"
+    printf '  %-26s %8s bytes\n' "$(basename "$lib")" "$(wc -c < "$lib.stripped")"
+    rm -f "$lib.stripped"
+  done
+fi

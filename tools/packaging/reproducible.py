@@ -1,10 +1,12 @@
-"""Make wheel bytes depend on the sources only: a fixed timestamp and normalized file modes."""
+"""Make wheel and sdist bytes depend on the sources only: a fixed timestamp and normalized file modes."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 import subprocess
+import tarfile
 from pathlib import Path
 
 # 1980-01-02, the earliest date a zip entry can hold, for trees with no git history.
@@ -33,3 +35,25 @@ def normalize_modes(tree: Path) -> None:
         mode = path.stat().st_mode
         executable = path.is_dir() or mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         path.chmod(0o755 if executable else 0o644)
+
+
+def write_tar_gz(path: str, root: Path, base_dir: str) -> str:
+    """Write `root/base_dir` to the .tar.gz `path` with every time SOURCE_DATE_EPOCH, sorted members,
+    owner 0 with no names, and modes 0755 (directories, executables) or 0644; return `path`."""
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or FALLBACK_EPOCH)
+    top = root / base_dir
+    members = [top] + sorted(top.rglob("*"))
+
+    def normalized(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mtime = epoch
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        if not info.issym():
+            info.mode = 0o755 if info.isdir() or info.mode & 0o111 else 0o644
+        return info
+
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for member in members:
+            tar.add(member, arcname=member.relative_to(root).as_posix(), recursive=False, filter=normalized)
+    return path

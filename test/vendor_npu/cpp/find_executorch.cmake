@@ -1,7 +1,12 @@
-# Where the ExecuTorch runtime comes from. Today: the source tree, built here without kernels
-# or bindings (EXECUTORCH_SOURCE_DIR). Later: find_package(executorch) from an installed wheel.
-# Either way it provides executorch::runtime (and executorch::kernels when built).
-set(EXECUTORCH_SOURCE_DIR "" CACHE PATH "ExecuTorch source tree")
+# Where the ExecuTorch runtime comes from: the C++ SDK of an installed full wheel, found with
+# find_package(executorch) (pass -DCMAKE_PREFIX_PATH=$(python -m executorch.sdk --cmake-prefix-path)),
+# or, when -DEXECUTORCH_SOURCE_DIR is given, a source tree built here without kernels or bindings.
+# Either way it provides executorch::runtime.
+set(EXECUTORCH_SOURCE_DIR "" CACHE PATH "ExecuTorch source tree (leave empty to use an installed SDK)")
+if(NOT EXECUTORCH_SOURCE_DIR)
+  find_package(executorch REQUIRED COMPONENTS runtime)
+  return()
+endif()
 if(NOT EXISTS "${EXECUTORCH_SOURCE_DIR}/runtime/backend/interface.h")
   message(FATAL_ERROR "set -DEXECUTORCH_SOURCE_DIR to the executorch source tree "
                       "(no runtime/backend/interface.h under '${EXECUTORCH_SOURCE_DIR}')")
