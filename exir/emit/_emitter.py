@@ -16,13 +16,14 @@ import torch
 from torch import fx
 from torch.export.graph_signature import InputKind, OutputKind
 
-from .. import memory_planning
-from .. import schema as S
-from .._tensor_data import same_bytes, scalar_type, tensor_bytes
-from ..error import ExportError
-from ..passes._graph import source_line
-from ..delegate import executorch_call_delegate
-from ._out_variants import out_variant, prim_op_name
+from executorch.exir import memory_planning
+from executorch.exir import schema as S
+from executorch.exir._dtypes import scalar_type
+from executorch.exir._tensor_data import same_bytes, tensor_bytes
+from executorch.exir.delegate import executorch_call_delegate
+from executorch.exir.dialects._edge_ops import out_variant, prim_op_name
+from executorch.exir.error import ExportError
+from executorch.exir.passes._graph import source_line
 
 _ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
 
