@@ -8,10 +8,13 @@ largest end offset. Planners are plain functions `list[Buffer] -> arena size` th
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
-from .error import ExportError
+from torch import fx
+
+from executorch.exir.error import ExportError
 
 DEFAULT_ALIGNMENT = 16
 
@@ -27,6 +30,34 @@ class Buffer:
 
     def overlaps(self, other: "Buffer") -> bool:
         return self.first <= other.last and other.first <= self.last
+
+
+class Lifetime(NamedTuple):
+    """The inclusive range of steps over which a node's value must stay in memory."""
+
+    first: int
+    last: int
+
+
+def lifetimes(gm: fx.GraphModule | fx.Graph) -> dict[fx.Node, Lifetime]:
+    """Each node's lifetime in steps, a step being the node's position in the graph: from the node
+    (from step 0 for graph inputs) to its last user, where a `getitem` user counts as its own
+    users and the graph's output as one step past the last node. Nodes of control-flow branches
+    are not in the graph, so they get none: they live at the step of the node that runs them."""
+    graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
+    nodes = list(graph.nodes)
+    step = {n: i for i, n in enumerate(nodes)}
+    end = len(nodes)
+    last: dict[fx.Node, int] = {}
+    for node in reversed(nodes):  # users come after their inputs, so every user is known first
+        at = step[node]
+        for u in node.users:
+            if u.op == "output":
+                at = end
+                break
+            at = max(at, last[u] if u.target is operator.getitem else step[u])
+        last[node] = at
+    return {n: Lifetime(0 if n.op == "placeholder" else step[n], last[n]) for n in nodes}
 
 
 def _align(n: int, alignment: int) -> int:

@@ -274,7 +274,7 @@ class _MethodEmitter:
                 self._emit_call(node)
             elif node.op == "output":
                 outputs = self._emit_outputs(node)
-        self._extend_lifetimes(nodes)
+        self._extend_lifetimes()
         for src, dst in self.moved_into:  # a cond output is its branch's result after the move
             self.buffer_of[src].last = max(self.buffer_of[src].last, self.buffer_of[dst].last)
         self._plan()
@@ -465,24 +465,15 @@ class _MethodEmitter:
         return outs
 
     # planning ---------------------------------------------------------------------------
-    def _extend_lifetimes(self, nodes: list[fx.Node]) -> None:
-        end = len(nodes)
-        for node in nodes:
+    def _extend_lifetimes(self) -> None:
+        """Each planned value's buffer lives as long as memory planning's lifetime of its node.
+        Multi-output nodes hold no buffer of their own: their getitems carry the lifetimes."""
+        for node, life in memory_planning.lifetimes(self.graph).items():
             idx = self.node_values.get(node)
             buf = self.buffer_of.get(idx) if isinstance(idx, int) else None
-            if buf is None:
-                continue  # constants, scalars, and multi-output nodes (their getitems carry the uses)
-            if node.op == "placeholder":
-                buf.first = 0
-            buf.last = max(buf.last, self._last_use(node, end))
-
-    def _last_use(self, node: fx.Node, end: int) -> int:
-        last = self.step[node]
-        for u in node.users:
-            if u.op == "output":
-                return end
-            last = max(last, self._last_use(u, end) if u.target is operator.getitem else self.step[u])
-        return last
+            if buf is not None:
+                buf.first = min(buf.first, life.first)
+                buf.last = max(buf.last, life.last)
 
     def _plan(self) -> None:
         buffers = list({id(p.buffer): p.buffer for p in self.planned}.values())
