@@ -12,12 +12,12 @@ from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from . import schema as S
-from ._edge_verifier import EdgeVerifier
-from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
-from .error import ExportError
-from .passes import decompose, dim_order, edge
+from executorch.exir import schema as S
+from executorch.exir._edge_verifier import EdgeVerifier
+from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
+from executorch.exir.emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
+from executorch.exir.error import ExportError
+from executorch.exir.passes import decompose, dim_order, edge
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -418,7 +418,7 @@ class ExecutorchProgramManager:
         return self._programs[method_name]
 
     def _chunks(self) -> list:
-        from ._serialize import serialize_pte_chunks
+        from executorch.exir._serialize import serialize_pte_chunks
 
         c = self._config
         return serialize_pte_chunks(
