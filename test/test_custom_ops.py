@@ -128,3 +128,40 @@ def test_without_the_kernel_library_the_native_runtime_refuses_the_program(custo
     pte[at:at + len(b"et_test::scale_add")] = b"et_test::scale_xyz"
     proc = _run_native(custom_op_runner, bytes(pte), list(_inputs()), tmp_path)
     assert proc.returncode == 1 and "cannot load method" in proc.stderr
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(5, 4)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def test_preserve_ops_keeps_an_op_with_a_kernel_whole_and_it_runs():
+    x = torch.randn(3, 5)
+    model = Linear().eval()
+    config = EdgeCompileConfig(preserve_ops=[torch.ops.aten.linear.default])
+    edge = to_edge(torch.export.export(model, (x,)), compile_config=config)
+    targets = {n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten.linear.default in targets and torch.ops.aten.addmm.default not in targets
+    pte = edge.to_executorch().buffer
+    assert ("aten::linear", "out") in {(o.name, o.overload) for o in read_program(pte).execution_plan[0].operators}
+    got = project_runtimes()["python"].load_program(pte).load_method("forward").execute([x])
+    assert_outputs_close(got, [model(x)])
+    # without preserve_ops the same model decomposes
+    plain = to_edge(torch.export.export(model, (x,))).exported_program()
+    assert torch.ops.aten.linear.default not in {n.target for n in plain.graph.nodes}
+
+
+@pytest.mark.parametrize("op, why", [
+    (torch.ops.aten.scaled_dot_product_attention.default, "has no out variant"),
+    (torch.ops.aten.relu_.default, "writes its inputs"),
+    ("aten::linear", "not an operator overload"),
+])
+def test_preserve_ops_refuses_an_op_no_kernel_can_run_whole(op, why):
+    ep = torch.export.export(Linear(), (torch.randn(3, 5),))
+    with pytest.raises(ExportError, match=f"preserve_ops.*{why}") as err:
+        to_edge(ep, compile_config=EdgeCompileConfig(preserve_ops=[op]))
+    assert "\n" not in str(err.value)

@@ -6,7 +6,7 @@ import torch
 from torch import fx
 
 from executorch.exir._dtypes import exportable_names, is_exportable
-from executorch.exir.dialects._edge_ops import VIEW_TO_COPY, is_edge_op, why_not_edge_op
+from executorch.exir.dialects._edge_ops import VIEW_TO_COPY, find_out_variant, is_edge_op, why_not_edge_op
 from executorch.exir.dialects._ops import dim_order_for
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import fake_mode_of, source_line
@@ -59,16 +59,39 @@ def graph_modules(gm: fx.GraphModule) -> list[fx.GraphModule]:
     return found
 
 
-def check_edge_ops(gm: fx.GraphModule, method: str) -> None:
-    """Every op must be in the edge op set; name the first that isn't, where the user wrote it."""
+def check_edge_ops(gm: fx.GraphModule, method: str, preserved: frozenset = frozenset()) -> None:
+    """Every op must be in the edge op set or kept whole on purpose (`preserved`, checked by
+    `check_preserve_ops`); name the first that isn't, where the user wrote it."""
     for sub in graph_modules(gm)[1:]:
-        check_edge_ops(sub, method)
+        check_edge_ops(sub, method, preserved)
     for node in gm.graph.nodes:
-        if node.op == "call_function" and not is_edge_op(node.target):
+        if node.op == "call_function" and not is_edge_op(node.target) and node.target not in preserved:
             where = source_line(node)
             raise ExportError(
                 f"method '{method}': operator {_op_name(node.target)} (node '{node.name}'"
                 f"{', from ' + where if where else ''}) {why_not_edge_op(node.target)}"
+            )
+
+
+def check_preserve_ops(ops) -> None:
+    """`EdgeCompileConfig.preserve_ops` may name only functional operators that have an out
+    variant, for which a runtime kernel can exist; refuse any other, naming it."""
+    for op in ops:
+        if not isinstance(op, torch._ops.OpOverload):
+            raise ExportError(
+                f"EdgeCompileConfig.preserve_ops holds {op!r}, which is not an operator overload; name one like "
+                "torch.ops.aten.linear.default"
+            )
+        name = _op_name(op)
+        if op._schema.is_mutable:
+            raise ExportError(
+                f"EdgeCompileConfig.preserve_ops: {name} writes its inputs, so it cannot be kept whole in an edge "
+                "graph; preserve its functional form instead"
+            )
+        if find_out_variant(op) is None:
+            raise ExportError(
+                f"EdgeCompileConfig.preserve_ops: {name} has no out variant, so no ExecuTorch kernel can run it "
+                "whole; remove it from preserve_ops (it is then decomposed), or lower it to a backend"
             )
 
 
