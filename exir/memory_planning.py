@@ -109,7 +109,8 @@ def verify(buffers: list[Buffer]) -> None:
 class MemoryPlanningPass:
     """How to plan a method's memory: the algorithm ("greedy" or "naive", or a callable
     `(buffers, alignment) -> arena size`), the alignment of every tensor, and whether graph
-    inputs and outputs get planned memory (else the caller binds them at run time)."""
+    inputs get planned memory (with alloc_graph_input=False the runtime reads the caller's input
+    memory in place). Outputs and mutable buffers always get planned memory."""
 
     memory_planning_algo: object = "greedy"
     alignment: int = DEFAULT_ALIGNMENT
@@ -118,6 +119,14 @@ class MemoryPlanningPass:
     alloc_mutable_buffers: bool = True
 
     def __post_init__(self) -> None:
+        if self.alloc_graph_output is not True:
+            raise ExportError(
+                f"MemoryPlanningPass.alloc_graph_output={self.alloc_graph_output!r} is not supported: the runtimes "
+                "cannot bind caller memory to outputs, so outputs always get planned memory; pass "
+                "alloc_graph_output=True"
+            )
+        if not isinstance(self.alloc_graph_input, bool):
+            raise ExportError(f"MemoryPlanningPass.alloc_graph_input must be True or False, not {self.alloc_graph_input!r}")
         if self.alloc_mutable_buffers is not True:
             raise ExportError(
                 f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "

@@ -335,7 +335,8 @@ class EdgeProgramManager:
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
-                name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates)
+                name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
+                plan.alloc_graph_input)
             plans.append(emitted)
         for p in plans:
             dim_order.check_plan(p)

@@ -145,3 +145,31 @@ def test_emitted_plan_gives_each_tensor_its_lifetime():
     assert plan.non_const_buffer_sizes[1] <= 3 * one
     naive = _lower("naive").executorch_program.execution_plan[0]
     assert naive.non_const_buffer_sizes[1] > 6 * one
+
+
+def test_alloc_graph_input_false_leaves_inputs_to_the_caller_on_every_engine():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import project_runtimes
+
+    x = torch.randn(8, 64)
+    ep = torch.export.export(Chain(), (x,))
+    planned = to_edge(ep).to_executorch().executorch_program.execution_plan[0]
+    unplanned = to_edge(ep).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))).executorch_program.execution_plan[0]
+    assert planned.values[planned.inputs[0]].val.allocation_info is not None
+    assert unplanned.values[unplanned.inputs[0]].val.allocation_info is None
+    assert all(unplanned.values[i].val.allocation_info is not None for i in unplanned.outputs)
+    pte = to_edge(ep).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))).buffer
+    for name, rt in project_runtimes().items():
+        method = rt.load_program(pte).load_method("forward")
+        assert method.metadata.input_tensor_meta(0).is_memory_planned() is False, name
+        assert_outputs_close(method.execute([x]), [Chain()(x)])
+
+
+def test_alloc_graph_output_false_is_refused_by_name():
+    with pytest.raises(Exception, match="alloc_graph_output=False is not supported"):
+        MemoryPlanningPass(alloc_graph_output=False)

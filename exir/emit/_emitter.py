@@ -104,8 +104,10 @@ class _Planned:
 
 class _MethodEmitter:
     def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                 alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None):
+                 alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
+                 alloc_graph_input: bool = True):
         self.name = name
+        self.alloc_graph_input = alloc_graph_input
         self.delegate_table = delegates if delegates is not None else DelegateTable()
         self.delegates: list[S.BackendDelegate] = []
         self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
@@ -321,7 +323,9 @@ class _MethodEmitter:
         for node in user_inputs:
             v = node.meta.get("val")
             if isinstance(v, torch.Tensor):
-                self.node_values[node] = self._planned_tensor(v, node)
+                # an unplanned input (no allocation info) is the caller's memory, bound at run time
+                self.node_values[node] = (self._planned_tensor(v, node) if self.alloc_graph_input
+                                          else self._add(self._tensor_value(v, node)))
             elif isinstance(v, (bool, int, float)):
                 self.node_values[node] = self._scalar(v)
             else:
@@ -492,9 +496,10 @@ def emit_method(name: str, ep: torch.export.ExportedProgram, constants: Constant
 
 
 def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                               alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable]):
+                               alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable],
+                               alloc_graph_input: bool = True):
     """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
-    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates)
+    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input)
     return emitter.emit(), emitter.delegate_calls
 
 
