@@ -6,17 +6,11 @@ from collections import Counter
 from typing import Optional
 
 from executorch.exir import schema as s
+from executorch.exir._dtypes import dtype_name
 from executorch.exir._serialize import read_program
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._header import decode_header
 
-_DTYPE_NAMES = {
-    s.ScalarType.BYTE: "uint8", s.ScalarType.CHAR: "int8", s.ScalarType.SHORT: "int16",
-    s.ScalarType.INT: "int32", s.ScalarType.LONG: "int64", s.ScalarType.HALF: "float16",
-    s.ScalarType.FLOAT: "float32", s.ScalarType.DOUBLE: "float64", s.ScalarType.BOOL: "bool",
-    s.ScalarType.BFLOAT16: "bfloat16", s.ScalarType.UINT16: "uint16", s.ScalarType.UINT32: "uint32",
-    s.ScalarType.UINT64: "uint64",
-}
 _SCALAR_NAMES = {s.Null: "None", s.Int: "int", s.Bool: "bool", s.Double: "float", s.String: "str"}
 _INSTRUCTION_NAMES = {
     s.KernelCall: "kernel call", s.DelegateCall: "delegate call", s.MoveCall: "move",
@@ -81,7 +75,7 @@ def _describe_value(plan: s.ExecutionPlan, index: int) -> str:
         return f"<value {index} out of range>"
     val = plan.values[index].val
     if isinstance(val, s.Tensor):
-        dtype = _DTYPE_NAMES.get(val.scalar_type, getattr(val.scalar_type, "name", str(val.scalar_type)).lower())
+        dtype = dtype_name(val.scalar_type)
         text = f"{dtype}[{', '.join(str(d) for d in val.sizes)}]"
         if val.shape_dynamism == s.TensorShapeDynamism.DYNAMIC_BOUND:
             text += " (dynamic; sizes are upper bounds)"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._torch_check import require_torch
-from .error import ExportError, SerializeError
+from executorch.exir._torch_check import require_torch
+from executorch.exir.error import ExportError, SerializeError
 
 require_torch()
 
@@ -29,17 +29,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "EdgeCompileConfig": ".config",
-    "ExecutorchBackendConfig": ".config",
-    "EdgeProgramManager": ".program",
-    "ExecutorchProgramManager": ".program",
-    "to_edge": ".program",
-    "to_edge_transform_and_lower": ".program",
+    "EdgeCompileConfig": "executorch.exir.config",
+    "ExecutorchBackendConfig": "executorch.exir.config",
+    "EdgeProgramManager": "executorch.exir.program",
+    "ExecutorchProgramManager": "executorch.exir.program",
+    "to_edge": "executorch.exir.program",
+    "to_edge_transform_and_lower": "executorch.exir.program",
 }
 
 if TYPE_CHECKING:
-    from .config import EdgeCompileConfig, ExecutorchBackendConfig
-    from .program import EdgeProgramManager, ExecutorchProgramManager, to_edge, to_edge_transform_and_lower
+    from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
+    from executorch.exir.program import EdgeProgramManager, ExecutorchProgramManager, to_edge, to_edge_transform_and_lower
 
 
 def __getattr__(name: str):
@@ -58,7 +58,7 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'executorch.exir' has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(module, __name__), name)
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 

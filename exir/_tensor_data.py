@@ -7,35 +7,6 @@ import sys
 
 import torch
 
-from .schema import ScalarType
-
-_SCALAR_TYPES = {
-    torch.uint8: ScalarType.BYTE,
-    torch.int8: ScalarType.CHAR,
-    torch.int16: ScalarType.SHORT,
-    torch.int32: ScalarType.INT,
-    torch.int64: ScalarType.LONG,
-    torch.float16: ScalarType.HALF,
-    torch.float32: ScalarType.FLOAT,
-    torch.float64: ScalarType.DOUBLE,
-    torch.bool: ScalarType.BOOL,
-    torch.bfloat16: ScalarType.BFLOAT16,
-    torch.uint16: ScalarType.UINT16,
-    torch.uint32: ScalarType.UINT32,
-    torch.uint64: ScalarType.UINT64,
-}
-_DTYPES = {v: k for k, v in _SCALAR_TYPES.items()}
-
-
-def scalar_type(dtype: torch.dtype) -> ScalarType:
-    """The .pte scalar type of a torch dtype."""
-    return _SCALAR_TYPES[dtype]
-
-
-def torch_dtype(st: int) -> torch.dtype:
-    """The torch dtype of a .pte scalar type."""
-    return _DTYPES[ScalarType(st)]
-
 
 def tensor_bytes(t: torch.Tensor) -> memoryview:
     """The bytes of a CPU tensor's elements in dense (contiguous) order, without copying when

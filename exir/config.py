@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .error import ExportError
-from .memory_planning import MemoryPlanningPass
+from executorch.exir.error import ExportError
+from executorch.exir.memory_planning import MemoryPlanningPass
 
 
 @dataclass

@@ -8,10 +8,13 @@ largest end offset. Planners are plain functions `list[Buffer] -> arena size` th
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
-from .error import ExportError
+from torch import fx
+
+from executorch.exir.error import ExportError
 
 DEFAULT_ALIGNMENT = 16
 
@@ -27,6 +30,34 @@ class Buffer:
 
     def overlaps(self, other: "Buffer") -> bool:
         return self.first <= other.last and other.first <= self.last
+
+
+class Lifetime(NamedTuple):
+    """The inclusive range of steps over which a node's value must stay in memory."""
+
+    first: int
+    last: int
+
+
+def lifetimes(gm: fx.GraphModule | fx.Graph) -> dict[fx.Node, Lifetime]:
+    """Each node's lifetime in steps, a step being the node's position in the graph: from the node
+    (from step 0 for graph inputs) to its last user, where a `getitem` user counts as its own
+    users and the graph's output as one step past the last node. Nodes of control-flow branches
+    are not in the graph, so they get none: they live at the step of the node that runs them."""
+    graph = gm.graph if isinstance(gm, fx.GraphModule) else gm
+    nodes = list(graph.nodes)
+    step = {n: i for i, n in enumerate(nodes)}
+    end = len(nodes)
+    last: dict[fx.Node, int] = {}
+    for node in reversed(nodes):  # users come after their inputs, so every user is known first
+        at = step[node]
+        for u in node.users:
+            if u.op == "output":
+                at = end
+                break
+            at = max(at, last[u] if u.target is operator.getitem else step[u])
+        last[node] = at
+    return {n: Lifetime(0 if n.op == "placeholder" else step[n], last[n]) for n in nodes}
 
 
 def _align(n: int, alignment: int) -> int:
@@ -78,7 +109,8 @@ def verify(buffers: list[Buffer]) -> None:
 class MemoryPlanningPass:
     """How to plan a method's memory: the algorithm ("greedy" or "naive", or a callable
     `(buffers, alignment) -> arena size`), the alignment of every tensor, and whether graph
-    inputs and outputs get planned memory (else the caller binds them at run time)."""
+    inputs get planned memory (with alloc_graph_input=False the runtime reads the caller's input
+    memory in place). Outputs and mutable buffers always get planned memory."""
 
     memory_planning_algo: object = "greedy"
     alignment: int = DEFAULT_ALIGNMENT
@@ -87,6 +119,14 @@ class MemoryPlanningPass:
     alloc_mutable_buffers: bool = True
 
     def __post_init__(self) -> None:
+        if self.alloc_graph_output is not True:
+            raise ExportError(
+                f"MemoryPlanningPass.alloc_graph_output={self.alloc_graph_output!r} is not supported: the runtimes "
+                "cannot bind caller memory to outputs, so outputs always get planned memory; pass "
+                "alloc_graph_output=True"
+            )
+        if not isinstance(self.alloc_graph_input, bool):
+            raise ExportError(f"MemoryPlanningPass.alloc_graph_input must be True or False, not {self.alloc_graph_input!r}")
         if self.alloc_mutable_buffers is not True:
             raise ExportError(
                 f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "

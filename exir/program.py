@@ -12,12 +12,12 @@ from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from . import schema as S
-from ._edge_verifier import EdgeVerifier
-from .config import EdgeCompileConfig, ExecutorchBackendConfig
-from .emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
-from .error import ExportError
-from .passes import decompose, dim_order, edge
+from executorch.exir import schema as S
+from executorch.exir._edge_verifier import EdgeVerifier
+from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
+from executorch.exir.emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
+from executorch.exir.error import ExportError
+from executorch.exir.passes import decompose, dim_order, edge
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -109,6 +109,11 @@ def _keeper(config: EdgeCompileConfig) -> Optional[Callable[[fx.Node], bool]]:
     return keep
 
 
+def _user_preserved(config: EdgeCompileConfig) -> frozenset:
+    """The ops the user asked to keep whole (a partitioner's kept ops are checked once it has run)."""
+    return frozenset(op for op in config.preserve_ops if op not in getattr(config, "_for_partitioner", ()))
+
+
 def _refuse_training_graph(name: str, ep: ExportedProgram) -> None:
     from torch.export.graph_signature import OutputKind
 
@@ -139,7 +144,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
             edge.to_dim_order_ops(sub)
         edge.check_values(sub, name)
     if config._check_ir_validity:
-        edge.check_edge_ops(gm, name)
+        edge.check_edge_ops(gm, name, _user_preserved(config))
     _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
     gm.recompile()
@@ -164,6 +169,7 @@ def to_edge(programs: Programs, constant_methods: Optional[Mapping[str, Any]] = 
     config = compile_config or EdgeCompileConfig()
     if not isinstance(config, EdgeCompileConfig):
         raise ExportError(f"compile_config must be an EdgeCompileConfig, not {type(config).__name__}")
+    edge.check_preserve_ops(_user_preserved(config))
     consts = _check_constant_methods(constant_methods, progs)
     return EdgeProgramManager({name: _to_edge_one(name, ep, config) for name, ep in progs.items()}, consts, config)
 
@@ -211,6 +217,7 @@ def _preserving(config: EdgeCompileConfig, partitioner, programs: dict) -> Optio
         return None
     keep = dataclasses.replace(config, preserve_ops=list(config.preserve_ops) + ops, _check_ir_validity=False)
     keep._preserve_filters = filters
+    keep._for_partitioner = frozenset(op for op in ops if op not in config.preserve_ops)
     return keep
 
 
@@ -269,7 +276,7 @@ class EdgeProgramManager:
             for p in per[name]:
                 ep = _apply_pass(p, ep)
             if self.compile_config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name)
+                edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, self.compile_config)
 
@@ -292,9 +299,10 @@ class EdgeProgramManager:
         out = {}
         for name, ep in self._programs.items():
             for sub in edge.graph_modules(ep.graph_module):
-                decompose.rewrite_to_core_aten(sub)
+                decompose.rewrite_to_core_aten(sub, _keeper(config))
                 left = sorted({str(n.target) for n in sub.graph.nodes if n.op == "call_function"
-                               and n.target in kept and not edge.is_edge_op(n.target)})
+                               and n.target in kept and not edge.is_edge_op(n.target)
+                               and n.target not in config.preserve_ops})
                 if left:
                     raise ExportError(
                         f"method '{name}': {left} were kept whole for a partitioner (ops_to_not_decompose) but "
@@ -307,7 +315,7 @@ class EdgeProgramManager:
                 sub.graph.eliminate_dead_code()
                 sub.recompile()
             if config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name)
+                edge.check_edge_ops(ep.graph_module, name, _user_preserved(config))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, config)
 
@@ -327,7 +335,8 @@ class EdgeProgramManager:
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
-                name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates)
+                name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
+                plan.alloc_graph_input)
             plans.append(emitted)
         for p in plans:
             dim_order.check_plan(p)
@@ -418,7 +427,7 @@ class ExecutorchProgramManager:
         return self._programs[method_name]
 
     def _chunks(self) -> list:
-        from ._serialize import serialize_pte_chunks
+        from executorch.exir._serialize import serialize_pte_chunks
 
         c = self._config
         return serialize_pte_chunks(

@@ -158,13 +158,32 @@ class OptionalTensorList:
     items: list[int]  # indices into ExecutionPlan.values; -1 means None
 
 
-# The KernelTypes union, in wire order (the union tag is the 1-based position here).
 KernelTypes = Union[
     Null, Int, Bool, Double, Tensor, String, IntList, DoubleList, BoolList, TensorList, OptionalTensorList
 ]
+
+
+class KernelTypesTag(IntEnum):
+    """The wire tag of each KernelTypes union member (0 is the FlatBuffer's NONE)."""
+
+    NULL = 1
+    INT = 2
+    BOOL = 3
+    DOUBLE = 4
+    TENSOR = 5
+    STRING = 6
+    INT_LIST = 7
+    DOUBLE_LIST = 8
+    BOOL_LIST = 9
+    TENSOR_LIST = 10
+    OPTIONAL_TENSOR_LIST = 11
+
+
+# The KernelTypes union's members in tag order: KERNEL_TYPES[tag - 1] is the member of `tag`.
 KERNEL_TYPES: tuple[type, ...] = (
     Null, Int, Bool, Double, Tensor, String, IntList, DoubleList, BoolList, TensorList, OptionalTensorList
 )
+KERNEL_TYPE_TAG: dict[type, KernelTypesTag] = {cls: KernelTypesTag(i + 1) for i, cls in enumerate(KERNEL_TYPES)}
 
 
 @dataclass
@@ -208,7 +227,23 @@ class FreeCall:
 
 
 InstructionArguments = Union[KernelCall, DelegateCall, MoveCall, JumpFalseCall, FreeCall]
+
+
+class InstructionArgumentsTag(IntEnum):
+    """The wire tag of each InstructionArguments union member (0 is the FlatBuffer's NONE)."""
+
+    KERNEL_CALL = 1
+    DELEGATE_CALL = 2
+    MOVE_CALL = 3
+    JUMP_FALSE_CALL = 4
+    FREE_CALL = 5
+
+
+# The InstructionArguments union's members in tag order.
 INSTRUCTION_TYPES: tuple[type, ...] = (KernelCall, DelegateCall, MoveCall, JumpFalseCall, FreeCall)
+INSTRUCTION_TAG: dict[type, InstructionArgumentsTag] = {
+    cls: InstructionArgumentsTag(i + 1) for i, cls in enumerate(INSTRUCTION_TYPES)
+}
 
 
 @dataclass

@@ -7,28 +7,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from executorch.exir.schema import ScalarType
-
-_DTYPES: dict[int, torch.dtype] = {
-    ScalarType.BYTE: torch.uint8,
-    ScalarType.CHAR: torch.int8,
-    ScalarType.SHORT: torch.int16,
-    ScalarType.INT: torch.int32,
-    ScalarType.LONG: torch.int64,
-    ScalarType.HALF: torch.float16,
-    ScalarType.FLOAT: torch.float32,
-    ScalarType.DOUBLE: torch.float64,
-    ScalarType.BOOL: torch.bool,
-    ScalarType.BFLOAT16: torch.bfloat16,
-    ScalarType.UINT16: torch.uint16,
-    ScalarType.UINT32: torch.uint32,
-    ScalarType.UINT64: torch.uint64,
-    ScalarType.FLOAT8E5M2: torch.float8_e5m2,
-    ScalarType.FLOAT8E4M3FN: torch.float8_e4m3fn,
-    ScalarType.FLOAT8E5M2FNUZ: torch.float8_e5m2fnuz,
-    ScalarType.FLOAT8E4M3FNUZ: torch.float8_e4m3fnuz,
-}
-_CODES: dict[torch.dtype, int] = {dt: int(code) for code, dt in _DTYPES.items()}
+from executorch.exir import _dtypes
 
 # c10::MemoryFormat numbering, which programs use for MemoryFormat arguments.
 _MEMORY_FORMATS = (torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d)
@@ -36,22 +15,16 @@ _MEMORY_FORMATS = (torch.contiguous_format, torch.preserve_format, torch.channel
 
 def to_dtype(code: int) -> Optional[torch.dtype]:
     """The torch dtype of a ScalarType code, or None when this runtime has no such dtype."""
-    return _DTYPES.get(code)
+    return _dtypes.to_torch(code)
 
 
 def dtype_code(dtype: torch.dtype) -> Optional[int]:
     """The ScalarType code of a torch dtype, or None."""
-    return _CODES.get(dtype)
+    return _dtypes.runtime_code(dtype)
 
 
 def dtype_name(code: int) -> str:
-    dt = _DTYPES.get(code)
-    if dt is not None:
-        return str(dt).removeprefix("torch.")
-    try:
-        return ScalarType(code).name.lower()
-    except ValueError:
-        return f"scalar type {code}"
+    return _dtypes.dtype_name(code)
 
 
 def memory_format(code: int) -> torch.memory_format:

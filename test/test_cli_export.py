@@ -186,7 +186,7 @@ def test_verify_gate_fails_on_a_corrupted_output(monkeypatch, tmp_path, capsys, 
     ("spec", "message"),
     [
         ("no_such_model", "unknown model 'no_such_model'; available: llama_decoder, mobilenet_v2, multi_io, "
-                          "resnet18, transformer_encoder, vit_tiny"),
+                          "resnet18, resnet50, transformer_encoder, vit_tiny"),
         ("missing.py:make", "bad model 'missing.py:make': no file missing.py"),
         ("{f}:make_nothing", "has no function 'make_nothing'; it defines: Affine, Drifting, make_affine"),
         ("{f}:make_not_a_pair", "returned a Affine; it must return (torch.nn.Module, tuple_of_example_inputs)"),

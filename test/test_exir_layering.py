@@ -25,3 +25,23 @@ def test_the_probe_sees_such_an_import():
     probe = _PROBE.replace("import executorch.exir._serialize", "import executorch.exir._serialize\nimport executorch.cli.export\nimport executorch.runtime")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
     assert "executorch.cli.export" in proc.stdout and "executorch.runtime" in proc.stdout
+
+
+# The build backend (tools/packaging) runs from the source tree before the package is installed, and
+# the zoo (examples/models) is loaded by path; neither is imported as `executorch.*`.
+_NOT_PACKAGE_CODE = ("tools/packaging/", "examples/")
+
+
+def test_the_package_uses_absolute_executorch_imports_only():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    relative = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("test/", ".venv/", "cmake-out/", "build/") + _NOT_PACKAGE_CODE) or "/." in "/" + rel:
+            continue
+        tree = ast.parse(path.read_text(), filename=rel)
+        relative += [f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert not relative, f"relative imports (use `from executorch.<module> import ...`): {relative}"

@@ -96,3 +96,80 @@ def test_user_planner_callable():
     assert calls and calls[0] > 1
     x = torch.randn(8, 64)
     assert_outputs_close(Runtime.get().load_program(pte.buffer).load_method("forward").execute([x])[0], Chain()(x))
+
+
+class _Split(torch.nn.Module):
+    def forward(self, x):
+        a, b = torch.split(x * 2.0, 4)
+        return torch.relu(a) + 1.0, b
+
+
+def _edge_graph(model, inputs):
+    return to_edge(torch.export.export(model, inputs)).exported_program().graph_module
+
+
+def test_lifetimes_run_from_definition_to_last_use():
+    gm = _edge_graph(Chain(), (torch.randn(8, 64),))
+    nodes = list(gm.graph.nodes)
+    life = mp.lifetimes(gm)
+    assert set(life) == set(nodes)
+    for i, n in enumerate(nodes):
+        if n.op == "placeholder":
+            assert life[n].first == 0
+        else:
+            assert life[n].first == i
+        if n.op == "output":
+            continue
+        users = [nodes.index(u) if u.op != "output" else len(nodes) for u in n.users]
+        assert life[n].last == max([i] + users)
+    returned = nodes[-1].args[0][0]
+    assert life[returned].last == len(nodes)  # outputs outlive every instruction
+
+
+def test_lifetimes_of_a_multi_output_node_follow_its_getitems():
+    gm = _edge_graph(_Split(), (torch.randn(8, 3),))
+    nodes = list(gm.graph.nodes)
+    life = mp.lifetimes(gm)
+    split = next(n for n in nodes if "split" in str(n.target))
+    first, second = sorted((u for u in split.users), key=lambda u: u.args[1])
+    relu_user = next(iter(first.users))
+    assert life[first].last == nodes.index(relu_user)  # used once, by relu
+    assert life[second].last == len(nodes)  # returned
+    assert life[split] == mp.Lifetime(nodes.index(split), len(nodes))
+
+
+def test_emitted_plan_gives_each_tensor_its_lifetime():
+    # Chain's intermediates live one step each, so greedy fits the chain in two activations.
+    plan = _lower("greedy").executorch_program.execution_plan[0]
+    one = 8 * 64 * 4
+    assert plan.non_const_buffer_sizes[1] <= 3 * one
+    naive = _lower("naive").executorch_program.execution_plan[0]
+    assert naive.non_const_buffer_sizes[1] > 6 * one
+
+
+def test_alloc_graph_input_false_leaves_inputs_to_the_caller_on_every_engine():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import project_runtimes
+
+    x = torch.randn(8, 64)
+    ep = torch.export.export(Chain(), (x,))
+    planned = to_edge(ep).to_executorch().executorch_program.execution_plan[0]
+    unplanned = to_edge(ep).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))).executorch_program.execution_plan[0]
+    assert planned.values[planned.inputs[0]].val.allocation_info is not None
+    assert unplanned.values[unplanned.inputs[0]].val.allocation_info is None
+    assert all(unplanned.values[i].val.allocation_info is not None for i in unplanned.outputs)
+    pte = to_edge(ep).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))).buffer
+    for name, rt in project_runtimes().items():
+        method = rt.load_program(pte).load_method("forward")
+        assert method.metadata.input_tensor_meta(0).is_memory_planned() is False, name
+        assert_outputs_close(method.execute([x]), [Chain()(x)])
+
+
+def test_alloc_graph_output_false_is_refused_by_name():
+    with pytest.raises(Exception, match="alloc_graph_output=False is not supported"):
+        MemoryPlanningPass(alloc_graph_output=False)

@@ -18,6 +18,8 @@ _U32 = struct.Struct("<I").unpack_from
 _HH = struct.Struct("<HH").unpack_from
 
 _SCALAR_TYPES = {m.value: m for m in s.ScalarType}
+_K = s.KernelTypesTag
+_I = s.InstructionArgumentsTag
 _DYNAMISM = {m.value: m for m in s.TensorShapeDynamism}
 _TENSOR_LOCATIONS = {m.value: m for m in s.TensorDataLocation}
 _DEVICE_TYPES = {m.value: m for m in s.DeviceType}
@@ -185,26 +187,26 @@ class _Reader:
         if not f[1]:
             raise _Corrupt(f"EValue with tag {tag} has no value table")
         at = self.ref(f[1], "EValue.val")
-        if tag == 5:
+        if tag == _K.TENSOR:
             return s.EValue(self.tensor(at))
         v = self.fields(at, 1, s.KERNEL_TYPES[tag - 1].__name__)[0]
-        if tag == 2:
+        if tag == _K.INT:
             val = s.Int(self.scalar("<q", v))
-        elif tag == 1:
+        elif tag == _K.NULL:
             val = s.Null()
-        elif tag == 3:
+        elif tag == _K.BOOL:
             val = s.Bool(bool(self.scalar("<B", v)))
-        elif tag == 4:
+        elif tag == _K.DOUBLE:
             val = s.Double(self.scalar("<d", v, 0.0))
-        elif tag == 6:
+        elif tag == _K.STRING:
             val = s.String(self.string(v, "String.string_val"))
-        elif tag == 7:
+        elif tag == _K.INT_LIST:
             val = s.IntList(self.scalars("q", 8, v, "IntList.items"))
-        elif tag == 8:
+        elif tag == _K.DOUBLE_LIST:
             val = s.DoubleList(self.scalars("d", 8, v, "DoubleList.items"))
-        elif tag == 9:
+        elif tag == _K.BOOL_LIST:
             val = s.BoolList([x != 0 for x in self.scalars("B", 1, v, "BoolList.items")])
-        elif tag == 10:
+        elif tag == _K.TENSOR_LIST:
             val = s.TensorList(self.scalars("i", 4, v, "TensorList.items"))
         else:
             val = s.OptionalTensorList(self.scalars("i", 4, v, "OptionalTensorList.items"))
@@ -252,13 +254,13 @@ class _Reader:
         if not f[1]:
             raise _Corrupt(f"Instruction with tag {tag} has no arguments table")
         a = self.fields(self.ref(f[1], "Instruction.instr_args"), 2, s.INSTRUCTION_TYPES[tag - 1].__name__)
-        if tag == 1:
+        if tag == _I.KERNEL_CALL:
             args = s.KernelCall(self.scalar("<i", a[0]), self.scalars("i", 4, a[1], "KernelCall.args"))
-        elif tag == 2:
+        elif tag == _I.DELEGATE_CALL:
             args = s.DelegateCall(self.scalar("<i", a[0]), self.scalars("i", 4, a[1], "DelegateCall.args"))
-        elif tag == 3:
+        elif tag == _I.MOVE_CALL:
             args = s.MoveCall(self.scalar("<i", a[0]), self.scalar("<i", a[1]))
-        elif tag == 4:
+        elif tag == _I.JUMP_FALSE_CALL:
             args = s.JumpFalseCall(self.scalar("<i", a[0]), self.scalar("<i", a[1]))
         else:
             args = s.FreeCall(self.scalar("<i", a[0]))

@@ -25,8 +25,8 @@ _I32, _U32, _I64, _U64, _F64 = (struct.Struct(f) for f in ("<i", "<I", "<q", "<Q
 # Offsets to other objects: written relative to their own position.
 _OFFSET = struct.Struct("<I")
 
-_KERNEL_TAG = {cls: i + 1 for i, cls in enumerate(s.KERNEL_TYPES)}
-_INSTRUCTION_TAG = {cls: i + 1 for i, cls in enumerate(s.INSTRUCTION_TYPES)}
+_K = s.KernelTypesTag
+_I = s.InstructionArgumentsTag
 
 
 def as_byte_view(data: s.BytesLike, what: str) -> memoryview:
@@ -181,30 +181,30 @@ class _Writer:
 
     def evalue(self, v: s.EValue) -> int:
         val = v.val
-        tag = _KERNEL_TAG.get(type(val))
+        tag = s.KERNEL_TYPE_TAG.get(type(val))
         if tag is None:
             raise SerializeError(
                 f"EValue holds a {type(val).__name__}; an EValue must hold one of "
                 f"{', '.join(c.__name__ for c in s.KERNEL_TYPES)} from exir.schema"
             )
-        if tag == 5:
+        if tag == _K.TENSOR:
             off = self.tensor(val)
-        elif tag == 2:
+        elif tag == _K.INT:
             off = self.table(1, ((0, _I64, val.int_val),))
-        elif tag == 1:
+        elif tag == _K.NULL:
             off = self.table(0, ())
-        elif tag == 3:
+        elif tag == _K.BOOL:
             off = self.table(1, ((0, _BOOL, val.bool_val),))
-        elif tag == 4:
+        elif tag == _K.DOUBLE:
             off = self.table(1, ((0, _F64, val.double_val),))
-        elif tag == 6:
+        elif tag == _K.STRING:
             off = self.table(1, ((0, _OFFSET, self.b.CreateString(val.string_val)),))
         else:
-            if tag == 7:
+            if tag == _K.INT_LIST:
                 items = self.scalars("q", 8, val.items)
-            elif tag == 8:
+            elif tag == _K.DOUBLE_LIST:
                 items = self.scalars("d", 8, val.items)
-            elif tag == 9:
+            elif tag == _K.BOOL_LIST:
                 items = self.scalars("?", 1, val.items)
             else:
                 items = self.scalars("i", 4, val.items)
@@ -242,19 +242,19 @@ class _Writer:
 
     def instruction(self, i: s.Instruction) -> int:
         a = i.instr_args
-        tag = _INSTRUCTION_TAG.get(type(a))
+        tag = s.INSTRUCTION_TAG.get(type(a))
         if tag is None:
             raise SerializeError(
                 f"Instruction holds a {type(a).__name__}; an Instruction must hold one of "
                 f"{', '.join(c.__name__ for c in s.INSTRUCTION_TYPES)} from exir.schema"
             )
-        if tag == 1:
+        if tag == _I.KERNEL_CALL:
             off = self.table(2, ((0, _I32, a.op_index), (1, _OFFSET, self.scalars("i", 4, a.args))))
-        elif tag == 2:
+        elif tag == _I.DELEGATE_CALL:
             off = self.table(2, ((0, _I32, a.delegate_index), (1, _OFFSET, self.scalars("i", 4, a.args))))
-        elif tag == 3:
+        elif tag == _I.MOVE_CALL:
             off = self.table(2, ((0, _I32, a.move_from), (1, _I32, a.move_to)))
-        elif tag == 4:
+        elif tag == _I.JUMP_FALSE_CALL:
             off = self.table(2, ((0, _I32, a.cond_value_index), (1, _I32, a.destination_instruction)))
         else:
             off = self.table(1, ((0, _I32, a.value_index),))

@@ -20,6 +20,7 @@ import struct
 from typing import Optional
 
 from executorch.exir import schema as s
+from executorch.exir._dtypes import element_size
 from executorch.exir._serialize._alignment import aligned, check_alignment, padding_for
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
@@ -31,16 +32,6 @@ DEFAULT_SEGMENT_ALIGNMENT = 128
 DEFAULT_CONSTANT_TENSOR_ALIGNMENT = 16
 # The schema's force_align for inline delegate data; used when no delegate_alignment is given.
 DEFAULT_DELEGATE_ALIGNMENT = 16
-
-_ELEMENT_SIZE = {
-    s.ScalarType.BYTE: 1, s.ScalarType.CHAR: 1, s.ScalarType.SHORT: 2, s.ScalarType.INT: 4,
-    s.ScalarType.LONG: 8, s.ScalarType.HALF: 2, s.ScalarType.FLOAT: 4, s.ScalarType.DOUBLE: 8,
-    s.ScalarType.BOOL: 1, s.ScalarType.QINT8: 1, s.ScalarType.QUINT8: 1, s.ScalarType.QINT32: 4,
-    s.ScalarType.BFLOAT16: 2, s.ScalarType.QUINT4X2: 1, s.ScalarType.QUINT2X4: 1,
-    s.ScalarType.BITS16: 2, s.ScalarType.FLOAT8E5M2: 1, s.ScalarType.FLOAT8E4M3FN: 1,
-    s.ScalarType.FLOAT8E5M2FNUZ: 1, s.ScalarType.FLOAT8E4M3FNUZ: 1, s.ScalarType.UINT16: 2,
-    s.ScalarType.UINT32: 4, s.ScalarType.UINT64: 8,
-}
 
 
 def serialize_pte_chunks(
@@ -367,7 +358,7 @@ def _constant_sizes(program: s.Program) -> dict[int, int]:
                 numel = 1
                 for d in t.sizes:
                     numel *= d
-                need = (t.storage_offset + numel) * _ELEMENT_SIZE.get(t.scalar_type, 1)
+                need = (t.storage_offset + numel) * (element_size(t.scalar_type) or 1)
                 if need > sizes.get(t.data_buffer_idx, -1):
                     sizes[t.data_buffer_idx] = need
     return sizes

@@ -16,13 +16,14 @@ import torch
 from torch import fx
 from torch.export.graph_signature import InputKind, OutputKind
 
-from .. import memory_planning
-from .. import schema as S
-from .._tensor_data import same_bytes, scalar_type, tensor_bytes
-from ..error import ExportError
-from ..passes._graph import source_line
-from ..delegate import executorch_call_delegate
-from ._out_variants import out_variant, prim_op_name
+from executorch.exir import memory_planning
+from executorch.exir import schema as S
+from executorch.exir._dtypes import scalar_type
+from executorch.exir._tensor_data import same_bytes, tensor_bytes
+from executorch.exir.delegate import executorch_call_delegate
+from executorch.exir.dialects._edge_ops import out_variant, prim_op_name
+from executorch.exir.error import ExportError
+from executorch.exir.passes._graph import source_line
 
 _ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
 
@@ -103,8 +104,10 @@ class _Planned:
 
 class _MethodEmitter:
     def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                 alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None):
+                 alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
+                 alloc_graph_input: bool = True):
         self.name = name
+        self.alloc_graph_input = alloc_graph_input
         self.delegate_table = delegates if delegates is not None else DelegateTable()
         self.delegates: list[S.BackendDelegate] = []
         self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
@@ -273,7 +276,7 @@ class _MethodEmitter:
                 self._emit_call(node)
             elif node.op == "output":
                 outputs = self._emit_outputs(node)
-        self._extend_lifetimes(nodes)
+        self._extend_lifetimes()
         for src, dst in self.moved_into:  # a cond output is its branch's result after the move
             self.buffer_of[src].last = max(self.buffer_of[src].last, self.buffer_of[dst].last)
         self._plan()
@@ -320,7 +323,9 @@ class _MethodEmitter:
         for node in user_inputs:
             v = node.meta.get("val")
             if isinstance(v, torch.Tensor):
-                self.node_values[node] = self._planned_tensor(v, node)
+                # an unplanned input (no allocation info) is the caller's memory, bound at run time
+                self.node_values[node] = (self._planned_tensor(v, node) if self.alloc_graph_input
+                                          else self._add(self._tensor_value(v, node)))
             elif isinstance(v, (bool, int, float)):
                 self.node_values[node] = self._scalar(v)
             else:
@@ -464,24 +469,15 @@ class _MethodEmitter:
         return outs
 
     # planning ---------------------------------------------------------------------------
-    def _extend_lifetimes(self, nodes: list[fx.Node]) -> None:
-        end = len(nodes)
-        for node in nodes:
+    def _extend_lifetimes(self) -> None:
+        """Each planned value's buffer lives as long as memory planning's lifetime of its node.
+        Multi-output nodes hold no buffer of their own: their getitems carry the lifetimes."""
+        for node, life in memory_planning.lifetimes(self.graph).items():
             idx = self.node_values.get(node)
             buf = self.buffer_of.get(idx) if isinstance(idx, int) else None
-            if buf is None:
-                continue  # constants, scalars, and multi-output nodes (their getitems carry the uses)
-            if node.op == "placeholder":
-                buf.first = 0
-            buf.last = max(buf.last, self._last_use(node, end))
-
-    def _last_use(self, node: fx.Node, end: int) -> int:
-        last = self.step[node]
-        for u in node.users:
-            if u.op == "output":
-                return end
-            last = max(last, self._last_use(u, end) if u.target is operator.getitem else self.step[u])
-        return last
+            if buf is not None:
+                buf.first = min(buf.first, life.first)
+                buf.last = max(buf.last, life.last)
 
     def _plan(self) -> None:
         buffers = list({id(p.buffer): p.buffer for p in self.planned}.values())
@@ -500,9 +496,10 @@ def emit_method(name: str, ep: torch.export.ExportedProgram, constants: Constant
 
 
 def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                               alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable]):
+                               alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable],
+                               alloc_graph_input: bool = True):
     """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
-    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates)
+    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input)
     return emitter.emit(), emitter.delegate_calls
 
 

@@ -21,13 +21,10 @@ from torch import fx
 
 from torch.utils import _pytree as pytree
 
-from ._graph import fake_mode_of, insert_call
+from executorch.exir.dialects._edge_ops import CORE_VIEWS, TRACE_ASSERTS, is_final
+from executorch.exir.passes._graph import fake_mode_of, insert_call
 
 aten = torch.ops.aten
-
-# ops that assert at trace time and compute nothing at run time
-_ASSERTS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default, aten.sym_constrain_range_for_size.default}
-
 
 def _ints(v, n: int) -> list[int]:
     if not isinstance(v, (list, tuple)):
@@ -171,27 +168,6 @@ _REWRITES: dict[object, Callable] = {
     aten.to.dtype: _to_dtype,
 }
 
-# Ops already in their final form: core ATen, plus the view ops (the edge pass makes them *_copy).
-_VIEWS = {aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default,
-          aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default}
-
-
-# size arithmetic on SymInts, which the runtime evaluates as prim ops
-_SYM_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv, operator.mod,
-            operator.neg, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
-            aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
-
-
-def _is_final(target) -> bool:
-    if target is operator.getitem or target in _VIEWS or target in _ASSERTS or target in _SYM_OPS:
-        return True
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    if torch.Tag.core not in target.tags and torch.Tag.view_copy not in target.tags:
-        return target.namespace == "dim_order_ops"
-    return not target._schema.is_mutable
-
-
 def _inplace_functional(target):
     """The functional twin of an in-place aten op (`relu_` -> `relu`), or None."""
     if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
@@ -201,7 +177,7 @@ def _inplace_functional(target):
         return None
     packet = getattr(aten, name[:-1], None)
     functional = getattr(packet, target._overloadname, None) if packet is not None else None
-    if functional is None or functional._schema.is_mutable or not _is_final(functional):
+    if functional is None or functional._schema.is_mutable or not is_final(functional):
         return None
     return functional
 
@@ -274,7 +250,7 @@ def _decompose_alone(g: fx.Graph, fm, node: fx.Node):
 
 
 def _rewritable(node: fx.Node) -> bool:
-    if node.op != "call_function" or _is_final(node.target) or node.target in _REWRITES:
+    if node.op != "call_function" or is_final(node.target) or node.target in _REWRITES:
         return True
     fn = _inplace_functional(node.target)
     if fn is None:
@@ -282,7 +258,7 @@ def _rewritable(node: fx.Node) -> bool:
     # Rewriting `y = x.relu_()` as `y = relu(x)` is sound when nothing else can observe x being
     # mutated: x is an intermediate, not an input, a buffer or a view of another tensor.
     x = node.args[0]
-    return isinstance(x, fx.Node) and x.op == "call_function" and x.target not in _VIEWS
+    return isinstance(x, fx.Node) and x.op == "call_function" and x.target not in CORE_VIEWS
 
 
 def needs_torch_decomposition(gm: fx.GraphModule) -> bool:
@@ -300,10 +276,10 @@ def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], 
     for node in list(g.nodes):
         if node.op != "call_function":
             continue
-        if node.target in _ASSERTS:
+        if node.target in TRACE_ASSERTS:
             g.erase_node(node)
             continue
-        if _is_final(node.target) or (keep is not None and keep(node)):
+        if is_final(node.target) or (keep is not None and keep(node)):
             continue
         fn = _inplace_functional(node.target)
         with g.inserting_before(node):

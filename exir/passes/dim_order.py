@@ -16,9 +16,9 @@ from typing import Any, Iterable
 import torch
 from torch import fx
 
-from .. import schema as S
-from ..error import ExportError
-from ._graph import fake_mode_of, val
+from executorch.exir import schema as S
+from executorch.exir.error import ExportError
+from executorch.exir.passes._graph import fake_mode_of, val
 
 
 def holdable(t: torch.Tensor) -> bool:

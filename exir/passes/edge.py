@@ -2,47 +2,16 @@
 
 from __future__ import annotations
 
-import operator
-
 import torch
 from torch import fx
 
-from ..dialects import _ops as _dim_order_ops  # noqa: F401  (registers dim_order_ops::*)
-from ..dialects._ops import dim_order_for
-from ..error import ExportError
-from ._graph import fake_mode_of, source_line
+from executorch.exir._dtypes import exportable_names, is_exportable
+from executorch.exir.dialects._edge_ops import VIEW_TO_COPY, find_out_variant, is_edge_op, why_not_edge_op
+from executorch.exir.dialects._ops import dim_order_for
+from executorch.exir.error import ExportError
+from executorch.exir.passes._graph import fake_mode_of, source_line
 
 aten = torch.ops.aten
-
-_VIEW_TO_COPY = {
-    aten.view.default: aten.view_copy.default,
-    aten.permute.default: aten.permute_copy.default,
-    aten.expand.default: aten.expand_copy.default,
-    aten.unsqueeze.default: aten.unsqueeze_copy.default,
-    aten.squeeze.dim: aten.squeeze_copy.dim,
-    aten.squeeze.dims: aten.squeeze_copy.dims,
-    aten.squeeze.default: aten.squeeze_copy.default,
-    aten.slice.Tensor: aten.slice_copy.Tensor,
-    aten.select.int: aten.select_copy.int,
-    aten.alias.default: aten.alias_copy.default,
-    aten.t.default: aten.t_copy.default,
-    aten.transpose.int: aten.transpose_copy.int,
-    aten.split.Tensor: aten.split_copy.Tensor,
-    aten.split_with_sizes.default: aten.split_with_sizes_copy.default,
-    aten.unbind.int: aten.unbind_copy.int,
-    aten.diagonal.default: aten.diagonal_copy.default,
-    aten.unfold.default: aten.unfold_copy.default,
-    aten._unsafe_view.default: aten.view_copy.default,
-    aten.as_strided.default: aten.as_strided_copy.default,
-}
-
-# sym ops the runtime evaluates as prim ops
-_SYM_OPS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_storage_offset.default, aten.sym_stride.int,
-            operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv, operator.mod,
-            operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge, operator.neg}
-
-_SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
-                     torch.int16, torch.int32, torch.int64, torch.bool, torch.uint16, torch.uint32, torch.uint64}
 
 
 def to_functional_copies(gm: fx.GraphModule) -> None:
@@ -50,8 +19,8 @@ def to_functional_copies(gm: fx.GraphModule) -> None:
     A copy's result is dense, unlike the view's, so its metadata is computed anew."""
     fake_mode = None
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in _VIEW_TO_COPY:
-            node.target = _VIEW_TO_COPY[node.target]
+        if node.op == "call_function" and node.target in VIEW_TO_COPY:
+            node.target = VIEW_TO_COPY[node.target]
             fake_mode = fake_mode or fake_mode_of(gm.graph)
             view = node.meta.get("val")
             if isinstance(view, torch.Tensor):
@@ -81,18 +50,6 @@ def to_dim_order_ops(gm: fx.GraphModule) -> None:
         node.kwargs = kwargs
 
 
-def is_edge_op(target) -> bool:
-    if target is operator.getitem or target in _SYM_OPS or target is torch.ops.higher_order.cond:
-        return True
-    if getattr(target, "__name__", None) == "executorch_call_delegate":
-        return True
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    if target.namespace == "dim_order_ops":
-        return True
-    return (torch.Tag.core in target.tags or torch.Tag.view_copy in target.tags) and not target._schema.is_mutable
-
-
 def graph_modules(gm: fx.GraphModule) -> list[fx.GraphModule]:
     """The graph module and those of its control-flow branches, outermost first."""
     found = [gm]
@@ -102,18 +59,39 @@ def graph_modules(gm: fx.GraphModule) -> list[fx.GraphModule]:
     return found
 
 
-def check_edge_ops(gm: fx.GraphModule, method: str) -> None:
-    """Every op must be in the edge op set; name the first that isn't, where the user wrote it."""
+def check_edge_ops(gm: fx.GraphModule, method: str, preserved: frozenset = frozenset()) -> None:
+    """Every op must be in the edge op set or kept whole on purpose (`preserved`, checked by
+    `check_preserve_ops`); name the first that isn't, where the user wrote it."""
     for sub in graph_modules(gm)[1:]:
-        check_edge_ops(sub, method)
+        check_edge_ops(sub, method, preserved)
     for node in gm.graph.nodes:
-        if node.op == "call_function" and not is_edge_op(node.target):
+        if node.op == "call_function" and not is_edge_op(node.target) and node.target not in preserved:
             where = source_line(node)
             raise ExportError(
                 f"method '{method}': operator {_op_name(node.target)} (node '{node.name}'"
-                f"{', from ' + where if where else ''}) is not in the supported edge op set (core ATen); "
-                "rewrite that code with core ATen ops, or pass EdgeCompileConfig(_check_ir_validity=False) "
-                "to skip this check at your own risk"
+                f"{', from ' + where if where else ''}) {why_not_edge_op(node.target)}"
+            )
+
+
+def check_preserve_ops(ops) -> None:
+    """`EdgeCompileConfig.preserve_ops` may name only functional operators that have an out
+    variant, for which a runtime kernel can exist; refuse any other, naming it."""
+    for op in ops:
+        if not isinstance(op, torch._ops.OpOverload):
+            raise ExportError(
+                f"EdgeCompileConfig.preserve_ops holds {op!r}, which is not an operator overload; name one like "
+                "torch.ops.aten.linear.default"
+            )
+        name = _op_name(op)
+        if op._schema.is_mutable:
+            raise ExportError(
+                f"EdgeCompileConfig.preserve_ops: {name} writes its inputs, so it cannot be kept whole in an edge "
+                "graph; preserve its functional form instead"
+            )
+        if find_out_variant(op) is None:
+            raise ExportError(
+                f"EdgeCompileConfig.preserve_ops: {name} has no out variant, so no ExecuTorch kernel can run it "
+                "whole; remove it from preserve_ops (it is then decomposed), or lower it to a backend"
             )
 
 
@@ -122,12 +100,12 @@ def check_values(gm: fx.GraphModule, method: str) -> None:
     for node in gm.graph.nodes:
         v = node.meta.get("val")
         for t in v if isinstance(v, (list, tuple)) else [v]:
-            if isinstance(t, torch.Tensor) and t.dtype not in _SUPPORTED_DTYPES:
+            if isinstance(t, torch.Tensor) and not is_exportable(t.dtype):
                 where = source_line(node)
                 raise ExportError(
                     f"method '{method}': node '{node.name}'{' (' + where + ')' if where else ''} produces a "
                     f"{t.dtype} tensor, which .pte programs cannot hold; convert it to a supported dtype "
-                    f"({', '.join(sorted(str(d).removeprefix('torch.') for d in _SUPPORTED_DTYPES))})"
+                    f"({', '.join(exportable_names())})"
                 )
 
 
