@@ -1,10 +1,11 @@
-"""Export benchmarks: MobileNetV2 lowering time, `import executorch.exir` time, peak memory.
+"""Export benchmarks: lowering time, `import executorch.exir` time, peak memory, per model.
 
 Runs the same public API under any Python that has an `executorch` package, so the project
 and the published ExecuTorch are measured by one script, in the same run:
 
     python benchmarks/bench_export.py                      # this project (source tree)
     python benchmarks/bench_export.py --compare REF_PYTHON # and the published exporter beside it
+    python benchmarks/bench_export.py --model resnet50,vit_tiny,mlp_512mb --runs 3 --compare REF_PYTHON
 
 Figures: lowering = to_edge_transform_and_lower + to_executorch + .buffer after torch.export
 (median of --runs in one process, after a warm-up); import = `import executorch.exir` after
@@ -33,15 +34,23 @@ def _rss_kib(field: str) -> int:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def measure_lowering(runs: int) -> dict:
-    import importlib.util
+def _model(name: str):
+    """A zoo model (loaded by path, so the published package's python can run it too), or the
+    512 MiB MLP of benchmarks/_large_models.py."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    if name == "mlp_512mb":
+        from _large_models import make_mlp_512mb
 
+        return make_mlp_512mb()
+    from _zoo import load_models
+
+    return load_models()[name]()
+
+
+def measure_lowering(runs: int, name: str = "mobilenet_v2") -> dict:
     import torch
 
-    spec = importlib.util.spec_from_file_location("mv2", REPO / "examples" / "models" / "mobilenet_v2.py")
-    mv2 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mv2)
-    model, inputs = mv2.make_mobilenet_v2()
+    model, inputs = _model(name)
     ep = torch.export.export(model, inputs)
     from executorch.exir import to_edge_transform_and_lower
 
@@ -49,7 +58,7 @@ def measure_lowering(runs: int) -> dict:
 
     weight_bytes = sum(t.numel() * t.element_size() for t in ep.state_dict.values())
     times, size, extra, extra_file = [], 0, 0, 0
-    out = Path(tempfile.mkdtemp()) / "mv2.pte"
+    out = Path(tempfile.mkdtemp()) / f"{name}.pte"
     for i in range(runs + 1):
         Path("/proc/self/clear_refs").write_text("5")  # reset the peak-RSS mark
         before = _rss_kib("VmRSS")
@@ -86,39 +95,49 @@ def measure_import(python: str, runs: int, first_use: bool) -> float:
     return statistics.median(out)
 
 
-def run(python: str, runs: int) -> dict:
-    proc = subprocess.run([python, __file__, "--child", "--runs", str(runs)], capture_output=True, text=True)
+def run(python: str, runs: int, name: str = "mobilenet_v2", imports: bool = True) -> dict:
+    proc = subprocess.run([python, __file__, "--child", "--runs", str(runs), "--model", name],
+                          capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{python} failed:\n{proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["import_s"] = measure_import(python, runs, first_use=False)
-    result["first_use_s"] = measure_import(python, runs, first_use=True)
+    if imports:
+        result["import_s"] = measure_import(python, runs, first_use=False)
+        result["first_use_s"] = measure_import(python, runs, first_use=True)
     return result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--model", default="mobilenet_v2",
+                    help="comma-separated zoo names and/or mlp_512mb (default: mobilenet_v2)")
     ap.add_argument("--compare", metavar="REF_PYTHON", help="a python with the published executorch installed")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(measure_lowering(a.runs)))
+        print(json.dumps(measure_lowering(a.runs, a.model)))
         return
-    rows = {"this project": run(sys.executable, a.runs)}
-    if a.compare:
-        rows["published 1.5.1"] = run(a.compare, a.runs)
-    print(f"MobileNetV2 export, median of {a.runs} runs")
-    print(f"{'':16}{'lowering s':>11}{'import s':>9}{'+first use s':>13}{'.pte bytes':>12}"
-          f"{'peak+ .buffer MB':>17}{'peak+ to file MB':>17}{'weights MB':>11}")
-    for name, r in rows.items():
-        print(f"{name:16}{r['lowering_s']:11.3f}{r['import_s']:9.3f}{r['first_use_s']:13.3f}{r['pte_bytes']:12,}"
-              f"{r['extra_peak_bytes'] / 1e6:17.1f}{r['extra_peak_file_bytes'] / 1e6:17.1f}"
-              f"{r['weight_bytes'] / 1e6:11.1f}")
-    if a.compare:
-        ours, ref = rows["this project"], rows["published 1.5.1"]
-        print(f"lowering speed-up: {ref['lowering_s'] / ours['lowering_s']:.1f}x; import to first use "
-              f"speed-up: {ref['first_use_s'] / ours['first_use_s']:.1f}x")
+    names = a.model.split(",")
+    for i, name in enumerate(names):
+        imports = i == 0  # import time does not depend on the model
+        rows = {"this project": run(sys.executable, a.runs, name, imports)}
+        if a.compare:
+            rows["published 1.5.1"] = run(a.compare, a.runs, name, imports)
+        print(f"{name} export, median of {a.runs} runs")
+        print(f"{'':16}{'lowering s':>11}{'import s':>9}{'+first use s':>13}{'.pte bytes':>14}"
+              f"{'peak+ .buffer MB':>17}{'peak+ to file MB':>17}{'weights MB':>11}")
+        for label, r in rows.items():
+            imp = f"{r['import_s']:9.3f}{r['first_use_s']:13.3f}" if imports else f"{'':9}{'':13}"
+            print(f"{label:16}{r['lowering_s']:11.3f}{imp}{r['pte_bytes']:14,}"
+                  f"{r['extra_peak_bytes'] / 1e6:17.1f}{r['extra_peak_file_bytes'] / 1e6:17.1f}"
+                  f"{r['weight_bytes'] / 1e6:11.1f}")
+        if a.compare:
+            ours, ref = rows["this project"], rows["published 1.5.1"]
+            line = f"lowering speed-up: {ref['lowering_s'] / ours['lowering_s']:.1f}x"
+            if imports:
+                line += f"; import to first use speed-up: {ref['first_use_s'] / ours['first_use_s']:.1f}x"
+            print(line)
 
 
 if __name__ == "__main__":

@@ -61,13 +61,15 @@ def _linear(g, fm, node):
     xv = x.meta["val"]
     if any(not isinstance(s, int) for s in xv.shape):
         return None
-    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
     if xv.dim() == 2:
+        wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
         return insert_call(g, fm, aten.addmm.default if b is not None else aten.mm.default,
                            (b, x, wt) if b is not None else (x, wt), like=node)
     if xv.dim() < 2 or b is None or not xv.is_contiguous():
         return None  # torch's own decomposition copies a strided input before flattening it
+    # torch's order: the input's view, then the weight's transpose
     flat = insert_call(g, fm, aten.view.default, (x, [math.prod(xv.shape[:-1]), xv.shape[-1]]), like=node)
+    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
     mm = insert_call(g, fm, aten.addmm.default, (b, flat, wt), like=node)
     return insert_call(g, fm, aten.view.default, (mm, list(node.meta["val"].shape)), like=node)
 
