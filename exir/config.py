@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import MemoryPlanningPass
@@ -48,7 +48,10 @@ class ExecutorchBackendConfig:
     segment_alignment: int = 128
     constant_tensor_alignment: Optional[int] = None
     delegate_alignment: Optional[int] = None
-    external_constants: bool = False
+    # True: every parameter and buffer goes to `_default_external_constant.ptd`; a callable gets
+    # each parameter/buffer placeholder node and returns a file name (str), True (the default
+    # file), or None/False (stays in the .pte).
+    external_constants: Union[bool, Callable[[Any], Union[str, bool, None]]] = False
     # ExecuTorch's default turns view_copy ops into memory views; this exporter keeps the copies.
     remove_view_copy: bool = False
     emit_mutable_buffer_names: bool = False
@@ -61,6 +64,10 @@ class ExecutorchBackendConfig:
                 "mutable buffer names are not written to the .pte; pass emit_mutable_buffer_names=False")
         _refuse("sym_shape_eval_pass", self.sym_shape_eval_pass, None,
                 "dynamic shapes are planned at their upper bounds by the emitter; leave sym_shape_eval_pass=None")
+        if not isinstance(self.external_constants, bool) and not callable(self.external_constants):
+            raise ExportError(
+                f"ExecutorchBackendConfig.external_constants={self.external_constants!r} must be True, False or a "
+                "callable(node) returning a .ptd file name, True or None")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)
         _power_of_two("constant_tensor_alignment", self.constant_tensor_alignment, optional=True)
         _power_of_two("delegate_alignment", self.delegate_alignment, optional=True)
