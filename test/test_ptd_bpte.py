@@ -26,19 +26,10 @@ from executorch.runtime import ExecuTorchError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, load_zoo, project_runtimes  # noqa: E402
+from ptd_models import TwoLinear, TwoOut  # noqa: E402
 
 RUNTIMES = project_runtimes()
 DEFAULT_PTD = "_default_external_constant.ptd"
-
-
-class TwoLinear(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.first = torch.nn.Linear(6, 5)
-        self.second = torch.nn.Linear(5, 3)
-
-    def forward(self, x):
-        return self.second(torch.relu(self.first(x)))
 
 
 def _export(model, inputs, **config):
@@ -243,7 +234,7 @@ def test_published_runtime_runs_our_pte_and_ptd(name, reference_runtime, tmp_pat
 _REF_EXPORT_WITH_PTD = """
 import sys, torch
 sys.path.insert(0, sys.argv[1])
-from test_ptd_bpte import TwoLinear
+from ptd_models import TwoLinear
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 torch.manual_seed(0)
 model, inputs = TwoLinear().eval(), (torch.randn(4, 6),)
@@ -266,15 +257,6 @@ def test_published_pte_and_ptd_load_here(reference_runtime, tmp_path):
 
 
 # .bpte -----------------------------------------------------------------------------------------
-
-class TwoOut(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(3, 5)
-
-    def forward(self, x, y):
-        return self.lin(x) + y, x * 2
-
 
 def _bundle(expected_fn=None):
     torch.manual_seed(0)
@@ -370,7 +352,7 @@ def test_published_reader_reads_our_bpte_bit_for_bit(reference_runtime, tmp_path
 _REF_WRITE_BPTE = """
 import sys, torch
 sys.path.insert(0, sys.argv[1])
-from test_ptd_bpte import TwoOut
+from ptd_models import TwoOut
 from executorch.exir import to_edge_transform_and_lower
 from executorch.devtools import BundledProgram
 from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
