@@ -23,6 +23,13 @@ class EdgeCompileConfig:
         for name in ("_check_ir_validity", "_skip_dim_order"):
             if not isinstance(getattr(self, name), bool):
                 raise ExportError(f"EdgeCompileConfig.{name} must be True or False, not {getattr(self, name)!r}")
+        import torch
+
+        bad = [op for op in self._core_aten_ops_exception_list if not isinstance(op, torch._ops.OpOverload)]
+        if bad:
+            raise ExportError(
+                f"EdgeCompileConfig._core_aten_ops_exception_list holds {bad[0]!r}, not an operator overload; list "
+                "ops such as torch.ops.aten.linalg_vector_norm.default that the edge op check should let through")
 
 
 def _refuse(name: str, value: Any, supported: Any, why: str) -> None:
@@ -56,6 +63,8 @@ class ExecutorchBackendConfig:
     remove_view_copy: bool = False
     emit_mutable_buffer_names: bool = False
     sym_shape_eval_pass: Any = None
+    external_mutable_weights: bool = False
+    do_quant_fusion_and_const_prop: bool = False
 
     def __post_init__(self) -> None:
         _refuse("remove_view_copy", self.remove_view_copy, False,
@@ -68,6 +77,14 @@ class ExecutorchBackendConfig:
             raise ExportError(
                 f"ExecutorchBackendConfig.external_constants={self.external_constants!r} must be True, False or a "
                 "callable(node) returning a .ptd file name, True or None")
+        _refuse("external_mutable_weights", self.external_mutable_weights, False,
+                "training programs (the only ones with mutable weights) are not lowered here; pass "
+                "external_mutable_weights=False (external_constants moves weights to a .ptd)")
+        _refuse("do_quant_fusion_and_const_prop", self.do_quant_fusion_and_const_prop, False,
+                "quantized programs are not lowered here; pass do_quant_fusion_and_const_prop=False")
+        for name in ("emit_stacktrace", "extract_delegate_segments"):
+            if not isinstance(getattr(self, name), bool):
+                raise ExportError(f"ExecutorchBackendConfig.{name} must be True or False, not {getattr(self, name)!r}")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)
         _power_of_two("constant_tensor_alignment", self.constant_tensor_alignment, optional=True)
         _power_of_two("delegate_alignment", self.delegate_alignment, optional=True)

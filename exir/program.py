@@ -150,7 +150,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
             edge.to_dim_order_ops(sub)
         edge.check_values(sub, name)
     if config._check_ir_validity:
-        edge.check_edge_ops(gm, name, _user_preserved(config))
+        edge.check_edge_ops(gm, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
     _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
     gm.recompile()
@@ -282,7 +282,8 @@ class EdgeProgramManager:
             for p in per[name]:
                 ep = _apply_pass(p, ep)
             if self.compile_config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config))
+                edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config)
+                                    | frozenset(self.compile_config._core_aten_ops_exception_list))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, self.compile_config)
 
@@ -321,7 +322,7 @@ class EdgeProgramManager:
                 sub.graph.eliminate_dead_code()
                 sub.recompile()
             if config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name, _user_preserved(config))
+                edge.check_edge_ops(ep.graph_module, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, config)
 

@@ -381,3 +381,41 @@ def test_we_read_and_rewrite_the_published_bpte_exactly(reference_runtime, tmp_p
     suites = [MethodTestSuite("forward", [MethodTestCase(c, list(model(*c))) for c in cases])]
     ours = serialize_from_bundled_program_to_flatbuffer(BundledProgram(None, suites, pte_file_path=str(tmp_path / "ref.pte")))
     assert ours == ref
+
+
+# config options ----------------------------------------------------------------------------------
+
+@torch.library.custom_op("ptd_test::twice", mutates_args=())
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class CallsCustomOp(torch.nn.Module):
+    def forward(self, x):
+        return torch.ops.ptd_test.twice(x) + 1
+
+
+def test_core_aten_ops_exception_list_lets_a_listed_op_through_the_edge_check():
+    from executorch.exir import EdgeCompileConfig, to_edge
+
+    ep = torch.export.export(CallsCustomOp(), (torch.randn(3),))
+    with pytest.raises(ExportError, match="ptd_test::twice"):
+        to_edge(ep)
+    edge = to_edge(ep, compile_config=EdgeCompileConfig(
+        _core_aten_ops_exception_list=[torch.ops.ptd_test.twice.default]))
+    targets = [n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"]
+    assert torch.ops.ptd_test.twice.default in targets
+    with pytest.raises(ExportError, match="_core_aten_ops_exception_list"):
+        EdgeCompileConfig(_core_aten_ops_exception_list=["ptd_test::twice"])
+
+
+@pytest.mark.parametrize("option", [dict(external_mutable_weights=True), dict(do_quant_fusion_and_const_prop=True),
+                                    dict(emit_stacktrace=1), dict(extract_delegate_segments="no")])
+def test_unsupported_backend_config_values_are_refused_by_name(option):
+    with pytest.raises(ExportError, match=f"ExecutorchBackendConfig.{next(iter(option))}"):
+        ExecutorchBackendConfig(**option)
