@@ -34,7 +34,10 @@ class BundledProgram:
 
     def _program_bytes(self):
         if self.executorch_program is not None:
-            return self.executorch_program.buffer
+            # The manager's pieces (views of tensor data): the writer copies them once, into the .bpte.
+            chunks = getattr(self.executorch_program, "_chunks", None)
+            return chunks() if chunks is not None and self.executorch_program._buffer is None \
+                else self.executorch_program.buffer
         with open(self._pte_file_path, "rb") as f:
             return f.read()
 

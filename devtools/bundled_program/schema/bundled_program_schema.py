@@ -55,6 +55,8 @@ class BundledMethodTestSuite:
 
 @dataclass
 class BundledProgram:
+    """`program` is the `.pte` bytes; the writer also takes them as a list of pieces in order."""
+
     version: int
     method_test_suites: list[BundledMethodTestSuite]
     program: BytesLike

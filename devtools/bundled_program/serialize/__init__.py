@@ -49,8 +49,21 @@ def _schema_of(bundled_program) -> bp.BundledProgram:
 class _BundleWriter(_Writer):
     def bundle(self, p: bp.BundledProgram) -> int:
         suites = self.offsets([self.suite(s) for s in p.method_test_suites])
-        program = self.byte_vector(p.program, _PROGRAM_ALIGNMENT, "BundledProgram.program")
+        program = self.pieces(p.program, _PROGRAM_ALIGNMENT)
         return self.table(3, ((0, _U32, p.version), (1, _OFFSET, suites), (2, _OFFSET, program)))
+
+    def pieces(self, program, alignment: int) -> int:
+        """The program as one byte vector, copied piece by piece when given as a list of pieces
+        (a program manager's chunks), so the `.pte` is never joined in memory first."""
+        if not isinstance(program, (list, tuple)):
+            return self.byte_vector(program, alignment, "BundledProgram.program")
+        views = [as_byte_view(c, "BundledProgram.program piece") for c in program]
+        b = self.b
+        b.StartVector(1, sum(len(v) for v in views), alignment)
+        for v in reversed(views):
+            b.head -= len(v)
+            b.Bytes[b.head:b.head + len(v)] = v
+        return b.EndVector()
 
     def suite(self, s: bp.BundledMethodTestSuite) -> int:
         name = self.b.CreateString(s.method_name)
@@ -86,7 +99,8 @@ class _BundleWriter(_Writer):
 
 def _estimated_size(p: bp.BundledProgram) -> int:
     """Bytes the Builder will need, so it allocates once instead of doubling (and copying)."""
-    size = len(as_byte_view(p.program, "BundledProgram.program")) + 4096
+    pieces = p.program if isinstance(p.program, (list, tuple)) else [p.program]
+    size = sum(len(as_byte_view(c, "BundledProgram.program")) for c in pieces) + 4096
     for s in p.method_test_suites:
         size += 64 + len(s.method_name)
         for c in s.test_cases:
