@@ -419,3 +419,18 @@ def test_core_aten_ops_exception_list_lets_a_listed_op_through_the_edge_check():
 def test_unsupported_backend_config_values_are_refused_by_name(option):
     with pytest.raises(ExportError, match=f"ExecutorchBackendConfig.{next(iter(option))}"):
         ExecutorchBackendConfig(**option)
+
+
+@pytest.mark.skipif(not _runner().exists(), reason="executor_runner is not built (tools/run_tests.sh builds it)")
+def test_executor_runner_bundled(tmp_path):
+    good, bad = tmp_path / "good.bpte", tmp_path / "bad.bpte"
+    good.write_bytes(serialize_from_bundled_program_to_flatbuffer(_bundle()[0]))
+    bad.write_bytes(serialize_from_bundled_program_to_flatbuffer(_bundle(lambda c, m: [o * 1.001 for o in m(*c)])[0]))
+    ok = subprocess.run([str(_runner()), "--bundled", str(good)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.splitlines()[-1].startswith("OK: 3/3 test cases passed")
+    failed = subprocess.run([str(_runner()), "--bundled", str(bad)], capture_output=True, text=True)
+    assert failed.returncode == 1 and failed.stdout.count("FAIL forward[") == 3
+    bad.write_bytes(good.read_bytes()[:300])
+    cut = subprocess.run([str(_runner()), "--bundled", str(bad)], capture_output=True, text=True)
+    assert cut.returncode == 1 and "not a well-formed .bpte" in cut.stderr

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/executor_runner/bundled.h"
 #include "extension/flat_tensor/flat_tensor_data_map.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/executor/program.h"
@@ -20,8 +21,11 @@ namespace {
 
 const char kUsage[] =
     "usage: executor_runner --model_path FILE.pte [--data_path FILE.ptd] [--method NAME] [--iterations N]\n"
+    "       executor_runner --bundled FILE.bpte [--rtol R] [--atol A]\n"
     "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
     "                       [--output_dir DIR] [--verbose] [--help]\n"
+    "  --bundled     run every test case of a bundled program and report each (exit 1 on a failure);\n"
+    "                tolerances as executorch.devtools.compare (default 1e-5 and 1e-5)\n"
     "  --data_path   the .ptd file holding the tensors the program keeps outside the .pte\n"
     "  --inputs      raw little-endian tensor data, one file per input, in the input's\n"
     "                dtype and dim order at its declared sizes\n"
@@ -31,6 +35,9 @@ const char kUsage[] =
 struct Options {
   std::string model_path;
   std::string data_path;
+  std::string bundled;
+  double rtol = 1e-5;
+  double atol = 1e-5;
   std::string method = "forward";
   int iterations = 1;
   std::vector<std::string> inputs;
@@ -63,6 +70,9 @@ int parse(int argc, char** argv, Options* o) {
     }
     if (a == "--model_path" && value(&v)) o->model_path = v;
     else if (a == "--data_path" && value(&v)) o->data_path = v;
+    else if (a == "--bundled" && value(&v)) o->bundled = v;
+    else if (a == "--rtol" && value(&v)) o->rtol = std::strtod(v.c_str(), nullptr);
+    else if (a == "--atol" && value(&v)) o->atol = std::strtod(v.c_str(), nullptr);
     else if (a == "--method" && value(&v)) o->method = v;
     else if (a == "--iterations" && value(&v)) o->iterations = std::atoi(v.c_str());
     else if (a == "--fill" && value(&v)) o->fill = v;
@@ -81,8 +91,8 @@ int parse(int argc, char** argv, Options* o) {
       return 0;
     }
   }
-  if (o->model_path.empty()) {
-    std::fprintf(stderr, "executor_runner: --model_path is required\n%s", kUsage);
+  if (o->model_path.empty() == o->bundled.empty()) {
+    std::fprintf(stderr, "executor_runner: give one of --model_path and --bundled\n%s", kUsage);
     return 0;
   }
   if (o->iterations < 1 || (o->fill != "ones" && o->fill != "zeros" && o->fill != "random")) {
@@ -189,6 +199,7 @@ int main(int argc, char** argv) {
   const int parsed = parse(argc, argv, &o);
   if (parsed <= 0) return parsed < 0 ? 0 : 2;
   g_verbose = o.verbose;
+  if (!o.bundled.empty()) return run_bundled(o.bundled, o.rtol, o.atol);
   std::vector<uint8_t> file;
   if (!read_file(o.model_path, &file)) {
     std::fprintf(stderr, "executor_runner: cannot read %s\n", o.model_path.c_str());
