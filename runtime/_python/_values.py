@@ -131,7 +131,7 @@ class PlanValues:
             storage = torch.empty(nbytes, dtype=torch.uint8).untyped_storage()
         else:
             storage = _fixed_storage(_zeroed(nbytes, where))
-        if dtype == torch.bool and t.data_buffer_idx > 0:
+        if dtype == torch.bool and (t.data_buffer_idx > 0 or external):
             _check_bool_bytes(where, storage)
         return torch.empty(0, dtype=dtype).set_(storage, 0, sizes, strides)
 
