@@ -120,5 +120,32 @@ Result<TensorLayout> FlatTensorDataMap::get_tensor_layout(const char* key) const
                       runtime::Span<const uint8_t>(dim ? order->data() : nullptr, dim)};
 }
 
+Result<const void*> FlatTensorDataMap::get_tensor(const char* key, runtime::ScalarType type,
+                                                  runtime::Span<const int32_t> sizes,
+                                                  runtime::Span<const uint8_t> dim_order, size_t nbytes) const {
+  Result<TensorLayout> layout = get_tensor_layout(key);
+  ET_CHECK_OR_RETURN(layout.error() != Error::NotFound, NotFound,
+                     "the .ptd has no tensor '%s'; pass the .ptd written with this .pte", key);
+  if (layout.ok()) {
+    bool same = layout->scalar_type == type && layout->sizes.size() == sizes.size();
+    for (size_t i = 0; same && i < sizes.size(); ++i)
+      same = layout->sizes[i] == sizes[i] && layout->dim_order[i] == dim_order[i];
+    ET_CHECK_OR_RETURN(same, InvalidExternalData,
+                       "tensor '%s' in the .ptd is %s with %zu dims; the program needs %s with %zu dims and the "
+                       "same sizes and dim order; pass the .ptd written with this .pte",
+                       key, runtime::scalar_type_name(layout->scalar_type), layout->sizes.size(),
+                       runtime::scalar_type_name(type), sizes.size());
+  } else if (layout.error() != Error::NotSupported) {
+    return layout.error();
+  }
+  Result<FreeableBuffer> bytes = get_data(key);
+  if (!bytes.ok()) return bytes.error();
+  ET_CHECK_OR_RETURN(bytes->size() == nbytes, InvalidExternalData,
+                     "tensor '%s' in the .ptd holds %zu bytes; the program needs %zu; pass the .ptd written "
+                     "with this .pte",
+                     key, bytes->size(), nbytes);
+  return bytes->data();
+}
+
 }  // namespace extension
 }  // namespace executorch

@@ -32,6 +32,9 @@ class FlatTensorDataMap final : public runtime::NamedDataMap {
   Result<const char*> get_key(size_t index) const override;
   // NotSupported for an entry stored without a layout (opaque named data).
   Result<TensorLayout> get_tensor_layout(const char* key) const override;
+  // Checks dtype, sizes, dim order (when the entry records a layout) and byte size, naming the key.
+  Result<const void*> get_tensor(const char* key, runtime::ScalarType type, runtime::Span<const int32_t> sizes,
+                                 runtime::Span<const uint8_t> dim_order, size_t nbytes) const override;
 
  private:
   FlatTensorDataMap(const uint8_t* data, const flat_tensor_flatbuffer::FlatTensor* root, uint64_t base,

@@ -32,6 +32,14 @@ class NamedDataMap {
     (void)key;
     return Error::NotSupported;
   }
+  // The `nbytes` bytes of tensor `key` when the map holds it with exactly this layout; else
+  // NotFound or InvalidExternalData, logged naming the key. The checks live in the map so that
+  // runtimes without data files carry none of their code.
+  virtual Result<const void*> get_tensor(const char* key, ScalarType type, Span<const int32_t> sizes,
+                                         Span<const uint8_t> dim_order, size_t nbytes) const {
+    (void)key, (void)type, (void)sizes, (void)dim_order, (void)nbytes;
+    return Error::NotSupported;
+  }
 };
 
 }  // namespace runtime

@@ -49,39 +49,6 @@ struct TensorSource {
   const NamedDataMap* external;  // the .ptd the program's external tensors come from, or null
 };
 
-// The bytes of external tensor `key` after checking the data file's layout against the program's.
-Error external_data(const TensorSource& src, size_t value_index, const char* key, ScalarType type,
-                    const SizesType* sizes, const DimOrderType* order, size_t dim, uint64_t nbytes,
-                    void** data) {
-  ET_CHECK_OR_RETURN(src.external != nullptr, NotFound,
-                     "tensor value %zu ('%s') keeps its data in a .ptd file; load the program with its "
-                     "data file (data_path= in Python, --data_path for executor_runner)",
-                     value_index, key);
-  Result<TensorLayout> layout = src.external->get_tensor_layout(key);
-  ET_CHECK_OR_RETURN(layout.error() != Error::NotFound, NotFound,
-                     "the .ptd has no tensor '%s' (tensor value %zu); pass the .ptd written with this .pte", key,
-                     value_index);
-  if (layout.ok()) {
-    bool same = layout->scalar_type == type && layout->sizes.size() == dim;
-    for (size_t i = 0; same && i < dim; ++i)
-      same = layout->sizes[i] == sizes[i] && layout->dim_order[i] == order[i];
-    ET_CHECK_OR_RETURN(same, InvalidExternalData,
-                       "tensor '%s' in the .ptd is %s with %zu dims, not the %s [%zu dims] layout the program "
-                       "needs (dtype, sizes or dim order differ); pass the .ptd written with this .pte",
-                       key, scalar_type_name(layout->scalar_type), layout->sizes.size(), scalar_type_name(type), dim);
-  } else if (layout.error() != Error::NotSupported) {
-    return layout.error();
-  }
-  Result<FreeableBuffer> buffer = src.external->get_data(key);
-  if (!buffer.ok()) return buffer.error();
-  ET_CHECK_OR_RETURN(buffer->size() == nbytes, InvalidExternalData,
-                     "tensor '%s' in the .ptd holds %zu bytes; the program needs %llu; pass the .ptd written "
-                     "with this .pte",
-                     key, buffer->size(), static_cast<unsigned long long>(nbytes));
-  // Tensor data is read-only by contract; the cast only fits the shared TensorImpl type.
-  *data = const_cast<void*>(buffer->data());
-  return Error::Ok;
-}
 
 Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor* t, Tensor* out) {
   MemoryAllocator* a = src.mm->method_allocator;
@@ -139,7 +106,15 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   if (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL) {
     ET_CHECK_OR_RETURN(alloc == nullptr && extra->fully_qualified_name() != nullptr, InvalidProgram,
                        "external tensor value %zu has planned memory or no key", value_index);
-    ET_TRY(external_data(src, value_index, extra->fully_qualified_name()->c_str(), type, s, d, dim, nbytes, &data));
+    const char* key = extra->fully_qualified_name()->c_str();
+    ET_CHECK_OR_RETURN(src.external != nullptr, NotFound,
+                       "tensor value %zu ('%s') is in a .ptd file: load it with data_path/--data_path", value_index,
+                       key);
+    Result<const void*> bytes = src.external->get_tensor(key, type, Span<const int32_t>(s, dim),
+                                                         Span<const uint8_t>(d, dim), static_cast<size_t>(nbytes));
+    if (!bytes.ok()) return bytes.error();
+    // Tensor data is read-only by contract; the cast only fits the shared TensorImpl type.
+    data = const_cast<void*>(*bytes);
     capacity = static_cast<size_t>(nbytes);
     from_file = true;
   } else if (alloc != nullptr) {
