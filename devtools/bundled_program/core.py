@@ -10,7 +10,8 @@ import executorch.devtools.bundled_program.schema as bp
 from executorch.devtools.bundled_program.config import MethodTestSuite
 from executorch.devtools.bundled_program.version import BUNDLED_PROGRAM_SCHEMA_VERSION
 from executorch.exir import schema as S
-from executorch.exir._tensor_data import scalar_type, tensor_bytes
+from executorch.exir._dtypes import scalar_type
+from executorch.exir._tensor_data import tensor_bytes
 from executorch.exir.error import ExportError
 
 _PRIMS = {S.Int: int, S.Bool: bool, S.Double: float}

@@ -11,7 +11,8 @@ import torch
 import executorch.devtools.bundled_program.schema as bp
 from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
 from executorch.devtools.compare import Comparison, compare_outputs
-from executorch.exir._tensor_data import torch_dtype
+from executorch.runtime._errors import ExecuTorchError
+from executorch.exir._dtypes import to_torch as _torch_dtype
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ def to_torch(value: bp.Value) -> Union[torch.Tensor, int, bool, float]:
     v = value.val
     if not isinstance(v, bp.Tensor):
         return getattr(v, ("int_val", "bool_val", "double_val")[bp.VALUE_TYPES.index(type(v)) - 1])
-    dtype = torch_dtype(v.scalar_type)
+    dtype = _torch_dtype(int(v.scalar_type))
+    if dtype is None:
+        raise ExecuTorchError(f"a bundled tensor has scalar type {int(v.scalar_type)}, which torch cannot hold")
     order = list(v.dim_order)
     physical = [v.sizes[d] for d in order]
     data = bytearray(v.data)  # writable, aligned for the dtype

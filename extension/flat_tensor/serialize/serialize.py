@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from executorch.exir import schema as s
+from executorch.exir._dtypes import element_size
 from executorch.exir._serialize._alignment import aligned, check_alignment
 from executorch.exir._serialize._flatbuffer_reader import _Corrupt, _Reader
 from executorch.exir._serialize._flatbuffer_writer import _I8, _OFFSET, _U32, _U64, _Writer, as_byte_view
@@ -230,14 +231,12 @@ def _entries(view: memoryview, header: FlatTensorHeader, segments: list, named: 
 
 
 def _check_layout(key: str, layout: TensorLayout, size: int) -> None:
-    from executorch.exir._serialize._program import _ELEMENT_SIZE
-
     sizes, order = layout.sizes, layout.dim_order
     if any(d < 0 for d in sizes) or sorted(order) != list(range(len(sizes))):
         raise SerializeError(
             f".ptd entry {key!r} has sizes {list(sizes)} and dim_order {list(order)}, not a valid layout; "
             "the file is corrupt, write it again")
-    nbytes = math.prod(sizes) * _ELEMENT_SIZE.get(layout.scalar_type, 1)
+    nbytes = math.prod(sizes) * (element_size(int(layout.scalar_type)) or 1)
     if nbytes > size:
         raise SerializeError(
             f".ptd entry {key!r} is a {list(sizes)} tensor of {nbytes} bytes but its segment holds {size}; "
