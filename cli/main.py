@@ -52,7 +52,7 @@ def _quiet_warnings() -> None:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Export a model to a .pte (and check it runs), or summarize a .pte.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect,bundled}")
 
     export = sub.add_parser(
         "export", help="export a model to a .pte and check it against eager",
@@ -71,6 +71,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", help="print a summary of a .pte file")
     inspect.add_argument("pte", metavar="FILE.pte", type=Path)
     inspect.set_defaults(run=_run_inspect)
+
+    bundled = sub.add_parser("bundled", help="run every test case of a .bpte bundled program and report each")
+    bundled.add_argument("bpte", metavar="FILE.bpte", type=Path)
+    bundled.add_argument("--data-path", type=Path, help="the .ptd holding tensors the program keeps outside it")
+    bundled.add_argument("--rtol", type=float, help="relative tolerance (default: per dtype, 1e-5 for float32)")
+    bundled.add_argument("--atol", type=float, help="tolerance relative to the largest expected value")
+    bundled.set_defaults(run=_run_bundled)
     return parser
 
 
@@ -78,6 +85,26 @@ def _run_export(args: argparse.Namespace) -> int:
     from executorch.cli.export import run_export
 
     return run_export(args)
+
+
+def _run_bundled(args: argparse.Namespace) -> int:
+    from executorch.devtools.bundled_program.run import run_bundled_program
+    from executorch.exir.error import SerializeError
+    from executorch.runtime import ExecuTorchError
+
+    try:
+        results = run_bundled_program(args.bpte, rtol=args.rtol, atol=args.atol, data_path=args.data_path)
+    except OSError as e:
+        raise CliError(f"cannot read {args.bpte}: {e.strerror or e}", 1) from None
+    except (SerializeError, ExecuTorchError) as e:
+        raise CliError(f"{args.bpte}: {e}", 1) from None
+    for r in results:
+        print(r)
+    failed = sum(not r.ok for r in results)
+    worst = max((r.comparison.max_rel_err for r in results if r.comparison), default=0.0)
+    print(f"{'FAIL' if failed else 'OK'}: {len(results) - failed}/{len(results)} test cases passed "
+          f"(max rel err {worst:.3g})")
+    return 1 if failed else 0
 
 
 def _run_inspect(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import MemoryPlanningPass
@@ -23,6 +23,13 @@ class EdgeCompileConfig:
         for name in ("_check_ir_validity", "_skip_dim_order"):
             if not isinstance(getattr(self, name), bool):
                 raise ExportError(f"EdgeCompileConfig.{name} must be True or False, not {getattr(self, name)!r}")
+        import torch
+
+        bad = [op for op in self._core_aten_ops_exception_list if not isinstance(op, torch._ops.OpOverload)]
+        if bad:
+            raise ExportError(
+                f"EdgeCompileConfig._core_aten_ops_exception_list holds {bad[0]!r}, not an operator overload; list "
+                "ops such as torch.ops.aten.linalg_vector_norm.default that the edge op check should let through")
 
 
 def _refuse(name: str, value: Any, supported: Any, why: str) -> None:
@@ -48,11 +55,16 @@ class ExecutorchBackendConfig:
     segment_alignment: int = 128
     constant_tensor_alignment: Optional[int] = None
     delegate_alignment: Optional[int] = None
-    external_constants: bool = False
+    # True: every parameter and buffer goes to `_default_external_constant.ptd`; a callable gets
+    # each parameter/buffer placeholder node and returns a file name (str), True (the default
+    # file), or None/False (stays in the .pte).
+    external_constants: Union[bool, Callable[[Any], Union[str, bool, None]]] = False
     # ExecuTorch's default turns view_copy ops into memory views; this exporter keeps the copies.
     remove_view_copy: bool = False
     emit_mutable_buffer_names: bool = False
     sym_shape_eval_pass: Any = None
+    external_mutable_weights: bool = False
+    do_quant_fusion_and_const_prop: bool = False
 
     def __post_init__(self) -> None:
         _refuse("remove_view_copy", self.remove_view_copy, False,
@@ -61,6 +73,18 @@ class ExecutorchBackendConfig:
                 "mutable buffer names are not written to the .pte; pass emit_mutable_buffer_names=False")
         _refuse("sym_shape_eval_pass", self.sym_shape_eval_pass, None,
                 "dynamic shapes are planned at their upper bounds by the emitter; leave sym_shape_eval_pass=None")
+        if not isinstance(self.external_constants, bool) and not callable(self.external_constants):
+            raise ExportError(
+                f"ExecutorchBackendConfig.external_constants={self.external_constants!r} must be True, False or a "
+                "callable(node) returning a .ptd file name, True or None")
+        _refuse("external_mutable_weights", self.external_mutable_weights, False,
+                "training programs (the only ones with mutable weights) are not lowered here; pass "
+                "external_mutable_weights=False (external_constants moves weights to a .ptd)")
+        _refuse("do_quant_fusion_and_const_prop", self.do_quant_fusion_and_const_prop, False,
+                "quantized programs are not lowered here; pass do_quant_fusion_and_const_prop=False")
+        for name in ("emit_stacktrace", "extract_delegate_segments"):
+            if not isinstance(getattr(self, name), bool):
+                raise ExportError(f"ExecutorchBackendConfig.{name} must be True or False, not {getattr(self, name)!r}")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)
         _power_of_two("constant_tensor_alignment", self.constant_tensor_alignment, optional=True)
         _power_of_two("delegate_alignment", self.delegate_alignment, optional=True)

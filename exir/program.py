@@ -15,7 +15,13 @@ from torch.export.graph_signature import InputKind
 from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
-from executorch.exir.emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
+from executorch.exir.emit._emitter import (
+    ConstantTable,
+    DelegateTable,
+    ExternalConstants,
+    emit_constant_method,
+    emit_method_with_delegates,
+)
 from executorch.exir.error import ExportError
 from executorch.exir.passes import decompose, dim_order, edge
 
@@ -144,7 +150,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
             edge.to_dim_order_ops(sub)
         edge.check_values(sub, name)
     if config._check_ir_validity:
-        edge.check_edge_ops(gm, name, _user_preserved(config))
+        edge.check_edge_ops(gm, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
     _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
     gm.recompile()
@@ -276,7 +282,8 @@ class EdgeProgramManager:
             for p in per[name]:
                 ep = _apply_pass(p, ep)
             if self.compile_config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config))
+                edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config)
+                                    | frozenset(self.compile_config._core_aten_ops_exception_list))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, self.compile_config)
 
@@ -315,7 +322,7 @@ class EdgeProgramManager:
                 sub.graph.eliminate_dead_code()
                 sub.recompile()
             if config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name, _user_preserved(config))
+                edge.check_edge_ops(ep.graph_module, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, config)
 
@@ -331,12 +338,14 @@ class EdgeProgramManager:
             programs[name] = ep
         constants = ConstantTable()
         delegates = DelegateTable(config.extract_delegate_segments)
+        ext = config.external_constants
+        external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
         plans, delegate_calls = [], {}
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
-                plan.alloc_graph_input)
+                plan.alloc_graph_input, external)
             plans.append(emitted)
         for p in plans:
             dim_order.check_plan(p)
@@ -360,15 +369,46 @@ class EdgeProgramManager:
             named_data=named or None,
             segment_data=[b"", *segment_data] if segment_data else [],
         )
-        return ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods))
+        data_files = _data_files(external, delegates.named.get_named_data_store_output())
+        return ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
+                                        data_files)
+
+
+def _data_files(external: ExternalConstants, named) -> dict:
+    """Per `.ptd` file name: the payload (tensor views and layouts, then delegates' named data)."""
+    from executorch.exir._serialize._named_data_store import DataEntry
+    from executorch.exir._serialize.data_serializer import DataPayload
+    from executorch.exir._tensor_data import tensor_bytes
+
+    files: dict[str, DataPayload] = {}
+    for tag, entries in external.files.items():
+        payload = files.setdefault(tag, DataPayload())
+        for key, (t, layout) in entries.items():
+            payload.named_data[key] = DataEntry(len(payload.buffers), 1, layout)
+            payload.buffers.append(tensor_bytes(t))
+    for tag, entries in named.external_data.items():
+        payload = files.setdefault(tag, DataPayload())
+        base: dict[int, int] = {}
+        for key, e in entries.items():
+            if key in payload.named_data:
+                raise ExportError(
+                    f"named data {key!r} for {tag}.ptd clashes with an external constant of that name; give "
+                    "the delegate's data a distinct key")
+            if e.buffer_index not in base:
+                base[e.buffer_index] = len(payload.buffers)
+                payload.buffers.append(named.buffers[e.buffer_index])
+            payload.named_data[key] = DataEntry(base[e.buffer_index], e.alignment, e.tensor_layout)
+    return files
 
 
 class ExecutorchProgramManager:
     """A lowered program: `.buffer` is the `.pte` file's bytes, `write_to_file` writes them."""
 
     def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig,
-                 delegate_calls: Optional[dict] = None, config_methods: Iterable[str] = ()):
+                 delegate_calls: Optional[dict] = None, config_methods: Iterable[str] = (),
+                 data_files: Optional[dict] = None):
         self._program = program
+        self._data_payloads = data_files or {}
         self._programs = programs
         self._config = config
         self._config_methods = set(config_methods)
@@ -447,19 +487,25 @@ class ExecutorchProgramManager:
     def write_to_file(self, f) -> None:
         """Write the `.pte` to an open binary file, or to a path (atomically: a failed write
         leaves no file behind)."""
-        chunks = [self._buffer] if self._buffer is not None else self._chunks()
-        if isinstance(f, (str, os.PathLike)):
-            path = os.fspath(f)
-            tmp = f"{path}.{os.getpid()}.partial"
-            try:
-                with open(tmp, "xb") as out:
-                    for c in chunks:
-                        out.write(c)
-                os.replace(tmp, path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-            return
-        for c in chunks:
-            f.write(c)
+        from executorch.exir._serialize._atomic import write_chunks
+
+        write_chunks(f, [self._buffer] if self._buffer is not None else self._chunks())
+
+    def _ptd_chunks(self, name: str) -> list:
+        from executorch.extension.flat_tensor.serialize.serialize import serialize_ptd_chunks
+
+        return serialize_ptd_chunks(self._data_payloads[name], self._config.segment_alignment)
+
+    @property
+    def data_files(self) -> dict[str, bytes]:
+        """Per `.ptd` file name (without extension): its bytes. Empty unless constants or named data
+        were placed outside the `.pte` (`ExecutorchBackendConfig(external_constants=...)`)."""
+        return {name: b"".join(self._ptd_chunks(name)) for name in self._data_payloads}
+
+    def write_tensor_data_to_file(self, outdir) -> None:
+        """Write each `.ptd` file as `outdir/<name>.ptd`, streaming tensor data from its storage
+        (atomically per file)."""
+        from executorch.exir._serialize._atomic import write_chunks
+
+        for name in self._data_payloads:
+            write_chunks(os.path.join(os.fspath(outdir), f"{name}.ptd"), self._ptd_chunks(name))

@@ -8,6 +8,7 @@ the active one; `EXECUTORCH_RUNTIME=native|python` forces a choice.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO, Optional, Sequence, Union
@@ -142,14 +143,27 @@ class Runtime:
         if enable_etdump:
             raise ExecuTorchError(
                 "ETDump profiling is not available in this runtime; call load_program without enable_etdump")
-        if data_path is not None:
-            raise ExecuTorchError(
-                f"external tensor data ({data_path}) is not supported by this runtime; export "
-                f"the program with its weights inside the .pte")
         if not isinstance(verification, Verification):
             raise TypeError(f"verification must be a Verification, got {verification!r}")
         payload = _read(data)
-        return Program(self._module.load_program(payload, verification), payload)
+        if data_path is None:
+            return Program(self._module.load_program(payload, verification), payload)
+        external = _read_data_file(data_path)
+        return Program(self._module.load_program(payload, verification, external), (payload, external))
+
+
+def _read_data_file(path: Union[Path, str]) -> memoryview:
+    """The `.ptd` file mapped read-only: tensors are used in place, paged in as kernels read them."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise ExecuTorchError(f"data file {os.fspath(path)!r} is empty; pass the .ptd written with the .pte")
+            return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    except OSError as e:
+        raise ExecuTorchError(f"cannot read data file {os.fspath(path)!r}: {e.strerror}; check the data_path") from None
 
 
 def _read(data: ProgramSource) -> Union[bytes, memoryview]:

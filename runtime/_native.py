@@ -135,7 +135,8 @@ class NativeProgram:
 
 
 def load_program(data: Union[bytes, memoryview],
-                 verification: Verification = Verification.InternalConsistency) -> NativeProgram:
+                 verification: Verification = Verification.InternalConsistency,
+                 external_data: Optional[Union[bytes, memoryview]] = None) -> NativeProgram:
     """Load `.pte` bytes into the C++ runtime; malformed files raise InvalidProgramError.
 
     The FlatBuffer verifier runs whatever `verification` asks: it covers only the program
@@ -144,7 +145,7 @@ def load_program(data: Union[bytes, memoryview],
     """
     del verification
     try:
-        return NativeProgram(_lib.Program(data, True))
+        return NativeProgram(_lib.Program(data, True, external_data))
     except _lib.NativeError as exc:
         raise _error(exc) from None
 

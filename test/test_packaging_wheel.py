@@ -76,6 +76,16 @@ def test_export_path_is_complete(minimal_wheel):
     assert expected <= names, sorted(expected - names)
 
 
+def test_ptd_and_bpte_serializers_ship_with_their_schemas(minimal_wheel):
+    names = set(wheel_metadata(minimal_wheel)[0])
+    flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix() for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
+    assert "executorch/extension/flat_tensor/serialize/serialize.py" in flat_tensor
+    expected = (flat_tensor | _source_modules(REPO / "devtools" / "bundled_program")
+                | {"executorch/extension/flat_tensor/serialize/flat_tensor.fbs",
+                   "executorch/devtools/bundled_program/schema/bundled_program_schema.fbs"})
+    assert expected <= names, sorted(expected - names)
+
+
 def test_runtime_ships_python_only(minimal_wheel):
     names = [n for n in wheel_metadata(minimal_wheel)[0] if n.startswith("executorch/runtime/")]
     assert all(n.endswith(".py") for n in names), names

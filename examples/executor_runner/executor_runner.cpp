@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "examples/executor_runner/bundled.h"
+#include "extension/flat_tensor/flat_tensor_data_map.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/executor/program.h"
 
@@ -17,9 +20,13 @@ using namespace executorch::runtime;
 namespace {
 
 const char kUsage[] =
-    "usage: executor_runner --model_path FILE.pte [--method NAME] [--iterations N]\n"
+    "usage: executor_runner --model_path FILE.pte [--data_path FILE.ptd] [--method NAME] [--iterations N]\n"
+    "       executor_runner --bundled FILE.bpte [--rtol R] [--atol A]\n"
     "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
     "                       [--output_dir DIR] [--verbose] [--help]\n"
+    "  --bundled     run every test case of a bundled program and report each (exit 1 on a failure);\n"
+    "                tolerances as executorch.devtools.compare (default 1e-5 and 1e-5)\n"
+    "  --data_path   the .ptd file holding the tensors the program keeps outside the .pte\n"
     "  --inputs      raw little-endian tensor data, one file per input, in the input's\n"
     "                dtype and dim order at its declared sizes\n"
     "  --fill        how to make inputs not given by --inputs (default: ones)\n"
@@ -27,6 +34,10 @@ const char kUsage[] =
 
 struct Options {
   std::string model_path;
+  std::string data_path;
+  std::string bundled;
+  double rtol = 1e-5;
+  double atol = 1e-5;
   std::string method = "forward";
   int iterations = 1;
   std::vector<std::string> inputs;
@@ -58,6 +69,10 @@ int parse(int argc, char** argv, Options* o) {
       return -1;
     }
     if (a == "--model_path" && value(&v)) o->model_path = v;
+    else if (a == "--data_path" && value(&v)) o->data_path = v;
+    else if (a == "--bundled" && value(&v)) o->bundled = v;
+    else if (a == "--rtol" && value(&v)) o->rtol = std::strtod(v.c_str(), nullptr);
+    else if (a == "--atol" && value(&v)) o->atol = std::strtod(v.c_str(), nullptr);
     else if (a == "--method" && value(&v)) o->method = v;
     else if (a == "--iterations" && value(&v)) o->iterations = std::atoi(v.c_str());
     else if (a == "--fill" && value(&v)) o->fill = v;
@@ -76,8 +91,8 @@ int parse(int argc, char** argv, Options* o) {
       return 0;
     }
   }
-  if (o->model_path.empty()) {
-    std::fprintf(stderr, "executor_runner: --model_path is required\n%s", kUsage);
+  if (o->model_path.empty() == o->bundled.empty()) {
+    std::fprintf(stderr, "executor_runner: give one of --model_path and --bundled\n%s", kUsage);
     return 0;
   }
   if (o->iterations < 1 || (o->fill != "ones" && o->fill != "zeros" && o->fill != "random")) {
@@ -184,6 +199,7 @@ int main(int argc, char** argv) {
   const int parsed = parse(argc, argv, &o);
   if (parsed <= 0) return parsed < 0 ? 0 : 2;
   g_verbose = o.verbose;
+  if (!o.bundled.empty()) return run_bundled(o.bundled, o.rtol, o.atol);
   std::vector<uint8_t> file;
   if (!read_file(o.model_path, &file)) {
     std::fprintf(stderr, "executor_runner: cannot read %s\n", o.model_path.c_str());
@@ -196,9 +212,26 @@ int main(int argc, char** argv) {
                  error_name(program.error()));
     return 1;
   }
+  // operator new's alignment (16 here) is what the data map needs.
+  std::vector<uint8_t> data_file;
+  std::optional<executorch::extension::FlatTensorDataMap> data_map;
+  if (!o.data_path.empty()) {
+    if (!read_file(o.data_path, &data_file)) {
+      std::fprintf(stderr, "executor_runner: cannot read %s\n", o.data_path.c_str());
+      return 1;
+    }
+    auto loaded = executorch::extension::FlatTensorDataMap::load(data_file.data(), data_file.size());
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "executor_runner: %s is not a loadable .ptd: %s\n", o.data_path.c_str(),
+                   error_name(loaded.error()));
+      return 1;
+    }
+    data_map.emplace(std::move(*loaded));
+  }
   double load_ms = ms_since(start);
   start = std::chrono::steady_clock::now();
-  auto hosted = HostedMethod::load(*program, o.method.c_str(), HostedMethod::Limits());
+  auto hosted = HostedMethod::load(*program, o.method.c_str(), HostedMethod::Limits(),
+                                   data_map ? &*data_map : nullptr);
   if (!hosted.ok()) {
     std::fprintf(stderr, "executor_runner: cannot load method '%s': %s\n", o.method.c_str(),
                  error_name(hosted.error()));

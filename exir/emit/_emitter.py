@@ -24,8 +24,11 @@ from executorch.exir.delegate import executorch_call_delegate
 from executorch.exir.dialects._edge_ops import out_variant, prim_op_name
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
+from executorch.exir.tensor_layout import TensorLayout
 
 _ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
+# The `.ptd` file name (without extension) of constants that `external_constants=True` moves out.
+DEFAULT_EXTERNAL_TAG = "_default_external_constant"
 
 
 class ConstantTable:
@@ -48,6 +51,27 @@ class ConstantTable:
         self.buffers.append(S.Buffer(storage=data))
         self._keep.append(t)
         return idx
+
+
+class ExternalConstants:
+    """Constants tagged for `.ptd` files: per tag (file name), each key's tensor and layout.
+
+    `tag_of(node)` decides, per parameter or buffer placeholder, the file its data goes to
+    (None keeps it in the `.pte`). Keys are the tensors' fully qualified names."""
+
+    def __init__(self, tag_of=None) -> None:
+        self.tag_of = tag_of
+        self.files: dict[str, dict[str, tuple[torch.Tensor, Any]]] = {}
+
+    def add(self, tag: str, key: str, t: torch.Tensor, layout) -> None:
+        table = self.files.setdefault(tag, {})
+        old = table.get(key)
+        if old is not None and not (old[0] is t or (old[0].shape == t.shape and old[0].dtype == t.dtype
+                                                     and torch.equal(old[0], t))):
+            raise ExportError(
+                f"external constant {key!r} in {tag}.ptd holds different data in two methods; give the "
+                "tensors distinct names (module attributes) or keep one of them in the .pte")
+        table[key] = (t, layout)
 
 
 class DelegateTable:
@@ -79,13 +103,9 @@ class DelegateTable:
 
     def segments(self) -> tuple[list[bytes], list[S.NamedData], dict[int, int]]:
         """The segment contents (payloads, then named data) numbered from FIRST_SEGMENT, the
-        named-data table, and each named buffer's alignment."""
+        named-data table, and each named buffer's alignment. Named data with an external tag
+        goes to `.ptd` files instead (`NamedDataStore.get_named_data_store_output().external_data`)."""
         out = self.named.get_named_data_store_output()
-        if out.external_data:
-            raise ExportError(
-                f"named data with an external tag {sorted(out.external_data)} goes into .ptd files, which "
-                "this exporter does not write yet; add it without external_tag to keep it in the .pte"
-            )
         named_base = self.FIRST_SEGMENT + len(self.payloads)
         table = [S.NamedData(key, named_base + e.buffer_index) for key, e in out.pte_data.items()]
         align: dict[int, int] = {}
@@ -105,9 +125,10 @@ class _Planned:
 class _MethodEmitter:
     def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
                  alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
-                 alloc_graph_input: bool = True):
+                 alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None):
         self.name = name
         self.alloc_graph_input = alloc_graph_input
+        self.external = external if external is not None else ExternalConstants()
         self.delegate_table = delegates if delegates is not None else DelegateTable()
         self.delegates: list[S.BackendDelegate] = []
         self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
@@ -312,8 +333,17 @@ class _MethodEmitter:
                 user_inputs.append(node)
                 continue
             if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
-                data = self._constant_data(spec)
-                self.node_values[node] = self._add(self._tensor_value(v, node, self.constants.add(data.detach())))
+                data = self._constant_data(spec).detach()
+                tag = self._external_tag(node, spec)
+                if tag is None:
+                    self.node_values[node] = self._add(self._tensor_value(v, node, self.constants.add(data)))
+                    continue
+                value = self._tensor_value(v, node)
+                value.extra_tensor_info = S.ExtraTensorInfo(
+                    fully_qualified_name=spec.target, location=S.TensorDataLocation.EXTERNAL)
+                self.external.add(tag, spec.target, data,
+                                  TensorLayout(value.scalar_type, list(value.sizes), list(value.dim_order)))
+                self.node_values[node] = self._add(value)
             else:
                 raise ExportError(
                     f"method '{self.name}': input '{node.name}' is a {spec.kind.name.lower()}, which .pte programs "
@@ -335,6 +365,22 @@ class _MethodEmitter:
                 )
             inputs.append(self.node_values[node])
         return inputs
+
+    def _external_tag(self, node: fx.Node, spec) -> Optional[str]:
+        """The `.ptd` file (tag) this parameter or buffer goes to, or None to keep it in the `.pte`.
+        Lifted tensor constants stay in the `.pte`: they belong to the code, not the weights."""
+        if self.external.tag_of is None or spec.kind == InputKind.CONSTANT_TENSOR:
+            return None
+        tag = self.external.tag_of(node)
+        if tag is True:
+            return DEFAULT_EXTERNAL_TAG
+        if tag is None or tag is False:
+            return None
+        if not isinstance(tag, str) or not tag or "/" in tag or tag in (".", ".."):
+            raise ExportError(
+                f"ExecutorchBackendConfig.external_constants returned {tag!r} for {spec.target!r}; return a "
+                "file name without '/' (str), True for the default file, or None/False to keep it in the .pte")
+        return tag
 
     def _constant_data(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
@@ -497,9 +543,10 @@ def emit_method(name: str, ep: torch.export.ExportedProgram, constants: Constant
 
 def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
                                alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable],
-                               alloc_graph_input: bool = True):
+                               alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None):
     """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
-    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input)
+    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input,
+                             external)
     return emitter.emit(), emitter.delegate_calls
 
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "extension/flat_tensor/flat_tensor_data_map.h"
 #include "runtime/core/operator_registry.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/backend/interface.h"
@@ -57,6 +58,11 @@ struct OwnedProgram {
   std::unique_ptr<uint8_t, void (*)(void*)> data{nullptr, std::free};
   size_t size = 0;
   std::optional<Program> program;
+  // The .ptd: used in place when the caller's buffer (e.g. a memory map) is 16-byte aligned,
+  // else copied; the buffer view keeps the caller's object alive and unresizable.
+  std::unique_ptr<py::buffer_info> external_view;
+  std::unique_ptr<uint8_t, void (*)(void*)> external_copy{nullptr, std::free};
+  std::optional<executorch::extension::FlatTensorDataMap> external;
 };
 
 py::object tensor_info(Result<TensorInfo> info, Result<Tag> tag) {
@@ -168,7 +174,7 @@ class PyMethod {
 class PyProgram {
  public:
   // Copies `data` into 16-byte aligned, writable memory the program owns.
-  PyProgram(py::buffer data, bool verify) : owned_(std::make_shared<OwnedProgram>()) {
+  PyProgram(py::buffer data, bool verify, py::object external) : owned_(std::make_shared<OwnedProgram>()) {
     begin();
     py::buffer_info info = data.request();
     size_t size = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
@@ -182,6 +188,7 @@ class PyProgram {
                                                    : Program::Verification::Minimal);
     if (!program.ok()) raise(program.error(), "cannot load the program");
     owned_->program.emplace(*program);
+    if (!external.is_none()) load_external(py::reinterpret_borrow<py::buffer>(external));
   }
 
   py::list method_names() const {
@@ -218,12 +225,30 @@ class PyProgram {
     HostedMethod::Limits limits;
     // A malformed program can jump backwards forever; give up as the Python runtime does.
     limits.loop_limit = 10'000'000;
-    auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits);
+    auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits,
+                                     owned_->external ? &*owned_->external : nullptr);
     if (!hosted.ok()) raise(hosted.error(), "cannot load method '" + name + "'");
     return PyMethod(owned_, std::move(*hosted));
   }
 
  private:
+  void load_external(py::buffer buffer) {
+    owned_->external_view = std::make_unique<py::buffer_info>(buffer.request());
+    const py::buffer_info& info = *owned_->external_view;
+    size_t size = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
+    const void* bytes = info.ptr;
+    if (reinterpret_cast<uintptr_t>(bytes) % 16 != 0) {
+      owned_->external_copy.reset(static_cast<uint8_t*>(std::aligned_alloc(16, (size + 15) / 16 * 16 + 16)));
+      if (owned_->external_copy == nullptr) throw std::bad_alloc();
+      std::memcpy(owned_->external_copy.get(), bytes, size);
+      bytes = owned_->external_copy.get();
+      owned_->external_view.reset();
+    }
+    auto map = executorch::extension::FlatTensorDataMap::load(bytes, size);
+    if (!map.ok()) raise(map.error(), "cannot load the data file (.ptd)");
+    owned_->external.emplace(std::move(*map));
+  }
+
   std::shared_ptr<OwnedProgram> owned_;
 };
 
@@ -271,7 +296,8 @@ PYBIND11_MODULE(_portable_lib, m) {
       .def("copy_output", &PyMethod::copy_output, py::arg("index"), py::arg("address"), py::arg("nbytes"));
 
   py::class_<PyProgram>(m, "Program")
-      .def(py::init<py::buffer, bool>(), py::arg("data"), py::arg("verify") = true)
+      .def(py::init<py::buffer, bool, py::object>(), py::arg("data"), py::arg("verify") = true,
+           py::arg("external") = py::none())
       .def("method_names", &PyProgram::method_names)
       .def("method_meta", &PyProgram::method_meta)
       .def("load_method", &PyProgram::load_method);

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import torch
 
@@ -20,8 +20,9 @@ __all__ = ["PythonProgram", "load_program", "operator_names", "registered_backen
 class PythonProgram:
     """A deserialized program whose methods load on demand."""
 
-    def __init__(self, program: schema.Program) -> None:
+    def __init__(self, program: schema.Program, external: Optional[dict] = None) -> None:
         self._program = program
+        self._external = external
         self._plans = {}
         for plan in program.execution_plan:
             if plan.name in self._plans:
@@ -36,13 +37,20 @@ class PythonProgram:
         return plan_meta(self._plans[name])
 
     def load_method(self, name: str) -> PythonMethod:
-        return PythonMethod(self._program, self._plans[name])
+        return PythonMethod(self._program, self._plans[name], self._external)
 
 
 def load_program(data: Union[bytes, memoryview],
-                 verification: Verification = Verification.InternalConsistency) -> PythonProgram:
-    """Read `.pte` bytes; every index and offset is checked whatever `verification` asks."""
-    return PythonProgram(read_program(data))
+                 verification: Verification = Verification.InternalConsistency,
+                 external_data: Optional[Union[bytes, memoryview]] = None) -> PythonProgram:
+    """Read `.pte` bytes (and the `.ptd` bytes its external tensors come from); every index and
+    offset is checked whatever `verification` asks."""
+    external = None
+    if external_data is not None:
+        from executorch.extension.flat_tensor.serialize.serialize import read_ptd
+
+        external = read_ptd(external_data)
+    return PythonProgram(read_program(data), external)
 
 
 def operator_names() -> set[str]:

@@ -31,12 +31,13 @@ class _Chain:
 class PythonMethod:
     """Runs one ExecutionPlan with torch kernels over its planned memory."""
 
-    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan) -> None:
+    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan, external=None) -> None:
         self.name = plan.name
         self._program = program
+        self._external = external
         self._plan = plan
         self._delegates: dict[int, tuple] = {}
-        self._values = PlanValues(program, plan)
+        self._values = PlanValues(program, plan, external)
         self._objs = self._values.objects
         self._resolved: dict[int, _ops.Resolved] = {}
         self._dynamic = self._written_at_run_time()
@@ -213,7 +214,7 @@ class PythonMethod:
                 "with it")
         try:
             handle = backend.init(_payload(self._program, delegate), list(delegate.compile_specs),
-                                  _named_data(self._program))
+                                  _named_data(self._program, self._external))
         except ExecuTorchError:
             raise
         except Exception as exc:
@@ -265,8 +266,9 @@ def _payload(program: schema.Program, delegate: schema.BackendDelegate) -> memor
     return memoryview(pool[ref.index])
 
 
-def _named_data(program: schema.Program) -> dict[str, memoryview]:
-    out = {}
+def _named_data(program: schema.Program, external=None) -> dict[str, memoryview]:
+    """The program's named data, then the `.ptd` entries (a key in both: the program's wins)."""
+    out = {key: entry.data for key, entry in (external or {}).items()}
     for entry in program.named_data or ():
         if not 0 <= entry.segment_index < len(program.segment_data):
             raise InvalidProgramError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mmap
 import warnings
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 import torch
 
@@ -31,8 +31,9 @@ class TensorSpec:
 class PlanValues:
     """The runtime objects of one execution plan, indexed like `plan.values`."""
 
-    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan) -> None:
+    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan, external=None) -> None:
         self._program = program
+        self._external = external
         self._plan = plan
         self.arenas = [_arena(plan.name, i, size) for i, size in enumerate(plan.non_const_buffer_sizes)]
         self.objects: list[object] = [None] * len(plan.values)
@@ -108,18 +109,19 @@ class PlanValues:
         nbytes = _layout.numel(sizes) * dtype.itemsize
         strides = _layout.strides_for(sizes, dim_order)
         extra = t.extra_tensor_info
-        if extra is not None and extra.location == schema.TensorDataLocation.EXTERNAL:
-            raise ExecuTorchError(
-                f"{where} keeps its data outside the .pte ({extra.fully_qualified_name!r}); the Python "
-                f"runtime needs it inside: export without external data")
+        external = extra is not None and extra.location == schema.TensorDataLocation.EXTERNAL
         planned = t.allocation_info is not None
-        constant = not planned and t.data_buffer_idx > 0
+        constant = not planned and (t.data_buffer_idx > 0 or external)
         self.specs[index] = TensorSpec(dtype, int(t.scalar_type), sizes, dim_order,
                                        schema.TensorShapeDynamism(t.shape_dynamism), planned, constant, nbytes)
         if planned:
             storage = self._planned_storage(where, t.allocation_info, nbytes)
             if t.data_buffer_idx > 0:
                 storage.copy_(self._mutable_initial_data(where, t.data_buffer_idx, nbytes))
+        elif external:
+            storage = self._external_storage(where, extra.fully_qualified_name, t, nbytes)
+            if storage.data_ptr() % dtype.itemsize:
+                storage = storage.clone()
         elif constant:
             storage = self._constant_storage(where, t.data_buffer_idx, nbytes)
             if storage.data_ptr() % dtype.itemsize:
@@ -129,7 +131,7 @@ class PlanValues:
             storage = torch.empty(nbytes, dtype=torch.uint8).untyped_storage()
         else:
             storage = _fixed_storage(_zeroed(nbytes, where))
-        if dtype == torch.bool and t.data_buffer_idx > 0:
+        if dtype == torch.bool and (t.data_buffer_idx > 0 or external):
             _check_bool_bytes(where, storage)
         return torch.empty(0, dtype=dtype).set_(storage, 0, sizes, strides)
 
@@ -145,6 +147,29 @@ class PlanValues:
         # A storage of exactly this tensor's planned bytes: a kernel that tries to grow the
         # tensor past its plan fails instead of overwriting its neighbours.
         return _fixed_storage(memoryview(arena)[offset:offset + nbytes])
+
+    def _external_storage(self, where: str, key: Optional[str], t: schema.Tensor, nbytes: int) -> torch.UntypedStorage:
+        if self._external is None:
+            raise ExecuTorchError(
+                f"{where} keeps its data in a .ptd file (key {key!r}); pass it: "
+                "load_program(pte, data_path='model.ptd')")
+        entry = self._external.get(key)
+        if entry is None:
+            raise ExecuTorchError(
+                f"{where} needs tensor {key!r}, which the .ptd does not hold; pass the .ptd written with this .pte")
+        layout = entry.tensor_layout
+        if layout is not None:
+            want = (int(t.scalar_type), list(t.sizes))
+            got = (int(layout.scalar_type), list(layout.sizes))
+            if want != got:
+                raise ExecuTorchError(
+                    f"tensor {key!r} in the .ptd is {_layout.dtype_name(got[0])} {got[1]} but the program needs "
+                    f"{_layout.dtype_name(want[0])} {want[1]}; pass the .ptd written with this .pte")
+        if len(entry.data) != nbytes:
+            raise ExecuTorchError(
+                f"tensor {key!r} in the .ptd holds {len(entry.data)} bytes but the program needs {nbytes}; "
+                "pass the .ptd written with this .pte")
+        return _fixed_storage(entry.data)
 
     def _constant_storage(self, where: str, buffer_idx: int, nbytes: int) -> torch.UntypedStorage:
         buffers = self._program.constant_buffer

@@ -29,7 +29,8 @@ class HostedMethod final {
 
   // Loads `name` from `program`, growing the method allocator until the method fits.
   static Result<std::unique_ptr<HostedMethod>> load(const Program& program, const char* name,
-                                                    const Limits& limits) {
+                                                    const Limits& limits,
+                                                    const NamedDataMap* external_data = nullptr) {
     Result<MethodMeta> meta = program.method_meta(name);
     if (!meta.ok()) return meta.error();
     std::unique_ptr<HostedMethod> self(new HostedMethod());
@@ -64,7 +65,7 @@ class HostedMethod final {
       mm.method_allocator = &self->method_alloc_;
       mm.planned_buffers = Span<Span<uint8_t>>(self->arenas_.data(), self->arenas_.size());
       mm.temp_allocator = &self->temp_;
-      Result<Method> method = program.load_method(name, &mm);
+      Result<Method> method = program.load_method(name, &mm, external_data);
       if (method.ok()) {
         self->method_block_ = std::move(block);
         self->method_.emplace(std::move(*method));

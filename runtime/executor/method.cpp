@@ -46,7 +46,9 @@ struct TensorSource {
   const Program& program;
   MemoryManager* mm;
   const fb::ExecutionPlan* plan;
+  const NamedDataMap* external;  // the .ptd the program's external tensors come from, or null
 };
+
 
 Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor* t, Tensor* out) {
   MemoryAllocator* a = src.mm->method_allocator;
@@ -100,13 +102,22 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   const auto* alloc = t->allocation_info();
   const auto* extra = t->extra_tensor_info();
   uint32_t buffer_idx = t->data_buffer_idx();
-  ET_CHECK_OR_RETURN(extra == nullptr || extra->location() != fb::TensorDataLocation::EXTERNAL,
-                     NotSupported,
-                     "tensor value %zu keeps its data in an external .ptd file (key '%s'); "
-                     "this runtime loads only self-contained .pte files",
-                     value_index,
-                     extra && extra->fully_qualified_name() ? extra->fully_qualified_name()->c_str() : "");
-  if (alloc != nullptr) {
+  bool from_file = buffer_idx > 0;
+  if (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL) {
+    ET_CHECK_OR_RETURN(alloc == nullptr && extra->fully_qualified_name() != nullptr, InvalidProgram,
+                       "external tensor value %zu has planned memory or no key", value_index);
+    const char* key = extra->fully_qualified_name()->c_str();
+    ET_CHECK_OR_RETURN(src.external != nullptr, NotFound,
+                       "tensor value %zu ('%s') is in a .ptd file: load it with data_path/--data_path", value_index,
+                       key);
+    Result<const void*> bytes = src.external->get_tensor(key, type, Span<const int32_t>(s, dim),
+                                                         Span<const uint8_t>(d, dim), static_cast<size_t>(nbytes));
+    if (!bytes.ok()) return bytes.error();
+    // Tensor data is read-only by contract; the cast only fits the shared TensorImpl type.
+    data = const_cast<void*>(*bytes);
+    capacity = static_cast<size_t>(nbytes);
+    from_file = true;
+  } else if (alloc != nullptr) {
     uint32_t id = alloc->memory_id();
     size_t n_planned = src.mm->planned_buffers.size();
     ET_CHECK_OR_RETURN(id >= 1 && id <= n_planned, InvalidProgram,
@@ -144,7 +155,7 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
     }
   }
   // A bool byte other than 0/1 has no meaning (and reading it as bool is undefined).
-  if (type == ScalarType::Bool && data != nullptr && buffer_idx > 0) {
+  if (type == ScalarType::Bool && data != nullptr && from_file) {
     const uint8_t* bytes = static_cast<const uint8_t*>(data);
     for (uint64_t i = 0; i < nbytes; ++i)
       ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidProgram,
@@ -166,7 +177,7 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
 // The program's named data (NamedData entries over segments), as backends see it at init.
 class ProgramNamedData final : public NamedDataMap {
  public:
-  explicit ProgramNamedData(const Program& program) : program_(program) {}
+  ProgramNamedData(const Program& program, const NamedDataMap* external) : program_(program), external_(external) {}
   Result<FreeableBuffer> get_data(const char* key) const override {
     const auto* entries = program_.flatbuffer()->named_data();
     for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {
@@ -176,6 +187,7 @@ class ProgramNamedData final : public NamedDataMap {
       if (!segment.ok()) return segment.error();
       return FreeableBuffer(segment->data(), segment->size());
     }
+    if (external_ != nullptr) return external_->get_data(key);
     ET_LOG(Error, "the program has no named data '%s'", key);
     return Error::NotFound;
   }
@@ -192,6 +204,7 @@ class ProgramNamedData final : public NamedDataMap {
 
  private:
   const Program& program_;
+  const NamedDataMap* external_;
 };
 
 // Resolves list items (value indices) to EValue pointers; -1 means None where allowed.
@@ -288,7 +301,7 @@ Error Method::init_values(const Program& program, MemoryManager* mm) {
   const auto* values = plan->values();
   num_values_ = values ? values->size() : 0;
   ET_ALLOC_OR_RETURN(values_, alloc_list<EValue>(a, num_values_));
-  TensorSource src{program, mm, plan};
+  TensorSource src{program, mm, plan, external_};
   for (size_t i = 0; i < num_values_; ++i) {
     const fb::EValue* v = values->Get(i);
     if (v == nullptr) continue;
@@ -491,7 +504,7 @@ Error Method::init_delegate(const Program& program, MemoryManager* mm, size_t in
                                          spec->value() ? spec->value()->size() : 0};
   }
   FreeableBuffer processed(data, size);
-  ProgramNamedData named(program);
+  ProgramNamedData named(program, external_);
   BackendInitContext context(mm->method_allocator, &named, meta_.name());
   Result<DelegateHandle*> handle =
       backend->init(context, &processed, ArrayRef<CompileSpec>(compile_specs, n_specs));

@@ -6,6 +6,7 @@
 
 #include "runtime/backend/interface.h"
 #include "runtime/core/evalue.h"
+#include "runtime/core/named_data_map.h"
 #include "runtime/core/operator_registry.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
@@ -107,6 +108,8 @@ class Method final {
   size_t num_steps_ = 0;
   uint64_t loop_limit_ = 0;
   DelegateSlots delegates_;
+  // Where external tensors and named data come from while loading; not used after init().
+  const NamedDataMap* external_ = nullptr;
 };
 
 }  // namespace runtime

@@ -126,13 +126,16 @@ Result<MethodMeta> Program::method_meta(const char* name) const {
   return Error::NotFound;
 }
 
-Result<Method> Program::load_method(const char* name, MemoryManager* memory_manager) const {
+Result<Method> Program::load_method(const char* name, MemoryManager* memory_manager,
+                                    const NamedDataMap* external_data) const {
   ET_CHECK_OR_RETURN(memory_manager != nullptr && memory_manager->method_allocator != nullptr,
                      InvalidArgument, "load_method needs a MemoryManager with a method allocator");
   Result<MethodMeta> meta = method_meta(name);
   if (!meta.ok()) return meta.error();
   Method method(*meta);
+  method.external_ = external_data;
   Error e = method.init(*this, memory_manager);
+  method.external_ = nullptr;
   if (e != Error::Ok) return e;
   return Result<Method>(std::move(method));
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/core/named_data_map.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/executor/memory_manager.h"
@@ -48,7 +49,10 @@ class Program final {
   size_t num_methods() const;
   Result<const char*> get_method_name(size_t index) const;
   Result<MethodMeta> method_meta(const char* name) const;
-  Result<Method> load_method(const char* name, MemoryManager* memory_manager) const;
+  // `external_data` (may be null) supplies tensors the program keeps in a .ptd file and named
+  // data its backends read; it must outlive the Method.
+  Result<Method> load_method(const char* name, MemoryManager* memory_manager,
+                             const NamedDataMap* external_data = nullptr) const;
 
   // Bytes of constant `index` (>= 1) of `nbytes`, bounds-checked against the file.
   Result<const uint8_t*> constant_data(size_t index, size_t nbytes) const;

@@ -64,7 +64,8 @@ function(executorch_generate_schema name)
   endforeach()
   add_custom_command(
     OUTPUT ${_outputs}
-    COMMAND "${EXECUTORCH_FLATC}" --cpp --cpp-std c++17 --scoped-enums -o "${_out_dir}" ${_inputs}
+    COMMAND "${EXECUTORCH_FLATC}" --cpp --cpp-std c++17 --scoped-enums -I "${PROJECT_SOURCE_DIR}/schema"
+            -o "${_out_dir}" ${_inputs}
     DEPENDS ${_inputs} flatbuffers_ep
     COMMENT "flatc: generating ${name} readers"
     VERBATIM)

@@ -83,7 +83,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component(
         "flat_tensor", ".ptd (external tensor data) serializer",
         EVERY_MODE,
-        packages=("executorch.extension.flat_tensor.serialize.**",),
+        packages=("executorch.extension.flat_tensor.**",),
         data=("extension/flat_tensor/serialize/*.fbs",),
     ),
     Component(

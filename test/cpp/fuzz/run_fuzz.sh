@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fuzzes program loading and execution under ASan/UBSan, seeded with every fixture program,
+# Fuzzes program loading and execution, and .ptd loading, under ASan/UBSan, seeded with every fixture program and data file,
 # prints inputs, inputs/s and findings, and saves any crasher in test/fixtures/malformed/.
 #   test/cpp/fuzz/run_fuzz.sh [SECONDS] [BUILD_DIR]          bounded run on one core (CI: 60 s)
 #   test/cpp/fuzz/run_fuzz.sh --long [SECONDS] [BUILD_DIR]   every core, default an hour
@@ -37,11 +37,11 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" "$work/crashes" "$work/logs"
 # Seeds: every fixture (well-formed and malformed), the shared fixtures beside the checkout,
 # and any extra directories given; names are made unique by content.
-for f in $(find "$root/test/fixtures" "$root/../shared/fixtures" ${FUZZ_SEEDS:-} -name '*.pte' 2>/dev/null); do
-  cp "$f" "$work/corpus/$(sha1sum "$f" | cut -c1-16).pte"
+for f in $(find "$root/test/fixtures" "$root/../shared/fixtures" ${FUZZ_SEEDS:-} -name '*.pte' -o -name '*.ptd' 2>/dev/null); do
+  cp "$f" "$work/corpus/$(sha1sum "$f" | cut -c1-16).${f##*.}"
 done
 seeds=$(ls "$work/corpus" | wc -l)
-printf '"ET12"\n"eh00"\n' > "$work/dict"
+printf '"ET12"\n"eh00"\n"FT01"\n"FH01"\n' > "$work/dict"
 
 status=0
 start=$(date +%s)

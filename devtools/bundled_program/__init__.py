@@ -1,0 +1,1 @@
+"""Bundled programs (`.bpte`): a `.pte` together with test cases for its methods."""

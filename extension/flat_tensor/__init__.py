@@ -1,0 +1,1 @@
+"""`.ptd` files: tensor data kept beside a `.pte` (the flat-tensor format)."""

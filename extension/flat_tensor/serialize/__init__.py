@@ -1,0 +1,1 @@
+"""The `.ptd` (flat-tensor) writer and reader: FlatBuffers written and read directly from Python."""
