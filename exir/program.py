@@ -15,9 +15,10 @@ from torch.export.graph_signature import InputKind
 from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
-from executorch.exir.emit._emitter import ConstantTable, DelegateTable, emit_constant_method, emit_method_with_delegates
+from executorch.exir.emit._emitter import (ConstantTable, DelegateTable, MutableDataTable, emit_constant_method,
+                                            emit_method_with_delegates)
 from executorch.exir.error import ExportError
-from executorch.exir.passes import decompose, dim_order, edge
+from executorch.exir.passes import decompose, dim_order, edge, write_back
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -328,15 +329,18 @@ class EdgeProgramManager:
         for name, ep in self._programs.items():
             for p in config.passes:
                 ep = _apply_pass(p, ep)
+            ep = _copy_program(ep)
+            write_back.insert_write_back(ep.graph_module, ep.graph_signature)
             programs[name] = ep
         constants = ConstantTable()
         delegates = DelegateTable(config.extract_delegate_segments)
+        mutable = MutableDataTable()
         plans, delegate_calls = [], {}
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
-                plan.alloc_graph_input)
+                plan.alloc_graph_input, mutable, config.emit_mutable_buffer_names)
             plans.append(emitted)
         for p in plans:
             dim_order.check_plan(p)
@@ -350,6 +354,15 @@ class EdgeProgramManager:
                     f"ExecutorchBackendConfig.segment_alignment={config.segment_alignment}; raise segment_alignment "
                     f"to at least {a}"
                 )
+        segment_data = [b"", *segment_data] if segment_data else []
+        mutable_segments = None
+        if len(mutable.buffers) > 1:
+            # One segment of initial contents, after the others; the runtime copies them into the
+            # planned buffers at load, so 16-byte steps are alignment enough.
+            blob, offsets = _concatenate(mutable.buffers, 16)
+            segment_data = segment_data or [b""]
+            mutable_segments = [S.SubsegmentOffsets(segment_index=len(segment_data), offsets=offsets)]
+            segment_data.append(blob)
         program = S.Program(
             version=0,
             execution_plan=plans,
@@ -358,9 +371,20 @@ class EdgeProgramManager:
             segments=[],
             constant_segment=S.SubsegmentOffsets(segment_index=0, offsets=[]),
             named_data=named or None,
-            segment_data=[b"", *segment_data] if segment_data else [],
+            segment_data=segment_data,
+            mutable_data_segments=mutable_segments,
         )
         return ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods))
+
+
+def _concatenate(buffers: list[bytes], alignment: int) -> tuple[bytes, list[int]]:
+    """The buffers back to back, each starting at a multiple of `alignment`, and their offsets."""
+    blob, offsets = bytearray(), []
+    for b in buffers:
+        blob += bytes(-len(blob) % alignment)
+        offsets.append(len(blob))
+        blob += b
+    return bytes(blob), offsets
 
 
 class ExecutorchProgramManager:
