@@ -69,8 +69,6 @@ class ExecutorchBackendConfig:
     def __post_init__(self) -> None:
         _refuse("remove_view_copy", self.remove_view_copy, False,
                 "view_copy ops stay kernel calls here (no memory views); pass remove_view_copy=False")
-        _refuse("emit_mutable_buffer_names", self.emit_mutable_buffer_names, False,
-                "mutable buffer names are not written to the .pte; pass emit_mutable_buffer_names=False")
         _refuse("sym_shape_eval_pass", self.sym_shape_eval_pass, None,
                 "dynamic shapes are planned at their upper bounds by the emitter; leave sym_shape_eval_pass=None")
         if not isinstance(self.external_constants, bool) and not callable(self.external_constants):

@@ -19,11 +19,12 @@ from executorch.exir.emit._emitter import (
     ConstantTable,
     DelegateTable,
     ExternalConstants,
+    MutableDataTable,
     emit_constant_method,
     emit_method_with_delegates,
 )
 from executorch.exir.error import ExportError
-from executorch.exir.passes import decompose, dim_order, edge
+from executorch.exir.passes import decompose, dim_order, edge, write_back
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -335,17 +336,20 @@ class EdgeProgramManager:
         for name, ep in self._programs.items():
             for p in config.passes:
                 ep = _apply_pass(p, ep)
+            ep = _copy_program(ep)
+            write_back.insert_write_back(ep.graph_module, ep.graph_signature)
             programs[name] = ep
         constants = ConstantTable()
         delegates = DelegateTable(config.extract_delegate_segments)
         ext = config.external_constants
         external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
+        mutable = MutableDataTable()
         plans, delegate_calls = [], {}
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
-                plan.alloc_graph_input, external)
+                plan.alloc_graph_input, external, mutable, config.emit_mutable_buffer_names)
             plans.append(emitted)
         for p in plans:
             dim_order.check_plan(p)
@@ -359,6 +363,15 @@ class EdgeProgramManager:
                     f"ExecutorchBackendConfig.segment_alignment={config.segment_alignment}; raise segment_alignment "
                     f"to at least {a}"
                 )
+        segment_data = [b"", *segment_data] if segment_data else []
+        mutable_segments = None
+        if len(mutable.buffers) > 1:
+            # One segment of initial contents, after the others; the runtime copies them into the
+            # planned buffers at load, so 16-byte steps are alignment enough.
+            blob, offsets = _concatenate(mutable.buffers, 16)
+            segment_data = segment_data or [b""]
+            mutable_segments = [S.SubsegmentOffsets(segment_index=len(segment_data), offsets=offsets)]
+            segment_data.append(blob)
         program = S.Program(
             version=0,
             execution_plan=plans,
@@ -367,7 +380,8 @@ class EdgeProgramManager:
             segments=[],
             constant_segment=S.SubsegmentOffsets(segment_index=0, offsets=[]),
             named_data=named or None,
-            segment_data=[b"", *segment_data] if segment_data else [],
+            segment_data=segment_data,
+            mutable_data_segments=mutable_segments,
         )
         data_files = _data_files(external, delegates.named.get_named_data_store_output())
         return ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
@@ -399,6 +413,16 @@ def _data_files(external: ExternalConstants, named) -> dict:
                 payload.buffers.append(named.buffers[e.buffer_index])
             payload.named_data[key] = DataEntry(base[e.buffer_index], e.alignment, e.tensor_layout)
     return files
+
+
+def _concatenate(buffers: list[bytes], alignment: int) -> tuple[bytes, list[int]]:
+    """The buffers back to back, each starting at a multiple of `alignment`, and their offsets."""
+    blob, offsets = bytearray(), []
+    for b in buffers:
+        blob += bytes(-len(blob) % alignment)
+        offsets.append(len(blob))
+        blob += b
+    return bytes(blob), offsets
 
 
 class ExecutorchProgramManager:

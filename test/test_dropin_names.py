@@ -194,8 +194,7 @@ def test_backend_config_options_honoured_or_refused_by_name():
 
     from executorch.exir.error import ExportError
 
-    for option, value in (("remove_view_copy", True), ("emit_mutable_buffer_names", True),
-                          ("sym_shape_eval_pass", object())):
+    for option, value in (("remove_view_copy", True), ("sym_shape_eval_pass", object())):
         with pytest.raises(ExportError, match=f"ExecutorchBackendConfig.{option}="):
             ExecutorchBackendConfig(**{option: value})
     with pytest.raises(ExportError, match="alloc_mutable_buffers=False"):

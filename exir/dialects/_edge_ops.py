@@ -46,6 +46,13 @@ SYM_OPS: dict[object, str] = {
     operator.ge: "executorch_prim::ge.Scalar",
     operator.le: "executorch_prim::le.Scalar",
     operator.neg: "executorch_prim::neg.Scalar",
+    torch.sym_float: "executorch_prim::sym_float.Scalar",
+    torch.sym_int: "executorch_prim::sym_int.Scalar",
+    torch.sym_max: "executorch_prim::sym_max.Scalar",
+    torch.sym_min: "executorch_prim::sym_min.Scalar",
+    torch.sym_not: "executorch_prim::sym_not.Scalar",
+    torch.sym_ite: "executorch_prim::sym_ite.Scalar",
+    aten._local_scalar_dense.default: "aten::_local_scalar_dense",  # `.item()`
 }
 
 # View ops and the functional copies the edge dialect replaces them with (a view of a planned

@@ -25,6 +25,7 @@ from executorch.exir.dialects._edge_ops import out_variant, prim_op_name
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
 from executorch.exir.tensor_layout import TensorLayout
+from executorch.exir.passes.write_back import mutated_placeholders
 
 _ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
 # The `.ptd` file name (without extension) of constants that `external_constants=True` moves out.
@@ -114,6 +115,18 @@ class DelegateTable:
         return list(self.payloads) + list(out.buffers), table, align
 
 
+class MutableDataTable:
+    """Initial contents of the program's mutable buffers that ask for them (`et_init_buffer`):
+    entry 0 is empty, as in the constant table; a tensor refers to its entry by data_buffer_idx."""
+
+    def __init__(self) -> None:
+        self.buffers: list[bytes] = [b""]
+
+    def add(self, t: torch.Tensor) -> int:
+        self.buffers.append(tensor_bytes(t))
+        return len(self.buffers) - 1
+
+
 @dataclass
 class _Planned:
     """A planned tensor value and the storage it uses (shared with the tensors it aliases)."""
@@ -125,10 +138,16 @@ class _Planned:
 class _MethodEmitter:
     def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
                  alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
-                 alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None):
+                 alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
+                 mutable_data: Optional[MutableDataTable] = None, emit_mutable_buffer_names: bool = False):
         self.name = name
         self.alloc_graph_input = alloc_graph_input
         self.external = external if external is not None else ExternalConstants()
+        self.mutable_data = mutable_data if mutable_data is not None else MutableDataTable()
+        self.emit_mutable_buffer_names = emit_mutable_buffer_names
+        self.mutated = mutated_placeholders(ep.graph_signature)  # placeholder name -> buffer / input name
+        self.state: list[memory_planning.Buffer] = []  # storage of mutable buffers: live for the whole call
+        self.written: list[memory_planning.Buffer] = []  # storage a write-back copy_ changes
         self.delegate_table = delegates if delegates is not None else DelegateTable()
         self.delegates: list[S.BackendDelegate] = []
         self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
@@ -298,6 +317,8 @@ class _MethodEmitter:
             elif node.op == "output":
                 outputs = self._emit_outputs(node)
         self._extend_lifetimes()
+        for buf in self.state:
+            buf.first, buf.last = 0, len(nodes)
         for src, dst in self.moved_into:  # a cond output is its branch's result after the move
             self.buffer_of[src].last = max(self.buffer_of[src].last, self.buffer_of[dst].last)
         self._plan()
@@ -332,7 +353,9 @@ class _MethodEmitter:
             if spec is None or spec.kind == InputKind.USER_INPUT:
                 user_inputs.append(node)
                 continue
-            if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            if spec.kind == InputKind.BUFFER and node.name in self.mutated:
+                self.node_values[node] = self._mutable_buffer(node, spec)
+            elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 data = self._constant_data(spec).detach()
                 tag = self._external_tag(node, spec)
                 if tag is None:
@@ -364,6 +387,8 @@ class _MethodEmitter:
                     "and Python scalars, so pass it as a tensor"
                 )
             inputs.append(self.node_values[node])
+        self.written = [self.buffer_of[self.node_values[n]] for n in nodes
+                        if n.op == "placeholder" and n.name in self.mutated and self.node_values.get(n) in self.buffer_of]
         return inputs
 
     def _external_tag(self, node: fx.Node, spec) -> Optional[str]:
@@ -382,6 +407,21 @@ class _MethodEmitter:
                 "file name without '/' (str), True for the default file, or None/False to keep it in the .pte")
         return tag
 
+    def _mutable_buffer(self, node: fx.Node, spec) -> int:
+        """A buffer the method updates: planned memory that keeps its contents between calls of one
+        loaded method. Its initial contents go into the file only when a pass marked it
+        (`et_init_buffer`); otherwise the runtime starts it from whatever the arena holds."""
+        idx = self._planned_tensor(node.meta["val"], node)
+        value = self.values[idx].val
+        if node.meta.get("et_init_buffer"):
+            data = self._constant_data(spec).detach()
+            value.data_buffer_idx = self.mutable_data.add(data.contiguous())
+        if self.emit_mutable_buffer_names:
+            value.extra_tensor_info = S.ExtraTensorInfo(
+                mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT)
+        self.state.append(self.buffer_of[idx])
+        return idx
+
     def _constant_data(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
             return self.ep.state_dict[spec.target]
@@ -399,6 +439,9 @@ class _MethodEmitter:
         if target is executorch_call_delegate:
             self._emit_delegate(node)
             return
+        if target is torch.ops.aten.copy_.default:
+            self._emit_write_back(node)
+            return
         val = node.meta.get("val")
         prim = prim_op_name(target)
         if prim is not None:
@@ -409,6 +452,7 @@ class _MethodEmitter:
             return
         base = node.args[0] if node.args else None
         if (target in _ALIAS_VIEWS and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
+                and not self._written_back(self.buffer_of[self.node_values[base]])
                 and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
             return
@@ -442,6 +486,16 @@ class _MethodEmitter:
         self.node_values[node] = outs if isinstance(val, (list, tuple)) else outs[0]
         name, overload = out_op._schema.name, out_op._schema.overload_name
         self._instruction(name, args, overload, node=node)
+
+    def _emit_write_back(self, node: fx.Node) -> None:
+        """`copy_(dest, src)`: ExecuTorch's in-place `aten::copy_` kernel writes src into dest's
+        memory (a mutated buffer's or input's); the node's value is dest itself."""
+        dest, src = node.args[0], node.args[1]
+        non_blocking = node.args[2] if len(node.args) > 2 else node.kwargs.get("non_blocking", False)
+        out = self._node_value(dest)
+        args = [out, self._node_value(src), self._add(S.Bool(bool(non_blocking))), out]
+        self.node_values[node] = out
+        self._instruction("aten::copy_", args, node=node)
 
     def _instruction(self, name: str, args: list[int], overload: str = "", node: Optional[fx.Node] = None) -> None:
         self._append(S.KernelCall(op_index=self._operator(name, overload), args=args), node)
@@ -496,10 +550,21 @@ class _MethodEmitter:
                     if moved in self.buffer_of:
                         self.moved_into.append((moved, dst))
 
+    def _written_back(self, buf: memory_planning.Buffer) -> bool:
+        """Whether a write-back `copy_` changes this storage (a mutated buffer's or input's)."""
+        return any(buf is b for b in self.written)
+
     def _emit_outputs(self, node: fx.Node) -> list[int]:
         sig = self.ep.graph_signature
         outs = []
         for spec, arg in zip(sig.output_specs, node.args[0]):
+            if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
+                if not (isinstance(arg, fx.Node) and arg.target is torch.ops.aten.copy_.default):
+                    raise ExportError(
+                        f"method '{self.name}': the update of {spec.target!r} has no write-back copy; lower the "
+                        "program with EdgeProgramManager.to_executorch, which adds it"
+                    )
+                continue  # written back in place by its copy_, not a method output
             if spec.kind != OutputKind.USER_OUTPUT:
                 raise ExportError(
                     f"method '{self.name}': the model mutates {spec.kind.name.lower().replace('_', ' ')} "
@@ -543,10 +608,12 @@ def emit_method(name: str, ep: torch.export.ExportedProgram, constants: Constant
 
 def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
                                alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable],
-                               alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None):
+                               alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
+                               mutable_data: Optional[MutableDataTable] = None,
+                               emit_mutable_buffer_names: bool = False):
     """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
     emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input,
-                             external)
+                             external, mutable_data, emit_mutable_buffer_names)
     return emitter.emit(), emitter.delegate_calls
 
 

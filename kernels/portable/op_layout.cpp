@@ -395,6 +395,12 @@ void clone_out(KernelRuntimeContext& ctx, Args args) {
   emit(ctx, view_of(args[0]->toTensor()), args[2]->toTensor());
 }
 
+// alias_copy.out(self, *, out): a plain copy (what a functional graph keeps of an alias).
+void alias_copy_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  emit(ctx, view_of(args[0]->toTensor()), args[1]->toTensor());
+}
+
 // flip.out(self, dims, *, out)
 void flip_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);

@@ -1,0 +1,132 @@
+"""Prefill and decode speed of a ~100M-parameter Llama-style decoder with a static KV cache (fp32):
+the native runtime against eager torch (1 thread and all threads) and the published portable runtime.
+
+    python benchmarks/bench_llm.py [--prompt 32] [--new 16] [--published $ET_REFERENCE_PYTHON]
+
+The model is examples/models/llama_kv_cache.py at width 768, 8 layers, 12 query / 4 key-value heads,
+SwiGLU width 2048, vocabulary 32000 (99M parameters), exported once with a dynamic prompt length.
+Each engine runs one prefill over the prompt, then greedy decode steps; the figures are tokens/s
+(prefill: prompt tokens / prefill time; decode: new tokens / decode time), best of --repeat runs.
+Every engine's generated tokens must equal eager's. The published runtime runs the same file in
+a separate process, one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples" / "models"))
+from llama_kv_cache import LlamaKVCache, make_llama_kv_cache_dynamic_shapes  # noqa: E402
+
+from executorch.exir import to_edge  # noqa: E402
+from executorch.runtime import Runtime  # noqa: E402
+
+SIZES = dict(vocab=32000, dim=768, layers=8, heads=12, kv_heads=4, hidden=2048, max_seq=128)
+
+# Run on the published runtime: argv = pte, prompt (comma-separated), new tokens, repeat.
+_PUBLISHED = r'''
+import json, sys, time
+import torch
+torch.set_num_threads(1)
+from executorch.runtime import Runtime
+pte, prompt, new, repeat = sys.argv[1], [int(t) for t in sys.argv[2].split(",")], int(sys.argv[3]), int(sys.argv[4])
+method = Runtime.get().load_program(pte).load_method("forward")
+best = None
+for _ in range(repeat):
+    t0 = time.perf_counter()
+    logits = method.execute([torch.tensor([prompt]), torch.arange(len(prompt))])[0]
+    t1 = time.perf_counter()
+    out = []
+    for pos in range(len(prompt), len(prompt) + new):
+        out.append(int(logits.argmax(-1)))
+        logits = method.execute([torch.tensor([[out[-1]]]), torch.tensor([pos])])[0]
+    t2 = time.perf_counter()
+    run = (t1 - t0, t2 - t1, out)
+    best = run if best is None else (min(best[0], run[0]), min(best[1], run[1]), out)
+print(json.dumps({"prefill_s": best[0], "decode_s": best[1], "tokens": best[2]}))
+'''
+
+
+def _time_generate(step, prompt: list[int], new: int, repeat: int) -> tuple[float, float, list[int]]:
+    """(best prefill seconds, best decode seconds for `new` steps, generated tokens)."""
+    best_p = best_d = float("inf")
+    tokens: list[int] = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        logits = step([torch.tensor([prompt]), torch.arange(len(prompt))])
+        t1 = time.perf_counter()
+        tokens = []
+        for pos in range(len(prompt), len(prompt) + new):
+            tokens.append(int(logits.argmax(-1)))
+            logits = step([torch.tensor([[tokens[-1]]]), torch.tensor([pos])])
+        t2 = time.perf_counter()
+        best_p, best_d = min(best_p, t1 - t0), min(best_d, t2 - t1)
+    return best_p, best_d, tokens
+
+
+def _row(name: str, prompt: int, new: int, prefill_s: float, decode_s: float) -> str:
+    return f"{name:<38} prefill {prompt / prefill_s:8.1f} tok/s   decode {new / decode_s:7.2f} tok/s"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prompt", type=int, default=32, help="prompt tokens (default 32)")
+    ap.add_argument("--new", type=int, default=16, help="decode steps (default 16)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per engine, best kept (default 2)")
+    ap.add_argument("--published", metavar="PYTHON", help="python of an environment with the published ExecuTorch")
+    args = ap.parse_args()
+
+    torch.manual_seed(0)
+    model = LlamaKVCache(**SIZES).eval()
+    params = sum(p.numel() for p in model.parameters())
+    prompt = torch.randint(0, SIZES["vocab"], (args.prompt,), generator=torch.Generator().manual_seed(1)).tolist()
+    t = time.perf_counter()
+    with torch.no_grad():
+        ep = torch.export.export(copy.deepcopy(model), (torch.tensor([prompt]), torch.arange(args.prompt)),
+                                 dynamic_shapes=make_llama_kv_cache_dynamic_shapes(SIZES["max_seq"]))
+        data = to_edge(ep).to_executorch().buffer
+    print(f"model: {params / 1e6:.1f}M parameters fp32, .pte {len(data) / 2**20:.0f} MiB, "
+          f"export + lowering {time.perf_counter() - t:.1f} s; prompt {args.prompt} tokens, {args.new} decode steps")
+
+    results = {}
+    all_threads = torch.get_num_threads()
+    with torch.no_grad():
+        for threads in sorted({1, all_threads}):
+            torch.set_num_threads(threads)
+            results[f"eager torch, {threads} thread(s)"] = _time_generate(lambda a: model(*a), prompt, args.new,
+                                                                          args.repeat)
+    torch.set_num_threads(all_threads)
+    runtime = Runtime.get()
+    if runtime.backend != "native":
+        sys.exit("bench_llm: the native runtime is not built; run bash tools/run_tests.sh (or pip install .) first")
+    method = runtime.load_program(data).load_method("forward")
+    results["native runtime (this project)"] = _time_generate(lambda a: method.execute(a)[0], prompt, args.new,
+                                                              args.repeat)
+    if args.published:
+        with tempfile.TemporaryDirectory() as tmp:
+            pte, script = Path(tmp) / "llama.pte", Path(tmp) / "run.py"
+            pte.write_bytes(data)
+            script.write_text(_PUBLISHED)
+            proc = subprocess.run([args.published, str(script), str(pte), ",".join(map(str, prompt)), str(args.new),
+                                   str(args.repeat)], capture_output=True, text=True, check=True)
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            results["published portable runtime, 1 thread"] = (r["prefill_s"], r["decode_s"], r["tokens"])
+
+    want = next(iter(results.values()))[2]
+    for name, (prefill_s, decode_s, tokens) in results.items():
+        same = "" if tokens == want else "   TOKENS DIFFER FROM EAGER"
+        print(_row(name, args.prompt, args.new, prefill_s, decode_s) + same)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Scalar ops on symbolic sizes and `.item()`: lowered to ExecuTorch's prim ops, run on every runtime."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from executorch.devtools.compare import assert_outputs_close
+from executorch.exir import to_edge
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import project_runtimes  # noqa: E402
+
+RUNTIMES = project_runtimes()
+
+
+class Item(torch.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 1)
+        torch._check(k <= 8)
+        return x[:k] * 2
+
+
+class SymOps(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        flag = torch.sym_ite(torch.sym_not(n == 5), torch.sym_max(n, 3), torch.sym_min(n, 4))
+        other = torch.sym_ite(n == 2, 20, 10)
+        return torch.full((2,), torch.sym_float(n) * 0.5 + flag + other), x * 2
+
+
+CASES = {
+    "item": (Item(), (torch.arange(8.0), torch.tensor(3)), None, [(torch.arange(8.0), torch.tensor(5))]),
+    "sym_ops": (SymOps(), (torch.randn(6),), ({0: torch.export.Dim("n", min=2, max=16)},),
+                [(torch.randn(5),), (torch.randn(2),)]),
+}
+
+
+def _program(case: str):
+    model, example, dynamic, _ = CASES[case]
+    return to_edge(torch.export.export(model, example, dynamic_shapes=dynamic)).to_executorch()
+
+
+def test_prim_ops_in_the_file():
+    names = {op.name for op in _program("sym_ops").executorch_program.execution_plan[0].operators}
+    assert {f"executorch_prim::{op}.Scalar" for op in ("sym_max", "sym_min", "sym_ite", "sym_float", "sym_not", "eq")} <= names
+    names = {op.name for op in _program("item").executorch_program.execution_plan[0].operators}
+    assert "aten::_local_scalar_dense" in names
+
+
+@pytest.mark.parametrize("engine", sorted(RUNTIMES))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sym_ops_match_eager(case, engine):
+    model, example, _, more = CASES[case]
+    method = RUNTIMES[engine].load_program(_program(case).buffer).load_method("forward")
+    for inputs in [example] + more:
+        assert_outputs_close(list(method.execute(list(inputs))), list(model(*inputs)) if case == "sym_ops"
+                             else [model(*inputs)])
+
+
+def test_published_runtime_runs_sym_ops(tmp_path, reference_runtime):
+    for case, (model, example, _, more) in CASES.items():
+        (tmp_path / f"{case}.pte").write_bytes(_program(case).buffer)
+        torch.save([("forward", list(i)) for i in [example] + more], tmp_path / f"{case}.calls.pt")
+    runner = Path(__file__).with_name("reference_stateful.py")
+    proc = subprocess.run([reference_runtime.python, str(runner), str(tmp_path), *CASES], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for case, (model, example, _, more) in CASES.items():
+        assert not (tmp_path / f"{case}.err.txt").exists(), (tmp_path / f"{case}.err.txt").read_text()
+        for got, inputs in zip(torch.load(tmp_path / f"{case}.out.pt"), [example] + more):
+            want = model(*inputs)
+            assert_outputs_close(got, list(want) if isinstance(want, tuple) else [want])

@@ -1,0 +1,196 @@
+"""Stateful programs: mutated buffers and inputs, the ops that write into tensors, bad cache positions."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.exir import ExecutorchBackendConfig, to_edge
+from executorch.exir import schema as S
+from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+from executorch.runtime import ExecuTorchError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import stateful_models as sm  # noqa: E402
+from conftest import project_runtimes  # noqa: E402
+
+RUNTIMES = project_runtimes()
+ENGINES = pytest.mark.parametrize("engine", sorted(RUNTIMES))
+
+
+def _lower(model, inputs, config=None):
+    ep = torch.export.export(copy.deepcopy(model), tuple(t.clone() for t in inputs))
+    return to_edge(ep).to_executorch(config)
+
+
+def _eager_steps(model, steps) -> list:
+    model = copy.deepcopy(model)
+    outs = []
+    for s in steps:
+        out = model(*[t.clone() for t in s])
+        outs.append(list(out) if isinstance(out, tuple) else [out])
+    return outs
+
+
+def _run_steps(runtime, buffer: bytes, steps) -> list:
+    method = runtime.load_program(buffer).load_method("forward")
+    return [list(method.execute([t.clone() for t in s])) for s in steps]
+
+
+def _kv_steps(n: int) -> list:
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(1, 1, 4, generator=g), torch.tensor([i])) for i in range(n)]
+
+
+CASES = {
+    "accumulate": (sm.Accumulate, lambda: [(torch.ones(2, 3),), (torch.full((2, 3), 2.0),), (torch.ones(2, 3),)], None),
+    "counter_initialized": (sm.Counter, lambda: [(torch.ones(4),), (torch.full((4,), 3.0),)],
+                            ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["count"])])),
+    "kv_cache": (lambda: sm.make_kv_cache()[0], lambda: _kv_steps(5), None),
+    "mutate_input": (sm.MutateInput, lambda: [(torch.ones(3), torch.arange(3.0))], None),
+}
+
+
+@ENGINES
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_state_persists_across_calls(case, engine):
+    make, steps, config = CASES[case]
+    model = make()
+    program = _lower(model, steps()[0], config)
+    got = _run_steps(RUNTIMES[engine], program.buffer, steps())
+    for i, (g, w) in enumerate(zip(got, _eager_steps(model, steps()))):
+        assert_outputs_close(g, w)
+
+
+def test_state_check_fails_without_state():
+    # The gate's own check: a program reloaded for each call restarts from its initial state.
+    model = sm.Accumulate()
+    steps = CASES["accumulate"][1]()
+    program = _lower(model, steps[0])
+    fresh = [_run_steps(RUNTIMES["python"], program.buffer, [s])[0] for s in steps]
+    assert not compare_outputs(fresh[1], _eager_steps(model, steps)[1]).ok
+
+
+def test_write_back_is_copy_and_buffer_is_planned_state():
+    program = _lower(sm.Accumulate(), (torch.ones(2, 3),))
+    plan = program.executorch_program.execution_plan[0]
+    ops = [f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators]
+    assert ops[-1] == "aten::copy_"
+    copy_call = plan.chains[0].instructions[-1].instr_args
+    buffer = plan.values[copy_call.args[0]].val
+    assert copy_call.args[0] == copy_call.args[-1] and copy_call.args[0] not in plan.inputs
+    assert buffer.allocation_info is not None and buffer.data_buffer_idx == 0  # state, not a constant
+    assert len(plan.outputs) == 1  # the mutation is not a method output
+
+
+def test_initial_contents_only_when_asked():
+    inputs = (torch.ones(4),)
+    plain = _lower(sm.Counter(), inputs).executorch_program
+    kept = _lower(sm.Counter(), inputs, CASES["counter_initialized"][2]).executorch_program
+    assert plain.mutable_data_segments is None
+    assert kept.mutable_data_segments is not None
+    # Without the mark the buffer starts zeroed here (its initial state is undefined in ExecuTorch).
+    out = _run_steps(RUNTIMES["python"], _lower(sm.Counter(), inputs).buffer, [inputs])[0]
+    assert torch.equal(out[1], torch.ones(4))
+
+
+def test_mutable_buffer_names():
+    config = ExecutorchBackendConfig(emit_mutable_buffer_names=True)
+    model = sm.make_kv_cache()[0]
+    program = _lower(model, _kv_steps(1)[0], config)
+    names = {v.val.extra_tensor_info.fully_qualified_name for v in program.executorch_program.execution_plan[0].values
+             if isinstance(v.val, S.Tensor) and v.val.extra_tensor_info is not None}
+    assert names == {"k", "v"}
+    got = _run_steps(RUNTIMES["python"], program.buffer, _kv_steps(3))
+    assert_outputs_close(got, _eager_steps(model, _kv_steps(3)))
+
+
+@ENGINES
+def test_cache_position_past_the_end_is_an_error(engine):
+    model, inputs = sm.make_kv_cache()
+    method = RUNTIMES[engine].load_program(_lower(model, inputs).buffer).load_method("forward")
+    with pytest.raises(ExecuTorchError, match="index_put"):
+        method.execute([torch.randn(1, 1, 4), torch.tensor([8])])
+    with pytest.raises(ExecuTorchError, match="index_put"):
+        method.execute([torch.randn(1, 1, 4), torch.tensor([-9])])
+    for bad in (torch.tensor([0], dtype=torch.int32), torch.tensor([0.0])):
+        with pytest.raises(ExecuTorchError, match="input 1 .* must have dtype torch.int64"):
+            method.execute([torch.randn(1, 1, 4), bad])
+    # The method still works after the refused calls.
+    assert method.execute([torch.randn(1, 1, 4), torch.tensor([7])])[0].shape == (1, 1, 4)
+
+
+class _Op(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+_IDX = torch.tensor([[0, 2, 1], [1, 0, 3]])
+OPS = {
+    "slice_scatter": (lambda x, s: torch.slice_scatter(x, s, 1, 1, 4, 2), (torch.randn(3, 5), torch.randn(3, 2))),
+    "select_scatter": (lambda x, s: torch.select_scatter(x, s, 0, -1), (torch.randn(3, 5), torch.randn(5))),
+    "scatter_src": (lambda x, s: torch.scatter(x, 1, _IDX, s), (torch.randn(2, 4), torch.randn(2, 3))),
+    "scatter_value": (lambda x: torch.scatter(x, 1, _IDX, 7.5), (torch.randn(2, 4),)),
+    "scatter_add": (lambda x, s: torch.scatter_add(x, 1, _IDX, s), (torch.randn(2, 4), torch.randn(2, 3))),
+    "index_put_accumulate": (lambda x, v: torch.index_put(x, (torch.tensor([0, 2, 0]),), v, accumulate=True),
+                             (torch.randn(4, 3), torch.randn(3, 3))),
+    "index_put_2d": (lambda x, v: torch.index_put(x, (torch.tensor([1, 3]), torch.tensor([0, 2])), v),
+                     (torch.randn(4, 3), torch.randn(2))),
+    "index_copy": (lambda x, s: torch.index_copy(x, 0, torch.tensor([3, 0]), s), (torch.randn(4, 2), torch.randn(2, 2))),
+    "copy": (lambda x, s: torch.ops.aten.copy.default(x, s), (torch.randn(2, 3), torch.randn(3))),
+}
+
+
+@ENGINES
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_write_ops_match_eager(op, engine):
+    fn, inputs = OPS[op]
+    program = _lower(_Op(fn), inputs)
+    got = _run_steps(RUNTIMES[engine], program.buffer, [inputs])[0]
+    assert_outputs_close(got, [fn(*[t.clone() for t in inputs])])
+
+
+@pytest.fixture(scope="module")
+def published_runs(tmp_path_factory, reference_runtime) -> dict:
+    """Every stateful case and write op, our file decoded on the published runtime in one process."""
+    root = tmp_path_factory.mktemp("stateful_published")
+    names = []
+    for case, (make, steps, config) in CASES.items():
+        (root / f"{case}.pte").write_bytes(_lower(make(), steps()[0], config).buffer)
+        torch.save([("forward", list(s)) for s in steps()], root / f"{case}.calls.pt")
+        names.append(case)
+    for op, (fn, inputs) in OPS.items():
+        (root / f"{op}.pte").write_bytes(_lower(_Op(fn), inputs).buffer)
+        torch.save([("forward", list(inputs))], root / f"{op}.calls.pt")
+        names.append(op)
+    runner = Path(__file__).with_name("reference_stateful.py")
+    proc = subprocess.run([reference_runtime.python, str(runner), str(root), *names], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {"root": root}
+
+
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(OPS))
+def test_published_runtime_agrees(published_runs, name):
+    root = published_runs["root"]
+    err = root / f"{name}.err.txt"
+    assert not err.exists(), err.read_text()
+    got = torch.load(root / f"{name}.out.pt")
+    if name in CASES:
+        make, steps, _ = CASES[name]
+        want = _eager_steps(make(), steps())
+    else:
+        fn, inputs = OPS[name]
+        want = [[fn(*[t.clone() for t in inputs])]]
+    for g, w in zip(got, want):
+        assert_outputs_close(g, w)
