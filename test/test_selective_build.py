@@ -184,10 +184,15 @@ def test_compute_paths_follow_the_recorded_dtypes(tmp_path):
     float_only = gen_oplist([pte])
     float_only.operators.pop("aten::mul.out")
     float_only.kernel_metadata.pop("aten::mul.out")
-    assert kinds(float_only) == {"FLOAT32": True, "INT64": False, "DOUBLE": False}
+    assert kinds(float_only) == {"FLOAT32": True, "INT64": False, "DOUBLE": False, "HALF": False}
     # The int64 multiply needs the integer path (and the double one, for float scalars).
-    assert kinds(gen_oplist([pte])) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}
-    assert gen.compute_kinds(None) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}
+    assert kinds(gen_oplist([pte])) == {"FLOAT32": True, "INT64": True, "DOUBLE": True, "HALF": False}
+    assert gen.compute_kinds(None) == {"FLOAT32": True, "INT64": True, "DOUBLE": True, "HALF": True}
+    # A bfloat16 call needs the 16-bit path only.
+    bf16 = gen_oplist([pte])
+    bf16.operators = {"aten::add.out": bf16.operators["aten::add.out"]}
+    bf16.kernel_metadata = {"aten::add.out": ["v1/15;0,1|15;0,1|15;0,1"]}
+    assert kinds(bf16) == {"FLOAT32": False, "INT64": False, "DOUBLE": False, "HALF": True}
 
 
 def test_configure_refuses_dtype_selection_without_a_selection(tmp_path):
@@ -208,7 +213,7 @@ def test_reads_executorch_style_yaml_with_unrecorded_dtypes(tmp_path):
     assert set(selected.operators) == {"aten::add.out"} and selected.dtypes("aten::add.out") == set()
     sel = tmp_path / "sel.yaml"
     sel.write_text(dumps(gen.select([str(FUNCTIONS_YAML)], str(upstream), "", False, dtype_selective=True)))
-    assert gen.compute_kinds(str(sel)) == {"FLOAT32": True, "INT64": True, "DOUBLE": True}
+    assert gen.compute_kinds(str(sel)) == {"FLOAT32": True, "INT64": True, "DOUBLE": True, "HALF": True}
 
 
 def test_configure_fails_on_a_corrupt_model(tmp_path):

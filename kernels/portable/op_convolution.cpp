@@ -1,6 +1,7 @@
-// aten::convolution.out for 1-D and 2-D float32 NCHW convolutions, forward and transposed.
+// aten::convolution.out for 1-D and 2-D float32 NCHW convolutions, forward and transposed (16-bit floats widened).
 #include "kernels/portable/cpu/conv.h"
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/widen.h"
 
 namespace executorch {
 namespace kernels {
@@ -19,6 +20,7 @@ bool spatial_param(Span<const int64_t> list, size_t spatial, size_t i, int64_t f
 }
 
 void convolution_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 10)) return call_widened(ctx, args, 10, 1, convolution_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::ListInt,
                                              Tag::ListInt, Tag::ListInt, Tag::Bool, Tag::ListInt,

@@ -1,6 +1,9 @@
-// Matrix products on float32: aten::mm.out, aten::bmm.out, aten::addmm.out.
+// Matrix products on float32, float16 and bfloat16 (float32 accumulation): mm, bmm, addmm.
+#include <algorithm>
+
 #include "kernels/portable/cpu/gemm.h"
 #include "kernels/portable/util/copy.h"
+#include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
 
 namespace executorch {
@@ -16,35 +19,76 @@ float* gemm_workspace(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k
 // The last two dims of `t` as a matrix (strides honour any dim order), batch `b` in.
 cpu::ConstMatrix matrix_of(const Tensor& t, int64_t b) {
   const int64_t d = t.dim();
-  const float* base = t.const_data_ptr<float>() + (d == 3 ? b * t.stride(0) : 0);
-  return {base, t.stride(d - 2), t.stride(d - 1)};
+  const char* base = static_cast<const char*>(t.const_data_ptr()) +
+                     (d == 3 ? b * t.stride(0) * static_cast<int64_t>(t.element_size()) : 0);
+  return {base, t.stride(d - 2), t.stride(d - 1), elem_of(t.scalar_type())};
 }
 
-bool all_float(const Tensor& a, const Tensor& b, const Tensor& c) {
-  return a.scalar_type() == ScalarType::Float && b.scalar_type() == ScalarType::Float &&
-         c.scalar_type() == ScalarType::Float;
+// Float32, or Half/BFloat16 (widened while packing, accumulated in float32), all one dtype.
+bool same_float_type(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const ScalarType t = a.scalar_type();
+  return (t == ScalarType::Float || is_half(t)) && b.scalar_type() == t && c.scalar_type() == t;
 }
+
+// Float32 rows a 16-bit output is computed into before narrowing, at most this many at once.
+constexpr int64_t kChunkFloats = int64_t(1) << 20;
+
+// out[m, n] (row-major) = alpha * A @ B + (beta != 0: out's current float contents, pre-scaled).
+// A float32 `out` is written in place; a 16-bit one goes through float rows in temp memory,
+// `init(row0, rows, c)` filling them first when beta is nonzero.
+template <typename Init>
+void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float alpha,
+               cpu::ConstMatrix a, cpu::ConstMatrix b, bool accumulate, void* out, ScalarType ot,
+               float* ws, Init init) {
+  if (ot == ScalarType::Float) {
+    float* o = static_cast<float*>(out);
+    if (accumulate) init(0, m, o);
+    cpu::sgemm(m, n, k, alpha, a, b, accumulate ? 1.f : 0.f, nullptr, o, n, ws);
+    return;
+  }
+  const int64_t rows = n > 0 ? std::max<int64_t>(1, std::min<int64_t>(m, kChunkFloats / n)) : m;
+  auto mem = ctx.allocate_temp(static_cast<size_t>(rows * n) * sizeof(float), 64);
+  ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, ,
+                      "matmul: no temp memory for %lld float32 rows of the 16-bit result",
+                      static_cast<long long>(rows));
+  float* c = static_cast<float*>(*mem);
+  const cpu::Elem oe = elem_of(ot);
+  for (int64_t r0 = 0; r0 < m; r0 += rows) {
+    const int64_t mr = std::min(rows, m - r0);
+    if (accumulate) init(r0, mr, c);
+    cpu::ConstMatrix ar = a;
+    ar.data = static_cast<const char*>(a.data) +
+              r0 * a.row_stride * static_cast<int64_t>(a.elem == cpu::Elem::kF32 ? 4 : 2);
+    cpu::sgemm(mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, nullptr, c, n, ws);
+    for (int64_t i = 0; i < mr * n; ++i) cpu::store_elem(out, oe, r0 * n + i, c[i]);
+  }
+}
+
+void no_init(int64_t, int64_t, float*) {}
 
 void mm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[2]->toTensor();
-  ET_KERNEL_CHECK_MSG(ctx, all_float(a, b, out), InvalidType, , "mm: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out), InvalidType, ,
+                      "mm: needs float32, float16 or bfloat16 tensors of one dtype");
   ET_KERNEL_CHECK_MSG(ctx, a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
                       InvalidArgument, , "mm: needs [m, k] x [k, n]");
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const int64_t sizes[2] = {m, n};
   if (!resize_out(ctx, out, {sizes, 2})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "mm: output must be contiguous");
-  cpu::sgemm(m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), 0.f, nullptr,
-             out.mutable_data_ptr<float>(), n, gemm_workspace(ctx, m, n, k));
+  float* ws = gemm_workspace(ctx, m, n, k);
+  gemm_into(ctx, m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), false, out.mutable_data_ptr(),
+            out.scalar_type(), ws, no_init);
 }
 
 void bmm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[2]->toTensor();
-  ET_KERNEL_CHECK_MSG(ctx, all_float(a, b, out), InvalidType, , "bmm: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out), InvalidType, ,
+                      "bmm: needs float32, float16 or bfloat16 tensors of one dtype");
   ET_KERNEL_CHECK_MSG(ctx,
                       a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0) &&
                           a.size(2) == b.size(1),
@@ -54,9 +98,11 @@ void bmm_out(KernelRuntimeContext& ctx, Args args) {
   if (!resize_out(ctx, out, {sizes, 3})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "bmm: output must be contiguous");
   float* ws = gemm_workspace(ctx, m, n, k);
-  float* o = out.mutable_data_ptr<float>();
-  for (int64_t i = 0; i < batch; ++i)
-    cpu::sgemm(m, n, k, 1.f, matrix_of(a, i), matrix_of(b, i), 0.f, nullptr, o + i * m * n, n, ws);
+  char* o = static_cast<char*>(out.mutable_data_ptr());
+  const int64_t step = m * n * static_cast<int64_t>(out.element_size());
+  for (int64_t i = 0; i < batch && ctx.failure_state() == Error::Ok; ++i)
+    gemm_into(ctx, m, n, k, 1.f, matrix_of(a, i), matrix_of(b, i), false, o + i * step,
+              out.scalar_type(), ws, no_init);
 }
 
 // out = beta * self + alpha * (mat1 @ mat2), self broadcast to [m, n].
@@ -69,8 +115,8 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
   const Tensor out = args[5]->toTensor();
   const float beta = static_cast<float>(args[3]->toScalarDouble());
   const float alpha = static_cast<float>(args[4]->toScalarDouble());
-  ET_KERNEL_CHECK_MSG(ctx, all_float(a, b, out) && self.scalar_type() == ScalarType::Float,
-                      InvalidType, , "addmm: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out) && self.scalar_type() == out.scalar_type(),
+                      InvalidType, , "addmm: needs float32, float16 or bfloat16 tensors of one dtype");
   ET_KERNEL_CHECK_MSG(ctx, a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
                       InvalidArgument, , "addmm: needs [m, k] x [k, n]");
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
@@ -81,17 +127,18 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t sizes[2] = {m, n};
   if (!resize_out(ctx, out, {sizes, 2})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "addmm: output must be contiguous");
-  float* o = out.mutable_data_ptr<float>();
-  if (beta != 0.f) {
-    // Strides of self over [m, n], zero along broadcast dims.
-    const float* s = self.const_data_ptr<float>();
-    const int64_t rs = self.dim() == 2 && self.size(0) == m && m > 1 ? self.stride(0) : 0;
-    const int64_t cs = self.dim() >= 1 && self.size(-1) == n && n > 1 ? self.stride(-1) : 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) o[i * n + j] = beta * s[i * rs + j * cs];
-  }
-  cpu::sgemm(m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta == 0.f ? 0.f : 1.f, nullptr, o,
-             n, gemm_workspace(ctx, m, n, k));
+  // Strides of self over [m, n], zero along broadcast dims.
+  const void* s = self.const_data_ptr();
+  const cpu::Elem se = elem_of(self.scalar_type());
+  const int64_t rs = self.dim() == 2 && self.size(0) == m && m > 1 ? self.stride(0) : 0;
+  const int64_t cs = self.dim() >= 1 && self.size(-1) == n && n > 1 ? self.stride(-1) : 0;
+  gemm_into(ctx, m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta != 0.f,
+            out.mutable_data_ptr(), out.scalar_type(), gemm_workspace(ctx, m, n, k),
+            [&](int64_t r0, int64_t rows, float* c) {
+              for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < n; ++j)
+                  c[i * n + j] = beta * cpu::load_elem(s, se, (r0 + i) * rs + j * cs);
+            });
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// Normalisation kernels on float32: eval-mode batch norm, layer norm, group norm, and batch
-// norm with statistics from the batch (what instance norm lowers to).
+// Normalisation kernels on float32 (16-bit floats widened): eval-mode batch norm, layer norm,
+// group norm, and batch norm with statistics from the batch (what instance norm lowers to).
 #include <cmath>
 
 #include "kernels/portable/cpu/vectorize.h"
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/widen.h"
 
 namespace executorch {
 namespace kernels {
@@ -53,6 +54,7 @@ bool check_io(KernelRuntimeContext& ctx, const Tensor& in, const Tensor& out, co
 }
 
 void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 10)) return call_widened(ctx, args, 10, 3, batch_norm_no_training_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor,
                                              Tag::Tensor, Tag::Double, Tag::Double, Tag::Tensor,
@@ -100,6 +102,7 @@ void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
 
 // native_layer_norm.out(input, normalized_shape, weight?, bias?, eps, *, out, mean, rstd)
 void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 8)) return call_widened(ctx, args, 8, 3, layer_norm_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::None, Tag::None,
                                              Tag::Double, Tag::Tensor, Tag::Tensor, Tag::Tensor}),
@@ -150,6 +153,7 @@ void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
 
 // native_group_norm.out(input, weight?, bias?, N, C, HxW, group, eps, *, out, mean, rstd)
 void group_norm_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 11)) return call_widened(ctx, args, 11, 3, group_norm_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Int, Tag::Int,
                                              Tag::Int, Tag::Int, Tag::Double, Tag::Tensor,
@@ -197,6 +201,7 @@ void group_norm_out(KernelRuntimeContext& ctx, Args args) {
 // _native_batch_norm_legit.no_stats_out(input, weight?, bias?, training, momentum, eps,
 // *, out, save_mean, save_invstd): statistics over every dim but the channel dim.
 void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 9)) return call_widened(ctx, args, 9, 3, batch_norm_no_stats_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool,
                                              Tag::Double, Tag::Double, Tag::Tensor, Tag::Tensor,

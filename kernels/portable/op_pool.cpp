@@ -1,6 +1,7 @@
-// Pooling kernels on float32 NCHW (or CHW) tensors: max (with indices), average, adaptive average.
+// Pooling kernels on float32 NCHW (or CHW) tensors, 16-bit floats widened: max (with indices), average, adaptive average.
 #include "kernels/portable/cpu/pool.h"
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/widen.h"
 
 namespace executorch {
 namespace kernels {
@@ -66,6 +67,7 @@ bool window_args(KernelRuntimeContext& ctx, const EValue& k, const EValue& st, c
 
 // max_pool2d_with_indices.out(self, kernel, stride, padding, dilation, ceil_mode, *, out, indices)
 void max_pool2d_with_indices_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 8)) return call_widened(ctx, args, 8, 2, max_pool2d_with_indices_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
                                              Tag::ListInt, Tag::Bool, Tag::Tensor, Tag::Tensor}),
@@ -85,6 +87,7 @@ void max_pool2d_with_indices_out(KernelRuntimeContext& ctx, Args args) {
 
 // avg_pool2d.out(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor?, *, out)
 void avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 8)) return call_widened(ctx, args, 8, 1, avg_pool2d_out);
   ET_KERNEL_CHECK(ctx,
                   args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
                                              Tag::Bool, Tag::Bool, Tag::None, Tag::Tensor}),
@@ -105,6 +108,7 @@ void avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
 
 // _adaptive_avg_pool2d.out(self, output_size, *, out)
 void adaptive_avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 3)) return call_widened(ctx, args, 3, 1, adaptive_avg_pool2d_out);
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
   cpu::Pool2dShape s{};

@@ -1,7 +1,8 @@
-// _softmax.out and _log_softmax.out along one dim of a float32 tensor.
+// _softmax.out and _log_softmax.out along one dim of a float32 tensor (16-bit floats widened).
 #include <cmath>
 
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/widen.h"
 
 namespace executorch {
 namespace kernels {
@@ -33,8 +34,12 @@ void softmax_lines(const float* x, float* y, int64_t outer, int64_t n, int64_t i
   }
 }
 
+void softmax_out(KernelRuntimeContext& ctx, Args args);
+void log_softmax_out(KernelRuntimeContext& ctx, Args args);
+
 // (self, int dim, bool half_to_float, *, out)
 void softmax_kernel(KernelRuntimeContext& ctx, Args args, bool log) {
+  if (has_half_tensor(args, 4)) return call_widened(ctx, args, 4, 1, log ? log_softmax_out : softmax_out);
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();

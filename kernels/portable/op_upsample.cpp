@@ -1,8 +1,9 @@
-// 2-D upsampling of float32 NCHW tensors: nearest and bilinear (.vec overloads).
+// 2-D upsampling of float32 NCHW tensors (16-bit floats widened): nearest and bilinear (.vec overloads).
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/widen.h"
 
 namespace executorch {
 namespace kernels {
@@ -53,6 +54,7 @@ bool plan_resize(KernelRuntimeContext& ctx, const Tensor& in, const EValue& size
 
 // upsample_nearest2d.vec_out(input, output_size?, scale_factors?, *, out)
 void upsample_nearest2d_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 4)) return call_widened(ctx, args, 4, 1, upsample_nearest2d_out);
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   Resize r;
@@ -80,6 +82,7 @@ void taps(int64_t o, double scale, int64_t in, bool align_corners, int64_t* i0, 
 
 // upsample_bilinear2d.vec_out(input, output_size?, align_corners, scale_factors?, *, out)
 void upsample_bilinear2d_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 5)) return call_widened(ctx, args, 5, 1, upsample_bilinear2d_out);
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[4]->toTensor();

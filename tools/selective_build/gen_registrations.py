@@ -19,6 +19,8 @@ else:
 PRIM_OPS_FILE = "../prim_ops/register_prim_ops.cpp"
 # ScalarType code of Float (schema/scalar_type.fbs).
 _FLOAT = 6
+# Float mixed with Half (5) / BFloat16 (15) computes in float32 over 16-bit storage.
+_HALF_OR_FLOAT = {_FLOAT, 5, 15}
 
 
 class SelectionError(ValueError):
@@ -103,14 +105,15 @@ def registrations(kernel_yaml: str, selected_yaml: str | None) -> dict[str, list
 
 def compute_kinds(selected_yaml: str | None) -> dict[str, bool]:
     """Which elementwise compute paths the selected calls need: float32 when every tensor of a call
-    is Float, otherwise the int64 and double paths (the kernel picks one from its scalars too)."""
-    every = {"FLOAT32": True, "INT64": True, "DOUBLE": True}
+    is Float, the half path when they are Float/Half/BFloat16 with at least one 16-bit, otherwise
+    the int64 and double paths (the kernel picks one from its scalars too)."""
+    every = {"FLOAT32": True, "INT64": True, "DOUBLE": True, "HALF": True}
     if not selected_yaml:
         return every
     _, include_all, metadata = _ops_of_yaml(selected_yaml)
     if include_all or not metadata:
         return every
-    kinds = {"FLOAT32": False, "INT64": False, "DOUBLE": False}
+    kinds = {"FLOAT32": False, "INT64": False, "DOUBLE": False, "HALF": False}
     for signatures in metadata.values():
         for signature in signatures:
             if not signature.startswith("v1/"):
@@ -119,6 +122,8 @@ def compute_kinds(selected_yaml: str | None) -> dict[str, bool]:
             codes = {int(arg.split(";")[0]) for arg in signature[3:].split("|") if arg}
             if codes <= {_FLOAT}:
                 kinds["FLOAT32"] = True
+            elif codes <= _HALF_OR_FLOAT:
+                kinds["HALF"] = True
             else:
                 kinds["INT64"] = kinds["DOUBLE"] = True
     return kinds

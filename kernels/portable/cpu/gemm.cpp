@@ -23,14 +23,29 @@ constexpr int64_t kColQuantum = 32;
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+// Element (i, j) of `m`'s storage type T, widened to float.
+template <typename T>
+ET_ALWAYS_INLINE float at(const T* base, int64_t off) {
+  return to_float(base[off]);
+}
+
+// `m` moved to start at element (i, j).
+ConstMatrix sub(ConstMatrix m, int64_t i, int64_t j) {
+  const int64_t off = i * m.row_stride + j * m.col_stride;
+  const size_t es = m.elem == Elem::kF32 ? sizeof(float) : sizeof(uint16_t);
+  m.data = static_cast<const char*>(m.data) + off * static_cast<int64_t>(es);
+  return m;
+}
+
 // Packs A[0:mc, 0:kc] as MR-row slivers, each stored k-major; rows past mc are zero.
-template <int MR>
-void pack_a(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
+template <int MR, typename T>
+void pack_a_as(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
+  const T* base = static_cast<const T*>(a.data);
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     const int64_t rows = std::min<int64_t>(MR, mc - i0);
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = a.data + i0 * a.row_stride + p * a.col_stride;
-      for (int64_t i = 0; i < rows; ++i) dst[i] = src[i * a.row_stride];
+      const T* src = base + i0 * a.row_stride + p * a.col_stride;
+      for (int64_t i = 0; i < rows; ++i) dst[i] = at(src, i * a.row_stride);
       for (int64_t i = rows; i < MR; ++i) dst[i] = 0.f;
       dst += MR;
     }
@@ -38,24 +53,43 @@ void pack_a(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
 }
 
 // Packs B[0:kc, 0:nc] as NR-column slivers, each stored k-major; columns past nc are zero.
-template <int NR>
-void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
+template <int NR, typename T>
+void pack_b_as(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
+  const T* base = static_cast<const T*>(b.data);
   for (int64_t j0 = 0; j0 < nc; j0 += NR) {
     const int64_t cols = std::min<int64_t>(NR, nc - j0);
     if (cols == NR && b.col_stride == 1) {
       for (int64_t p = 0; p < kc; ++p) {
-        const float* src = b.data + p * b.row_stride + j0;
-        for (int64_t j = 0; j < NR; ++j) dst[j] = src[j];
+        const T* src = base + p * b.row_stride + j0;
+        for (int64_t j = 0; j < NR; ++j) dst[j] = at(src, j);
         dst += NR;
       }
       continue;
     }
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = b.data + p * b.row_stride + j0 * b.col_stride;
-      for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * b.col_stride];
+      const T* src = base + p * b.row_stride + j0 * b.col_stride;
+      for (int64_t j = 0; j < cols; ++j) dst[j] = at(src, j * b.col_stride);
       for (int64_t j = cols; j < NR; ++j) dst[j] = 0.f;
       dst += NR;
     }
+  }
+}
+
+template <int MR>
+void pack_a(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
+  switch (a.elem) {
+    case Elem::kF16: pack_a_as<MR, Half>(mc, kc, a, dst); return;
+    case Elem::kBF16: pack_a_as<MR, BFloat16>(mc, kc, a, dst); return;
+    default: pack_a_as<MR, float>(mc, kc, a, dst); return;
+  }
+}
+
+template <int NR>
+void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
+  switch (b.elem) {
+    case Elem::kF16: pack_b_as<NR, Half>(kc, nc, b, dst); return;
+    case Elem::kBF16: pack_b_as<NR, BFloat16>(kc, nc, b, dst); return;
+    default: pack_b_as<NR, float>(kc, nc, b, dst); return;
   }
 }
 
@@ -139,14 +173,10 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
       // Only the first k-block applies the caller's beta and bias; later ones accumulate.
       const float beta_here = pc == 0 ? beta : 1.f;
       const float* bias_here = pc == 0 ? bias : nullptr;
-      pack_b<NR>(kc, nc, {b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride,
-                          b.col_stride},
-                 b_pack);
+      pack_b<NR>(kc, nc, sub(b, pc, jc), b_pack);
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min(kMC, m - ic);
-        pack_a<MR>(mc, kc, {a.data + ic * a.row_stride + pc * a.col_stride, a.row_stride,
-                            a.col_stride},
-                   a_pack);
+        pack_a<MR>(mc, kc, sub(a, ic, pc), a_pack);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t nr = std::min<int64_t>(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR) {
@@ -158,6 +188,16 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
         }
       }
     }
+  }
+}
+
+// ci[0:n] += aip * row[0:n] for a B row of storage type T.
+template <typename T>
+void axpy_row(int64_t n, float aip, const T* bp, int64_t col_stride, float* ci) {
+  if (col_stride == 1) {
+    for (int64_t j = 0; j < n; ++j) ci[j] += aip * at(bp, j);
+  } else {
+    for (int64_t j = 0; j < n; ++j) ci[j] += aip * at(bp, j * col_stride);
   }
 }
 
@@ -175,12 +215,12 @@ void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
       for (int64_t j = 0; j < n; ++j) ci[j] += bias[i];
     }
     for (int64_t p = 0; p < k; ++p) {
-      const float aip = alpha * a.data[i * a.row_stride + p * a.col_stride];
-      const float* bp = b.data + p * b.row_stride;
-      if (b.col_stride == 1) {
-        for (int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j * b.col_stride];
+      const float aip = alpha * load_elem(a.data, a.elem, i * a.row_stride + p * a.col_stride);
+      const ConstMatrix bp = sub(b, p, 0);
+      switch (b.elem) {
+        case Elem::kF16: axpy_row(n, aip, static_cast<const Half*>(bp.data), b.col_stride, ci); break;
+        case Elem::kBF16: axpy_row(n, aip, static_cast<const BFloat16*>(bp.data), b.col_stride, ci); break;
+        default: axpy_row(n, aip, static_cast<const float*>(bp.data), b.col_stride, ci); break;
       }
     }
   }

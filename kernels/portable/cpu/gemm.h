@@ -4,16 +4,20 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/portable/cpu/half.h"
+
 namespace executorch {
 namespace kernels {
 namespace cpu {
 
 // A read-only matrix with arbitrary element strides: element (i, j) is at
-// data[i * row_stride + j * col_stride], so a transpose is a swap of strides.
+// data[i * row_stride + j * col_stride], so a transpose is a swap of strides. Elements are
+// float, or Half/BFloat16 widened to float as they are packed (accumulation stays float32).
 struct ConstMatrix {
-  const float* data;
+  const void* data;
   int64_t row_stride;
   int64_t col_stride;
+  Elem elem = Elem::kF32;
 };
 
 // Floats of scratch sgemm() uses for packing when given m x n x k.

@@ -110,11 +110,15 @@ Walk plan_walk(const Tensor& out, const Operand* ins, size_t n) {
 ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n) {
   bool all_f32 = out == ScalarType::Float;
   bool all_int = is_integral(out, true);
+  // Float32 arithmetic serves every mix of Float, Half and BFloat16 (and scalars), as in torch.
+  bool all_f16_f32 = all_f32 || is_half(out);
   for (size_t k = 0; k < n; ++k) {
     all_f32 = all_f32 && operand_float32(ins[k]);
     all_int = all_int && operand_integral(ins[k]);
+    all_f16_f32 = all_f16_f32 && (operand_float32(ins[k]) || is_half(ins[k].type));
   }
   if (all_f32) return ComputeKind::kFloat32;
+  if (all_f16_f32) return ComputeKind::kHalf;
   if (all_int) return ComputeKind::kInt64;
   return ComputeKind::kDouble;
 }

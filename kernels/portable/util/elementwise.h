@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "kernels/portable/cpu/half.h"
 #include "kernels/portable/util/kernel_util.h"
 // Which compute paths this build compiles (EXECUTORCH_DTYPE_SELECTIVE_BUILD): generated per build.
 #include "portable_registrations/selected_dtypes.h"
@@ -96,8 +97,15 @@ void walk(const Walk& w, F&& f) {
   }
 }
 
-// How the inputs should be combined: in float32, in int64 (exact integers) or in double.
-enum class ComputeKind { kFloat32, kInt64, kDouble };
+// How the inputs should be combined: in float32, in int64 (exact integers) or in double;
+// kHalf is float32 arithmetic over tensors some of which are stored as Half or BFloat16.
+enum class ComputeKind { kFloat32, kInt64, kDouble, kHalf };
+
+// The load/store tag of a Float, Half or BFloat16 tensor.
+inline cpu::Elem elem_of(ScalarType t) {
+  return t == ScalarType::Half ? cpu::Elem::kF16
+                               : (t == ScalarType::BFloat16 ? cpu::Elem::kBF16 : cpu::Elem::kF32);
+}
 ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n);
 
 // out = f(ins...) elementwise for 1..3 operands; F provides operator() for float, double
@@ -125,7 +133,8 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
   const ComputeKind kind = compute_kind(ot, ins, N);
   if ((kind == ComputeKind::kFloat32 && !ET_SELECTED_COMPUTE_FLOAT32) ||
       (kind == ComputeKind::kInt64 && !ET_SELECTED_COMPUTE_INT64) ||
-      (kind == ComputeKind::kDouble && !ET_SELECTED_COMPUTE_DOUBLE)) {
+      (kind == ComputeKind::kDouble && !ET_SELECTED_COMPUTE_DOUBLE) ||
+      (kind == ComputeKind::kHalf && !ET_SELECTED_COMPUTE_HALF)) {
     dtype_not_selected(ctx, ot);
     return;
   }
@@ -181,6 +190,27 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
         else r = f(v[0], v[1], v[2]);
         store_double(o, ot, oo, r);
       });
+      return;
+    case ComputeKind::kHalf:
+      if constexpr (ET_SELECTED_COMPUTE_HALF) {
+        cpu::Elem e[N];
+        float s[N];
+        for (size_t k = 0; k < N; ++k) {
+          e[k] = elem_of(ins[k].type);
+          s[k] = static_cast<float>(ins[k].scalar_d);
+        }
+        const cpu::Elem oe = elem_of(ot);
+        walk(w, [&](int64_t oo, const int64_t* io) {
+          float v[N];
+          for (size_t k = 0; k < N; ++k)
+            v[k] = ins[k].is_scalar ? s[k] : cpu::load_elem(ins[k].data, e[k], io[k]);
+          float r;
+          if constexpr (N == 1) r = f(v[0]);
+          else if constexpr (N == 2) r = f(v[0], v[1]);
+          else r = f(v[0], v[1], v[2]);
+          cpu::store_elem(o, oe, oo, r);
+        });
+      }
       return;
   }
 }

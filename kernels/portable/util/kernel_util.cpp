@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/portable/cpu/half.h"
+
 namespace executorch {
 namespace kernels {
 
@@ -11,6 +13,8 @@ bool is_supported_dtype(ScalarType t) {
   switch (t) {
     case ScalarType::Float:
     case ScalarType::Double:
+    case ScalarType::Half:
+    case ScalarType::BFloat16:
     case ScalarType::Long:
     case ScalarType::Int:
     case ScalarType::Short:
@@ -23,7 +27,9 @@ bool is_supported_dtype(ScalarType t) {
   }
 }
 
-bool is_floating(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
+bool is_floating(ScalarType t) {
+  return t == ScalarType::Float || t == ScalarType::Double || is_half(t);
+}
 
 bool is_integral(ScalarType t, bool include_bool) {
   switch (t) {
@@ -44,6 +50,8 @@ double load_double(const void* data, ScalarType t, int64_t i) {
   switch (t) {
     case ScalarType::Float: return static_cast<const float*>(data)[i];
     case ScalarType::Double: return static_cast<const double*>(data)[i];
+    case ScalarType::Half: return cpu::to_float(static_cast<const cpu::Half*>(data)[i]);
+    case ScalarType::BFloat16: return cpu::to_float(static_cast<const cpu::BFloat16*>(data)[i]);
     case ScalarType::Long: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
     case ScalarType::Int: return static_cast<const int32_t*>(data)[i];
     case ScalarType::Short: return static_cast<const int16_t*>(data)[i];
@@ -90,6 +98,11 @@ void store_double(void* data, ScalarType t, int64_t i, double v) {
   switch (t) {
     case ScalarType::Float: static_cast<float*>(data)[i] = static_cast<float>(v); break;
     case ScalarType::Double: static_cast<double*>(data)[i] = v; break;
+    // Through float, as torch narrows a double: the double-to-float step rounds first.
+    case ScalarType::Half: static_cast<cpu::Half*>(data)[i] = cpu::to_half(static_cast<float>(v)); break;
+    case ScalarType::BFloat16:
+      static_cast<cpu::BFloat16*>(data)[i] = cpu::to_bfloat16(static_cast<float>(v));
+      break;
     // Narrow integers wrap like torch's casts: go through int64 first.
     case ScalarType::Long: static_cast<int64_t*>(data)[i] = double_to_int<int64_t>(v); break;
     case ScalarType::Int:
@@ -113,6 +126,10 @@ void store_int(void* data, ScalarType t, int64_t i, int64_t v) {
   switch (t) {
     case ScalarType::Float: static_cast<float*>(data)[i] = static_cast<float>(v); break;
     case ScalarType::Double: static_cast<double*>(data)[i] = static_cast<double>(v); break;
+    case ScalarType::Half: static_cast<cpu::Half*>(data)[i] = cpu::to_half(static_cast<float>(v)); break;
+    case ScalarType::BFloat16:
+      static_cast<cpu::BFloat16*>(data)[i] = cpu::to_bfloat16(static_cast<float>(v));
+      break;
     case ScalarType::Long: static_cast<int64_t*>(data)[i] = v; break;
     case ScalarType::Int: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
     case ScalarType::Short: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(v); break;

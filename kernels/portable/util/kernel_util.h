@@ -41,9 +41,11 @@ inline bool args_count_ok(Args args, size_t n) {
   return true;
 }
 
-// dtypes the portable kernels compute with (Half, BFloat16, quantized types are refused).
+// dtypes the portable kernels compute with (quantized and 8-bit float types are refused).
 bool is_supported_dtype(ScalarType t);
-bool is_floating(ScalarType t);  // Float or Double
+bool is_floating(ScalarType t);  // Float, Double, Half or BFloat16
+// The 16-bit float storage types: stored as bits, computed in float32.
+inline bool is_half(ScalarType t) { return t == ScalarType::Half || t == ScalarType::BFloat16; }
 bool is_integral(ScalarType t, bool include_bool);
 
 // Bool element `i`, read as its byte: a bool tensor's memory can hold any byte (file data, a
