@@ -29,10 +29,10 @@ inline float bits_float(uint32_t u) {
 
 inline float to_float(BFloat16 h) { return bits_float(static_cast<uint32_t>(h.bits) << 16); }
 
-// Round to nearest, ties to even; NaN stays a (quiet) NaN.
+// Round to nearest, ties to even; every NaN becomes torch's canonical bfloat16 NaN.
 inline BFloat16 to_bfloat16(float f) {
   const uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return {static_cast<uint16_t>((u >> 16) | 0x40u)};
+  if ((u & 0x7fffffffu) > 0x7f800000u) return {0x7fc0u};
   const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
   return {static_cast<uint16_t>((u + rounding) >> 16)};
 }
@@ -49,12 +49,12 @@ inline float to_float(Half h) {
 }
 
 // Round to nearest, ties to even; overflow goes to infinity, tiny values to (signed) zero or
-// a subnormal, NaN stays a (quiet) NaN.
+// a subnormal, NaN to the quiet NaN torch writes (sign kept, payload dropped).
 inline Half to_half(float f) {
   const uint32_t u = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t mag = u & 0x7fffffffu;
-  if (mag > 0x7f800000u) return {static_cast<uint16_t>(sign | 0x7e00u | ((mag >> 13) & 0x3ffu))};
+  if (mag > 0x7f800000u) return {static_cast<uint16_t>(sign | 0x7e00u)};
   if (mag >= 0x477ff000u) return {static_cast<uint16_t>(sign | 0x7c00u)};  // rounds past 65504
   if (mag < 0x38800000u) {
     // Subnormal (or zero) result: scale so the float's own rounding does the half's.
