@@ -74,6 +74,9 @@ def _torch_overload(op: schema.Operator) -> Optional[torch._ops.OpOverload]:
     overload = op.overload or "default"
     if not sep or any(not part.isidentifier() or part.startswith("__") for part in (namespace, base, overload)):
         return None
+    if namespace == "llama":
+        # ExecuTorch's LLM ops live in torch once their module is imported; programs name them only.
+        import executorch.extension.llm.custom_ops  # noqa: F401
     try:
         found = getattr(getattr(getattr(torch.ops, namespace), base), overload)
     except (AttributeError, RuntimeError):

@@ -76,6 +76,11 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.extension.pytree.**",),
     ),
     Component(
+        "llm", "ExecuTorch's LLM custom ops (torch.library registrations) and export passes",
+        EVERY_MODE,
+        packages=("executorch.extension.llm.**",),
+    ),
+    Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
         EVERY_MODE,
         packages=("executorch.runtime.**",),

@@ -1,0 +1,147 @@
+"""Registers `llama::custom_sdpa` and `llama::update_cache` (and their out variants) with torch.library.
+
+The schemas are ExecuTorch's, so files written here and by the published exporter name the same ops:
+
+- `custom_sdpa(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None)`:
+  attention of `query` [batch, seq, heads, head_dim] over the first `start_pos + seq` positions of the
+  caches `key`/`value` [batch, max_seq, kv_heads, head_dim] (kv_heads divides heads); with `is_causal`
+  query row i sees cache positions up to `start_pos + i`; a float `attn_mask` [seq, >= start_pos + seq]
+  is added to the scores instead. Computed in float32, returned in the query's dtype.
+- `update_cache(value, cache, start_pos)`: writes `value` [batch, seq, heads, head_dim] into
+  `cache[:, start_pos:start_pos + seq]` in place; returns a one-element placeholder.
+
+Each op has a meta (shape) implementation for `torch.export` and a CPU one for eager runs and for the
+Python runtime, which calls the out variants.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+_SCHEMAS = {
+    "custom_sdpa": "custom_sdpa(Tensor query, Tensor key, Tensor value, SymInt start_pos, Tensor? attn_mask=None, "
+                   "float drpout_p=0.0, bool is_causal=False, float? scale=None) -> Tensor",
+    "custom_sdpa.out": "custom_sdpa.out(Tensor query, Tensor key, Tensor value, SymInt start_pos, "
+                       "Tensor? attn_mask=None, float drpout_p=0.0, bool is_causal=False, float? scale=None, *, "
+                       "Tensor(a!) out) -> Tensor(a!)",
+    "update_cache": "update_cache(Tensor value, Tensor(a!) cache, SymInt start_pos) -> Tensor",
+    "update_cache.out": "update_cache.out(Tensor value, Tensor(a!) cache, SymInt start_pos, *, Tensor(b!) out) "
+                        "-> Tensor(b!)",
+}
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _defined(name: str) -> bool:
+    base, _, overload = name.partition(".")
+    return hasattr(torch.ops.llama, base) and (overload or "default") in getattr(torch.ops.llama, base).overloads()
+
+
+# The published ExecuTorch library may have defined these already in this process: then only the
+# implementations it lacks are added (torch refuses a second definition of a schema).
+_lib = torch.library.Library("llama", "FRAGMENT")
+_NEW = [name for name in _SCHEMAS if not _defined(name)]
+for _name in _NEW:
+    _lib.define(_SCHEMAS[_name])
+
+
+def _check_sdpa(query, key, value, start_pos, attn_mask, drpout_p, is_causal) -> None:
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+        raise ValueError("custom_sdpa: query, key and value must be 4-D [batch, seq, heads, head_dim]; "
+                         f"got {query.dim()}-D, {key.dim()}-D and {value.dim()}-D")
+    if query.dtype not in _FLOATS or key.dtype != query.dtype or value.dtype != query.dtype:
+        raise ValueError(f"custom_sdpa: query, key and value must share one float dtype; got {query.dtype}, "
+                         f"{key.dtype}, {value.dtype}")
+    if key.shape != value.shape or key.shape[0] != query.shape[0] or key.shape[3] != query.shape[3]:
+        raise ValueError(f"custom_sdpa: key {tuple(key.shape)} and value {tuple(value.shape)} do not match "
+                         f"query {tuple(query.shape)} in batch and head_dim")
+    if key.shape[2] == 0 or query.shape[2] % key.shape[2]:
+        raise ValueError(f"custom_sdpa: {key.shape[2]} key/value heads do not divide {query.shape[2]} query heads")
+    if attn_mask is not None and is_causal:
+        raise ValueError("custom_sdpa: pass attn_mask or is_causal=True, not both")
+    if drpout_p != 0.0:
+        raise ValueError(f"custom_sdpa: drpout_p={drpout_p} is not supported (inference only); pass 0.0")
+    if isinstance(start_pos, int):
+        if start_pos < 0 or start_pos + query.shape[1] > key.shape[1]:
+            raise ValueError(f"custom_sdpa: start_pos {start_pos} + {query.shape[1]} positions run past the cache "
+                             f"of {key.shape[1]}; keep start_pos + seq_len <= the cache length")
+    else:
+        torch._check(start_pos >= 0)
+        torch._check(start_pos + query.shape[1] <= key.shape[1])
+
+
+def _attend(query, key, value, start_pos: int, attn_mask, is_causal: bool, scale: Optional[float]) -> torch.Tensor:
+    seq, heads, head_dim = query.shape[1], query.shape[2], query.shape[3]
+    length = start_pos + seq
+    groups = heads // key.shape[2]
+    q = query.float().transpose(1, 2)
+    k = key[:, :length].float().transpose(1, 2).repeat_interleave(groups, dim=1)
+    v = value[:, :length].float().transpose(1, 2).repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-1, -2) * (scale if scale is not None else 1.0 / math.sqrt(head_dim))
+    if is_causal:
+        rows = torch.arange(seq).unsqueeze(1) + start_pos
+        scores = scores.masked_fill(torch.arange(length).unsqueeze(0) > rows, float("-inf"))
+    elif attn_mask is not None:
+        scores = scores + attn_mask[:, :length].float()
+    return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).to(query.dtype)
+
+
+def custom_sdpa(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None):
+    _check_sdpa(query, key, value, start_pos, attn_mask, drpout_p, is_causal)
+    return _attend(query, key, value, int(start_pos), attn_mask, is_causal, scale)
+
+
+def custom_sdpa_meta(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None):
+    _check_sdpa(query, key, value, start_pos, attn_mask, drpout_p, is_causal)
+    return torch.empty_like(query)
+
+
+def custom_sdpa_out(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None, *, out):
+    out.copy_(custom_sdpa(query, key, value, start_pos, attn_mask, drpout_p, is_causal, scale))
+    return out
+
+
+def _check_update(value, cache, start_pos) -> None:
+    if value.dim() != 4 or cache.dim() != 4:
+        raise ValueError(f"update_cache: value and cache must be 4-D; got {value.dim()}-D and {cache.dim()}-D")
+    if value.dtype != cache.dtype:
+        raise ValueError(f"update_cache: value is {value.dtype} but the cache is {cache.dtype}; cast one")
+    if any(value.shape[i] != cache.shape[i] for i in (0, 2, 3)):
+        raise ValueError(f"update_cache: value {tuple(value.shape)} does not fit cache {tuple(cache.shape)} "
+                         "in batch, heads or head_dim")
+    if isinstance(start_pos, int):
+        if start_pos < 0 or start_pos + value.shape[1] > cache.shape[1]:
+            raise ValueError(f"update_cache: start_pos {start_pos} + {value.shape[1]} positions run past the cache "
+                             f"of {cache.shape[1]}; keep start_pos + seq_len <= the cache length")
+    else:
+        torch._check(start_pos >= 0)
+        torch._check(start_pos + value.shape[1] <= cache.shape[1])
+
+
+def update_cache(value, cache, start_pos):
+    _check_update(value, cache, start_pos)
+    cache[:, int(start_pos):int(start_pos) + value.shape[1]].copy_(value)
+    return torch.empty((1,), dtype=value.dtype)
+
+
+def update_cache_meta(value, cache, start_pos):
+    _check_update(value, cache, start_pos)
+    return torch.empty((1,), dtype=value.dtype, device="meta")
+
+
+def update_cache_out(value, cache, start_pos, *, out):
+    update_cache(value, cache, start_pos)
+    return out
+
+
+_IMPLS = {
+    "custom_sdpa": {"CompositeExplicitAutograd": custom_sdpa, "Meta": custom_sdpa_meta},
+    "custom_sdpa.out": {"CompositeExplicitAutograd": custom_sdpa_out},
+    "update_cache": {"CompositeExplicitAutograd": update_cache, "Meta": update_cache_meta},
+    "update_cache.out": {"CompositeExplicitAutograd": update_cache_out},
+}
+for _name in _NEW:
+    for _key, _fn in _IMPLS[_name].items():
+        _lib.impl(_name, _fn, _key)
