@@ -1,18 +1,4 @@
-"""Registers `llama::custom_sdpa` and `llama::update_cache` (and their out variants) with torch.library.
-
-The schemas are ExecuTorch's, so files written here and by the published exporter name the same ops:
-
-- `custom_sdpa(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None)`:
-  attention of `query` [batch, seq, heads, head_dim] over the first `start_pos + seq` positions of the
-  caches `key`/`value` [batch, max_seq, kv_heads, head_dim] (kv_heads divides heads); with `is_causal`
-  query row i sees cache positions up to `start_pos + i`; a float `attn_mask` [seq, >= start_pos + seq]
-  is added to the scores instead. Computed in float32, returned in the query's dtype.
-- `update_cache(value, cache, start_pos)`: writes `value` [batch, seq, heads, head_dim] into
-  `cache[:, start_pos:start_pos + seq]` in place; returns a one-element placeholder.
-
-Each op has a meta (shape) implementation for `torch.export` and a CPU one for eager runs and for the
-Python runtime, which calls the out variants.
-"""
+"""Registers `llama::custom_sdpa` and `llama::update_cache` (and their out variants, ExecuTorch's schemas) with torch.library."""
 
 from __future__ import annotations
 
@@ -39,8 +25,8 @@ def _defined(name: str) -> bool:
     return hasattr(torch.ops.llama, base) and (overload or "default") in getattr(torch.ops.llama, base).overloads()
 
 
-# The published ExecuTorch library may have defined these already in this process: then only the
-# implementations it lacks are added (torch refuses a second definition of a schema).
+# Another library (ExecuTorch's compiled one) may have defined some of these in this process already:
+# those stay as it registered them, since torch refuses a second definition of a schema.
 _lib = torch.library.Library("llama", "FRAGMENT")
 _NEW = [name for name in _SCHEMAS if not _defined(name)]
 for _name in _NEW:
@@ -89,6 +75,10 @@ def _attend(query, key, value, start_pos: int, attn_mask, is_causal: bool, scale
 
 
 def custom_sdpa(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None):
+    """Attention of `query` [batch, seq, heads, head_dim] over the first `start_pos + seq` positions of the
+    caches `key`/`value` [batch, max_seq, kv_heads, head_dim] (kv_heads divides heads). With `is_causal`, query
+    row i sees cache positions up to `start_pos + i`; a float `attn_mask` [seq, >= start_pos + seq] is added to
+    the scores instead. Computed in float32, returned in the query's dtype."""
     _check_sdpa(query, key, value, start_pos, attn_mask, drpout_p, is_causal)
     return _attend(query, key, value, int(start_pos), attn_mask, is_causal, scale)
 
@@ -121,6 +111,8 @@ def _check_update(value, cache, start_pos) -> None:
 
 
 def update_cache(value, cache, start_pos):
+    """Writes `value` [batch, seq, heads, head_dim] into `cache[:, start_pos:start_pos + seq]` in place;
+    returns a one-element placeholder, as ExecuTorch's op does."""
     _check_update(value, cache, start_pos)
     cache[:, int(start_pos):int(start_pos) + value.shape[1]].copy_(value)
     return torch.empty((1,), dtype=value.dtype)

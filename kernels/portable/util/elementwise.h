@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/portable/cpu/half.h"
 #include "kernels/portable/util/kernel_util.h"
@@ -123,6 +124,22 @@ void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out);
 // Validates dtypes, broadcasts and resizes; returns false (ctx failed) on bad input.
 bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n, const Tensor& out);
 
+// out[i] = f(ins[k][i]...) over `n` elements of one 16-bit storage type T, computed in float.
+template <typename T, typename F, size_t N>
+void map_dense(const Operand (&ins)[N], void* out, int64_t n, F f) {
+  const T* p[N];
+  for (size_t k = 0; k < N; ++k) p[k] = static_cast<const T*>(ins[k].data);
+  T* o = static_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    float r;
+    if constexpr (N == 1) r = f(cpu::to_float(p[0][i]));
+    else if constexpr (N == 2) r = f(cpu::to_float(p[0][i]), cpu::to_float(p[1][i]));
+    else r = f(cpu::to_float(p[0][i]), cpu::to_float(p[1][i]), cpu::to_float(p[2][i]));
+    if constexpr (std::is_same_v<T, cpu::Half>) o[i] = cpu::to_half(r);
+    else o[i] = cpu::to_bfloat16(r);
+  }
+}
+
 template <typename F, size_t N>
 void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f) {
   static_assert(N >= 1 && N <= 3, "1 to 3 operands");
@@ -200,6 +217,14 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
           s[k] = static_cast<float>(ins[k].scalar_d);
         }
         const cpu::Elem oe = elem_of(ot);
+        bool same = w.dense;
+        for (size_t k = 0; k < N; ++k) same = same && ins[k].type == ot;
+        if (same) {
+          // The hot case (one 16-bit dtype, same shapes, row-major): typed loops, no per-element switch.
+          if (oe == cpu::Elem::kBF16) map_dense<cpu::BFloat16>(ins, o, out.numel(), f);
+          else map_dense<cpu::Half>(ins, o, out.numel(), f);
+          return;
+        }
         walk(w, [&](int64_t oo, const int64_t* io) {
           float v[N];
           for (size_t k = 0; k < N; ++k)
