@@ -37,15 +37,18 @@ inline BFloat16 to_bfloat16(float f) {
   return {static_cast<uint16_t>((u + rounding) >> 16)};
 }
 
-// Branch-light binary16 decode: rescale the exponent, handle subnormals through a float
-// multiply, and Inf/NaN by saturating the exponent field.
+// Binary16 decode with every case computed and one selected, so loops over it vectorize:
+// normals rebias the exponent, subnormals are mantissa * 2^-24 (exact in float), Inf/NaN keep
+// their mantissa under an all-ones exponent.
 inline float to_float(Half h) {
   const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
   const uint32_t exp = (h.bits >> 10) & 0x1fu;
   const uint32_t man = h.bits & 0x3ffu;
-  if (exp == 0x1fu) return bits_float(sign | 0x7f800000u | (man << 13));
-  if (exp == 0) return bits_float(sign) + (sign ? -1.f : 1.f) * static_cast<float>(man) * 5.9604644775390625e-8f;
-  return bits_float(sign | ((exp + 112u) << 23) | (man << 13));
+  const uint32_t normal = ((exp + 112u) << 23) | (man << 13);
+  const uint32_t special = 0x7f800000u | (man << 13);
+  const uint32_t subnormal = float_bits(static_cast<float>(static_cast<int32_t>(man)) * 5.9604644775390625e-8f);
+  const uint32_t mag = exp == 0 ? subnormal : (exp == 0x1fu ? special : normal);
+  return bits_float(sign | mag);
 }
 
 // Round to nearest, ties to even; overflow goes to infinity, tiny values to (signed) zero or
