@@ -17,7 +17,8 @@ from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES, Fn  # noqa: E402
 
 NATIVE = project_runtimes().get("native")
-pytestmark = pytest.mark.skipif(NATIVE is None, reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
+pytestmark = pytest.mark.skipif(
+    NATIVE is None, reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
 DTYPES = [torch.float16, torch.bfloat16]
 ZOO = load_zoo()
@@ -117,7 +118,8 @@ def test_single_op_in_16bit_matches_eager(case, dtype):
     if not _eager_supports(model, inputs):
         pytest.skip(f"eager torch has no {dtype} CPU kernel for {case.name}")
     ds = case.dynamic_shapes() if case.dynamic_shapes else None
-    pte = bytes(to_edge_transform_and_lower(torch.export.export(model, inputs, dynamic_shapes=ds)).to_executorch().buffer)
+    ep = torch.export.export(model, inputs, dynamic_shapes=ds)
+    pte = bytes(to_edge_transform_and_lower(ep).to_executorch().buffer)
     with torch.no_grad():
         expected = model(*inputs)
     # One op rounds once: the per-dtype defaults of executorch.devtools.compare apply.

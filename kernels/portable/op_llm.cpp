@@ -92,7 +92,8 @@ void custom_sdpa_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK_MSG(ctx,
                       k.size(0) == a.batch && k.size(3) == a.dim && same_shape(k, v) && a.kv_heads > 0 &&
                           a.heads % a.kv_heads == 0,
-                      InvalidArgument, , "custom_sdpa: key/value caches do not match the query (batch, heads, head_dim)");
+                      InvalidArgument, ,
+                      "custom_sdpa: key/value caches do not match the query (batch, heads, head_dim)");
   a.start = args[3]->toInt();
   ET_KERNEL_CHECK_MSG(ctx, a.start >= 0 && a.start <= a.cache_len - a.seq, InvalidArgument, ,
                       "custom_sdpa: start_pos %lld + %lld positions run past the cache of %lld",
@@ -155,7 +156,8 @@ void update_cache_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK_MSG(ctx, value.scalar_type() == cache.scalar_type(), InvalidType, ,
                       "update_cache: value and cache dtypes differ");
   ET_KERNEL_CHECK_MSG(ctx,
-                      value.size(0) == cache.size(0) && value.size(2) == cache.size(2) && value.size(3) == cache.size(3),
+                      value.size(0) == cache.size(0) && value.size(2) == cache.size(2) &&
+                          value.size(3) == cache.size(3),
                       InvalidArgument, , "update_cache: value does not fit the cache in batch, heads or head_dim");
   const int64_t start = args[2]->toInt(), seq = value.size(1), len = cache.size(1);
   ET_KERNEL_CHECK_MSG(ctx, start >= 0 && start <= len - seq, InvalidArgument, ,

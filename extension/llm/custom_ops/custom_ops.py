@@ -1,4 +1,4 @@
-"""Registers `llama::custom_sdpa` and `llama::update_cache` (and their out variants, ExecuTorch's schemas) with torch.library."""
+"""Registers ExecuTorch's `llama::custom_sdpa` and `llama::update_cache` (with out variants) in torch.library."""
 
 from __future__ import annotations
 

@@ -11,7 +11,9 @@ namespace {
 // Longest argument list of the kernels that widen (batch norm: 10 plus the returns).
 constexpr size_t kMaxArgs = 16;
 
-bool is_half_tensor(const EValue* v) { return v != nullptr && v->isTensor() && is_half(v->toTensor().scalar_type()); }
+bool is_half_tensor(const EValue* v) {
+  return v != nullptr && v->isTensor() && is_half(v->toTensor().scalar_type());
+}
 
 template <typename T>
 T* temp_list(KernelRuntimeContext& ctx, size_t n) {
@@ -46,7 +48,9 @@ bool has_half_tensor(Args args, size_t nargs) {
 }
 
 void call_widened(KernelRuntimeContext& ctx, Args args, size_t nargs, size_t nouts, KernelFn kernel) {
-  ET_KERNEL_CHECK_MSG(ctx, nargs <= kMaxArgs && nargs <= args.size() && args.size() <= nargs + 1 && nouts <= nargs, InvalidArgument, ,
+  ET_KERNEL_CHECK_MSG(ctx,
+                      nargs <= kMaxArgs && nargs <= args.size() && args.size() <= nargs + 1 && nouts <= nargs,
+                      InvalidArgument, ,
                       "16-bit float kernel: unexpected argument count %zu", args.size());
   runtime::TensorImpl impls[kMaxArgs];
   EValue values[kMaxArgs];
