@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge
 from executorch.extension.llm.export.export_passes import RemoveRedundantTransposes
 
@@ -47,5 +48,5 @@ def test_edge_graph_copies_are_removed_too():
     assert len(_layout_ops(gm)) == 8
     result = RemoveRedundantTransposes()(gm)
     assert result.modified and _layout_ops(result.graph_module) == ["aten.permute_copy.default"] * 3
-    for got, want in zip(result.graph_module(x), _Layouts()(x)):
-        assert torch.equal(got, want)
+    # The edge graph sums a dense copy where eager sums a strided view: equal up to rounding.
+    assert_outputs_close(list(result.graph_module(x)), list(_Layouts()(x)))
