@@ -1,0 +1,52 @@
+"""The process-wide table of backend recipe providers, looked up by backend name."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from executorch.export.recipe import ExportRecipe, RecipeType
+from executorch.export.recipe_provider import BackendRecipeProvider
+
+
+class RecipeRegistry:
+    """Backend name -> provider; there is one, `recipe_registry`."""
+
+    _instance: Optional["RecipeRegistry"] = None
+
+    def __new__(cls) -> "RecipeRegistry":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+            cls._instance._providers = {}
+        return cls._instance
+
+    def register_backend_recipe_provider(self, provider: BackendRecipeProvider) -> None:
+        if not isinstance(provider, BackendRecipeProvider):
+            raise TypeError(f"register_backend_recipe_provider takes a BackendRecipeProvider, "
+                            f"got {type(provider).__name__}")
+        self._providers[provider.backend_name] = provider
+
+    def _provider(self, backend: str) -> BackendRecipeProvider:
+        _load_builtin_providers()
+        if backend not in self._providers:
+            raise ValueError(f"backend '{backend}' has no recipe provider; registered backends: "
+                             f"{sorted(self._providers)} (register one with "
+                             "recipe_registry.register_backend_recipe_provider)")
+        return self._providers[backend]
+
+    def create_recipe(self, recipe_type: RecipeType, backend: str, **kwargs: Any) -> Optional[ExportRecipe]:
+        return self._provider(backend).create_recipe(recipe_type, **kwargs)
+
+    def get_supported_recipes(self, backend: str) -> Sequence[RecipeType]:
+        return self._provider(backend).get_supported_recipes()
+
+    def list_backends(self) -> Sequence[str]:
+        _load_builtin_providers()
+        return list(self._providers)
+
+
+def _load_builtin_providers() -> None:
+    # The portable recipes ship with this package; importing the module registers them.
+    import executorch.export.portable_recipes  # noqa: F401
+
+
+recipe_registry = RecipeRegistry()
