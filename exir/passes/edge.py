@@ -7,6 +7,7 @@ from torch import fx
 
 from executorch.exir._dtypes import exportable_names, is_exportable
 from executorch.exir.dialects._edge_ops import VIEW_TO_COPY, find_out_variant, is_edge_op, why_not_edge_op
+from executorch.exir.dialects import _quantized_ops  # noqa: F401  (pt2e q/dq out variants, so q/dq are edge ops)
 from executorch.exir.dialects._ops import dim_order_for
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import fake_mode_of, source_line

@@ -1,0 +1,138 @@
+"""The out variants of pt2e's `quantized_decomposed` quantize/dequantize ops, registered with torch.
+
+torch (or torchao) defines the functional ops that pt2e graphs hold; a `.pte` calls their out
+variants, which only ExecuTorch defines. The schemas are ExecuTorch's, so files name the same
+operators as the published exporter's; the Python implementations follow torch's reference
+formulas step for step, so the Python runtime reproduces the converted module in eager.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+NAMESPACE = "quantized_decomposed"
+
+_SCHEMAS = {
+    "quantize_per_tensor.out": "(Tensor input, float scale, int zero_point, int quant_min, int quant_max, "
+    "ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
+    "quantize_per_tensor.Tensor_out": "(Tensor input, Tensor scale, Tensor zero_point, int quant_min, int quant_max, "
+    "ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
+    "dequantize_per_tensor.out": "(Tensor input, float scale, int zero_point, int quant_min, int quant_max, "
+    "ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    "dequantize_per_tensor.Tensor_out": "(Tensor input, Tensor scale, Tensor zero_point, int quant_min, "
+    "int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    "quantize_per_channel.out": "(Tensor input, Tensor scales, Tensor zero_points, int axis, int quant_min, "
+    "int quant_max, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
+    "dequantize_per_channel.out": "(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, "
+    "int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) -> Tensor(a!)",
+}
+
+# The functional pt2e ops a `.pte` may call through the out variants above.
+FUNCTIONAL_OPS = ("quantize_per_tensor.default", "quantize_per_tensor.tensor", "dequantize_per_tensor.default",
+                  "dequantize_per_tensor.tensor", "quantize_per_channel.default", "dequantize_per_channel.default")
+
+
+def _check_dtype(name: str, dtype: torch.dtype, quant_min: int, quant_max: int) -> None:
+    info = torch.iinfo(dtype) if not dtype.is_floating_point else None
+    if info is None or quant_min < info.min or quant_max > info.max or quant_min > quant_max:
+        raise ValueError(f"{name}: quant range [{quant_min}, {quant_max}] does not fit {dtype}")
+
+
+def _write(out: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    out.resize_(value.shape)
+    out.copy_(value)
+    return out
+
+
+def _quantize(x: torch.Tensor, inv_scale, zero_point, quant_min: int, quant_max: int, dtype) -> torch.Tensor:
+    # torch's reference: multiply by the reciprocal, round half to even, shift, clamp, cast.
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.to(torch.float32)
+    return torch.clamp(torch.round(x * inv_scale) + zero_point, quant_min, quant_max).to(dtype)
+
+
+def quantize_per_tensor_out(input, scale, zero_point, quant_min, quant_max, dtype, *, out):
+    _check_dtype("quantize_per_tensor", dtype, quant_min, quant_max)
+    return _write(out, _quantize(input, 1.0 / scale, zero_point, quant_min, quant_max, dtype))
+
+
+def quantize_per_tensor_tensor_out(input, scale, zero_point, quant_min, quant_max, dtype, *, out):
+    return quantize_per_tensor_out(input, float(scale.item()), int(zero_point.item()), quant_min, quant_max, dtype,
+                                   out=out)
+
+
+def dequantize_per_tensor_out(input, scale, zero_point, quant_min, quant_max, dtype, *, out_dtype=None, out):
+    if input.dtype != dtype:
+        raise ValueError(f"dequantize_per_tensor: input is {input.dtype}, the op says {dtype}")
+    return _write(out, (input.to(out_dtype or torch.float32) - zero_point) * scale)
+
+
+def dequantize_per_tensor_tensor_out(input, scale, zero_point, quant_min, quant_max, dtype, *, out_dtype=None, out):
+    return dequantize_per_tensor_out(input, float(scale.item()), int(zero_point.item()), quant_min, quant_max, dtype,
+                                     out_dtype=out_dtype, out=out)
+
+
+def _along(t: torch.Tensor, axis: int, ndim: int) -> torch.Tensor:
+    shape = [1] * ndim
+    shape[axis] = t.numel()
+    return t.reshape(shape)
+
+
+def quantize_per_channel_out(input, scales, zero_points, axis, quant_min, quant_max, dtype, *, out):
+    _check_dtype("quantize_per_channel", dtype, quant_min, quant_max)
+    axis = axis % input.dim()
+    if scales.numel() != input.shape[axis]:
+        raise ValueError(f"quantize_per_channel: {scales.numel()} scales for {input.shape[axis]} channels")
+    inv = 1.0 / _along(scales, axis, input.dim())
+    return _write(out, _quantize(input, inv, _along(zero_points, axis, input.dim()), quant_min, quant_max, dtype))
+
+
+def dequantize_per_channel_out(input, scales, zero_points, axis, quant_min, quant_max, dtype, *, out_dtype=None, out):
+    if input.dtype != dtype:
+        raise ValueError(f"dequantize_per_channel: input is {input.dtype}, the op says {dtype}")
+    axis = axis % input.dim()
+    if scales.numel() != input.shape[axis]:
+        raise ValueError(f"dequantize_per_channel: {scales.numel()} scales for {input.shape[axis]} channels")
+    out_dtype = out_dtype or torch.float32
+    # Scales in the output's dtype, as torch's reference applies them one channel (a 0-dim tensor) at a time.
+    value = input.to(out_dtype)
+    if zero_points is not None:
+        value = value - _along(zero_points, axis, input.dim())
+    return _write(out, value * _along(scales.to(out_dtype), axis, input.dim()))
+
+
+_IMPLS = {
+    "quantize_per_tensor.out": quantize_per_tensor_out,
+    "quantize_per_tensor.Tensor_out": quantize_per_tensor_tensor_out,
+    "dequantize_per_tensor.out": dequantize_per_tensor_out,
+    "dequantize_per_tensor.Tensor_out": dequantize_per_tensor_tensor_out,
+    "quantize_per_channel.out": quantize_per_channel_out,
+    "dequantize_per_channel.out": dequantize_per_channel_out,
+}
+
+
+def _defined(name: str) -> Optional[torch._ops.OpOverload]:
+    base, _, overload = name.partition(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, NAMESPACE), base), overload)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def register() -> None:
+    """Define the out variants unless another library (published ExecuTorch's) already has."""
+    if _LIBS:
+        return
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+    for name, schema in _SCHEMAS.items():
+        if _defined(name) is not None:
+            continue
+        lib.define(f"{name}{schema}")
+        lib.impl(name, _IMPLS[name], "CompositeExplicitAutograd")
+    _LIBS.append(lib)
+
+
+_LIBS: list = []  # keeps the Library alive; dropping it would unregister the ops
+register()
