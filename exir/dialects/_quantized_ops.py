@@ -95,12 +95,9 @@ def dequantize_per_channel_out(input, scales, zero_points, axis, quant_min, quan
     axis = axis % input.dim()
     if scales.numel() != input.shape[axis]:
         raise ValueError(f"dequantize_per_channel: {scales.numel()} scales for {input.shape[axis]} channels")
-    out_dtype = out_dtype or torch.float32
-    # Scales in the output's dtype, as torch's reference applies them one channel (a 0-dim tensor) at a time.
-    value = input.to(out_dtype)
-    if zero_points is not None:
-        value = value - _along(zero_points, axis, input.dim())
-    return _write(out, value * _along(scales.to(out_dtype), axis, input.dim()))
+    # torch's reference: integer difference, times the scales in their own dtype, then the cast.
+    value = input.to(torch.int64) - _along(zero_points, axis, input.dim()) if zero_points is not None else input
+    return _write(out, (value * _along(scales, axis, input.dim())).to(out_dtype or torch.float32))
 
 
 _IMPLS = {

@@ -1,0 +1,235 @@
+// pt2e quantize/dequantize (quantized_decomposed::*): per tensor and per channel, affine int8/uint8/int16/int32.
+// Arithmetic follows torch's reference formulas operation for operation (float32 multiply by the
+// reciprocal, round half to even, add the zero point, clamp), so results match the converted
+// pt2e module bit for bit when the inputs do.
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/portable/util/kernel_util.h"
+
+namespace executorch {
+namespace kernels {
+namespace {
+
+bool quantized_dtype(ScalarType t) {
+  return t == ScalarType::Byte || t == ScalarType::Char || t == ScalarType::Short || t == ScalarType::Int;
+}
+
+bool same_layout(const Tensor& a, const Tensor& b) {
+  if (a.dim() != b.dim()) return false;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (a.dim_order()[d] != b.dim_order()[d]) return false;
+  return true;
+}
+
+// Checks shared by every op: dtypes, the range, and `out` resized to the input's shape and layout.
+bool prepare(KernelRuntimeContext& ctx, const char* op, const Tensor& in, const Tensor& out, ScalarType qtype,
+             int64_t qmin, int64_t qmax) {
+  ET_KERNEL_CHECK_MSG(ctx, quantized_dtype(qtype) && qmin <= qmax, InvalidArgument, false,
+                      "%s: dtype %s with range [%lld, %lld] is not an integer quantization", op,
+                      runtime::scalar_type_name(qtype), static_cast<long long>(qmin), static_cast<long long>(qmax));
+  if (!resize_out(ctx, out, in)) return false;
+  ET_KERNEL_CHECK_MSG(ctx, same_layout(in, out), InvalidArgument, false,
+                      "%s: input and output must share one dim order", op);
+  return true;
+}
+
+template <typename Q>
+void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::nearbyint(in[i] * inv_scale) + zp;
+    v = v < lo ? lo : (v > hi ? hi : v);
+    out[i] = static_cast<Q>(v == v ? v : lo);  // NaN maps to the low bound rather than to an undefined cast
+  }
+}
+
+void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, int64_t zp, int64_t qmin,
+                     int64_t qmax, ScalarType qtype, const Tensor& out) {
+  if (!prepare(ctx, "quantize_per_tensor", in, out, qtype, qmin, qmax)) return;
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == qtype, InvalidType, ,
+                      "quantize_per_tensor: takes float32 to the dtype argument, got %s -> %s",
+                      runtime::scalar_type_name(in.scalar_type()), runtime::scalar_type_name(out.scalar_type()));
+  const float inv = static_cast<float>(1.0 / scale), z = static_cast<float>(zp);
+  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
+  const float* x = in.const_data_ptr<float>();
+  const int64_t n = in.numel();
+  switch (qtype) {
+    case ScalarType::Byte: quantize_into(x, static_cast<uint8_t*>(out.mutable_data_ptr()), n, inv, z, lo, hi); break;
+    case ScalarType::Char: quantize_into(x, static_cast<int8_t*>(out.mutable_data_ptr()), n, inv, z, lo, hi); break;
+    case ScalarType::Short: quantize_into(x, static_cast<int16_t*>(out.mutable_data_ptr()), n, inv, z, lo, hi); break;
+    default: quantize_into(x, static_cast<int32_t*>(out.mutable_data_ptr()), n, inv, z, lo, hi); break;
+  }
+}
+
+template <typename Q>
+void dequantize_into(const Q* in, float* out, int64_t n, float scale, float zp) {
+  for (int64_t i = 0; i < n; ++i) out[i] = (static_cast<float>(in[i]) - zp) * scale;
+}
+
+bool dequant_types_ok(KernelRuntimeContext& ctx, const char* op, const Tensor& in, ScalarType qtype,
+                      const EValue& out_dtype, const Tensor& out) {
+  const bool float_out = out.scalar_type() == ScalarType::Float &&
+                         (out_dtype.isNone() || out_dtype.toInt() == static_cast<int64_t>(ScalarType::Float));
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == qtype && float_out, InvalidType, false,
+                      "%s: takes the dtype argument to float32, got %s -> %s", op,
+                      runtime::scalar_type_name(in.scalar_type()), runtime::scalar_type_name(out.scalar_type()));
+  return true;
+}
+
+void dequantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, int64_t zp, int64_t qmin,
+                       int64_t qmax, ScalarType qtype, const EValue& out_dtype, const Tensor& out) {
+  if (!prepare(ctx, "dequantize_per_tensor", in, out, qtype, qmin, qmax)) return;
+  if (!dequant_types_ok(ctx, "dequantize_per_tensor", in, qtype, out_dtype, out)) return;
+  const float s = static_cast<float>(scale), z = static_cast<float>(zp);
+  float* y = out.mutable_data_ptr<float>();
+  const int64_t n = in.numel();
+  switch (qtype) {
+    case ScalarType::Byte: dequantize_into(in.const_data_ptr<uint8_t>(), y, n, s, z); break;
+    case ScalarType::Char: dequantize_into(in.const_data_ptr<int8_t>(), y, n, s, z); break;
+    case ScalarType::Short: dequantize_into(in.const_data_ptr<int16_t>(), y, n, s, z); break;
+    default: dequantize_into(in.const_data_ptr<int32_t>(), y, n, s, z); break;
+  }
+}
+
+// A one-element float tensor's value, or false after failing `ctx`.
+bool scalar_of(KernelRuntimeContext& ctx, const char* op, const Tensor& t, double* v) {
+  ET_KERNEL_CHECK_MSG(ctx, t.numel() == 1 && (is_floating(t.scalar_type()) || is_integral(t.scalar_type(), false)),
+                      InvalidArgument, false, "%s: scale and zero point must be one-element numeric tensors", op);
+  *v = load_double(t.const_data_ptr(), t.scalar_type(), 0);
+  return true;
+}
+
+// Per-channel: the channel of the element at memory offset i is (i / stride[axis]) % size[axis]
+// for any dense layout, so one pass in memory order serves contiguous and channels-last tensors.
+struct Channels {
+  int64_t stride = 1, count = 1;
+  int64_t of(int64_t i) const { return (i / stride) % count; }
+};
+
+bool channels_of(KernelRuntimeContext& ctx, const char* op, const Tensor& in, int64_t axis, const Tensor& scales,
+                 const Tensor* zps, Channels* ch) {
+  int64_t a = 0;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(axis, in.dim(), &a), InvalidArgument, false,
+                      "%s: axis %lld is out of range for a %lld-dim input", op, static_cast<long long>(axis),
+                      static_cast<long long>(in.dim()));
+  ch->stride = in.stride(a) > 0 ? in.stride(a) : 1;
+  ch->count = in.size(a);
+  ET_KERNEL_CHECK_MSG(ctx, scales.numel() == ch->count && is_floating(scales.scalar_type()), InvalidArgument, false,
+                      "%s: %lld float scales for %lld channels", op, static_cast<long long>(scales.numel()),
+                      static_cast<long long>(ch->count));
+  ET_KERNEL_CHECK_MSG(ctx, zps == nullptr || (zps->numel() == ch->count && is_integral(zps->scalar_type(), false)),
+                      InvalidArgument, false, "%s: zero points must be integers, one per channel", op);
+  return true;
+}
+
+// scales in their own dtype (float32 or float64), as torch's reference broadcasts them.
+template <typename S>
+void quantize_channels(KernelRuntimeContext& ctx, const Tensor& in, const Tensor& scales, const Tensor& zps,
+                       const Channels& ch, int64_t qmin, int64_t qmax, const Tensor& out) {
+  const float* x = in.const_data_ptr<float>();
+  const S* s = scales.const_data_ptr<S>();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    const int64_t c = ch.of(i);
+    const S inv = static_cast<S>(1) / s[c];
+    S v = std::nearbyint(static_cast<S>(x[i]) * inv) + static_cast<S>(load_int(zps.const_data_ptr(), zps.scalar_type(), c));
+    v = v < qmin ? static_cast<S>(qmin) : (v > qmax ? static_cast<S>(qmax) : v);
+    store_int(out.mutable_data_ptr(), out.scalar_type(), i, v == v ? static_cast<int64_t>(v) : qmin);
+  }
+  (void)ctx;
+}
+
+// quantize_per_channel.out(input, scales, zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, out)
+void quantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::Int,
+                                      Tag::Tensor}), InvalidArgument);
+  const Tensor &in = args[0]->toTensor(), &scales = args[1]->toTensor(), &zps = args[2]->toTensor();
+  const Tensor& out = args[7]->toTensor();
+  const auto qtype = static_cast<ScalarType>(args[6]->toInt());
+  const int64_t qmin = args[4]->toInt(), qmax = args[5]->toInt();
+  if (!prepare(ctx, "quantize_per_channel", in, out, qtype, qmin, qmax)) return;
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == qtype, InvalidType, ,
+                      "quantize_per_channel: takes float32 to the dtype argument");
+  Channels ch;
+  if (!channels_of(ctx, "quantize_per_channel", in, args[3]->toInt(), scales, &zps, &ch)) return;
+  if (scales.scalar_type() == ScalarType::Double)
+    quantize_channels<double>(ctx, in, scales, zps, ch, qmin, qmax, out);
+  else
+    quantize_channels<float>(ctx, in, scales, zps, ch, qmin, qmax, out);
+}
+
+template <typename S>
+void dequantize_channels(const Tensor& in, const Tensor& scales, const Tensor* zps, const Channels& ch,
+                         const Tensor& out) {
+  const S* s = scales.const_data_ptr<S>();
+  float* y = out.mutable_data_ptr<float>();
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    const int64_t c = ch.of(i);
+    const int64_t q = load_int(in.const_data_ptr(), in.scalar_type(), i);
+    const int64_t z = zps ? load_int(zps->const_data_ptr(), zps->scalar_type(), c) : 0;
+    y[i] = static_cast<float>(static_cast<S>(q - z) * s[c]);
+  }
+}
+
+// dequantize_per_channel.out(input, scales, zero_points?, int axis, int quant_min, int quant_max, ScalarType dtype, *,
+//                            out_dtype, out)
+void dequantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Int, Tag::Int, Tag::Int, Tag::Int,
+                                      Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args[2]->isNone() || args[2]->isTensor(), InvalidArgument);
+  const Tensor &in = args[0]->toTensor(), &scales = args[1]->toTensor(), &out = args[8]->toTensor();
+  const Tensor zp_tensor = args[2]->isTensor() ? args[2]->toTensor() : Tensor(nullptr);
+  const Tensor* zps = args[2]->isTensor() ? &zp_tensor : nullptr;
+  const auto qtype = static_cast<ScalarType>(args[6]->toInt());
+  if (!prepare(ctx, "dequantize_per_channel", in, out, qtype, args[4]->toInt(), args[5]->toInt())) return;
+  if (!dequant_types_ok(ctx, "dequantize_per_channel", in, qtype, *args[7], out)) return;
+  Channels ch;
+  if (!channels_of(ctx, "dequantize_per_channel", in, args[3]->toInt(), scales, zps, &ch)) return;
+  if (scales.scalar_type() == ScalarType::Double)
+    dequantize_channels<double>(in, scales, zps, ch, out);
+  else
+    dequantize_channels<float>(in, scales, zps, ch, out);
+}
+
+// quantize_per_tensor.out(input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype, *, out)
+void quantize_per_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::Tensor}),
+                  InvalidArgument);
+  quantize_tensor(ctx, args[0]->toTensor(), args[1]->toDouble(), args[2]->toInt(), args[3]->toInt(), args[4]->toInt(),
+                  static_cast<ScalarType>(args[5]->toInt()), args[6]->toTensor());
+}
+// quantize_per_tensor.Tensor_out: scale and zero point as one-element tensors.
+void quantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::Tensor}),
+                  InvalidArgument);
+  double scale = 0, zp = 0;
+  if (!scalar_of(ctx, "quantize_per_tensor", args[1]->toTensor(), &scale) ||
+      !scalar_of(ctx, "quantize_per_tensor", args[2]->toTensor(), &zp))
+    return;
+  quantize_tensor(ctx, args[0]->toTensor(), scale, static_cast<int64_t>(zp), args[3]->toInt(), args[4]->toInt(),
+                  static_cast<ScalarType>(args[5]->toInt()), args[6]->toTensor());
+}
+// dequantize_per_tensor.out(input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype, *, out_dtype, out)
+void dequantize_per_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::None,
+                                      Tag::Tensor}), InvalidArgument);
+  dequantize_tensor(ctx, args[0]->toTensor(), args[1]->toDouble(), args[2]->toInt(), args[3]->toInt(),
+                    args[4]->toInt(), static_cast<ScalarType>(args[5]->toInt()), *args[6], args[7]->toTensor());
+}
+void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::None,
+                                      Tag::Tensor}), InvalidArgument);
+  double scale = 0, zp = 0;
+  if (!scalar_of(ctx, "dequantize_per_tensor", args[1]->toTensor(), &scale) ||
+      !scalar_of(ctx, "dequantize_per_tensor", args[2]->toTensor(), &zp))
+    return;
+  dequantize_tensor(ctx, args[0]->toTensor(), scale, static_cast<int64_t>(zp), args[3]->toInt(), args[4]->toInt(),
+                    static_cast<ScalarType>(args[5]->toInt()), *args[6], args[7]->toTensor());
+}
+
+}  // namespace
+
+// Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
+#include "portable_registrations/op_quantize.inc"
+
+}  // namespace kernels
+}  // namespace executorch
