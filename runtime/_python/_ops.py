@@ -72,6 +72,9 @@ def resolve(op: schema.Operator) -> Resolved:
 def _torch_overload(op: schema.Operator) -> Optional[torch._ops.OpOverload]:
     namespace, sep, base = op.name.partition("::")
     overload = op.overload or "default"
+    if namespace == "quantized_decomposed":
+        # pt2e's q/dq out variants exist only once ExecuTorch defines them.
+        from executorch.exir.dialects import _quantized_ops  # noqa: F401
     if not sep or any(not part.isidentifier() or part.startswith("__") for part in (namespace, base, overload)):
         return None
     if namespace == "llama":

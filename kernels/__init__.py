@@ -1,0 +1,1 @@
+"""ExecuTorch's kernel libraries; the Python side registers their operators with torch."""
