@@ -66,7 +66,7 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.cli",),
     ),
     Component(
-        "export", "export recipes and sessions on top of exir",
+        "export", "export recipes, sessions and python -m executorch.export, on top of exir",
         EVERY_MODE,
         packages=("executorch.export.**",),
     ),
@@ -121,6 +121,11 @@ COMPONENTS: tuple[Component, ...] = (
         sources=CMAKE_SOURCES + ("kernels/portable/CMakeLists.txt", "kernels/portable/functions.yaml",
                                    "kernels/portable/**/*.h", "kernels/portable/**/*.cpp", "kernels/prim_ops/*.cpp",
                                    "tools/selective_build/*.py"),
+    ),
+    Component(
+        "quantized_ops", "import executorch.kernels.quantized, as upstream code registers the q/dq ops",
+        frozenset({FULL}),
+        packages=("executorch.kernels", "executorch.kernels.quantized"),
     ),
     Component(
         "pybindings", "native runtime as a Python extension behind executorch.runtime",

@@ -1,0 +1,107 @@
+"""The portable int8 recipe end to end: pt2e q/dq graphs lowered, sized, and run on both engines."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+from executorch.examples.models import MODELS
+from executorch.examples.models.transformer_encoder import TransformerEncoder
+from executorch.export import ExportRecipe, StageType, export
+from executorch.export.portable_recipes import PortableRecipeType
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
+                                reason="torchao is not installed (pip install torchao==0.18.0)")
+
+
+def _samples(inputs: tuple, n: int = 3) -> list[tuple]:
+    g = torch.Generator().manual_seed(1)
+    return [inputs] + [tuple(torch.randn(t.shape, generator=g) for t in inputs) for _ in range(n)]
+
+
+def _encoder():
+    # Wide enough that weights, not the program's fixed overhead, dominate the file, as in real encoders.
+    torch.manual_seed(0)
+    return TransformerEncoder(layers=2, d_model=256, heads=4, ff=512).eval(), (torch.randn(2, 16, 256),)
+
+
+_MODELS = {"mobilenet_v2": MODELS["mobilenet_v2"], "transformer_encoder": _encoder}
+
+
+@pytest.fixture(scope="module", params=sorted(_MODELS))
+def exported(request):
+    model, inputs = _MODELS[request.param]()
+    fp32 = export(model, [inputs])
+    int8 = export(model, _samples(inputs), ExportRecipe.get_recipe(PortableRecipeType.INT8))
+    converted = int8.get_stage_artifacts()[StageType.QUANTIZE].data["forward"]
+    with torch.no_grad():
+        ref = converted(*inputs)
+        eager = model(*inputs)
+    return request.param, fp32, int8, inputs, ref, eager
+
+
+def _run(session, inputs, engine: str) -> torch.Tensor:
+    from executorch.runtime import Runtime
+
+    old = os.environ.get("EXECUTORCH_RUNTIME")
+    os.environ["EXECUTORCH_RUNTIME"] = engine
+    Runtime.get.cache_clear()
+    try:
+        if engine == "native" and Runtime.get().backend != "native":
+            pytest.skip("the native runtime is not built (tools/run_tests.sh builds it)")
+        return session.run_method("forward", inputs)[0]
+    finally:
+        if old is None:
+            os.environ.pop("EXECUTORCH_RUNTIME", None)
+        else:
+            os.environ["EXECUTORCH_RUNTIME"] = old
+        Runtime.get.cache_clear()
+
+
+def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((out - ref).abs().max() / (ref.max() - ref.min()))
+
+
+def test_int8_file_is_at_most_0_3x_of_fp32(exported):
+    name, fp32, int8, *_ = exported
+    ratio = len(int8.get_pte_buffer()) / len(fp32.get_pte_buffer())
+    assert ratio <= 0.3, f"{name}: int8 .pte is {ratio:.3f}x the fp32 one"
+
+
+def test_graph_holds_q_dq_ops_with_out_variants(exported):
+    _, _, int8, *_ = exported
+    ops = {f"{o.name}.{o.overload}" for o in int8.get_executorch_program().execution_plan[0].operators}
+    assert {"quantized_decomposed::quantize_per_tensor.out", "quantized_decomposed::dequantize_per_tensor.out",
+            "quantized_decomposed::dequantize_per_channel.out"} <= ops
+
+
+def test_python_engine_matches_the_converted_module(exported):
+    name, _, int8, inputs, ref, eager = exported
+    err = _rel_err(_run(int8, inputs, "python"), ref)
+    assert err <= 1e-3, f"{name}: python engine differs from the converted module by {err:.3g} of its range"
+    # The gate can fail: the fp32 model is further from the converted module than the tolerance.
+    assert _rel_err(eager, ref) > 1e-3
+
+
+def test_native_engine_matches_the_converted_module(exported):
+    name, _, int8, inputs, ref, eager = exported
+    err = _rel_err(_run(int8, inputs, "native"), ref)
+    if name == "mobilenet_v2":
+        # The native convolutions sum in another order than torch's, so activations within an ulp of
+        # a rounding boundary land one step away and the difference compounds over 52 quantized
+        # layers; it must stay well inside the error quantization itself introduces.
+        quantization_error = _rel_err(ref, eager)
+        assert err <= quantization_error / 2, f"{name}: {err:.3g} of range vs quantization's own {quantization_error:.3g}"
+    else:
+        assert err <= 1e-3, f"{name}: native engine differs from the converted module by {err:.3g} of its range"
+
+
+def test_quantized_recipe_without_torchao_names_the_package(monkeypatch):
+    import executorch.export._torchao as ao
+
+    monkeypatch.setattr(ao.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match=r"torchao.*pip install torchao==0\.18\.0"):
+        ExportRecipe.get_recipe(PortableRecipeType.INT8)
