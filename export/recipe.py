@@ -103,6 +103,9 @@ class ExportRecipe:
             except ValueError:
                 raise ValueError(f"ExportRecipe.mode={self.mode!r} is not a mode; use "
                                  f"{[m.value for m in Mode]}") from None
+        if self.mode is Mode.DEBUG:
+            raise ValueError("ExportRecipe.mode='debug' is not supported: this exporter has no debug build of a "
+                             "program; use the default Mode.RELEASE")
         if self.pipeline_stages is not None:
             self.pipeline_stages = [_stage(s) for s in self.pipeline_stages]
 
