@@ -105,3 +105,11 @@ def load_zoo():
     sys.modules["executorch_test_zoo"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def zoo_factory_spec(name: str) -> str:
+    """`FILE.py:FACTORY` of a zoo model, for tools that load it by path (resnet.py holds two)."""
+    import inspect
+
+    factory = load_zoo().MODELS[name]
+    return f"{inspect.getsourcefile(factory)}:{factory.__name__}"

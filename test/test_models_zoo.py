@@ -99,7 +99,9 @@ def test_multi_io_returns_tuple_with_dict():
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_published_exporter_and_runtime_agree_with_eager(name, reference_runtime, tmp_path):
-    pte = reference_runtime.export(f"{MODELS_DIR / name}.py:make_{name}", tmp_path / f"{name}.pte")
+    factory = MODELS[name]
+    spec = f"{inspect.getsourcefile(factory)}:{factory.__name__}"
+    pte = reference_runtime.export(spec, tmp_path / f"{name}.pte")
     model, inputs = MODELS[name]()
     outputs = reference_runtime.run(pte, inputs, tmp_path)
     with torch.no_grad():

@@ -142,11 +142,10 @@ def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_pat
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from conftest import load_zoo
+    from conftest import load_zoo, zoo_factory_spec
 
     MODELS = load_zoo().MODELS
-    models_dir = Path(__file__).resolve().parents[1] / "examples" / "models"
-    pte = reference_runtime.export(f"{models_dir / name}.py:make_{name}", tmp_path / f"{name}.pte")
+    pte = reference_runtime.export(zoo_factory_spec(name), tmp_path / f"{name}.pte")
     model, inputs = MODELS[name]()
     got = _run(pte, inputs)
     with torch.no_grad():

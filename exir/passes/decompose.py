@@ -4,10 +4,7 @@
 MobileNet-sized model. Most exported graphs only hold a handful of composite ops (conv2d,
 linear, batch_norm, in-place activations, ...) whose core-ATen form is a fixed local
 rewrite, so those are rewritten in place, producing the same nodes torch's decomposer
-would. Any other functional op with static shapes is decomposed alone: torch's decomposer
-traces just that call on its fake inputs and the result is spliced in where the node was,
-so the cost follows the number of such nodes, not the size of the graph. Only what neither
-covers (mutation, dynamic shapes) sends the graph through torch's decomposer whole.
+would. A graph holding anything else goes through torch's decomposer first.
 """
 
 from __future__ import annotations
@@ -18,8 +15,6 @@ from typing import Callable, Optional
 
 import torch
 from torch import fx
-
-from torch.utils import _pytree as pytree
 
 from executorch.exir.dialects._edge_ops import CORE_VIEWS, TRACE_ASSERTS, is_final
 from executorch.exir.passes._graph import fake_mode_of, insert_call
@@ -61,15 +56,13 @@ def _linear(g, fm, node):
     xv = x.meta["val"]
     if any(not isinstance(s, int) for s in xv.shape):
         return None
+    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
     if xv.dim() == 2:
-        wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
         return insert_call(g, fm, aten.addmm.default if b is not None else aten.mm.default,
                            (b, x, wt) if b is not None else (x, wt), like=node)
-    if xv.dim() < 2 or b is None or not xv.is_contiguous():
-        return None  # torch's own decomposition copies a strided input before flattening it
-    # torch's order: the input's view, then the weight's transpose
+    if xv.dim() < 2 or b is None:
+        return None
     flat = insert_call(g, fm, aten.view.default, (x, [math.prod(xv.shape[:-1]), xv.shape[-1]]), like=node)
-    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
     mm = insert_call(g, fm, aten.addmm.default, (b, flat, wt), like=node)
     return insert_call(g, fm, aten.view.default, (mm, list(node.meta["val"].shape)), like=node)
 
@@ -184,79 +177,12 @@ def _inplace_functional(target):
     return functional
 
 
-def _decomposable_alone(node: fx.Node) -> bool:
-    """Whether torch's decomposer can take this one node on its own: a functional aten op whose
-    tensor inputs have static shapes and whose tuple results are only read through getitem."""
-    op = node.target
-    if not isinstance(op, torch._ops.OpOverload) or op.namespace != "aten" or op._schema.is_mutable:
-        return False
-    if op not in _table() and not op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
-        return False
-    for a in pytree.tree_leaves((node.args, node.kwargs)):
-        if isinstance(a, fx.Node):
-            v = a.meta.get("val")
-            if not isinstance(v, torch.Tensor) or not all(isinstance(d, int) for d in v.shape):
-                return False
-    out = node.meta.get("val")
-    if isinstance(out, torch.Tensor):
-        return all(isinstance(d, int) for d in out.shape)
-    return isinstance(out, (list, tuple)) and all(u.target is operator.getitem for u in node.users)
-
-
-_TABLE: Optional[dict] = None
-
-
-def _table() -> dict:
-    """torch.export's default core-ATen decomposition table, built once."""
-    global _TABLE
-    if _TABLE is None:
-        _TABLE = dict(torch.export.default_decompositions().items())
-    return _TABLE
-
-
-_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "torch_fn")
-
-
-def _decompose_alone(g: fx.Graph, fm, node: fx.Node):
-    """Trace `node`'s call alone through torch's decomposer on its fake inputs and splice the
-    result in before it. Returns what stands for the node's value (a node, or a tuple of them)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    flat, spec = pytree.tree_flatten((node.args, node.kwargs))
-    where = [i for i, a in enumerate(flat) if isinstance(a, fx.Node)]
-
-    def call(*tensors):
-        leaves = list(flat)
-        for i, t in zip(where, tensors):
-            leaves[i] = t
-        args, kwargs = pytree.tree_unflatten(leaves, spec)
-        return node.target(*args, **kwargs)
-
-    with fm:
-        sub = make_fx(call, decomposition_table=_table())(*[flat[i].meta["val"] for i in where])
-    if any(n.op == "get_attr" for n in sub.graph.nodes):
-        return None  # the decomposition made a constant tensor; leave it to the whole-graph path
-    env = dict(zip((n for n in sub.graph.nodes if n.op == "placeholder"), (flat[i] for i in where)))
-    result = None
-    for n in sub.graph.nodes:
-        if n.op == "placeholder":
-            continue
-        if n.op == "output":
-            result = pytree.tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, n.args[0])
-            break
-        new = g.node_copy(n, lambda a: env[a])
-        new.meta = {k: node.meta[k] for k in _META_KEYS if k in node.meta}
-        new.meta["val"] = n.meta["val"]
-        env[n] = new
-    return result
-
-
 def _rewritable(node: fx.Node) -> bool:
     if node.op != "call_function" or is_final(node.target) or node.target in _REWRITES:
         return True
     fn = _inplace_functional(node.target)
     if fn is None:
-        return _decomposable_alone(node)
+        return False
     # Rewriting `y = x.relu_()` as `y = relu(x)` is sound when nothing else can observe x being
     # mutated: x is an intermediate, not an input, a buffer or a view of another tensor.
     x = node.args[0]
@@ -295,16 +221,9 @@ def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], 
             else:
                 rewrite = _REWRITES.get(node.target)
                 new = rewrite(g, fm, node) if rewrite else None
-                if new is None and _decomposable_alone(node):
-                    new = _decompose_alone(g, fm, node)
                 if new is None:
                     complete = False
                     continue
-        if isinstance(new, (list, tuple)):
-            for use in list(node.users):  # getitem nodes, as _decomposable_alone checked
-                use.replace_all_uses_with(new[use.args[1]])
-                g.erase_node(use)
-        else:
-            node.replace_all_uses_with(new)
+        node.replace_all_uses_with(new)
         g.erase_node(node)
     return complete
