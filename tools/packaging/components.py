@@ -111,7 +111,8 @@ COMPONENTS: tuple[Component, ...] = (
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
         cmake_targets=("executorch_core", "executorch"),
         sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "backends/executor_backend/CMakeLists.txt",
-                                   "backends/executor_backend/*.cpp"),
+                                   "backends/executor_backend/*.cpp", "extension/flat_tensor/*.h",
+                                   "extension/flat_tensor/*.cpp"),
     ),
     Component(
         "portable_kernels", "portable C++ operator kernels",
