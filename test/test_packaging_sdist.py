@@ -76,3 +76,15 @@ def test_every_cmake_file_a_wheel_build_reads_is_in_the_sdist():
                          capture_output=True, text=True, check=True).stdout.split()
     cmake = [f for f in out if f.endswith(("CMakeLists.txt", ".cmake")) and not f.startswith(("test/", "examples/cpp/"))]
     assert cmake and not [f for f in cmake if f not in files]
+
+
+def test_every_source_file_the_top_level_cmake_names_is_in_the_sdist():
+    # Sources named by path in the root CMakeLists.txt (e.g. extension/flat_tensor's data map) must
+    # ship, or the full wheel fails to configure from the sdist.
+    import re
+
+    files = set(sdist_files(REPO))
+    text = (REPO / "CMakeLists.txt").read_text()
+    named = set(re.findall(r"[\w./-]+\.(?:cpp|h|fbs)\b", text.replace("${CMAKE_CURRENT_SOURCE_DIR}/", "")))
+    named = {n for n in named if (REPO / n).is_file()}
+    assert named and not sorted(named - files)
