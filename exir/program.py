@@ -336,8 +336,10 @@ class EdgeProgramManager:
         for name, ep in self._programs.items():
             for p in config.passes:
                 ep = _apply_pass(p, ep)
-            ep = _copy_program(ep)
-            write_back.insert_write_back(ep.graph_module, ep.graph_signature)
+            if any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs):
+                # the write-back edits the graph: on a copy, so the edge program stays as it was
+                ep = _copy_program(ep)
+                write_back.insert_write_back(ep.graph_module, ep.graph_signature)
             programs[name] = ep
         constants = ConstantTable()
         delegates = DelegateTable(config.extract_delegate_segments)
