@@ -55,6 +55,8 @@ def run_export(args: argparse.Namespace) -> int:
         program.write_to_file(args.output)
     except OSError as e:
         raise CliError(f"cannot write {args.output}: {e.strerror or e}", 1) from None
+    if args.bundled is not None:
+        _write_bundled(program, args.bundled, args.method_name, model, inputs)
     timings.append(("write", time.perf_counter() - clock))
 
     from executorch.cli.summary import summarize
@@ -163,6 +165,24 @@ def _verify(path: Path, method_name: str, model: Any, inputs: tuple) -> tuple[bo
         return False, f"the {runtime.backend} runtime failed: {_first_line(e)}"
     result = compare_outputs(actual, expected)
     return result.ok, f"{result} on the {runtime.backend} runtime"
+
+
+def _write_bundled(program: Any, path: Path, method_name: str, model: Any, inputs: tuple) -> None:
+    """The program with one test case, the example inputs and eager's outputs for them."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import write_bundled_program
+
+    with torch.no_grad():
+        expected = pytree.tree_leaves(model(*inputs))
+    case = MethodTestCase(inputs=list(inputs), expected_outputs=expected)
+    try:
+        write_bundled_program(BundledProgram(program, [MethodTestSuite(method_name, [case])]), path)
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror or e}", 1) from None
 
 
 def _size(n: int) -> str:

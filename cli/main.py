@@ -66,6 +66,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     export.add_argument("--dynamic", action="store_true", help="export with the model's declared dynamic shapes")
     export.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip running the .pte on executorch.runtime and comparing with eager")
+    export.add_argument("--bundled", metavar="FILE.bpte", type=Path,
+                        help="also write a bundled program: the .pte with the example inputs and eager's outputs as its "
+                        "test case (run it with the bundled command or executor_runner --bundled)")
     export.set_defaults(run=_run_export)
 
     inspect = sub.add_parser("inspect", help="print a summary of a .pte file")

@@ -115,6 +115,29 @@ def test_method_name_and_no_verify(factories, tmp_path, capsys):
     assert _run(pte, [torch.randn(2, 6)], "predict")[0].shape == (2, 3)
 
 
+def test_bundled_writes_a_bpte_whose_case_is_eager(factories, tmp_path, capsys):
+    from executorch.devtools.bundled_program.run import run_bundled_program, to_torch
+    from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
+
+    pte, bpte = tmp_path / "m.pte", tmp_path / "m.bpte"
+    code, _, err = _export(capsys, f"{factories}:make_affine", "-o", str(pte), "--seed", "3", "--bundled", str(bpte))
+    assert code == 0, err
+    torch.manual_seed(3)
+    model = torch.nn.Linear(6, 3)
+    x = torch.randn(2, 6)
+    bundle = deserialize_from_flatbuffer_to_bundled_program(bpte.read_bytes())
+    assert bytes(bundle.program) == pte.read_bytes()
+    (suite,) = bundle.method_test_suites
+    (case,) = suite.test_cases
+    assert suite.method_name == "forward"
+    assert torch.equal(to_torch(case.inputs[0]), x)
+    with torch.no_grad():
+        assert_outputs_close([to_torch(case.expected_outputs[0])], [torch.tanh(model(x))])
+    assert [r.ok for r in run_bundled_program(bpte)] == [True]
+    assert main(["bundled", str(bpte)]) == 0
+    assert "OK: 1/1 test cases passed" in capsys.readouterr().out
+
+
 def test_dynamic_uses_the_factory_sibling(factories, tmp_path, capsys):
     pte = tmp_path / "dyn.pte"
     code, out, err = _export(capsys, f"{factories}:make_affine", "-o", str(pte), "--dynamic")
