@@ -35,4 +35,7 @@ setup(
     install_requires=list(PLAN.install_requires),
     entry_points={"console_scripts": list(PLAN.console_scripts)} if PLAN.console_scripts else {},
     zip_safe=False,
+    # Not setuptools' default build/: a directory of that name in the checkout would shadow pypa's
+    # `build` package for `python -m build` run from here.
+    options={"build": {"build_base": "build-setuptools"}},
 )
