@@ -110,15 +110,23 @@ class MemoryPlanningPass:
     """How to plan a method's memory: the algorithm ("greedy" or "naive", or a callable
     `(buffers, alignment) -> arena size`), the alignment of every tensor, and whether graph
     inputs get planned memory (with alloc_graph_input=False the runtime reads the caller's input
-    memory in place). Outputs and mutable buffers always get planned memory."""
+    memory in place). Outputs and mutable buffers always get planned memory. With
+    share_mutable_buffers=True every method so planned keeps its mutable buffers in memory arena 2,
+    one place per buffer name across methods, so the methods read and write one state (e.g. a
+    prefill and a decode method sharing a KV cache); the runtimes share arena 2 among a program's
+    methods."""
 
     memory_planning_algo: object = "greedy"
     alignment: int = DEFAULT_ALIGNMENT
     alloc_graph_input: bool = True
     alloc_graph_output: bool = True
     alloc_mutable_buffers: bool = True
+    share_mutable_buffers: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.share_mutable_buffers, bool):
+            raise ExportError(
+                f"MemoryPlanningPass.share_mutable_buffers must be True or False, not {self.share_mutable_buffers!r}")
         if self.alloc_graph_output is not True:
             raise ExportError(
                 f"MemoryPlanningPass.alloc_graph_output={self.alloc_graph_output!r} is not supported: the runtimes "
@@ -146,3 +154,30 @@ class MemoryPlanningPass:
     def planner(self) -> Callable[[list[Buffer], int], int]:
         algo = self.memory_planning_algo
         return PLANNERS[algo] if isinstance(algo, str) else algo  # type: ignore[return-value]
+
+
+SHARED_STATE_ARENA = 2  # the memory id of mutable buffers shared across methods, as in ExecuTorch
+
+
+class SharedState:
+    """Mutable buffers shared by a program's methods: one place in arena 2 per buffer name, the same
+    in every method; state lives for the program, so no two buffers share bytes."""
+
+    def __init__(self, alignment: int = DEFAULT_ALIGNMENT) -> None:
+        self.alignment = alignment
+        self.places: dict[str, tuple[int, int, tuple]] = {}  # name -> (offset, bytes, (dtype, sizes))
+        self.size = 0
+
+    def place(self, name: str, nbytes: int, kind: tuple, method: str) -> int:
+        """The offset of buffer `name` (`kind` its dtype and sizes); the first method to ask places it."""
+        known = self.places.get(name)
+        if known is None:
+            offset = _align(self.size, self.alignment)
+            self.places[name] = (offset, nbytes, kind)
+            self.size = _align(offset + nbytes, self.alignment)
+            return offset
+        if known[2] != kind:
+            raise ExportError(
+                f"method '{method}' holds mutable buffer {name!r} as {kind}, another method as {known[2]}; a shared "
+                "buffer must have one dtype and shape in every method (export each method from the same module)")
+        return known[0]

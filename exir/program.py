@@ -24,6 +24,7 @@ from executorch.exir.emit._emitter import (
     emit_method_with_delegates,
 )
 from executorch.exir.error import ExportError
+from executorch.exir.memory_planning import SharedState
 from executorch.exir.passes import decompose, dim_order, edge, write_back
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
@@ -346,13 +347,19 @@ class EdgeProgramManager:
         ext = config.external_constants
         external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
         mutable = MutableDataTable()
-        plans, delegate_calls = [], {}
+        plans, delegate_calls, sharing = [], {}, []
+        shared = SharedState(max(config.memory_planning_pass_for(n).alignment for n in programs))
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
-                plan.alloc_graph_input, external, mutable, config.emit_mutable_buffer_names)
+                plan.alloc_graph_input, external, mutable, config.emit_mutable_buffer_names,
+                shared if plan.share_mutable_buffers else None)
             plans.append(emitted)
+            if plan.share_mutable_buffers:
+                sharing.append(emitted)
+        for emitted in sharing:  # every sharing method declares the whole shared-state arena
+            emitted.non_const_buffer_sizes.append(shared.size)
         for p in plans:
             dim_order.check_plan(p)
         plans += [emit_constant_method(name, v, constants) for name, v in self._constant_methods.items()]

@@ -12,7 +12,9 @@ import torch
 
 from executorch.devtools.compare import assert_outputs_close, compare_outputs
 from executorch.exir import ExecutorchBackendConfig, to_edge
+from executorch.exir import ExportError
 from executorch.exir import schema as S
+from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
 from executorch.runtime import ExecuTorchError
 
@@ -124,6 +126,47 @@ def test_cache_position_past_the_end_is_an_error(engine):
             method.execute([torch.randn(1, 1, 4), bad])
     # The method still works after the refused calls.
     assert method.execute([torch.randn(1, 1, 4), torch.tensor([7])])[0].shape == (1, 1, 4)
+
+
+def _shared_counter(shared: bool):
+    model = sm.Counter()
+    eps = {name: torch.export.export(copy.deepcopy(model), (torch.ones(4),)) for name in ("bump", "read")}
+    plan = MemoryPlanningPass(share_mutable_buffers=shared)
+    config = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["count"])], memory_planning_pass=plan)
+    return to_edge(eps).to_executorch(config).buffer
+
+
+@ENGINES
+@pytest.mark.parametrize("shared", [True, False])
+def test_loading_a_method_keeps_shared_state(engine, shared):
+    # `read` loads after `bump` has run twice: with shared buffers it sees the bumped count, not
+    # the initial contents again (and planned apart it has its own count, from the start).
+    program = RUNTIMES[engine].load_program(_shared_counter(shared))
+    bump = program.load_method("bump")
+    for _ in range(2):
+        bump.execute([torch.ones(4)])
+    count = program.load_method("read").execute([torch.zeros(4)])[1]
+    start = torch.arange(4.0) + 10
+    assert torch.equal(count, start + 2 if shared else start)
+    assert torch.equal(bump.execute([torch.ones(4)])[1], start + 3)
+
+
+def test_shared_buffers_refuse_different_shapes():
+    class Cache(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(n))
+
+        def forward(self, x):
+            self.cache.add_(x)
+            return self.cache + 0
+
+    eps = {f"m{n}": torch.export.export(Cache(n), (torch.ones(n),)) for n in (3, 4)}
+    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+    with pytest.raises(ExportError, match="method 'm4' holds mutable buffer 'cache' as .*one dtype and shape"):
+        to_edge(eps).to_executorch(config)
+    with pytest.raises(ExportError, match="share_mutable_buffers must be True or False"):
+        MemoryPlanningPass(share_mutable_buffers="yes")
 
 
 class _Op(torch.nn.Module):

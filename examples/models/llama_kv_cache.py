@@ -1,16 +1,18 @@
 """A Llama-style decoder with a static KV cache, and a `generate` loop on executorch.runtime.
 
-One method, `forward(tokens (1, s), input_pos (s,)) -> logits of the last token (1, vocab)`, runs
-both the prefill (s = prompt length, a dynamic dimension) and each decode step (s = 1); the
-cache lives in buffers the method updates in place, so it carries over between calls of one
-loaded method. Self-contained apart from the blocks it shares with `llama_decoder.py`, so tools
-can load it by path: `llama_kv_cache.py:make_llama_kv_cache`.
+`forward(tokens (1, s), input_pos (s,)) -> logits of the last token (1, vocab)` runs both the
+prefill (s = prompt length) and each decode step (s = 1); the cache lives in buffers the method
+updates in place, so it carries over between calls. Export it as one method with a dynamic
+prompt length, or as two methods of one program, `prefill` (dynamic length) and `decode` (one
+token), sharing one cache (`make_llama_kv_cache_methods`). Self-contained apart from the blocks
+it shares with `llama_decoder.py`, so tools can load it by path: `llama_kv_cache.py:make_llama_kv_cache`.
 
     model, example = make_llama_kv_cache()
-    ep = torch.export.export(model, example, dynamic_shapes=make_llama_kv_cache_dynamic_shapes())
-    to_edge(ep).to_executorch().write_to_file("llama.pte")
-    method = Runtime.get().load_program("llama.pte").load_method("forward")
-    tokens = generate(method, [1, 5, 9], max_new_tokens=8)
+    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+    to_edge(make_llama_kv_cache_methods(model)).to_executorch(config).write_to_file("llama.pte")
+    program = Runtime.get().load_program("llama.pte")
+    prefill, decode = program.load_method("prefill"), program.load_method("decode")
+    tokens = generate(prefill.execute, [1, 5, 9], max_new_tokens=8, decode=decode.execute)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import importlib.util
 import math
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import nn
@@ -121,10 +123,23 @@ def make_llama_kv_cache_dynamic_shapes(max_seq: int = 64):
     return ({1: seq}, {0: seq})
 
 
+def make_llama_kv_cache_methods(model: nn.Module, max_seq: int = 64) -> dict:
+    """`prefill` (the prompt length a dimension up to the cache's length) and `decode` (one token),
+    exported from one module, so both update the same cache buffers. Lower them with
+    `MemoryPlanningPass(share_mutable_buffers=True)` to give the program one cache both methods use."""
+    prompt = (torch.tensor([[1, 7, 42, 3]]), torch.arange(4))
+    step = (torch.tensor([[5]]), torch.tensor([4]))
+    return {
+        "prefill": torch.export.export(model, prompt, dynamic_shapes=make_llama_kv_cache_dynamic_shapes(max_seq)),
+        "decode": torch.export.export(model, step),
+    }
+
+
 def generate(step: Callable[[list], Sequence[torch.Tensor]], prompt: Sequence[int], max_new_tokens: int,
-             max_seq: int = 64) -> list[int]:
+             max_seq: int = 64, decode: Optional[Callable[[list], Sequence[torch.Tensor]]] = None) -> list[int]:
     """Greedy decoding: one prefill call over the prompt, then one call per new token.
-    `step` runs the model: a loaded method's `execute`, or `lambda args: [model(*args)]` for eager."""
+    `step` runs the model: a loaded method's `execute`, or `lambda args: [model(*args)]` for eager;
+    `decode`, when given, runs the per-token calls (a program's `decode` method)."""
     if not prompt or len(prompt) + max_new_tokens > max_seq:
         raise ValueError(f"prompt ({len(prompt)} tokens) plus {max_new_tokens} new tokens must fit the "
                          f"{max_seq}-position cache and be non-empty")
@@ -135,5 +150,5 @@ def generate(step: Callable[[list], Sequence[torch.Tensor]], prompt: Sequence[in
         out.append(token)
         if len(out) == max_new_tokens:
             break
-        logits = step([torch.tensor([[token]]), torch.tensor([pos])])[0]
+        logits = (decode or step)([torch.tensor([[token]]), torch.tensor([pos])])[0]
     return out

@@ -139,8 +139,11 @@ class _MethodEmitter:
     def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
                  alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
                  alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
-                 mutable_data: Optional[MutableDataTable] = None, emit_mutable_buffer_names: bool = False):
+                 mutable_data: Optional[MutableDataTable] = None, emit_mutable_buffer_names: bool = False,
+                 shared_state: Optional[memory_planning.SharedState] = None):
         self.name = name
+        self.shared_state = shared_state
+        self.shared_offset: dict[int, int] = {}  # id(buffer) -> its offset in the shared-state arena
         self.alloc_graph_input = alloc_graph_input
         self.external = external if external is not None else ExternalConstants()
         self.mutable_data = mutable_data if mutable_data is not None else MutableDataTable()
@@ -420,6 +423,10 @@ class _MethodEmitter:
             value.extra_tensor_info = S.ExtraTensorInfo(
                 mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT)
         self.state.append(self.buffer_of[idx])
+        if self.shared_state is not None:
+            buf = self.buffer_of[idx]
+            kind = (str(node.meta["val"].dtype), tuple(value.sizes))
+            self.shared_offset[id(buf)] = self.shared_state.place(spec.target, buf.size, kind, self.name)
         return idx
 
     def _constant_data(self, spec) -> torch.Tensor:
@@ -591,11 +598,16 @@ class _MethodEmitter:
                 buf.last = max(buf.last, life.last)
 
     def _plan(self) -> None:
-        buffers = list({id(p.buffer): p.buffer for p in self.planned}.values())
+        """Arena 1 for every planned value but shared state, which has its place in arena 2; the
+        size of arena 2 is known once every method is emitted, and `to_executorch` appends it."""
+        buffers = [b for b in {id(p.buffer): p.buffer for p in self.planned}.values()
+                   if id(b) not in self.shared_offset]
         size = self.planner(buffers, self.alignment)
         for p in self.planned:
-            p.value.allocation_info = S.AllocationDetails.at(1, p.buffer.offset)
-        self.arena_sizes = [0, size] if self.planned else [0]
+            shared = self.shared_offset.get(id(p.buffer))
+            p.value.allocation_info = (S.AllocationDetails.at(1, p.buffer.offset) if shared is None else
+                                       S.AllocationDetails.at(memory_planning.SHARED_STATE_ARENA, shared))
+        self.arena_sizes = [0, size] if buffers or self.shared_state is not None else [0]
 
 
 def emit_method(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable,
@@ -610,10 +622,11 @@ def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, cons
                                alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable],
                                alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
                                mutable_data: Optional[MutableDataTable] = None,
-                               emit_mutable_buffer_names: bool = False):
+                               emit_mutable_buffer_names: bool = False,
+                               shared_state: Optional[memory_planning.SharedState] = None):
     """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
     emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input,
-                             external, mutable_data, emit_mutable_buffer_names)
+                             external, mutable_data, emit_mutable_buffer_names, shared_state)
     return emitter.emit(), emitter.delegate_calls
 
 

@@ -111,8 +111,14 @@ Error Module::load_method(const std::string& method_name) {
   if (is_method_loaded(method_name)) return Error::Ok;
   Error e = load();
   if (e != Error::Ok) return e;
+  HostedMethod::Limits limits;
+  if (shared_ == nullptr) {
+    Result<std::shared_ptr<runtime::SharedArena>> shared = runtime::SharedArena::make(*program_, limits.max_planned_bytes);
+    if (!shared.ok()) return shared.error();
+    shared_ = std::move(*shared);
+  }
   Result<std::unique_ptr<HostedMethod>> hosted =
-      HostedMethod::load(*program_, method_name.c_str(), HostedMethod::Limits());
+      HostedMethod::load(*program_, method_name.c_str(), limits, nullptr, shared_);
   if (!hosted.ok()) return hosted.error();
   methods_.emplace(method_name, std::move(*hosted));
   return Error::Ok;

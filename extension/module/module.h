@@ -89,6 +89,8 @@ class Module {
   std::unique_ptr<FileData> file_;
   std::shared_ptr<Program> program_;
   std::unordered_map<std::string, std::unique_ptr<runtime::HostedMethod>> methods_;
+  // Memory id 2, one block for all methods: the state methods exported with shared mutable buffers share.
+  std::shared_ptr<runtime::SharedArena> shared_;
 };
 
 }  // namespace extension

@@ -63,6 +63,8 @@ struct OwnedProgram {
   std::unique_ptr<py::buffer_info> external_view;
   std::unique_ptr<uint8_t, void (*)(void*)> external_copy{nullptr, std::free};
   std::optional<executorch::extension::FlatTensorDataMap> external;
+  // Memory id 2, shared by every method of the program (made when the first method loads).
+  std::shared_ptr<SharedArena> shared;
 };
 
 py::object tensor_info(Result<TensorInfo> info, Result<Tag> tag) {
@@ -225,8 +227,13 @@ class PyProgram {
     HostedMethod::Limits limits;
     // A malformed program can jump backwards forever; give up as the Python runtime does.
     limits.loop_limit = 10'000'000;
+    if (owned_->shared == nullptr) {
+      auto shared = SharedArena::make(*owned_->program, limits.max_planned_bytes);
+      if (!shared.ok()) raise(shared.error(), "cannot plan the program's shared memory");
+      owned_->shared = std::move(*shared);
+    }
     auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits,
-                                     owned_->external ? &*owned_->external : nullptr);
+                                     owned_->external ? &*owned_->external : nullptr, owned_->shared);
     if (!hosted.ok()) raise(hosted.error(), "cannot load method '" + name + "'");
     return PyMethod(owned_, std::move(*hosted));
   }

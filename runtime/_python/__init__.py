@@ -13,6 +13,7 @@ from executorch.runtime._errors import InvalidProgramError
 from executorch.runtime._meta import MethodMeta
 from executorch.runtime._python import _kernels
 from executorch.runtime._python._method import PythonMethod, plan_meta
+from executorch.runtime._python._values import SharedArena
 
 __all__ = ["PythonProgram", "load_program", "operator_names", "registered_backend_names"]
 
@@ -23,6 +24,7 @@ class PythonProgram:
     def __init__(self, program: schema.Program, external: Optional[dict] = None) -> None:
         self._program = program
         self._external = external
+        self._shared: Optional[SharedArena] = None  # arena 2, made when the first method loads
         self._plans = {}
         for plan in program.execution_plan:
             if plan.name in self._plans:
@@ -37,7 +39,9 @@ class PythonProgram:
         return plan_meta(self._plans[name])
 
     def load_method(self, name: str) -> PythonMethod:
-        return PythonMethod(self._program, self._plans[name], self._external)
+        if self._shared is None:
+            self._shared = SharedArena(self._program)
+        return PythonMethod(self._program, self._plans[name], self._external, self._shared)
 
 
 def load_program(data: Union[bytes, memoryview],

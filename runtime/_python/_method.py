@@ -15,7 +15,7 @@ from executorch.runtime import _layout
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._meta import MethodMeta, TensorInfo
 from executorch.runtime._python import _kernels, _ops
-from executorch.runtime._python._values import PlanValues, TensorSpec
+from executorch.runtime._python._values import PlanValues, SharedArena, TensorSpec
 
 # Like the native runtime, stop a method that jumps around forever (a malformed loop).
 MAX_INSTRUCTIONS = 10_000_000
@@ -31,13 +31,14 @@ class _Chain:
 class PythonMethod:
     """Runs one ExecutionPlan with torch kernels over its planned memory."""
 
-    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan, external=None) -> None:
+    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan, external=None,
+                 shared: Optional[SharedArena] = None) -> None:
         self.name = plan.name
         self._program = program
         self._external = external
         self._plan = plan
         self._delegates: dict[int, tuple] = {}
-        self._values = PlanValues(program, plan, external)
+        self._values = PlanValues(program, plan, external, shared)
         self._objs = self._values.objects
         self._resolved: dict[int, _ops.Resolved] = {}
         self._dynamic = self._written_at_run_time()

@@ -28,14 +28,31 @@ class TensorSpec:
     nbytes: int
 
 
+SHARED_ARENA = 2  # the memory id every method of a program shares: state such as a KV cache
+
+
+class SharedArena:
+    """Memory arena 2 of a program, one block for all its methods (sized to the largest claim), so
+    methods exported with shared mutable buffers read and write one state, as in ExecuTorch."""
+
+    def __init__(self, program: schema.Program) -> None:
+        sizes = [p.non_const_buffer_sizes[SHARED_ARENA] for p in program.execution_plan
+                 if len(p.non_const_buffer_sizes) > SHARED_ARENA]
+        self.memory = _arena("(shared by all methods)", SHARED_ARENA, max(sizes, default=0))
+        self.initialized: set[int] = set()  # offsets whose initial contents are already loaded
+
+
 class PlanValues:
     """The runtime objects of one execution plan, indexed like `plan.values`."""
 
-    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan, external=None) -> None:
+    def __init__(self, program: schema.Program, plan: schema.ExecutionPlan, external=None,
+                 shared: Optional[SharedArena] = None) -> None:
         self._program = program
         self._external = external
         self._plan = plan
-        self.arenas = [_arena(plan.name, i, size) for i, size in enumerate(plan.non_const_buffer_sizes)]
+        self._shared = shared
+        self.arenas = [shared.memory if i == SHARED_ARENA and shared is not None else _arena(plan.name, i, size)
+                       for i, size in enumerate(plan.non_const_buffer_sizes)]
         self.objects: list[object] = [None] * len(plan.values)
         self.specs: dict[int, TensorSpec] = {}
         # Scalars and tensors first, so that lists can refer to any of them.
@@ -116,7 +133,7 @@ class PlanValues:
                                        schema.TensorShapeDynamism(t.shape_dynamism), planned, constant, nbytes)
         if planned:
             storage = self._planned_storage(where, t.allocation_info, nbytes)
-            if t.data_buffer_idx > 0:
+            if t.data_buffer_idx > 0 and self._first_load(t.allocation_info):
                 storage.copy_(self._mutable_initial_data(where, t.data_buffer_idx, nbytes))
         elif external:
             storage = self._external_storage(where, extra.fully_qualified_name, t, nbytes)
@@ -134,6 +151,16 @@ class PlanValues:
         if dtype == torch.bool and (t.data_buffer_idx > 0 or external):
             _check_bool_bytes(where, storage)
         return torch.empty(0, dtype=dtype).set_(storage, 0, sizes, strides)
+
+    def _first_load(self, alloc: schema.AllocationDetails) -> bool:
+        """Whether this tensor's initial contents are still to load: shared state is loaded by the
+        first method that holds it, so loading another method later does not reset it."""
+        if alloc.memory_id != SHARED_ARENA or self._shared is None:
+            return True
+        if alloc.memory_offset in self._shared.initialized:
+            return False
+        self._shared.initialized.add(alloc.memory_offset)
+        return True
 
     def _planned_storage(self, where: str, alloc: schema.AllocationDetails, nbytes: int) -> torch.UntypedStorage:
         mem_id, offset = alloc.memory_id, alloc.memory_offset

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -14,6 +15,46 @@
 
 namespace executorch {
 namespace runtime {
+
+// Memory arena 2 of a program, one block for every method loaded with it (sized to the largest
+// method's claim): methods exported with shared mutable buffers keep their common state, such as a
+// KV cache both a prefill and a decode method update, there, as ExecuTorch's runtime does.
+class SharedArena final {
+ public:
+  static constexpr size_t kIndex = 1;  // planned_buffers[1] backs memory id 2
+
+  static Result<std::shared_ptr<SharedArena>> make(const Program& program, uint64_t max_bytes) {
+    uint64_t size = 0;
+    for (size_t m = 0; m < program.num_methods(); ++m) {
+      Result<const char*> name = program.get_method_name(m);
+      if (!name.ok()) return name.error();
+      Result<MethodMeta> meta = program.method_meta(*name);
+      if (!meta.ok()) return meta.error();
+      if (meta->num_memory_planned_buffers() <= kIndex) continue;
+      Result<int64_t> want = meta->memory_planned_buffer_size(kIndex);
+      if (!want.ok()) return want.error();
+      ET_CHECK_OR_RETURN(static_cast<uint64_t>(*want) <= max_bytes, OutOfResources,
+                         "method '%s' plans %lld bytes of shared memory; the limit is %llu", *name,
+                         static_cast<long long>(*want), static_cast<unsigned long long>(max_bytes));
+      if (static_cast<uint64_t>(*want) > size) size = static_cast<uint64_t>(*want);
+    }
+    std::shared_ptr<SharedArena> self(new SharedArena(static_cast<size_t>(size)));
+    ET_CHECK_OR_RETURN(self->block_ != nullptr, MemoryAllocationFailed,
+                       "cannot allocate %llu bytes of shared planned memory", static_cast<unsigned long long>(size));
+    return self;
+  }
+
+  Span<uint8_t> span() { return Span<uint8_t>(block_.get(), size_); }
+
+ private:
+  friend class HostedMethod;
+  explicit SharedArena(size_t size)
+      : block_(static_cast<uint8_t*>(std::calloc(size == 0 ? 1 : size, 1)), std::free), size_(size) {}
+
+  std::unique_ptr<uint8_t, void (*)(void*)> block_;
+  size_t size_;
+  bool holds_state_ = false;  // a method was loaded: its state must survive the next method's load
+};
 
 class HostedMethod final {
  public:
@@ -27,10 +68,12 @@ class HostedMethod final {
     uint64_t loop_limit = 0;
   };
 
-  // Loads `name` from `program`, growing the method allocator until the method fits.
+  // Loads `name` from `program`, growing the method allocator until the method fits. With `shared`,
+  // memory id 2 is that arena (the same for every method of the program) instead of the method's own.
   static Result<std::unique_ptr<HostedMethod>> load(const Program& program, const char* name,
                                                     const Limits& limits,
-                                                    const NamedDataMap* external_data = nullptr) {
+                                                    const NamedDataMap* external_data = nullptr,
+                                                    std::shared_ptr<SharedArena> shared = nullptr) {
     Result<MethodMeta> meta = program.method_meta(name);
     if (!meta.ok()) return meta.error();
     std::unique_ptr<HostedMethod> self(new HostedMethod());
@@ -46,6 +89,10 @@ class HostedMethod final {
     }
     for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
       size_t size = static_cast<size_t>(*meta->memory_planned_buffer_size(i));
+      if (i == SharedArena::kIndex && shared != nullptr) {
+        self->arenas_.push_back(shared->span());  // Method::init checks it holds `size` bytes
+        continue;
+      }
       Error e = self->add_block(size);
       if (e != Error::Ok) return e;
       self->arenas_.push_back(Span<uint8_t>(self->blocks_.back().get(), size));
@@ -53,7 +100,29 @@ class HostedMethod final {
     Error e = self->add_block(limits.temp_bytes);
     if (e != Error::Ok) return e;
     self->temp_ = MemoryAllocator(self->blocks_.back().get(), limits.temp_bytes);
+    // Loading writes initial contents into planned memory; shared state another method already
+    // uses is kept as it is (loading the decode method must not reset the prefill's cache).
+    std::vector<uint8_t> kept;
+    if (shared != nullptr && shared->holds_state_) kept.assign(shared->block_.get(), shared->block_.get() + shared->size_);
+    Result<std::unique_ptr<HostedMethod>> loaded = init(self, program, name, limits, external_data);
+    if (shared != nullptr) {
+      if (!kept.empty()) std::memcpy(shared->block_.get(), kept.data(), kept.size());
+      if (loaded.ok()) {
+        shared->holds_state_ = true;
+        (*loaded)->shared_ = std::move(shared);
+      }
+    }
+    return loaded;
+  }
 
+  Method& method() { return *method_; }
+
+ private:
+  HostedMethod() : method_block_(nullptr, std::free) {}
+
+  static Result<std::unique_ptr<HostedMethod>> init(std::unique_ptr<HostedMethod>& self, const Program& program,
+                                                    const char* name, const Limits& limits,
+                                                    const NamedDataMap* external_data) {
     // Every runtime structure comes from file content, so a multiple of the FlatBuffer's
     // size is enough in practice; the loop only grows it for unusual programs.
     for (size_t bytes = (size_t(64) << 10) + 16 * program.program_size();; bytes *= 4) {
@@ -77,11 +146,6 @@ class HostedMethod final {
     }
   }
 
-  Method& method() { return *method_; }
-
- private:
-  HostedMethod() : method_block_(nullptr, std::free) {}
-
   Error add_block(size_t size) {
     // calloc: zeroed pages are cheap and make runs reproducible; 1 keeps 0-byte arenas distinct.
     blocks_.emplace_back(static_cast<uint8_t*>(std::calloc(size == 0 ? 1 : size, 1)), std::free);
@@ -96,6 +160,7 @@ class HostedMethod final {
   MemoryAllocator method_alloc_;
   std::unique_ptr<uint8_t, void (*)(void*)> method_block_;
   std::optional<Method> method_;
+  std::shared_ptr<SharedArena> shared_;  // kept alive while this method may run
 };
 
 }  // namespace runtime

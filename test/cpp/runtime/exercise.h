@@ -23,10 +23,13 @@ inline Error exercise(const uint8_t* data, size_t size) {
   limits.temp_bytes = size_t(1) << 20;
   limits.loop_limit = 1000;
   Error first = Error::Ok;
+  // Memory id 2 shared by all methods, as the Python bindings and Module load them.
+  Result<std::shared_ptr<SharedArena>> shared = SharedArena::make(*program, limits.max_planned_bytes);
+  if (!shared.ok()) return shared.error();
   for (size_t m = 0; m < program->num_methods(); ++m) {
     Result<const char*> name = program->get_method_name(m);
     if (!name.ok()) return name.error();
-    auto hosted = HostedMethod::load(*program, *name, limits);
+    auto hosted = HostedMethod::load(*program, *name, limits, nullptr, *shared);
     if (!hosted.ok()) {
       if (first == Error::Ok) first = hosted.error();
       continue;
