@@ -16,30 +16,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (requirements-dev.txt pins it)")
-from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM  # noqa: E402
+import hf_tiny_models as hf  # noqa: E402
 
-MAX_CACHE = 8
-PROMPT = [5, 17, 3, 42, 9]
 RTOL = 1e-4  # per element, relative to the eager logits (their largest |value| scales the absolute part)
-_TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=64, use_cache=True, pad_token_id=0)
-
-
-def _configs() -> dict:
-    t = transformers
-    return {
-        "llama": (t.LlamaConfig(**_TINY), t.LlamaForCausalLM),
-        "qwen2": (t.Qwen2Config(**_TINY, use_sliding_window=False, sliding_window=None), t.Qwen2ForCausalLM),
-        "gemma": (t.GemmaConfig(**_TINY, head_dim=8), t.GemmaForCausalLM),
-        "phi3": (t.Phi3Config(**_TINY, sliding_window=None), t.Phi3ForCausalLM),
-    }
-
-
-ARCHS = ["llama", "qwen2", "gemma", "phi3"]
-
-
-def _calls() -> list:
-    return [("forward", [torch.tensor([[tok]]), torch.tensor([pos])]) for pos, tok in enumerate(PROMPT)]
+ARCHS = hf.ARCHS
+_calls = hf.calls
 
 
 @pytest.fixture(scope="module")
@@ -48,21 +29,14 @@ def exported(tmp_path_factory) -> dict:
     eager logits of each decode step (computed after lowering, from the cache's start state)."""
     root = tmp_path_factory.mktemp("hf_llm")
     out = {}
-    for name, (config, cls) in _configs().items():
-        torch.manual_seed(0)
-        model = cls(config).eval()
-        model.generation_config = transformers.GenerationConfig(
-            use_cache=True, cache_implementation="static", max_length=MAX_CACHE,
-            cache_config={"batch_size": 1, "max_cache_len": MAX_CACHE})
-        wrapper = TorchExportableModuleForDecoderOnlyLM(model, batch_size=1, max_cache_len=MAX_CACHE)
+    for name in ARCHS:
+        wrapper = hf.make_wrapper(name)
+        ep = hf.export(wrapper)
+        torch.export.save(ep, root / f"{name}.pt2")
         with torch.no_grad():
-            ep = wrapper.export(input_ids=torch.tensor([[1]]), cache_position=torch.tensor([0]))
-            torch.export.save(ep, root / f"{name}.pt2")
             (root / f"{name}.pte").write_bytes(to_edge(ep).to_executorch().buffer)
-            # The wrapper's own forward drops cache_position; its inner module is what export traced.
-            eager = [wrapper.model(input_ids=ids, cache_position=pos) for _, (ids, pos) in _calls()]
+        out[name] = hf.eager_steps(wrapper)
         torch.save(_calls(), root / f"{name}.calls.pt")
-        out[name] = eager
     return {"root": root, "eager": out}
 
 
