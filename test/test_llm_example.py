@@ -15,6 +15,7 @@ from executorch.devtools.compare import assert_outputs_close, compare_outputs
 from executorch.exir import ExecutorchBackendConfig, to_edge
 from executorch.exir import schema as S
 from executorch.exir.passes import MemoryPlanningPass
+from executorch.runtime import ExecuTorchError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, project_runtimes  # noqa: E402
@@ -167,3 +168,21 @@ def test_published_runtime_runs_the_two_methods(two_methods, reference_runtime):
     assert proc.returncode == 0 and not (root / "llama2.err.txt").exists(), proc.stderr[-2000:]
     for i, (outs, want) in enumerate(zip(torch.load(root / "llama2.out.pt"), two_methods["eager"])):
         assert_outputs_close(outs, [want], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("engine", sorted(RUNTIMES))
+def test_two_methods_refuse_bad_positions(two_methods, engine):
+    program = RUNTIMES[engine].load_program(two_methods["root"] / "llama2.pte")
+    prefill, decode = program.load_method("prefill"), program.load_method("decode")
+    token = torch.tensor([[3]])
+    for pos in (64, 1000, -65):  # past the 64-position cache (and its rope tables) either way
+        with pytest.raises(ExecuTorchError, match="index"):
+            decode.execute([token, torch.tensor([pos])])
+    with pytest.raises(ExecuTorchError, match="input 1 .* must have dtype torch.int64"):
+        decode.execute([token, torch.tensor([3], dtype=torch.int32)])
+    with pytest.raises(ExecuTorchError, match="input 0"):
+        prefill.execute([torch.zeros(1, 65, dtype=torch.long), torch.arange(65)])  # longer than the cache
+    # Both still decode correctly after the refused calls.
+    got = [prefill.execute(_two_method_calls()[0][1])[0], decode.execute(_two_method_calls()[1][1])[0]]
+    for g, want in zip(got, two_methods["eager"][:2]):
+        assert compare_outputs([g], [want], rtol=1e-4, atol=1e-4).ok
