@@ -3,7 +3,8 @@
 Run with the reference python (ET_REFERENCE_PYTHON), never imported by the project:
     python reference_stateful.py DIR NAME [NAME ...]
 For each NAME: when DIR/NAME.pt2 (a `torch.export.save`d ExportedProgram) exists, the published
-exporter lowers it to DIR/NAME.published.pte; when DIR/NAME.pte and DIR/NAME.calls.pt (a list of
+exporter lowers it to DIR/NAME.published.pte (when DIR/NAME@METHOD.pt2 files exist instead, it
+lowers them as the methods of one program with share_mutable_buffers=True); when DIR/NAME.pte and DIR/NAME.calls.pt (a list of
 (method name, list of inputs)) exist, every call runs on one loaded program, each method loaded
 once so state carries over between calls, and DIR/NAME.out.pt gets each call's outputs.
 A failed export goes to DIR/NAME.published.err.txt, a failed run to DIR/NAME.err.txt.
@@ -13,17 +14,24 @@ import sys
 from pathlib import Path
 
 import torch
-from executorch.exir import to_edge_transform_and_lower
+from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+from executorch.exir.passes import MemoryPlanningPass
 from executorch.runtime import Runtime
 
 root = Path(sys.argv[1])
 runtime = Runtime.get()
 for name in sys.argv[2:]:
     print(name, flush=True)
-    if (root / f"{name}.pt2").exists():
+    methods = {p.stem.split("@", 1)[1]: p for p in root.glob(f"{name}@*.pt2")}
+    if (root / f"{name}.pt2").exists() or methods:
         try:
             with torch.no_grad():  # the loaded parameters require grad; lowering runs the graph in place
-                program = to_edge_transform_and_lower(torch.export.load(root / f"{name}.pt2")).to_executorch()
+                if methods:
+                    shared = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+                    eps = {m: torch.export.load(p) for m, p in methods.items()}
+                    program = to_edge_transform_and_lower(eps).to_executorch(shared)
+                else:
+                    program = to_edge_transform_and_lower(torch.export.load(root / f"{name}.pt2")).to_executorch()
             (root / f"{name}.published.pte").write_bytes(program.buffer)
         except Exception as e:
             (root / f"{name}.published.err.txt").write_text(f"{type(e).__name__}: {e}")

@@ -151,6 +151,53 @@ def test_loading_a_method_keeps_shared_state(engine, shared):
     assert torch.equal(bump.execute([torch.ones(4)])[1], start + 3)
 
 
+def _shared_kv_calls() -> list:
+    g = torch.Generator().manual_seed(2)
+    return [("prefill", [torch.randn(1, 3, 4, generator=g), torch.arange(3)])] + [
+        ("decode", [torch.randn(1, 1, 4, generator=g), torch.tensor([p])]) for p in (3, 4)]
+
+
+@pytest.fixture(scope="module")
+def shared_kv(tmp_path_factory, reference_runtime) -> dict:
+    """Prefill and decode sharing a KV cache: our file run on the published runtime, and the
+    published exporter's file (share_mutable_buffers=True) written for our runtimes, in one process."""
+    root = tmp_path_factory.mktemp("shared_kv")
+    model, _ = sm.make_kv_cache()
+    calls = _shared_kv_calls()
+    eps = {}
+    for method in ("prefill", "decode"):
+        example = next(inputs for m, inputs in calls if m == method)
+        eps[method] = torch.export.export(copy.deepcopy(model), tuple(example))
+        torch.export.save(eps[method], root / f"kv@{method}.pt2")
+    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+    (root / "kv.pte").write_bytes(to_edge(eps).to_executorch(config).buffer)
+    torch.save(calls, root / "kv.calls.pt")
+    runner = Path(__file__).with_name("reference_stateful.py")
+    proc = subprocess.run([reference_runtime.python, str(runner), str(root), "kv"], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    eager = _eager_steps(model, [inputs for _, inputs in calls])
+    return {"root": root, "eager": eager, "calls": calls}
+
+
+def test_shared_cache_file_runs_on_the_published_runtime(shared_kv):
+    root = shared_kv["root"]
+    assert not (root / "kv.err.txt").exists(), (root / "kv.err.txt").read_text()
+    for i, (got, want) in enumerate(zip(torch.load(root / "kv.out.pt"), shared_kv["eager"])):
+        assert_outputs_close(got, want)
+
+
+@ENGINES
+def test_published_shared_cache_file_runs_here(shared_kv, engine):
+    root = shared_kv["root"]
+    assert not (root / "kv.published.err.txt").exists(), (root / "kv.published.err.txt").read_text()
+    program = RUNTIMES[engine].load_program(root / "kv.published.pte")
+    methods = {}
+    for (name, inputs), want in zip(shared_kv["calls"], shared_kv["eager"]):
+        methods.setdefault(name, program.load_method(name))
+        assert_outputs_close(list(methods[name].execute(inputs)), want)
+
+
 def test_shared_buffers_refuse_different_shapes():
     class Cache(torch.nn.Module):
         def __init__(self, n):
