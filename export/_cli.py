@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -128,9 +129,14 @@ def _run(args: argparse.Namespace) -> int:
     from executorch.devtools.compare import compare_outputs
     from executorch.runtime import Runtime
 
+    from executorch.export._torch_threads import one_torch_thread
+
     quantized = recipe.quantization_recipe is not None
-    expected, against = _reference(session, model, inputs, quantized)
-    actual = session.run_method("forward", inputs)
+    # A quantized reference is taken single-threaded (see one_torch_thread); the Python engine runs
+    # torch's kernels, so it runs under the same setting.
+    with one_torch_thread() if quantized else contextlib.nullcontext():
+        expected, against = _reference(session, model, inputs, quantized)
+        actual = session.run_method("forward", inputs)
     # A quantized file is checked against the converted module with a tolerance of 1e-3 of its largest output.
     result = compare_outputs(actual, expected, rtol=0.0, atol=1e-3) if quantized else compare_outputs(actual, expected)
     where = f"on the {Runtime.get().backend} runtime"
