@@ -31,13 +31,16 @@ uint32_t g_started = 0;  // workers running in this process
 pthread_t g_workers[kMaxThreads];
 std::atomic<bool> g_stop{false};
 
-// The current task: published before the generation bump, read after it.
+// The current task, published before the generation bump. Chunks are claimed from g_claim,
+// which holds (generation tag << 32 | next index): a worker that wakes late cannot claim a chunk
+// of a newer task under an older tag, and the caller waits only for claimed chunks, never for a
+// worker the scheduler has not run yet.
 std::atomic<uint64_t> g_generation{0};
+std::atomic<uint64_t> g_claim{0};
+std::atomic<int64_t> g_count{0};
+std::atomic<int64_t> g_done{0};
 TaskFn g_fn = nullptr;
 void* g_ctx = nullptr;
-int64_t g_count = 0;
-std::atomic<int64_t> g_next{0};
-std::atomic<uint32_t> g_pending{0};  // workers yet to finish the current generation
 
 thread_local bool t_in_task = false;
 
@@ -49,10 +52,23 @@ inline void cpu_relax() {
 #endif
 }
 
-void drain() {
-  for (int64_t i = g_next.fetch_add(1, std::memory_order_relaxed); i < g_count;
-       i = g_next.fetch_add(1, std::memory_order_relaxed)) {
-    g_fn(g_ctx, i);
+// Runs chunks of the task tagged `tag` until none is left to claim.
+void drain(uint32_t tag) {
+  uint64_t cur = g_claim.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(cur >> 32) != tag) return;
+    const int64_t index = static_cast<uint32_t>(cur);
+    if (index >= g_count.load(std::memory_order_acquire)) return;
+    if (!g_claim.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      continue;
+    // A claimed chunk keeps its task alive (the caller waits for it), so fn and ctx are its own.
+    g_fn(g_ctx, index);
+    if (g_done.fetch_add(1, std::memory_order_acq_rel) + 1 == g_count.load(std::memory_order_relaxed)) {
+      pthread_mutex_lock(&g_mu);
+      pthread_cond_signal(&g_done_cv);
+      pthread_mutex_unlock(&g_mu);
+    }
+    cur = g_claim.load(std::memory_order_acquire);
   }
 }
 
@@ -76,12 +92,7 @@ void* worker_main(void* start_generation) {
     }
     seen = gen;
     if (g_stop.load(std::memory_order_acquire)) return nullptr;
-    drain();
-    if (g_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      pthread_mutex_lock(&g_mu);
-      pthread_cond_signal(&g_done_cv);
-      pthread_mutex_unlock(&g_mu);
-    }
+    drain(static_cast<uint32_t>(gen));
   }
 }
 
@@ -185,7 +196,8 @@ bool ThreadPool::_unsafe_reset_threadpool(uint32_t num_threads) {
 
 void ThreadPool::run(TaskFn fn, void* ctx, int64_t count) {
   if (count <= 0) return;
-  if (count == 1 || t_in_task || pthread_mutex_trylock(&g_run_mu) != 0) {
+  // Chunk indices share a 64-bit word with the task's tag: more than 2^31 chunks run serially.
+  if (count == 1 || count > (int64_t(1) << 31) || t_in_task || pthread_mutex_trylock(&g_run_mu) != 0) {
     for (int64_t i = 0; i < count; ++i) fn(ctx, i);
     return;
   }
@@ -195,23 +207,27 @@ void ThreadPool::run(TaskFn fn, void* ctx, int64_t count) {
     for (int64_t i = 0; i < count; ++i) fn(ctx, i);
     return;
   }
+  // Retag the claim word first (with no chunk left) so a late worker of the last task cannot
+  // claim against this task's count, then publish the task, then open its chunks.
+  const uint64_t gen = g_generation.load(std::memory_order_relaxed) + 1;
+  const uint64_t tag = (gen & 0xffffffffu) << 32;
+  g_claim.store(tag | 0xffffffffu, std::memory_order_release);
   g_fn = fn;
   g_ctx = ctx;
-  g_count = count;
-  g_next.store(0, std::memory_order_relaxed);
-  g_pending.store(g_started, std::memory_order_relaxed);
+  g_count.store(count, std::memory_order_relaxed);
+  g_done.store(0, std::memory_order_relaxed);
+  g_claim.store(tag, std::memory_order_release);
   pthread_mutex_lock(&g_mu);
-  g_generation.fetch_add(1, std::memory_order_acq_rel);
+  g_generation.store(gen, std::memory_order_release);
   pthread_cond_broadcast(&g_work_cv);
   pthread_mutex_unlock(&g_mu);
   t_in_task = true;
-  drain();
+  drain(static_cast<uint32_t>(gen));
   t_in_task = false;
-  for (int i = 0; i < kSpinPolls && g_pending.load(std::memory_order_acquire) != 0; ++i)
-    cpu_relax();
-  if (g_pending.load(std::memory_order_acquire) != 0) {
+  for (int i = 0; i < kSpinPolls && g_done.load(std::memory_order_acquire) != count; ++i) cpu_relax();
+  if (g_done.load(std::memory_order_acquire) != count) {
     pthread_mutex_lock(&g_mu);
-    while (g_pending.load(std::memory_order_acquire) != 0) pthread_cond_wait(&g_done_cv, &g_mu);
+    while (g_done.load(std::memory_order_acquire) != count) pthread_cond_wait(&g_done_cv, &g_mu);
     pthread_mutex_unlock(&g_mu);
   }
   pthread_mutex_unlock(&g_run_mu);
