@@ -134,6 +134,9 @@ def _table(args) -> None:
 
     threads = len(os.sched_getaffinity(0))
     names = args.table_models.split(",") if args.table_models else list(_bench_models.MODELS)
+    unknown = [n for n in names if n not in _bench_models.MODELS]
+    if unknown:
+        raise SystemExit(f"--table-models: unknown {unknown}; choose from {', '.join(_bench_models.MODELS)}")
     print(f"load average before: {os.getloadavg()}, {threads} CPUs available, {args.repeat} runs each")
     print(f"| model | native 1T | native {threads}T | eager 1T | eager {threads}T | XNNPACK 1T | XNNPACK {threads}T "
           f"| native {threads}T speedup | native/eager ({threads}T) | check |")
