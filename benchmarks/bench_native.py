@@ -2,6 +2,7 @@
 executor's own cost per instruction; prints the figures.
 
     python benchmarks/bench_native.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N] [--published REFPY]
+    python benchmarks/bench_native.py --table [--table-models a,b] [--repeat N] [--xnnpack XNNPY]
 
 Without --pte the model is exported with this package's exporter; with it (e.g. a file from
 the published exporter made from the same zoo factory) that file is run. Runs of the three
@@ -9,6 +10,12 @@ are interleaved so load from other processes affects them alike. The per-instruc
 is the slope between chains of 100 and 400 one-element adds, so it includes a trivial kernel.
 With --published, the same file also runs on the published ExecuTorch runtime (the python of
 an environment that has it), in a separate process right after, one thread.
+
+--table times the thread-scaling table (models from _bench_models.py): native at 1 and all
+threads vs eager at 1 and all threads, interleaved in one process, medians; with --xnnpack, the
+same model exported by the published exporter with its XNNPACK partitioner and timed on the
+published runtime at 1 and all threads, in a separate process right after (the python of an
+environment with executorch 1.5.1 and torchao). The load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ import torch
 from _zoo import export_bytes, load_models, program_bytes  # noqa: E402  (this script's folder is on sys.path)
 
 MODELS = load_models()
+import os
+
+import _bench_models  # noqa: E402
 from executorch.devtools.compare import compare_outputs
 from executorch.runtime import _native, _python
 from executorch.runtime._backend import Verification
@@ -86,6 +96,84 @@ def _published_ms(python: str, data: bytes, inputs, runs: int) -> tuple[float, f
     return float(out[-2]), float(out[-1])
 
 
+_XNNPACK_TIMER = """
+import statistics, sys, time, torch
+sys.path.insert(0, sys.argv[1])
+import _bench_models
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import to_edge_transform_and_lower
+from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer, _unsafe_reset_threadpool
+model, inputs = _bench_models.MODELS[sys.argv[2]]()
+data = to_edge_transform_and_lower(torch.export.export(model, inputs),
+                                   partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+module = _load_for_executorch_from_buffer(data)
+times = {}
+for _ in range(int(sys.argv[3])):
+    for threads in (1, int(sys.argv[4])):
+        _unsafe_reset_threadpool(threads)
+        module.forward(list(inputs))
+        start = time.perf_counter()
+        module.forward(list(inputs))
+        times.setdefault(threads, []).append((time.perf_counter() - start) * 1e3)
+print(*(statistics.median(t) for t in times.values()))
+"""
+
+
+def _xnnpack_ms(python: str, name: str, runs: int, threads: int) -> str:
+    """Median ms at 1 and `threads` threads of the published XNNPACK-delegated file, or why not."""
+    proc = subprocess.run([python, "-c", _XNNPACK_TIMER, str(Path(__file__).parent), name, str(runs), str(threads)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return f"failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+    one, many = (float(v) for v in proc.stdout.split()[-2:])
+    return f"{one:.1f} | {many:.1f}"
+
+
+def _table(args) -> None:
+    from executorch.extension.pybindings import portable_lib
+
+    threads = len(os.sched_getaffinity(0))
+    names = args.table_models.split(",") if args.table_models else list(_bench_models.MODELS)
+    unknown = [n for n in names if n not in _bench_models.MODELS]
+    if unknown:
+        raise SystemExit(f"--table-models: unknown {unknown}; choose from {', '.join(_bench_models.MODELS)}")
+    print(f"load average before: {os.getloadavg()}, {threads} CPUs available, {args.repeat} runs each")
+    print(f"| model | native 1T | native {threads}T | eager 1T | eager {threads}T | XNNPACK 1T | XNNPACK {threads}T "
+          f"| native {threads}T speedup | native/eager ({threads}T) | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        model, inputs = _bench_models.MODELS[name]()
+        data = export_bytes(model, inputs)
+        method = _native.load_program(data, Verification.InternalConsistency).load_method("forward")
+
+        def eager():
+            with torch.no_grad():
+                return model(*inputs)
+
+        check = compare_outputs(method.execute(list(inputs)), eager())
+        configs = {("native", 1): lambda: portable_lib._unsafe_reset_threadpool(1),
+                   ("native", threads): lambda: portable_lib._unsafe_reset_threadpool(threads),
+                   ("eager", 1): lambda: torch.set_num_threads(1),
+                   ("eager", threads): lambda: torch.set_num_threads(threads)}
+        runs = {"native": lambda: method.execute(list(inputs)), "eager": eager}
+        times: dict = {key: [] for key in configs}
+        for _ in range(args.repeat):
+            for (kind, n), configure in configs.items():
+                configure()
+                runs[kind]()  # after a resize: one untimed run
+                start = time.perf_counter()
+                runs[kind]()
+                times[(kind, n)].append((time.perf_counter() - start) * 1e3)
+        portable_lib._unsafe_reset_threadpool(threads)
+        torch.set_num_threads(threads)
+        med = {key: statistics.median(ts) for key, ts in times.items()}
+        xnn = _xnnpack_ms(args.xnnpack, name, args.repeat, threads) if args.xnnpack else "not run (no --xnnpack) | -"
+        print(f"| {name} | {med[('native', 1)]:.1f} | {med[('native', threads)]:.1f} | {med[('eager', 1)]:.1f} | "
+              f"{med[('eager', threads)]:.1f} | {xnn} | {med[('native', 1)] / med[('native', threads)]:.2f}x | "
+              f"{med[('native', threads)] / med[('eager', threads)]:.2f} | {'OK' if check.ok else 'FAIL'} |", flush=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="mobilenet_v2", choices=sorted(MODELS))
@@ -93,7 +181,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, like the native runtime)")
     ap.add_argument("--published", metavar="REFPY", help="also time the file on the published runtime")
+    ap.add_argument("--table", action="store_true", help="time the thread-scaling table instead")
+    ap.add_argument("--table-models", help=f"comma-separated subset of {','.join(_bench_models.MODELS)}")
+    ap.add_argument("--xnnpack", metavar="XNNPY", help="with --table: a python with executorch 1.5.1 and torchao")
     args = ap.parse_args()
+    if args.table:
+        _table(args)
+        return
     torch.set_num_threads(args.threads)
 
     model, inputs = MODELS[args.model]()

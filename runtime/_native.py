@@ -8,6 +8,7 @@ numpy nor libtorch is involved on the C++ side.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from typing import Optional, Sequence, Union
 
@@ -22,6 +23,12 @@ from executorch.runtime._meta import MethodMeta, TensorInfo
 __all__ = ["NativeMethod", "NativeProgram", "load_program"]
 
 _INVALID_PROGRAM = 0x23
+THREADS_ENV = "EXECUTORCH_NUM_THREADS"
+
+if not _lib._threadpool_env_ok():
+    raise ExecuTorchError(
+        f"{THREADS_ENV}={os.environ.get(THREADS_ENV)!r} is not a thread count; set it to an integer "
+        f"from 1 to 256 (the native kernels' threads), or unset it to use every available CPU")
 
 
 def _error(exc: "_lib.NativeError") -> ExecuTorchError:

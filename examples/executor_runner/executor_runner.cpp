@@ -14,6 +14,9 @@
 #include "extension/flat_tensor/flat_tensor_data_map.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/executor/program.h"
+#if EXECUTORCH_HAVE_PORTABLE_KERNELS
+#include "kernels/portable/cpu/threadpool.h"
+#endif
 
 using namespace executorch::runtime;
 
@@ -23,14 +26,16 @@ const char kUsage[] =
     "usage: executor_runner --model_path FILE.pte [--data_path FILE.ptd] [--method NAME] [--iterations N]\n"
     "       executor_runner --bundled FILE.bpte [--rtol R] [--atol A]\n"
     "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
-    "                       [--output_dir DIR] [--verbose] [--help]\n"
+    "                       [--output_dir DIR] [--num_threads N] [--verbose] [--help]\n"
     "  --bundled     run every test case of a bundled program and report each (exit 1 on a failure);\n"
     "                tolerances as executorch.devtools.compare (default 1e-5 and 1e-5)\n"
     "  --data_path   the .ptd file holding the tensors the program keeps outside the .pte\n"
     "  --inputs      raw little-endian tensor data, one file per input, in the input's\n"
     "                dtype and dim order at its declared sizes\n"
     "  --fill        how to make inputs not given by --inputs (default: ones)\n"
-    "  --output_dir  also write each tensor output as DIR/output_<i>.bin\n";
+    "  --output_dir  also write each tensor output as DIR/output_<i>.bin\n"
+    "  --num_threads threads the kernels use (default: $EXECUTORCH_NUM_THREADS, else every\n"
+    "                available CPU)\n";
 
 struct Options {
   std::string model_path;
@@ -45,6 +50,7 @@ struct Options {
   uint32_t seed = 0;
   std::string output_dir;
   bool verbose = false;
+  long num_threads = 0;  // 0: the environment's or the default
 };
 
 bool g_verbose = false;
@@ -79,6 +85,15 @@ int parse(int argc, char** argv, Options* o) {
     else if (a == "--seed" && value(&v)) o->seed = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     else if (a == "--output_dir" && value(&v)) o->output_dir = v;
     else if (a == "--verbose") o->verbose = true;
+    else if (a == "--num_threads" && value(&v)) {
+      char* end = nullptr;
+      o->num_threads = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || o->num_threads < 1 || o->num_threads > 256) {
+        std::fprintf(stderr, "executor_runner: --num_threads '%s' is not a thread count; give an integer from 1 to 256\n",
+                     v.c_str());
+        return 0;
+      }
+    }
     else if (a == "--inputs" && value(&v)) {
       for (size_t start = 0; start <= v.size();) {
         size_t comma = v.find(',', start);
@@ -194,11 +209,30 @@ extern "C" void et_pal_emit_log(char level, const char* file, int line, const ch
     std::fprintf(stderr, "%c %s:%d] %.*s\n", level, file, line, static_cast<int>(length), message);
 }
 
+// Sizes the kernels' thread pool from --num_threads, else checks the environment's size.
+static bool configure_threads(long num_threads) {
+#if EXECUTORCH_HAVE_PORTABLE_KERNELS
+  namespace tp = executorch::extension::threadpool;
+  if (num_threads > 0) return tp::get_threadpool()->_unsafe_reset_threadpool(static_cast<uint32_t>(num_threads));
+  uint32_t from_env = 0;
+  if (!tp::num_threads_from_env(&from_env)) {
+    std::fprintf(stderr, "executor_runner: %s='%s' is not a thread count; set it to an integer from 1 to %u "
+                 "or unset it\n", tp::kNumThreadsEnv, std::getenv(tp::kNumThreadsEnv), tp::kMaxThreads);
+    return false;
+  }
+  return true;
+#else
+  if (num_threads > 0) std::fprintf(stderr, "executor_runner: --num_threads needs the portable kernels, which this build lacks\n");
+  return num_threads == 0;
+#endif
+}
+
 int main(int argc, char** argv) {
   Options o;
   const int parsed = parse(argc, argv, &o);
   if (parsed <= 0) return parsed < 0 ? 0 : 2;
   g_verbose = o.verbose;
+  if (!configure_threads(o.num_threads)) return 2;
   if (!o.bundled.empty()) return run_bundled(o.bundled, o.rtol, o.atol);
   std::vector<uint8_t> file;
   if (!read_file(o.model_path, &file)) {

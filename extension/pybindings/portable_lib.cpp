@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "extension/flat_tensor/flat_tensor_data_map.h"
+#if EXECUTORCH_HAVE_PORTABLE_KERNELS
+#include "kernels/portable/cpu/threadpool.h"
+#endif
 #include "runtime/core/operator_registry.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/backend/interface.h"
@@ -290,6 +293,34 @@ PYBIND11_MODULE(_portable_lib, m) {
     return names;
   });
   m.def("error_name", [](uint32_t code) { return std::string(error_name(static_cast<Error>(code))); });
+#if EXECUTORCH_HAVE_PORTABLE_KERNELS
+  namespace tp = executorch::extension::threadpool;
+  m.def(
+      "_unsafe_reset_threadpool",
+      [](int64_t num_threads) {
+        if (num_threads < 1 || num_threads > static_cast<int64_t>(tp::kMaxThreads))
+          throw py::value_error("num_threads=" + std::to_string(num_threads) +
+                                ": the kernels' thread pool takes 1.." + std::to_string(tp::kMaxThreads) +
+                                " threads; pass a count in that range");
+        tp::get_threadpool()->_unsafe_reset_threadpool(static_cast<uint32_t>(num_threads));
+      },
+      py::arg("num_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Resize the kernels' thread pool (waits for a running task; not from inside one).");
+  m.def("_threadpool_get_thread_count", [] { return tp::get_threadpool()->get_thread_count(); },
+        "Threads the kernels use, counting the calling thread.");
+  m.def("_threadpool_env_ok", [] {
+    uint32_t n = 0;
+    return tp::num_threads_from_env(&n);
+  }, "Whether EXECUTORCH_NUM_THREADS is unset or a valid thread count.");
+#else
+  // Without kernels nothing runs on threads: one thread, and resizing is refused.
+  m.def("_unsafe_reset_threadpool", [](int64_t) {
+    throw std::runtime_error("_unsafe_reset_threadpool: this build has no portable kernels, so no "
+                             "thread pool; build with EXECUTORCH_BUILD_PORTABLE_KERNELS=ON");
+  }, py::arg("num_threads"));
+  m.def("_threadpool_get_thread_count", [] { return size_t{1}; });
+  m.def("_threadpool_env_ok", [] { return true; });
+#endif
 
   py::class_<PyMethod>(m, "Method")
       .def("meta", &PyMethod::meta)

@@ -18,6 +18,9 @@ except ImportError as exc:  # the C++ extension is built only with EXECUTORCH_BU
 from executorch.runtime._backend import Verification
 from executorch.runtime._meta import MethodMeta
 
+_unsafe_reset_threadpool = _portable_lib._unsafe_reset_threadpool
+_threadpool_get_thread_count = _portable_lib._threadpool_get_thread_count
+
 __all__ = [
     "ExecuTorchMethod",
     "ExecuTorchModule",
@@ -28,6 +31,8 @@ __all__ = [
     "_load_for_executorch_from_buffer",
     "_load_program",
     "_load_program_from_buffer",
+    "_threadpool_get_thread_count",
+    "_unsafe_reset_threadpool",
 ]
 
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kernels/portable/cpu/gemm.h"
+#include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
@@ -33,6 +34,19 @@ bool same_float_type(const Tensor& a, const Tensor& b, const Tensor& c) {
 // Float32 rows a 16-bit output is computed into before narrowing, at most this many at once.
 constexpr int64_t kChunkFloats = int64_t(1) << 20;
 
+// out[at : at + count] (16-bit elements of type `oe`) = c[0 : count], rounded to nearest even.
+void narrow(const float* c, int64_t count, cpu::Elem oe, void* out, int64_t at) {
+  cpu::parallel_for(0, count, int64_t(1) << 15, [&](int64_t lo, int64_t hi) {
+    if (oe == cpu::Elem::kF16) {
+      cpu::Half* o = static_cast<cpu::Half*>(out) + at;
+      for (int64_t i = lo; i < hi; ++i) o[i] = cpu::to_half(c[i]);
+    } else {
+      cpu::BFloat16* o = static_cast<cpu::BFloat16*>(out) + at;
+      for (int64_t i = lo; i < hi; ++i) o[i] = cpu::to_bfloat16(c[i]);
+    }
+  });
+}
+
 // out[m, n] (row-major) = alpha * A @ B + (beta != 0: out's current float contents, pre-scaled).
 // A float32 `out` is written in place; a 16-bit one goes through float rows in temp memory,
 // `init(row0, rows, c)` filling them first when beta is nonzero.
@@ -60,7 +74,7 @@ void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float
     ar.data = static_cast<const char*>(a.data) +
               r0 * a.row_stride * static_cast<int64_t>(a.elem == cpu::Elem::kF32 ? 4 : 2);
     cpu::sgemm(mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, nullptr, c, n, ws);
-    for (int64_t i = 0; i < mr * n; ++i) cpu::store_elem(out, oe, r0 * n + i, c[i]);
+    narrow(c, mr * n, oe, out, r0 * n);
   }
 }
 

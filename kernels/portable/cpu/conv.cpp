@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/portable/cpu/gemm.h"
+#include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/cpu/vectorize.h"
 
 namespace executorch {
@@ -191,6 +192,9 @@ ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_b
 // im2col works on bands of output rows so its scratch stays under ~4 MB for any image size.
 constexpr int64_t kIm2colBudgetFloats = int64_t(1) << 20;
 
+// Floats one parallel im2col task copies at least (smaller pieces cost more to hand out).
+constexpr int64_t kIm2colChunkFloats = int64_t(1) << 15;
+
 int64_t im2col_rows(const Conv2dShape& s) {
   const int64_t per_row = (s.in_channels / s.groups) * s.kernel_h * s.kernel_w * s.out_w();
   const int64_t rows = per_row > 0 ? kIm2colBudgetFloats / per_row : s.out_h();
@@ -280,7 +284,13 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
       float* gemm_ws = workspace + k * rows * ow_count;
       for (int64_t oh0 = 0; oh0 < oh_count; oh0 += rows) {
         const int64_t r = std::min(rows, oh_count - oh0);
-        im2col(s, cg, oh0, r, ow_count, in_g, col);
+        // Unfold channel groups in parallel; each writes its own rows of `col`.
+        const int64_t per_channel = ksize * r * ow_count;
+        parallel_for(0, cg, std::max<int64_t>(1, kIm2colChunkFloats / per_channel),
+                     [&](int64_t c0, int64_t c1) {
+                       im2col(s, c1 - c0, oh0, r, ow_count, in_g + c0 * in_plane,
+                              col + c0 * per_channel);
+                     });
         sgemm(ocg, r * ow_count, k, 1.f, w_g, {col, r * ow_count, 1}, 0.f, b_g,
               out_g + oh0 * ow_count, plane, gemm_ws);
       }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/cpu/vectorize.h"
 
 namespace executorch {
@@ -21,7 +22,16 @@ constexpr int64_t kNC = 2048;
 constexpr int64_t kRowQuantum = 24;
 constexpr int64_t kColQuantum = 32;
 
+// Rows of A packed at once: one such panel (x KC) is the A scratch, whatever m is.
+constexpr int64_t kMP = 1536;
+// Columns of one compute task before splitting for more threads.
+constexpr int64_t kNB = 512;
+// Below this many multiply-adds per k-block a product runs on one thread: waking the pool
+// would cost more than it saves.
+constexpr int64_t kParallelMacs = int64_t(1) << 18;
+
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 // Element (i, j) of `m`'s storage type T, widened to float.
 template <typename T>
@@ -160,12 +170,23 @@ __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc,
 }
 #endif
 
+
+// Splits `extent` into `parts` spans, each a multiple of `quantum` (the last may be shorter).
+int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) {
+  return round_up(ceil_div(extent, parts), quantum);
+}
+
+// The product runs as, per (NC, KC) block: pack the B panel and an A panel into the shared
+// scratch (parallel over slivers), then compute output tiles (parallel over MC x NB tiles).
+// Every output element is summed in the same order whichever thread computes its tile, so
+// the result does not depend on the thread count.
 template <int MR, int NR>
 void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float alpha,
                    ConstMatrix a, ConstMatrix b, float beta, const float* bias, float* c,
                    int64_t ldc, float* workspace) {
   float* a_pack = workspace;
-  float* b_pack = workspace + round_up(std::min(m, kMC), kRowQuantum) * std::min(k, kKC);
+  float* b_pack = workspace + round_up(std::min(m, kMP), kRowQuantum) * std::min(k, kKC);
+  const int64_t threads = parallel_threads();
   for (int64_t jc = 0; jc < n; jc += kNC) {
     const int64_t nc = std::min(kNC, n - jc);
     for (int64_t pc = 0; pc < k; pc += kKC) {
@@ -173,19 +194,59 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
       // Only the first k-block applies the caller's beta and bias; later ones accumulate.
       const float beta_here = pc == 0 ? beta : 1.f;
       const float* bias_here = pc == 0 ? bias : nullptr;
-      pack_b<NR>(kc, nc, sub(b, pc, jc), b_pack);
-      for (int64_t ic = 0; ic < m; ic += kMC) {
-        const int64_t mc = std::min(kMC, m - ic);
-        pack_a<MR>(mc, kc, sub(a, ic, pc), a_pack);
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const int64_t nr = std::min<int64_t>(NR, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const int64_t mr = std::min<int64_t>(MR, mc - ir);
-            kernel(kc, a_pack + ir * kc, b_pack + jr * kc, alpha, beta_here,
-                   bias_here ? bias_here + ic + ir : nullptr, c + (ic + ir) * ldc + jc + jr, ldc,
-                   mr, nr);
+      for (int64_t ip = 0; ip < m; ip += kMP) {
+        const int64_t mp = std::min(kMP, m - ip);
+        const bool parallel = mp * nc * kc >= kParallelMacs;
+        // Packing tasks: A slivers, then (on the first row panel) B slivers, ~16 per task.
+        const int64_t a_slivers = ceil_div(mp, MR);
+        const int64_t b_slivers = ip == 0 ? ceil_div(nc, NR) : 0;
+        const int64_t pack_grain = parallel ? 16 : std::max(a_slivers, b_slivers);
+        const int64_t a_tasks = ceil_div(a_slivers, pack_grain);
+        const int64_t b_tasks = ceil_div(b_slivers, pack_grain);
+        parallel_for(0, a_tasks + b_tasks, 1, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) {
+            if (t < a_tasks) {
+              const int64_t s0 = t * pack_grain, s1 = std::min(a_slivers, s0 + pack_grain);
+              pack_a<MR>(std::min(mp, s1 * MR) - s0 * MR, kc, sub(a, ip + s0 * MR, pc),
+                         a_pack + s0 * MR * kc);
+            } else {
+              const int64_t s0 = (t - a_tasks) * pack_grain;
+              const int64_t s1 = std::min(b_slivers, s0 + pack_grain);
+              pack_b<NR>(kc, std::min(nc, s1 * NR) - s0 * NR, sub(b, pc, jc + s0 * NR),
+                         b_pack + s0 * NR * kc);
+            }
           }
+        });
+        // Compute tiles: rows in MC-sized spans, columns in NB-sized spans, split further
+        // until every thread has a few tiles to balance with.
+        int64_t row_tiles = ceil_div(mp, kMC), col_tiles = ceil_div(nc, kNB);
+        if (parallel) {
+          while (row_tiles * col_tiles < 4 * threads && span_of(nc, col_tiles, NR) > 4 * NR)
+            col_tiles *= 2;
+          while (row_tiles * col_tiles < 4 * threads && span_of(mp, row_tiles, MR) > 4 * MR)
+            row_tiles *= 2;
         }
+        const int64_t row_span = span_of(mp, row_tiles, MR);
+        const int64_t col_span = span_of(nc, col_tiles, NR);
+        row_tiles = ceil_div(mp, row_span);
+        col_tiles = ceil_div(nc, col_span);
+        const int64_t tiles = parallel ? row_tiles * col_tiles : 1;
+        const int64_t per_task = parallel ? 1 : row_tiles * col_tiles;
+        parallel_for(0, tiles, 1, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0 * per_task; t < t1 * per_task; ++t) {
+            const int64_t i0 = (t / col_tiles) * row_span, i1 = std::min(mp, i0 + row_span);
+            const int64_t j0 = (t % col_tiles) * col_span, j1 = std::min(nc, j0 + col_span);
+            for (int64_t jr = j0; jr < j1; jr += NR) {
+              const int64_t nr = std::min<int64_t>(NR, j1 - jr);
+              for (int64_t ir = i0; ir < i1; ir += MR) {
+                const int64_t mr = std::min<int64_t>(MR, i1 - ir);
+                kernel(kc, a_pack + ir * kc, b_pack + jr * kc, alpha, beta_here,
+                       bias_here ? bias_here + ip + ir : nullptr,
+                       c + (ip + ir) * ldc + jc + jr, ldc, mr, nr);
+              }
+            }
+          }
+        });
       }
     }
   }
@@ -201,11 +262,12 @@ void axpy_row(int64_t n, float aip, const T* bp, int64_t col_stride, float* ci) 
   }
 }
 
-// No-scratch fallback: row-by-row axpy form, still vectorizable over n.
-void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
-                    float beta, const float* bias, float* c, int64_t ldc) {
+// Columns [j0, j1) of the no-scratch product, row by row in axpy form (vectorizable over n).
+void unpacked_columns(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha, ConstMatrix a,
+                      ConstMatrix b, float beta, const float* bias, float* c, int64_t ldc) {
+  const int64_t n = j1 - j0;
   for (int64_t i = 0; i < m; ++i) {
-    float* ci = c + i * ldc;
+    float* ci = c + i * ldc + j0;
     if (beta == 0.f) {
       std::fill(ci, ci + n, 0.f);
     } else if (beta != 1.f) {
@@ -216,7 +278,7 @@ void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
     }
     for (int64_t p = 0; p < k; ++p) {
       const float aip = alpha * load_elem(a.data, a.elem, i * a.row_stride + p * a.col_stride);
-      const ConstMatrix bp = sub(b, p, 0);
+      const ConstMatrix bp = sub(b, p, j0);
       switch (b.elem) {
         case Elem::kF16: axpy_row(n, aip, static_cast<const Half*>(bp.data), b.col_stride, ci); break;
         case Elem::kBF16: axpy_row(n, aip, static_cast<const BFloat16*>(bp.data), b.col_stride, ci); break;
@@ -224,6 +286,17 @@ void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
       }
     }
   }
+}
+
+// No-scratch fallback (and the one-row product): column chunks in parallel, each a fixed
+// number of columns so chunking never depends on the thread count.
+void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
+                    float beta, const float* bias, float* c, int64_t ldc) {
+  const int64_t macs_per_column = std::max<int64_t>(1, m * k);
+  const int64_t grain = round_up(std::max<int64_t>(64, (kParallelMacs / 4) / macs_per_column), 16);
+  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+    unpacked_columns(m, j0, j1, k, alpha, a, b, beta, bias, c, ldc);
+  });
 }
 
 bool has_avx512() {
@@ -248,7 +321,7 @@ bool has_avx2_fma() {
 
 size_t sgemm_workspace_floats(int64_t m, int64_t n, int64_t k) {
   const int64_t kc = std::min(k, kKC);
-  return static_cast<size_t>(round_up(std::min(m, kMC), kRowQuantum) * kc +
+  return static_cast<size_t>(round_up(std::min(m, kMP), kRowQuantum) * kc +
                              kc * round_up(std::min(n, kNC), kColQuantum));
 }
 
