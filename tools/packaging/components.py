@@ -177,6 +177,15 @@ COMPONENTS: tuple[Component, ...] = (
         sources=CMAKE_SOURCES + ("extension/module/*.h", "extension/module/*.cpp", "extension/tensor/*.h",
                                    "extension/tensor/*.cpp"),
     ),
+    Component(
+        "sdk_data_loader", "C++ SDK: FileDataLoader, MmapDataLoader, BufferDataLoader for Program::load(DataLoader*) "
+        "(libextension_data_loader.so, headers)",
+        frozenset({FULL}),
+        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
+        cmake_targets=("extension_data_loader_shared",),
+        install_component="sdk_data_loader",
+        sources=CMAKE_SOURCES + ("extension/data_loader/*.h", "extension/data_loader/*.cpp"),
+    ),
 )
 
 # Packages that are never shipped, and why. A pattern here wins over a row.
