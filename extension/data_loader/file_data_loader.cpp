@@ -75,6 +75,9 @@ Error FileDataLoader::load_into(size_t offset, size_t size, const SegmentInfo& /
 }
 
 Result<FreeableBuffer> FileDataLoader::load(size_t offset, size_t size, const SegmentInfo& segment_info) const {
+  ET_CHECK_OR_RETURN(offset <= file_size_ && size <= file_size_ - offset, InvalidArgument,
+                     "FileDataLoader: %zu bytes at offset %zu run past the %zu-byte file '%s'", size, offset,
+                     file_size_, file_name_);
   if (size == 0) return FreeableBuffer(nullptr, 0);
   // aligned_alloc wants a size that is a multiple of the alignment.
   const size_t padded = (size + alignment_ - 1) & ~(alignment_ - 1);

@@ -41,7 +41,7 @@ if(EXECUTORCH_GLIBC_TARGET)
   endif()
 endif()
 
-# Applies the target glibc to one shipped binary: the local definitions it lacks, and a static link
+# Applies the target glibc to one program or shared object: the local definitions it lacks, and a static link
 # for an executable. No-op without EXECUTORCH_GLIBC_TARGET.
 function(executorch_glibc_target target)
   if(NOT EXECUTORCH_GLIBC_TARGET)
@@ -54,4 +54,30 @@ function(executorch_glibc_target target)
   elseif(TARGET executorch_glibc_compat)
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:executorch_glibc_compat>)
   endif()
+endfunction()
+
+# Every target of directory `dir` and below.
+function(_executorch_targets_under dir out)
+  get_property(_targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(_subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(_sub IN LISTS _subdirs)
+    _executorch_targets_under("${_sub}" _more)
+    list(APPEND _targets ${_more})
+  endforeach()
+  set(${out} ${_targets} PARENT_SCOPE)
+endfunction()
+
+# Applies the target glibc to every program and shared object of the build (shipped or not: all
+# link against the stubs). Call once, after every target is defined.
+function(executorch_glibc_target_all)
+  if(NOT EXECUTORCH_GLIBC_TARGET)
+    return()
+  endif()
+  _executorch_targets_under("${PROJECT_SOURCE_DIR}" _all)
+  foreach(_t IN LISTS _all)
+    get_target_property(_type ${_t} TYPE)
+    if(_type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY)$")
+      executorch_glibc_target(${_t})
+    endif()
+  endforeach()
 endfunction()
