@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 from conftest import load_zoo  # noqa: E402
 
 BUILD = REPO / "cmake-out"
-COMPONENTS = ("sdk_runtime", "sdk_kernels", "sdk_module")
+COMPONENTS = ("sdk_runtime", "sdk_kernels", "sdk_module", "sdk_data_loader")
 
 
 def _run(cmd, **kwargs) -> subprocess.CompletedProcess:
@@ -105,13 +105,16 @@ def _export(model, inputs) -> bytes:
 
 def test_layout_headers_and_package_files(sdk_prefix):
     lib = sdk_prefix / "lib"
-    for name in ("libexecutorch.so", "libportable_kernels.so", "libextension_module.so", "libexecutorch.a",
+    for name in ("libexecutorch.so", "libportable_kernels.so", "libextension_module.so",
+                 "libextension_data_loader.so", "libexecutorch.a",
                  "libexecutorch_core.a", "libexecutor_backend.a", "libportable_kernels.a", "libportable_kernels_cpu.a",
                  "cmake/executorch/executorch-config.cmake", "cmake/executorch/executorch-config-version.cmake"):
         assert (lib / name).is_file(), name
     include = sdk_prefix / "include" / "executorch"
     for header in ("runtime/executor/program.h", "runtime/executor/method.h", "runtime/kernel/operator_registry.h",
-                   "runtime/backend/interface.h", "extension/module/module.h", "extension/tensor/tensor.h"):
+                   "runtime/backend/interface.h", "extension/module/module.h", "extension/tensor/tensor.h",
+                   "runtime/core/data_loader.h", "extension/data_loader/file_data_loader.h",
+                   "extension/data_loader/mmap_data_loader.h", "extension/data_loader/buffer_data_loader.h"):
         assert (include / header).is_file(), header
     # Internal: it needs the generated FlatBuffers headers, which are not shipped.
     assert not (include / "runtime/executor/flatbuffer_util.h").exists()
@@ -146,6 +149,26 @@ def test_example_app_matches_eager_and_the_gate_catches_a_wrong_answer(run_pte, 
     assert_outputs_close(got, want)
     with pytest.raises(AssertionError):
         assert_outputs_close([got[0] * 1.001, got[1]], want)
+
+
+def test_data_loaders_read_the_same_program_and_refuse_a_truncated_one(run_pte, tmp_path):
+    pte_info = run_pte.parent / "pte_info"
+    model, inputs = _small()
+    data = _export(model, inputs)
+    pte = _write(data, tmp_path / "small.pte")
+    listings = {}
+    for loader in ("file", "mmap", "buffer"):
+        out = _check([pte_info, pte, "--loader", loader])
+        assert out.startswith(f"loader: {loader}\n")
+        listings[loader] = out.split("\n", 1)[1]
+    assert listings["file"] == "methods: 1\nmethod forward: 2 inputs, 2 outputs\n"
+    assert listings["mmap"] == listings["file"] == listings["buffer"]
+    cut = _write(data[: len(data) // 2], tmp_path / "cut.pte")
+    for loader in ("file", "mmap", "buffer"):
+        proc = _run([pte_info, cut, "--loader", loader])
+        assert proc.returncode == 1 and "InvalidProgram" in proc.stderr, proc.stderr
+    missing = _run([pte_info, tmp_path / "missing.pte", "--loader", "mmap"])
+    assert missing.returncode == 1 and "cannot open" in missing.stderr
 
 
 def test_example_app_runs_mobilenet_v2_from_our_exporter(run_pte, tmp_path):

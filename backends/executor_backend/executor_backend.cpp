@@ -13,7 +13,7 @@ namespace runtime {
 namespace {
 
 struct Nested {
-  explicit Nested(Program p) : program(p) {}
+  explicit Nested(Program&& p) : program(std::move(p)) {}
   Program program;
   std::unique_ptr<HostedMethod> method;
 };
@@ -29,7 +29,7 @@ class ExecutorBackend final : public BackendInterface {
     // The payload lives in the outer file, which outlives this delegate.
     Result<Program> program = Program::load(processed->data(), processed->size());
     if (!program.ok()) return program.error();
-    std::unique_ptr<Nested> nested(new (std::nothrow) Nested(*program));
+    std::unique_ptr<Nested> nested(new (std::nothrow) Nested(std::move(*program)));
     ET_CHECK_OR_RETURN(nested != nullptr, MemoryAllocationFailed, "ExecutorBackend: out of memory");
     // The payload is file content like any other: bound what it may ask for, and stop loops.
     HostedMethod::Limits limits;

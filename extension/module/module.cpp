@@ -2,7 +2,6 @@
 #include "extension/module/module.h"
 
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -45,13 +44,14 @@ Error Module::load(Program::Verification verification) {
   std::unique_ptr<FileData> file(new FileData());
   int fd = ::open(file_path_.c_str(), O_RDONLY | O_CLOEXEC);
   ET_CHECK_OR_RETURN(fd >= 0, AccessFailed, "Module: cannot open '%s'", file_path_.c_str());
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+  // The size by seeking, not fstat: fstat is a glibc 2.33 symbol, and the SDK runs on older glibc.
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end <= 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
     ::close(fd);
     ET_LOG(Error, "Module: '%s' is empty or cannot be read", file_path_.c_str());
     return Error::AccessFailed;
   }
-  const size_t size = static_cast<size_t>(st.st_size);
+  const size_t size = static_cast<size_t>(end);
   if (load_mode_ == LoadMode::File) {
     file->heap.resize(size);
     size_t got = 0;

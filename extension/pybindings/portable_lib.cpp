@@ -192,7 +192,7 @@ class PyProgram {
                                             verify ? Program::Verification::InternalConsistency
                                                    : Program::Verification::Minimal);
     if (!program.ok()) raise(program.error(), "cannot load the program");
-    owned_->program.emplace(*program);
+    owned_->program.emplace(std::move(*program));
     if (!external.is_none()) load_external(py::reinterpret_borrow<py::buffer>(external));
   }
 

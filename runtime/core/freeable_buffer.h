@@ -21,7 +21,19 @@ class FreeableBuffer final {
   }
   FreeableBuffer(const FreeableBuffer&) = delete;
   FreeableBuffer& operator=(const FreeableBuffer&) = delete;
-  FreeableBuffer& operator=(FreeableBuffer&&) = delete;
+  FreeableBuffer& operator=(FreeableBuffer&& other) noexcept {
+    if (this != &other) {
+      Free();
+      data_ = other.data_;
+      size_ = other.size_;
+      free_fn_ = other.free_fn_;
+      free_context_ = other.free_context_;
+      other.data_ = nullptr;
+      other.size_ = 0;
+      other.free_fn_ = nullptr;
+    }
+    return *this;
+  }
   ~FreeableBuffer() { Free(); }
 
   // Releases the bytes (a no-op for bytes the file owns); data() is null afterwards.

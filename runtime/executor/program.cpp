@@ -46,6 +46,19 @@ Result<ExtendedHeader> Program::parse_extended_header(const void* data, size_t s
   return header;
 }
 
+Result<Program> Program::load(DataLoader* loader, Verification verification) {
+  ET_CHECK_OR_RETURN(loader != nullptr, InvalidArgument, "Program::load: the data loader is null");
+  Result<size_t> size = loader->size();
+  if (!size.ok()) return size.error();
+  Result<FreeableBuffer> file = loader->load(0, *size, DataLoader::SegmentInfo(DataLoader::SegmentInfo::Type::Program));
+  if (!file.ok()) return file.error();
+  ET_CHECK_OR_RETURN(file->size() == *size, AccessFailed, "Program::load: the loader gave %zu of %zu bytes",
+                     file->size(), *size);
+  Result<Program> program = load(file->data(), file->size(), verification);
+  if (!program.ok()) return program.error();
+  return Program(std::move(*program), std::move(*file));
+}
+
 Result<Program> Program::load(const void* data, size_t size, Verification verification) {
   ET_CHECK_OR_RETURN(data != nullptr, InvalidArgument, "program data is null");
   const uint8_t* bytes = static_cast<const uint8_t*>(data);

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
+#include "runtime/core/data_loader.h"
 #include "runtime/core/named_data_map.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
@@ -43,6 +45,10 @@ class Program final {
   static Result<Program> load(const void* data, size_t size,
                               Verification verification = Verification::InternalConsistency);
 
+  // Loads the whole file through `loader` (FileDataLoader, MmapDataLoader, BufferDataLoader...)
+  // and keeps the loaded bytes for the Program's lifetime; the loader may go afterwards.
+  static Result<Program> load(DataLoader* loader, Verification verification = Verification::InternalConsistency);
+
   // Parses the extended header at offset 8; NotFound when the file has none.
   static Result<ExtendedHeader> parse_extended_header(const void* data, size_t size);
 
@@ -76,11 +82,18 @@ class Program final {
       : data_(data), size_(size), program_size_(program_size), program_(program),
         segment_base_(segment_base) {}
 
+  // Takes over `file`, the bytes `loaded` views.
+  Program(Program&& loaded, FreeableBuffer&& file)
+      : data_(loaded.data_), size_(loaded.size_), program_size_(loaded.program_size_), program_(loaded.program_),
+        segment_base_(loaded.segment_base_), file_(std::move(file)) {}
+
   const uint8_t* data_;
   size_t size_;
   size_t program_size_;
   const executorch_flatbuffer::Program* program_;
   size_t segment_base_;
+  // The bytes a DataLoader gave (empty when the caller owns the memory).
+  FreeableBuffer file_;
 };
 
 }  // namespace runtime

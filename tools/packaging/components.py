@@ -19,8 +19,10 @@ NATIVE_BUILD = ("cmake>=3.24", "ninja")
 # What every build reads, whichever rows it selects: the PEP 517 backend and the project metadata.
 BUILD_SOURCES = ("setup.py", "pyproject.toml", "README-wheel.md", "version.txt", "tools/packaging/*.py")
 # What every CMake build reads: the top CMakeLists, its modules, the size probes it always adds.
-CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "benchmarks/CMakeLists.txt", "benchmarks/size_probe.cpp",
-                 "benchmarks/size_report.sh")
+CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*", "benchmarks/CMakeLists.txt",
+                 "benchmarks/size_probe.cpp", "benchmarks/size_report.sh")
+# The compiled rows link for an older glibc on Linux (EXECUTORCH_GLIBC_TARGET) with zig's stub libraries.
+GLIBC_TARGET_BUILD = ('ziglang; sys_platform == "linux"',)
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component(
         "runtime", "C++ core and executor, linked into the bindings and the runner",
         frozenset({FULL}),
-        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
+        build_requires=NATIVE_BUILD + GLIBC_TARGET_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
         cmake_targets=("executorch_core", "executorch"),
         sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "backends/executor_backend/CMakeLists.txt",
                                    "backends/executor_backend/*.cpp", "extension/flat_tensor/*.h",
@@ -174,6 +176,15 @@ COMPONENTS: tuple[Component, ...] = (
         install_component="sdk_module",
         sources=CMAKE_SOURCES + ("extension/module/*.h", "extension/module/*.cpp", "extension/tensor/*.h",
                                    "extension/tensor/*.cpp"),
+    ),
+    Component(
+        "sdk_data_loader", "C++ SDK: FileDataLoader, MmapDataLoader, BufferDataLoader for Program::load(DataLoader*) "
+        "(libextension_data_loader.so, headers)",
+        frozenset({FULL}),
+        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
+        cmake_targets=("extension_data_loader_shared",),
+        install_component="sdk_data_loader",
+        sources=CMAKE_SOURCES + ("extension/data_loader/*.h", "extension/data_loader/*.cpp"),
     ),
 )
 

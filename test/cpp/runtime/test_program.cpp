@@ -18,7 +18,7 @@ Loaded load(const char* name) {
   Loaded l;
   l.file = rtest::read_file(rtest::fixture(name));
   Result<Program> p = Program::load(l.file.data(), l.file.size());
-  if (p.ok()) l.program.emplace(*p);
+  if (p.ok()) l.program.emplace(std::move(*p));
   return l;
 }
 

@@ -10,6 +10,8 @@
 #   kernels_portable         libportable_kernels.so: the portable operators and prim ops; linked
 #                            only for its registrations, which run when it loads
 #   extension_module         libextension_module.so: executorch::extension::Module, TensorPtr
+#   extension_data_loader    libextension_data_loader.so: FileDataLoader, MmapDataLoader (and the
+#                            header-only BufferDataLoader), for Program::load(DataLoader*)
 #   runtime_static           the same runtime as static archives
 #   kernels_portable_static  the portable kernels as a static archive, linked whole
 # With no COMPONENTS, runtime and kernels_portable are required. A component that is not
@@ -33,9 +35,10 @@ set(EXECUTORCH_LIBRARIES)
 set(_et_files_runtime libexecutorch.so)
 set(_et_files_kernels_portable libportable_kernels.so)
 set(_et_files_extension_module libextension_module.so)
+set(_et_files_extension_data_loader libextension_data_loader.so)
 set(_et_files_runtime_static libexecutorch.a libexecutor_backend.a libexecutorch_core.a)
 set(_et_files_kernels_portable_static libportable_kernels.a libportable_kernels_cpu.a)
-set(_et_known runtime kernels_portable extension_module runtime_static kernels_portable_static)
+set(_et_known runtime kernels_portable extension_module extension_data_loader runtime_static kernels_portable_static)
 
 set(_et_wanted ${executorch_FIND_COMPONENTS})
 if(NOT _et_wanted)
@@ -44,7 +47,8 @@ if(NOT _et_wanted)
   set(executorch_FIND_REQUIRED_kernels_portable TRUE)
 endif()
 # Dependencies between components: kernels and Module need the runtime they were built against.
-foreach(_dep kernels_portable:runtime extension_module:runtime kernels_portable_static:runtime_static)
+foreach(_dep kernels_portable:runtime extension_module:runtime extension_data_loader:runtime
+              kernels_portable_static:runtime_static)
   string(REPLACE ":" ";" _dep "${_dep}")
   list(GET _dep 0 _c)
   list(GET _dep 1 _needs)
@@ -118,7 +122,8 @@ foreach(_c IN LISTS _et_wanted)
   endif()
   list(APPEND EXECUTORCH_LIBRARIES executorch::${_c})
 endforeach()
-foreach(_dep kernels_portable:runtime extension_module:runtime kernels_portable_static:runtime_static)
+foreach(_dep kernels_portable:runtime extension_module:runtime extension_data_loader:runtime
+              kernels_portable_static:runtime_static)
   string(REPLACE ":" ";" _dep "${_dep}")
   list(GET _dep 0 _c)
   list(GET _dep 1 _needs)
