@@ -12,60 +12,98 @@ namespace kernels {
 namespace cpu {
 namespace {
 
-// Keys per block: their scores stay in registers/L1 between the softmax and the value pass.
+// Keys per block: the block's keys are transposed once into scratch, so every query row's scores
+// for it are a unit-stride multiply-add over keys (no horizontal sums), reused by all rows.
 constexpr int64_t kKeyBlock = 64;
-// Partial sums per lane let the dot products vectorise with a fixed summation order.
-constexpr int64_t kLanes = 8;
 
-ET_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t n) {
-  float s[kLanes] = {};
-  int64_t d = 0;
-  for (; d + kLanes <= n; d += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) s[j] += a[d + j] * b[d + j];
-  float t = 0;
-  for (int64_t j = 0; j < kLanes; ++j) t += s[j];
-  for (; d < n; ++d) t += a[d] * b[d];
-  return t;
+int64_t per_head_scratch(const AttentionShape& a) { return a.dim * kKeyBlock + kKeyBlock + 2 * a.q_len; }
+
+int64_t visible_keys(const AttentionShape& a, int64_t i) {
+  if (!a.causal) return a.kv_len;
+  const int64_t last = i + a.causal_offset + 1;
+  return last < 0 ? 0 : (last < a.kv_len ? last : a.kv_len);
 }
 
-// One query row against the keys [0, visible): acc (dim floats) and scores (kKeyBlock floats)
-// are scratch.
-ET_MULTIVERSION void attend_row(const AttentionShape& a, const float* qi, const float* kb, const float* vb,
-                                const float* mask_row, int64_t visible, float* oi, float* acc, float* scores) {
+// One (batch, head): output rows double as the running accumulators of the online softmax.
+ET_MULTIVERSION void attend_head(const AttentionShape& a, const float* qb, const float* kb, const float* vb,
+                                 float* ob, float* scratch) {
   const int64_t dim = a.dim, ks = a.k_strides[2], vs = a.v_strides[2];
-  for (int64_t d = 0; d < dim; ++d) acc[d] = 0.f;
-  float mx = -INFINITY, sum = 0.f;
-  for (int64_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
-    const int64_t n = visible - j0 < kKeyBlock ? visible - j0 : kKeyBlock;
-    float bmax = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) {
-      float s = dot(qi, kb + (j0 + j) * ks, dim) * a.scale;
-      if (mask_row) s += mask_row[j0 + j];
-      scores[j] = s;
-      bmax = s > bmax ? s : bmax;
-    }
-    if (bmax == -INFINITY) continue;  // nothing visible in this block
-    const float next = bmax > mx ? bmax : mx;
-    // Rescale what earlier blocks accumulated to the new running max.
-    const float carry = mx == -INFINITY ? 0.f : vexp(mx - next);
-    if (carry != 1.f) {
-      sum *= carry;
-      for (int64_t d = 0; d < dim; ++d) acc[d] *= carry;
-    }
-    mx = next;
-    for (int64_t j = 0; j < n; ++j) scores[j] = vexp(scores[j] - mx);
-    for (int64_t j = 0; j < n; ++j) {
-      const float p = scores[j];
-      sum += p;
-      const float* vj = vb + (j0 + j) * vs;
-      for (int64_t d = 0; d < dim; ++d) acc[d] += p * vj[d];
+  const int64_t qs = a.q_strides[2], os = a.out_strides[2];
+  float* kt = scratch;
+  float* scores = kt + dim * kKeyBlock;
+  float* mx = scores + kKeyBlock;
+  float* sum = mx + a.q_len;
+  for (int64_t i = 0; i < a.q_len; ++i) {
+    mx[i] = -INFINITY;
+    sum[i] = 0.f;
+    for (int64_t d = 0; d < dim; ++d) ob[i * os + d] = 0.f;
+  }
+  for (int64_t j0 = 0; j0 < a.kv_len; j0 += kKeyBlock) {
+    const int64_t n = a.kv_len - j0 < kKeyBlock ? a.kv_len - j0 : kKeyBlock;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < dim; ++d) kt[d * kKeyBlock + j] = kb[(j0 + j) * ks + d];
+    for (int64_t i = 0; i < a.q_len; ++i) {
+      const int64_t nv = visible_keys(a, i) - j0 < n ? visible_keys(a, i) - j0 : n;
+      if (nv <= 0) continue;
+      const float* qi = qb + i * qs;
+      // Four dims per pass over the scores: a quarter of the loads and stores of `scores`.
+      for (int64_t j = 0; j < nv; ++j) scores[j] = 0.f;
+      int64_t d = 0;
+      for (; d + 4 <= dim; d += 4) {
+        const float q0 = qi[d], q1 = qi[d + 1], q2 = qi[d + 2], q3 = qi[d + 3];
+        const float* k0 = kt + d * kKeyBlock;
+        const float *k1 = k0 + kKeyBlock, *k2 = k1 + kKeyBlock, *k3 = k2 + kKeyBlock;
+        for (int64_t j = 0; j < nv; ++j) scores[j] += q0 * k0[j] + q1 * k1[j] + q2 * k2[j] + q3 * k3[j];
+      }
+      for (; d < dim; ++d) {
+        const float qd = qi[d];
+        const float* kd = kt + d * kKeyBlock;
+        for (int64_t j = 0; j < nv; ++j) scores[j] += qd * kd[j];
+      }
+      const float* mask_row = a.mask ? a.mask + i * a.mask_row_stride + j0 : nullptr;
+      float bmax = -INFINITY;
+      for (int64_t j = 0; j < nv; ++j) {
+        float sc = scores[j] * a.scale;
+        if (mask_row) sc += mask_row[j];
+        scores[j] = sc;
+        bmax = sc > bmax ? sc : bmax;
+      }
+      if (bmax == -INFINITY) continue;  // every visible key of this block masked out
+      float* acc = ob + i * os;
+      const float next = bmax > mx[i] ? bmax : mx[i];
+      // Rescale what earlier blocks accumulated to the new running max.
+      const float carry = mx[i] == -INFINITY ? 0.f : vexp(mx[i] - next);
+      if (carry != 1.f) {
+        sum[i] *= carry;
+        for (int64_t d = 0; d < dim; ++d) acc[d] *= carry;
+      }
+      mx[i] = next;
+      float block_sum = 0.f;
+      for (int64_t j = 0; j < nv; ++j) {
+        scores[j] = vexp(scores[j] - next);
+        block_sum += scores[j];
+      }
+      sum[i] += block_sum;
+      // Four keys per pass over the accumulator row, for the same reason.
+      int64_t j = 0;
+      for (; j + 4 <= nv; j += 4) {
+        const float p0 = scores[j], p1 = scores[j + 1], p2 = scores[j + 2], p3 = scores[j + 3];
+        const float* v0 = vb + (j0 + j) * vs;
+        const float *v1 = v0 + vs, *v2 = v1 + vs, *v3 = v2 + vs;
+        for (int64_t e = 0; e < dim; ++e) acc[e] += p0 * v0[e] + p1 * v1[e] + p2 * v2[e] + p3 * v3[e];
+      }
+      for (; j < nv; ++j) {
+        const float p = scores[j];
+        const float* vj = vb + (j0 + j) * vs;
+        for (int64_t e = 0; e < dim; ++e) acc[e] += p * vj[e];
+      }
     }
   }
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
-  for (int64_t d = 0; d < dim; ++d) oi[d] = acc[d] * inv;
+  for (int64_t i = 0; i < a.q_len; ++i) {
+    const float inv = sum[i] > 0.f ? 1.f / sum[i] : 0.f;
+    for (int64_t d = 0; d < dim; ++d) ob[i * os + d] *= inv;
+  }
 }
-
-int64_t per_head_scratch(const AttentionShape& a) { return a.dim + kKeyBlock; }
 
 }  // namespace
 
@@ -80,21 +118,9 @@ void attention(const AttentionShape& a, const float* q, const float* k, const fl
   parallel_for(0, a.batch * a.heads, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / a.heads, h = bh % a.heads, g = h / groups;
-      float* acc = scratch + bh * per_head_scratch(a);
-      float* scores = acc + a.dim;
-      const float* qb = q + b * a.q_strides[0] + h * a.q_strides[1];
-      const float* kb = k + b * a.k_strides[0] + g * a.k_strides[1];
-      const float* vb = v + b * a.v_strides[0] + g * a.v_strides[1];
-      float* ob = out + b * a.out_strides[0] + h * a.out_strides[1];
-      for (int64_t i = 0; i < a.q_len; ++i) {
-        int64_t visible = a.kv_len;
-        if (a.causal) {
-          const int64_t last = i + a.causal_offset + 1;
-          visible = last < 0 ? 0 : (last < a.kv_len ? last : a.kv_len);
-        }
-        attend_row(a, qb + i * a.q_strides[2], kb, vb, a.mask ? a.mask + i * a.mask_row_stride : nullptr,
-                   visible, ob + i * a.out_strides[2], acc, scores);
-      }
+      attend_head(a, q + b * a.q_strides[0] + h * a.q_strides[1], k + b * a.k_strides[0] + g * a.k_strides[1],
+                  v + b * a.v_strides[0] + g * a.v_strides[1], out + b * a.out_strides[0] + h * a.out_strides[1],
+                  scratch + bh * per_head_scratch(a));
     }
   });
 }
