@@ -1,4 +1,5 @@
-// Times the portable compute routines on MobileNetV2's convolutions and a 512^3 GEMM.
+// Times the portable compute routines on MobileNetV2's convolutions, a 512^3 GEMM and the
+// transformer kernels (softmax, layer norm, GELU, fused attention) at ViT-small / encoder shapes.
 // Prints one line per case: "<name> <milliseconds> <GFLOP/s>" (bench_kernels.py compares with torch).
 #include <algorithm>
 #include <chrono>
@@ -6,8 +7,12 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/portable/cpu/activation.h"
+#include "kernels/portable/cpu/attention.h"
 #include "kernels/portable/cpu/conv.h"
 #include "kernels/portable/cpu/gemm.h"
+#include "kernels/portable/cpu/layer_norm.h"
+#include "kernels/portable/cpu/softmax.h"
 
 namespace cpu = executorch::kernels::cpu;
 
@@ -56,10 +61,57 @@ cpu::Conv2dShape conv(int64_t c, int64_t hw, int64_t oc, int64_t k, int64_t stri
   return {1, c, hw, hw, oc, k, k, stride, stride, pad, pad, 1, 1, groups};
 }
 
+// Transformer kernels; names carry the shape for bench_kernels.py, GFLOP/s column is 0.
+void bench_transformer() {
+  char name[96];
+  // Attention scores of ViT-small (6 heads x 197 tokens) and of a 128-token encoder (8 heads).
+  static const int64_t kScores[][2] = {{6 * 197, 197}, {8 * 128, 128}};
+  static const int64_t kTokens[][2] = {{197, 384}, {128, 512}};
+  for (const auto& s : kScores) {
+    auto x = filled(s[0] * s[1]);
+    std::vector<float> y(x.size());
+    std::snprintf(name, sizeof(name), "softmax_%ldx%ld", long(s[0]), long(s[1]));
+    std::printf("%s %.4f 0\n", name, time_ms([&] { cpu::softmax(x.data(), y.data(), s[0], s[1], 1, false); }));
+    std::snprintf(name, sizeof(name), "log_softmax_%ldx%ld", long(s[0]), long(s[1]));
+    std::printf("%s %.4f 0\n", name, time_ms([&] { cpu::softmax(x.data(), y.data(), s[0], s[1], 1, true); }));
+  }
+  // Fused attention [batch, heads, seq, head_dim]: the encoder's 8 x 128 x 64, and causal at 256.
+  static const int64_t kAttention[][5] = {{1, 8, 128, 64, 0}, {1, 8, 256, 64, 1}};
+  for (const auto& s : kAttention) {
+    cpu::AttentionShape a{};
+    a.batch = s[0], a.heads = a.kv_heads = s[1], a.q_len = a.kv_len = s[2], a.dim = s[3];
+    const int64_t strides[3] = {s[1] * s[2] * s[3], s[2] * s[3], s[3]};
+    for (int i = 0; i < 3; ++i) a.q_strides[i] = a.k_strides[i] = a.v_strides[i] = a.out_strides[i] = strides[i];
+    a.scale = 0.125f, a.causal = s[4] != 0;
+    auto q = filled(s[0] * strides[0]), k = filled(q.size()), v = filled(q.size());
+    std::vector<float> out(q.size()), scratch(cpu::attention_scratch_floats(a));
+    std::snprintf(name, sizeof(name), "%s_%ldx%ldx%ldx%ld", s[4] ? "attention_causal" : "attention", long(s[0]),
+                  long(s[1]), long(s[2]), long(s[3]));
+    const double ms = time_ms([&] { cpu::attention(a, q.data(), k.data(), v.data(), out.data(), scratch.data()); });
+    std::printf("%s %.4f %.2f\n", name, ms, 4.0 * s[0] * s[1] * s[2] * s[2] * s[3] / (s[4] ? 2 : 1) / ms / 1e6);
+  }
+  // Token rows of ViT-small (197 x 384, MLP 1536) and of the encoder (128 x 512, MLP 2048).
+  for (const auto& s : kTokens) {
+    auto x = filled(s[0] * s[1]), w = filled(s[1]), b = filled(s[1]);
+    std::vector<float> y(x.size());
+    std::snprintf(name, sizeof(name), "layer_norm_%ldx%ld", long(s[0]), long(s[1]));
+    std::printf("%s %.4f 0\n", name, time_ms([&] {
+      cpu::layer_norm(x.data(), y.data(), s[0], s[1], w.data(), b.data(), 1e-6, nullptr, nullptr);
+    }));
+    auto h = filled(s[0] * s[1] * 4);
+    std::vector<float> g(h.size());
+    std::snprintf(name, sizeof(name), "gelu_%ldx%ld", long(s[0]), long(s[1] * 4));
+    std::printf("%s %.4f 0\n", name, time_ms([&] { cpu::gelu(h.data(), g.data(), h.size(), false); }));
+    std::snprintf(name, sizeof(name), "gelu_tanh_%ldx%ld", long(s[0]), long(s[1] * 4));
+    std::printf("%s %.4f 0\n", name, time_ms([&] { cpu::gelu(h.data(), g.data(), h.size(), true); }));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bench_transformer();
   {
     const int64_t n = 512;
     auto a = filled(n * n), b = filled(n * n);

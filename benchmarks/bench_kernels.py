@@ -1,4 +1,4 @@
-"""Compare the portable kernels' speed with torch (one thread) on MobileNetV2's convolutions.
+"""Compare the portable kernels' speed with torch (one thread): MobileNetV2's convolutions, GEMM, softmax, layer norm, GELU, attention.
 
 Runs the C++ benchmark (bench_kernels, built with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON or
 EXECUTORCH_BUILD_TESTS=ON), times the same shapes with torch, and prints both side by side:
@@ -39,6 +39,23 @@ def _torch_case(name: str):
         m, n, k = (int(v) for v in re.findall(r"\d+", name))
         a, b = torch.randn(m, k), torch.randn(k, n)
         return lambda: torch.mm(a, b)
+    match = re.match(r"(attention|attention_causal)_(\d+)x(\d+)x(\d+)x(\d+)$", name)
+    if match:
+        q, k, v = (torch.randn(*(int(match.group(i)) for i in range(2, 6))) for _ in range(3))
+        causal = match.group(1) == "attention_causal"
+        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    match = re.match(r"(log_softmax|softmax|layer_norm|gelu_tanh|gelu)_(\d+)x(\d+)$", name)
+    if match:
+        kind, rows, cols = match.group(1), int(match.group(2)), int(match.group(3))
+        x = torch.randn(rows, cols)
+        if kind == "softmax":
+            return lambda: torch.softmax(x, -1)
+        if kind == "log_softmax":
+            return lambda: torch.log_softmax(x, -1)
+        if kind == "layer_norm":
+            w, b = torch.randn(cols), torch.randn(cols)
+            return lambda: F.layer_norm(x, (cols,), w, b, 1e-6)
+        return lambda: F.gelu(x, approximate="tanh" if kind == "gelu_tanh" else "none")
     match = re.match(r"mv2_(stem_3x3s2_3to32|pw_(\d+)to(\d+)|dw3x3s(\d)_(\d+))_(\d+)$", name)
     if not match:
         return None

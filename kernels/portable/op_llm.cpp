@@ -3,6 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/portable/cpu/attention.h"
 #include "kernels/portable/cpu/half.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
@@ -125,6 +126,25 @@ void custom_sdpa_out(KernelRuntimeContext& ctx, Args args) {
                                  : 1.f / std::sqrt(static_cast<float>(a.dim > 0 ? a.dim : 1));
   if (!resize_out(ctx, out, q)) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "custom_sdpa: output must be contiguous");
+  if (t == ScalarType::Float && (mask == nullptr || mask_elem == cpu::Elem::kF32)) {
+    // float32: the fused kernel, parallel over batch * heads, on [B, S, H, D] through strides.
+    cpu::AttentionShape s{};
+    s.batch = a.batch, s.heads = a.heads, s.kv_heads = a.kv_heads, s.q_len = a.seq, s.kv_len = a.length;
+    s.dim = a.dim;
+    const int64_t q_row = a.heads * a.dim, kv_row = a.kv_heads * a.dim;
+    const int64_t qs[3] = {a.seq * q_row, a.dim, q_row}, kvs[3] = {a.cache_len * kv_row, a.dim, kv_row};
+    for (int i = 0; i < 3; ++i) {
+      s.q_strides[i] = s.out_strides[i] = qs[i];
+      s.k_strides[i] = s.v_strides[i] = kvs[i];
+    }
+    s.scale = a.scale, s.causal = a.causal, s.causal_offset = a.start;
+    s.mask = static_cast<const float*>(mask), s.mask_row_stride = mask_stride;
+    auto scratch = ctx.allocate_temp(cpu::attention_scratch_floats(s) * sizeof(float), 64);
+    ET_KERNEL_CHECK_MSG(ctx, scratch.ok(), MemoryAllocationFailed, , "custom_sdpa: no temp memory for attention");
+    cpu::attention(s, q.const_data_ptr<float>(), k.const_data_ptr<float>(), v.const_data_ptr<float>(),
+                   out.mutable_data_ptr<float>(), static_cast<float*>(*scratch));
+    return;
+  }
   auto mem = ctx.allocate_temp(static_cast<size_t>(a.length + a.dim + 1) * sizeof(float), 64);
   ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, , "custom_sdpa: no temp memory for a row of scores");
   float* scores = static_cast<float*>(*mem);

@@ -2,6 +2,7 @@
 // group norm, and batch norm with statistics from the batch (what instance norm lowers to).
 #include <cmath>
 
+#include "kernels/portable/cpu/layer_norm.h"
 #include "kernels/portable/cpu/vectorize.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/widen.h"
@@ -135,20 +136,9 @@ void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
     return;
   const float* w = weight ? weight->const_data_ptr<float>() : nullptr;
   const float* b = bias ? bias->const_data_ptr<float>() : nullptr;
-  for (int64_t o = 0; o < outer; ++o) {
-    const float* x = in.const_data_ptr<float>() + o * inner;
-    float* y = out.mutable_data_ptr<float>() + o * inner;
-    float mu, rstd;
-    moments(x, inner, eps, &mu, &rstd);
-    for (int64_t i = 0; i < inner; ++i) {
-      const float v = (x[i] - mu) * rstd;
-      y[i] = v * (w ? w[i] : 1.f) + (b ? b[i] : 0.f);
-    }
-    if (want_stats) {
-      mean_out.mutable_data_ptr<float>()[o] = mu;
-      rstd_out.mutable_data_ptr<float>()[o] = rstd;
-    }
-  }
+  cpu::layer_norm(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), outer, inner, w, b, eps,
+                  want_stats ? mean_out.mutable_data_ptr<float>() : nullptr,
+                  want_stats ? rstd_out.mutable_data_ptr<float>() : nullptr);
 }
 
 // native_group_norm.out(input, weight?, bias?, N, C, HxW, group, eps, *, out, mean, rstd)

@@ -1,38 +1,11 @@
 // _softmax.out and _log_softmax.out along one dim of a float32 tensor (16-bit floats widened).
-#include <cmath>
-
+#include "kernels/portable/cpu/softmax.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/widen.h"
 
 namespace executorch {
 namespace kernels {
 namespace {
-
-// Max-shifted (log-)softmax over [outer, n, inner] with the reduced axis strided by `inner`.
-void softmax_lines(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xl = x + o * n * inner + i;
-      float* yl = y + o * n * inner + i;
-      float mx = -INFINITY;
-      for (int64_t k = 0; k < n; ++k) mx = std::fmax(mx, xl[k * inner]);
-      if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: avoid inf - inf
-      float sum = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        const float e = std::exp(xl[k * inner] - mx);
-        if (!log) yl[k * inner] = e;
-        sum += e;
-      }
-      if (log) {
-        const float shift = mx + std::log(sum);
-        for (int64_t k = 0; k < n; ++k) yl[k * inner] = xl[k * inner] - shift;
-      } else {
-        const float inv = 1.f / sum;
-        for (int64_t k = 0; k < n; ++k) yl[k * inner] *= inv;
-      }
-    }
-  }
-}
 
 void softmax_out(KernelRuntimeContext& ctx, Args args);
 void log_softmax_out(KernelRuntimeContext& ctx, Args args);
@@ -55,7 +28,7 @@ void softmax_kernel(KernelRuntimeContext& ctx, Args args, bool log) {
   const int64_t n = in.dim() == 0 ? 1 : in.size(dim);
   for (int64_t d = 0; d < dim; ++d) outer *= in.size(d);
   for (int64_t d = dim + 1; d < in.dim(); ++d) inner *= in.size(d);
-  softmax_lines(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), outer, n, inner, log);
+  cpu::softmax(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), outer, n, inner, log);
 }
 
 void softmax_out(KernelRuntimeContext& ctx, Args args) { softmax_kernel(ctx, args, false); }

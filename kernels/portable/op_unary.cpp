@@ -4,6 +4,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/cpu/activation.h"
 #include "kernels/portable/util/elementwise.h"
 
 namespace executorch {
@@ -197,6 +198,15 @@ void gelu_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK_MSG(ctx, mode == "none" || mode == "tanh", InvalidArgument, ,
                       "gelu: approximate must be 'none' or 'tanh'");
   const bool tanh_mode = mode == "tanh";
+  const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
+  if (in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float && in.is_contiguous()) {
+    // The transformer case: a vectorised pass over contiguous float32.
+    if (!resize_out(ctx, out, in)) return;
+    if (out.is_contiguous()) {
+      cpu::gelu(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), in.numel(), tanh_mode);
+      return;
+    }
+  }
   unary_kernel(ctx, args, {Tag::Tensor, Tag::String, Tag::Tensor}, [tanh_mode](auto x) {
     using T = decltype(x);
     using R = std::conditional_t<std::is_integral_v<T>, double, T>;

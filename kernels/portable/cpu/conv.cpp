@@ -155,6 +155,26 @@ ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count,
   }
 }
 
+// Stride 1: the same sums as depthwise3x3_padded, swept once over the padded plane read as one
+// flat row, so small planes (7x7, 14x14) fill whole vectors; `wide` gets rows of the padded
+// width (the two columns past each row are discarded), then the valid columns move to `out`.
+ET_MULTIVERSION void depthwise3x3_flat(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
+                                       const float* padded, const float* w, float bias, float* wide,
+                                       float* out) {
+  const int64_t wp = s.in_w + 2 * s.pad_w;
+  const int64_t n = (oh_count - 1) * wp + ow_count;  // last read: padded[hp * wp - 1]
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
+              w7 = w[7], w8 = w[8];
+  const float* r0 = padded;
+  const float* r1 = r0 + wp;
+  const float* r2 = r1 + wp;
+  for (int64_t p = 0; p < n; ++p)
+    wide[p] = bias + w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2] + w3 * r1[p] + w4 * r1[p + 1] +
+              w5 * r1[p + 2] + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2];
+  for (int64_t oh = 0; oh < oh_count; ++oh)
+    std::copy(wide + oh * wp, wide + oh * wp + ow_count, out + oh * ow_count);
+}
+
 // Unfolds output rows [oh_begin, oh_begin + rows) of one group of input channels into
 // col[(c * KH + kh) * KW + kw][(oh - oh_begin) * OW + ow].
 ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_begin, int64_t rows,
@@ -207,6 +227,21 @@ bool is_depthwise3x3(const Conv2dShape& s) {
          (s.stride_w == 1 || s.stride_w == 2);
 }
 
+bool is_depthwise3x3_flat(const Conv2dShape& s) { return s.stride_h == 1 && s.stride_w == 1; }
+
+// Scratch one channel of the 3x3 depthwise path needs: its padded plane, and for the flat sweep
+// the output rows at the padded width.
+int64_t depthwise3x3_channel_floats(const Conv2dShape& s) {
+  const int64_t wp = s.in_w + 2 * s.pad_w;
+  return (s.in_h + 2 * s.pad_h) * wp + (is_depthwise3x3_flat(s) ? s.out_h() * wp : 0);
+}
+
+// Channels per parallel_for chunk of the depthwise path: enough outputs to be worth a hand-off.
+int64_t depthwise_grain(const Conv2dShape& s) {
+  const int64_t plane = s.out_h() * s.out_w();
+  return plane >= (1 << 14) ? 1 : (1 << 14) / (plane > 0 ? plane : 1);
+}
+
 bool is_pointwise(const Conv2dShape& s) {
   return s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 &&
          s.pad_h == 0 && s.pad_w == 0;
@@ -223,7 +258,11 @@ size_t conv2d_workspace_floats(const Conv2dShape& s) {
   const int64_t cg = s.in_channels / s.groups;
   const int64_t ocg = s.out_channels / s.groups;
   const int64_t plane = s.out_h() * s.out_w();
-  if (is_depthwise3x3(s)) return static_cast<size_t>((s.in_h + 2 * s.pad_h) * (s.in_w + 2 * s.pad_w));
+  if (is_depthwise3x3(s)) {
+    // One channel's scratch per chunk, so chunks may run at once.
+    const int64_t grain = depthwise_grain(s);
+    return static_cast<size_t>((s.in_channels + grain - 1) / grain * depthwise3x3_channel_floats(s));
+  }
   if (cg == 1 && ocg == 1) return 0;
   const int64_t k = cg * s.kernel_h * s.kernel_w;
   if (is_pointwise(s)) return sgemm_workspace_floats(ocg, plane, k);
@@ -245,11 +284,22 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
     const float* in_n = in + n * s.in_channels * in_plane;
     float* out_n = out + n * s.out_channels * plane;
     if (workspace != nullptr && is_depthwise3x3(s)) {
-      for (int64_t c = 0; c < s.in_channels; ++c) {
-        pad_plane(s, in_n + c * in_plane, workspace);
-        depthwise3x3_padded(s, oh_count, ow_count, workspace, weight + c * 9, bias ? bias[c] : 0.f,
-                            out_n + c * plane);
-      }
+      const int64_t grain = depthwise_grain(s), per = depthwise3x3_channel_floats(s);
+      const bool flat = is_depthwise3x3_flat(s);
+      const int64_t padded_floats = (s.in_h + 2 * s.pad_h) * (s.in_w + 2 * s.pad_w);
+      parallel_for(0, s.in_channels, grain, [&](int64_t lo, int64_t hi) {
+        float* ws = workspace + lo / grain * per;  // chunks start at multiples of grain
+        for (int64_t c = lo; c < hi; ++c) {
+          pad_plane(s, in_n + c * in_plane, ws);
+          const float b = bias ? bias[c] : 0.f;
+          if (flat) {
+            depthwise3x3_flat(s, oh_count, ow_count, ws, weight + c * 9, b, ws + padded_floats,
+                              out_n + c * plane);
+          } else {
+            depthwise3x3_padded(s, oh_count, ow_count, ws, weight + c * 9, b, out_n + c * plane);
+          }
+        }
+      });
       continue;
     }
     const bool direct = workspace == nullptr || (cg == 1 && ocg == 1);

@@ -14,8 +14,14 @@ struct Conv2dShape {
   int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   int64_t groups;
 
-  int64_t out_h() const { return (in_h + 2 * pad_h - dilation_h * (kernel_h - 1) - 1) / stride_h + 1; }
-  int64_t out_w() const { return (in_w + 2 * pad_w - dilation_w * (kernel_w - 1) - 1) / stride_w + 1; }
+  // 0 when the padded input is smaller than the dilated kernel: C++ division truncates toward
+  // zero, so a span of -1 with stride 2 would otherwise give 1 output and reads past the input.
+  int64_t out_h() const { return out_len(in_h, pad_h, dilation_h, kernel_h, stride_h); }
+  int64_t out_w() const { return out_len(in_w, pad_w, dilation_w, kernel_w, stride_w); }
+  static int64_t out_len(int64_t in, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride) {
+    const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+    return span < 0 ? 0 : span / stride + 1;
+  }
 };
 
 // Floats of scratch conv2d() wants for `s` (0 when its algorithm needs none).

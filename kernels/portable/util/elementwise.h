@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/portable/cpu/half.h"
+#include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/util/kernel_util.h"
 // Which compute paths this build compiles (EXECUTORCH_DTYPE_SELECTIVE_BUILD): generated per build.
 #include "portable_registrations/selected_dtypes.h"
@@ -140,6 +141,9 @@ void map_dense(const Operand (&ins)[N], void* out, int64_t n, F f) {
   }
 }
 
+// Elements per chunk of a dense float32 map: large enough that a chunk outweighs handing it out.
+constexpr int64_t kElementwiseGrain = 1 << 15;
+
 template <typename F, size_t N>
 void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f) {
   static_assert(N >= 1 && N <= 3, "1 to 3 operands");
@@ -166,14 +170,17 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
       }
       const int64_t n = out.numel();
       if (w.dense) {
-        // The hot case (same shapes, row-major): plain loops the compiler vectorizes.
-        if constexpr (N == 1) {
-          for (int64_t i = 0; i < n; ++i) of[i] = f(p[0][i]);
-        } else if constexpr (N == 2) {
-          for (int64_t i = 0; i < n; ++i) of[i] = f(p[0][i], p[1][i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) of[i] = f(p[0][i], p[1][i], p[2][i]);
-        }
+        // The hot case (same shapes, row-major): plain loops the compiler vectorizes, in chunks
+        // the thread pool can share out (each element written by one chunk).
+        cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+          if constexpr (N == 1) {
+            for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i]);
+          } else if constexpr (N == 2) {
+            for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i]);
+          } else {
+            for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i], p[2][i]);
+          }
+        });
         return;
       }
       walk(w, [&](int64_t oo, const int64_t* io) {

@@ -75,6 +75,9 @@ const Conv2dShape kShapes[] = {
     {1, 2, 1, 17, 3, 1, 3, 1, 2, 0, 1, 1, 1, 1},      // conv1d as H == 1
     {1, 3, 6, 6, 4, 3, 3, 3, 3, 0, 0, 1, 1, 1},       // stride 3 depthwise-like direct path
     {1, 5, 9, 10, 5, 3, 3, 3, 3, 1, 1, 1, 1, 5},      // depthwise with stride 3 (generic)
+    {2, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},    // depthwise s1 on a small plane (flat sweep)
+    {1, 4, 6, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 4},       // depthwise s1 without padding
+    {1, 700, 5, 6, 700, 3, 3, 1, 1, 1, 1, 1, 1, 700}, // depthwise over several channel chunks
 };
 
 }  // namespace
@@ -84,6 +87,14 @@ KTEST(conv2d_matches_naive) {
     check_conv(s, true);
     check_conv(s, false);
   }
+}
+
+KTEST(conv_output_is_empty_when_the_kernel_overhangs_the_input) {
+  // (2 - 3) / 2 truncates to 0 in C++: without the guard this claimed one output row.
+  const Conv2dShape s{1, 1, 2, 2, 1, 3, 3, 2, 2, 0, 0, 1, 1, 1};
+  CHECK(s.out_h() == 0 && s.out_w() == 0);
+  const Conv2dShape fits{1, 1, 3, 3, 1, 3, 3, 2, 2, 0, 0, 1, 1, 1};
+  CHECK(fits.out_h() == 1 && fits.out_w() == 1);
 }
 
 KTEST(conv_transpose2d_matches_scatter_definition) {
