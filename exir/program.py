@@ -25,7 +25,7 @@ from executorch.exir.emit._emitter import (
 )
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import SharedState
-from executorch.exir.passes import decompose, dim_order, edge, write_back
+from executorch.exir.passes import decompose, dim_order, edge, torch_decompose, write_back
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -89,18 +89,41 @@ def _sync_signature_outputs(graph: fx.Graph, signature) -> None:
 
 
 def _to_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
-    if not config.preserve_ops and not decompose.needs_torch_decomposition(ep.graph_module):
+    """Core ATen: the direct rewrites, and torch's decomposer on just the nodes they leave; the
+    whole graph goes through torch's decomposer only when some node cannot be taken alone."""
+    if decompose.inplace_rewrites_sound(ep.graph_module):
         fast = _copy_program(ep)
-        if decompose.rewrite_to_core_aten(fast.graph_module):
+        keep = _keeper(config)
+        # Preserved ops no rewrite covers stay as they are, as in torch's own run.
+        decomposer = torch_decompose.NodeDecomposer(fast, lambda: _decomposition_table(config), config.preserve_ops)
+        decomposer.prefetch(n for n in fast.graph.nodes if n.op == "call_function"
+                            and not decompose.has_rewrite(n) and not (keep and keep(n)))
+        try:
+            left = decompose.rewrite_to_core_aten(fast.graph_module, keep, decomposer)
+        except decompose.CannotRewrite:
+            left = [None]
+        if not [n for n in left if n is None or n.target not in config.preserve_ops]:
+            if decomposer.runs or config.preserve_ops:
+                # the graph torch's decomposer gives, metadata included
+                torch_decompose.as_inference(fast.graph_module)
             return fast
-    table = torch.export.default_decompositions()
-    for op in config.preserve_ops:
-        table.pop(op, None)
-    slow = ep.run_decompositions(table)
+    return _whole_graph_core_aten(ep, config)
+
+
+def _whole_graph_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
+    """Core ATen by torch's decomposer retracing the whole graph, then the direct rewrites."""
+    slow = ep.run_decompositions(_decomposition_table(config))
     # What torch leaves composite (preserved ops, ops with no decomposition) stays as it is;
     # the edge op check names it if it is not allowed.
     decompose.rewrite_to_core_aten(slow.graph_module, _keeper(config))
     return slow
+
+
+def _decomposition_table(config: EdgeCompileConfig):
+    table = torch.export.default_decompositions()
+    for op in config.preserve_ops:
+        table.pop(op, None)
+    return table
 
 
 def _keeper(config: EdgeCompileConfig) -> Optional[Callable[[fx.Node], bool]]:

@@ -4,7 +4,7 @@
 MobileNet-sized model. Most exported graphs only hold a handful of composite ops (conv2d,
 linear, batch_norm, in-place activations, ...) whose core-ATen form is a fixed local
 rewrite, so those are rewritten in place, producing the same nodes torch's decomposer
-would. A graph holding anything else goes through torch's decomposer first.
+would. The nodes left over go to torch's decomposer (exir/passes/torch_decompose.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import fx
 
 from executorch.exir.dialects._edge_ops import CORE_VIEWS, TRACE_ASSERTS, is_final
-from executorch.exir.passes._graph import fake_mode_of, insert_call
+from executorch.exir.passes._graph import fake_mode_of, insert_call, val
 
 aten = torch.ops.aten
 
@@ -56,13 +56,15 @@ def _linear(g, fm, node):
     xv = x.meta["val"]
     if any(not isinstance(s, int) for s in xv.shape):
         return None
-    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
     if xv.dim() == 2:
+        wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
         return insert_call(g, fm, aten.addmm.default if b is not None else aten.mm.default,
                            (b, x, wt) if b is not None else (x, wt), like=node)
-    if xv.dim() < 2 or b is None:
-        return None
+    if xv.dim() < 2 or b is None or not xv.is_contiguous():
+        return None  # torch flattens only a contiguous input; a strided one goes through matmul
+    # torch's order: the input flattened, then the weight transposed
     flat = insert_call(g, fm, aten.view.default, (x, [math.prod(xv.shape[:-1]), xv.shape[-1]]), like=node)
+    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
     mm = insert_call(g, fm, aten.addmm.default, (b, flat, wt), like=node)
     return insert_call(g, fm, aten.view.default, (mm, list(node.meta["val"].shape)), like=node)
 
@@ -103,7 +105,9 @@ def _flatten(g, fm, node):
 def _reshape(g, fm, node):
     if not node.args[0].meta["val"].is_contiguous():
         return None
-    return insert_call(g, fm, aten.view.default, (node.args[0], list(node.args[1])), like=node)
+    # torch's decomposition spells a static shape out (no -1)
+    shape = _static_shape(node) or list(node.args[1])
+    return insert_call(g, fm, aten.view.default, (node.args[0], shape), like=node)
 
 
 def _t(g, fm, node):
@@ -177,36 +181,79 @@ def _inplace_functional(target):
     return functional
 
 
-def _rewritable(node: fx.Node) -> bool:
-    if node.op != "call_function" or is_final(node.target) or node.target in _REWRITES:
-        return True
-    fn = _inplace_functional(node.target)
-    if fn is None:
+def _unsafe_inplace(node: fx.Node) -> bool:
+    """An in-place op whose rewrite to its functional twin could be observed: rewriting
+    `y = x.relu_()` as `y = relu(x)` is sound only when x is an intermediate, not an input, a
+    buffer or a view of another tensor."""
+    if node.op != "call_function" or _inplace_functional(node.target) is None:
         return False
-    # Rewriting `y = x.relu_()` as `y = relu(x)` is sound when nothing else can observe x being
-    # mutated: x is an intermediate, not an input, a buffer or a view of another tensor.
     x = node.args[0]
-    return isinstance(x, fx.Node) and x.op == "call_function" and x.target not in CORE_VIEWS
+    return not (isinstance(x, fx.Node) and x.op == "call_function" and x.target not in CORE_VIEWS)
 
 
-def needs_torch_decomposition(gm: fx.GraphModule) -> bool:
-    """Whether the graph holds an op the direct rewrites don't cover."""
-    return not all(_rewritable(n) for n in gm.graph.nodes)
+def inplace_rewrites_sound(gm: fx.GraphModule) -> bool:
+    """Whether every in-place op of the graph may be rewritten to its functional twin."""
+    return not any(_unsafe_inplace(n) for n in gm.graph.nodes)
 
 
-def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], bool]] = None) -> bool:
-    """Apply the direct rewrites in place, leaving nodes `keep` accepts whole. Returns False if
-    some node still needs torch's decomposer (the others are rewritten all the same)."""
-    complete = True
+def has_rewrite(node: fx.Node) -> bool:
+    """Whether the direct rewrites leave the node as it is or have a rewrite for it."""
+    return (node.target in TRACE_ASSERTS or is_final(node.target) or node.target in _REWRITES
+            or _inplace_functional(node.target) is not None)
+
+
+class CannotRewrite(Exception):
+    """The graph cannot be lowered node by node; torch's decomposer must retrace it whole."""
+
+
+def _layout(v):
+    if isinstance(v, torch.Tensor):
+        return tuple(v.shape), v.stride(), v.storage_offset(), v.dtype
+    if isinstance(v, (list, tuple)):
+        return tuple(_layout(t) for t in v)
+    return v
+
+
+def _refresh(node: fx.Node, changed: set, fm) -> None:
+    """Recompute the node's value when an input's layout changed (a decomposition may lay its
+    result out otherwise than the composite op did), as a retrace of the graph would."""
+    if not any(a in changed for a in node.all_input_nodes):
+        return
+    if node.target is operator.getitem:
+        new = val(node.args[0])[node.args[1]]
+    elif isinstance(node.target, torch._ops.OpOverload):
+        try:
+            with fm, torch.no_grad():
+                new = node.target(*val(node.args), **val(node.kwargs))
+        except RuntimeError as e:
+            raise CannotRewrite(f"{node.name}: {e}") from e
+    else:
+        raise CannotRewrite(f"{node.target} after a decomposition that changed its input's layout")
+    if _layout(new) != _layout(node.meta.get("val")):
+        changed.add(node)
+    node.meta["val"] = new
+
+
+def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], bool]] = None,
+                         decompose_node: Optional[Callable[[fx.Node], object]] = None) -> list[fx.Node]:
+    """Apply the direct rewrites in place, leaving nodes `keep` accepts whole; `decompose_node`
+    (when given) replaces a node no rewrite covers, returning what stands for its value (a node,
+    or a list for a tuple result), or None. Returns the nodes left for torch's decomposer.
+    Values downstream of a result laid out anew are recomputed, as a retrace would."""
+    left = []
     g = gm.graph
     fm = fake_mode_of(g)
     order = {n: i for i, n in enumerate(g.nodes)}
+    changed: set[fx.Node] = set()
+    erased: set[fx.Node] = set()
     for node in list(g.nodes):
-        if node.op != "call_function":
+        if node.op != "call_function" or node in erased:
             continue
         if node.target in TRACE_ASSERTS:
             g.erase_node(node)
             continue
+        if changed:
+            _refresh(node, changed, fm)
         if is_final(node.target) or (keep is not None and keep(node)):
             continue
         fn = _inplace_functional(node.target)
@@ -221,9 +268,23 @@ def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], 
             else:
                 rewrite = _REWRITES.get(node.target)
                 new = rewrite(g, fm, node) if rewrite else None
+                if new is None and decompose_node is not None:
+                    new = decompose_node(node)
                 if new is None:
-                    complete = False
+                    left.append(node)
                     continue
-        node.replace_all_uses_with(new)
+        if isinstance(new, list):  # a tuple result: its readers index it (getitem)
+            for use in list(node.users):
+                _replace(use, new[use.args[1]], changed)
+                erased.add(use)
+                g.erase_node(use)
+        else:
+            _replace(node, new, changed)
         g.erase_node(node)
-    return complete
+    return left
+
+
+def _replace(node: fx.Node, new, changed: set) -> None:
+    if isinstance(new, fx.Node) and _layout(new.meta.get("val")) != _layout(node.meta.get("val")):
+        changed.add(new)
+    node.replace_all_uses_with(new)
