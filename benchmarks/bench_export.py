@@ -35,13 +35,13 @@ def _rss_kib(field: str) -> int:
 
 
 def _model(name: str):
-    """A zoo model (loaded by path, so the published package's python can run it too), or the
-    512 MiB MLP of benchmarks/_large_models.py."""
+    """A zoo model (loaded by path, so the published package's python can run it too), or one of
+    benchmarks/_large_models.py (mlp_512mb, vit_b16)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if name == "mlp_512mb":
-        from _large_models import make_mlp_512mb
+    if name in ("mlp_512mb", "vit_b16"):
+        import _large_models
 
-        return make_mlp_512mb()
+        return getattr(_large_models, f"make_{name}")()
     from _zoo import load_models
 
     return load_models()[name]()
@@ -111,7 +111,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--model", default="mobilenet_v2",
-                    help="comma-separated zoo names and/or mlp_512mb (default: mobilenet_v2)")
+                    help="comma-separated zoo names, mlp_512mb and/or vit_b16 (default: mobilenet_v2)")
     ap.add_argument("--compare", metavar="REF_PYTHON", help="a python with the published executorch installed")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()

@@ -9,6 +9,7 @@ would. The nodes left over go to torch's decomposer (exir/passes/torch_decompose
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Callable, Optional
@@ -196,9 +197,22 @@ def inplace_rewrites_sound(gm: fx.GraphModule) -> bool:
     return not any(_unsafe_inplace(n) for n in gm.graph.nodes)
 
 
+@functools.lru_cache(maxsize=None)
+def _redone_by_torch() -> frozenset:
+    """Edge ops torch's default decomposition still rewrites (`squeeze.dim` -> `squeeze.dims`, a
+    `*_copy` view through its view): a node of one is decomposed like a composite op, as the
+    whole-graph run would. Tensor-returning ops only (size queries stay prim ops)."""
+    return frozenset(op for op in torch.export.default_decompositions().keys() if is_final(op)
+                     and all(isinstance(r.type, torch.TensorType) for r in op._schema.returns))
+
+
+def _kept_as_is(target) -> bool:
+    return is_final(target) and target not in _redone_by_torch()
+
+
 def has_rewrite(node: fx.Node) -> bool:
     """Whether the direct rewrites leave the node as it is or have a rewrite for it."""
-    return (node.target in TRACE_ASSERTS or is_final(node.target) or node.target in _REWRITES
+    return (node.target in TRACE_ASSERTS or _kept_as_is(node.target) or node.target in _REWRITES
             or _inplace_functional(node.target) is not None)
 
 
@@ -254,7 +268,7 @@ def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], 
             continue
         if changed:
             _refresh(node, changed, fm)
-        if is_final(node.target) or (keep is not None and keep(node)):
+        if _kept_as_is(node.target) or (keep is not None and keep(node)):
             continue
         fn = _inplace_functional(node.target)
         with g.inserting_before(node):
