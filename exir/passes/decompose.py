@@ -284,6 +284,8 @@ def rewrite_to_core_aten(gm: fx.GraphModule, keep: Optional[Callable[[fx.Node], 
                 new = rewrite(g, fm, node) if rewrite else None
                 if new is None and decompose_node is not None:
                     new = decompose_node(node)
+                if new is node:
+                    continue
                 if new is None:
                     left.append(node)
                     continue

@@ -170,7 +170,8 @@ class NodeDecomposer:
 
     def __call__(self, node: fx.Node):
         """What stands for the node's value once its decomposition is spliced in before it (a
-        node, or a list for a tuple result); None when torch's decomposer cannot take it alone."""
+        node, or a list for a tuple result); the node itself when torch keeps it whole; None when
+        torch's decomposer cannot take it alone."""
         key = self._key(node)
         if key is None:
             return None
@@ -180,6 +181,8 @@ class NodeDecomposer:
         if found is None:
             return None
         holders, body, ends = found
+        if len(body) == 1 and body[0].target is node.target:
+            return node  # torch keeps it whole (an op with no decomposition)
         mapped = _splice(self.ep.graph, node, holders, body, ends, self._fake_mode)
         return mapped if isinstance(node.meta["val"], (list, tuple)) else mapped[0]
 
