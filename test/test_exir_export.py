@@ -121,20 +121,6 @@ def test_reads_published_exporters_mobilenet_v2(tmp_path, reference_runtime):
     assert_matches_eager(out, model(*inputs))
 
 
-def test_fast_decomposition_matches_torch_decomposition():
-    """The direct rewrites produce the graph torch's decomposer produces, op for op."""
-    from executorch.exir.config import EdgeCompileConfig
-
-    for name in ("mobilenet_v2", "resnet18", "transformer_encoder", "multi_io"):
-        model, inputs = ZOO.MODELS[name]()
-        ep = torch.export.export(model, inputs)
-        fast = to_edge(ep).exported_program()
-        # preserve_ops forces torch's decomposer; preserving an op the graph lacks changes nothing else
-        slow = to_edge(ep, compile_config=EdgeCompileConfig(preserve_ops=[torch.ops.aten.nonzero.default]))
-        ops = lambda g: [str(n.target) for n in g.graph.nodes if n.op == "call_function"]  # noqa: E731
-        assert ops(fast) == ops(slow.exported_program()), name
-
-
 def test_multi_method_and_constant_methods():
     class Net(torch.nn.Module):
         def __init__(self):
