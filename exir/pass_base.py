@@ -96,6 +96,7 @@ class ExportPass(PassBase):
         return ProxyValue(arg, node)
 
     def call_operator(self, op, args: tuple, kwargs: dict, meta: NodeMetadata) -> ProxyValue:
+        """An operator overload, or a higher-order op called with keywords (`auto_functionalized_v2`)."""
         return self._emit(op, args, kwargs, meta)
 
     def call_sym(self, target, args: tuple, meta: NodeMetadata) -> ProxyValue:
@@ -158,7 +159,7 @@ class ExportPass(PassBase):
                 env[node] = ProxyValue(node.meta.get("val"), new)
             elif node.op == "call_function" and node.target is operator.getitem:
                 env[node] = self.call_getitem(env[node.args[0]], node.args[1], meta)
-            elif node.op == "call_function" and not isinstance(node.target, torch._ops.OpOverload):
+            elif node.op == "call_function" and not isinstance(node.target, torch._ops.OpOverload) and not node.kwargs:
                 env[node] = self.call_sym(node.target, arg(node.args), meta)
             elif node.op == "call_function":
                 env[node] = self.call_operator(node.target, arg(node.args), arg(dict(node.kwargs)), meta)

@@ -25,7 +25,7 @@ from executorch.exir.emit._emitter import (
 )
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import SharedState
-from executorch.exir.passes import decompose, dim_order, edge, torch_decompose, write_back
+from executorch.exir.passes import decompose, dim_order, edge, reinplace, torch_decompose, write_back
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -360,9 +360,12 @@ class EdgeProgramManager:
         for name, ep in self._programs.items():
             for p in config.passes:
                 ep = _apply_pass(p, ep)
-            if any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs):
-                # the write-back edits the graph: on a copy, so the edge program stays as it was
+            restore = reinplace.has_functionalized_ops(ep.graph_module)
+            if restore or any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs):
+                # these passes edit the graph: on a copy, so the edge program stays as it was
                 ep = _copy_program(ep)
+                if restore:
+                    ep = reinplace.restore_mutating_ops(ep, name)
                 write_back.insert_write_back(ep.graph_module, ep.graph_signature)
             programs[name] = ep
         constants = ConstantTable()

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import torch
+import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama::* kernels, for files that call them)
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.runtime import Runtime

@@ -127,3 +127,96 @@ def test_position_past_the_cache_is_an_error(engine, published_files):
         method.execute([torch.tensor([[1]]), torch.tensor([MAX_SEQ])])
     # The method still runs after the refused call.
     assert method.execute([torch.tensor([[1]]), torch.tensor([0])])[0].shape == (1, 1, 40)
+
+
+def _our_decoder_program():
+    from executorch.exir import to_edge
+
+    model, inputs = make_cached_decoder()
+    return to_edge(torch.export.export(model, inputs)).to_executorch()
+
+
+def _kernel_calls(plan) -> list[str]:
+    return [plan.operators[i.instr_args.op_index].name for i in plan.chains[0].instructions
+            if hasattr(i.instr_args, "op_index")]
+
+
+def test_our_exporter_writes_the_cache_in_place_as_the_published_one():
+    # auto_functionalized_v2 in the edge graph becomes update_cache itself again: its out kernel writes
+    # the cache buffer in place, so no write-back copy follows (the published exporter's file has none).
+    plan = _our_decoder_program().executorch_program.execution_plan[0]
+    calls = _kernel_calls(plan)
+    assert calls.count("llama::update_cache") == 2 and calls.count("llama::custom_sdpa") == 1
+    assert "aten::copy_" not in calls
+    caches = {plan.values[i.instr_args.args[1]].val.allocation_info.memory_offset_low
+              for i in plan.chains[0].instructions
+              if hasattr(i.instr_args, "op_index") and plan.operators[i.instr_args.op_index].name == "llama::update_cache"}
+    sdpa = next(i for i in plan.chains[0].instructions
+                if hasattr(i.instr_args, "op_index") and plan.operators[i.instr_args.op_index].name == "llama::custom_sdpa")
+    assert caches == {plan.values[a].val.allocation_info.memory_offset_low for a in sdpa.instr_args.args[1:3]}
+
+
+def _decode_calls():
+    return [("forward", [torch.tensor([[t]]), torch.tensor([pos])]) for pos, t in enumerate(TOKENS)]
+
+
+def _eager_steps() -> list:
+    model, _ = make_cached_decoder()
+    with torch.no_grad():
+        return [model(*inputs) for _, inputs in _decode_calls()]
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_our_decoder_decodes_as_eager(engine):
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip(f"{engine} runtime not built (bash tools/run_tests.sh builds it)")
+    method = runtime.load_program(_our_decoder_program().buffer).load_method("forward")
+    for (_, inputs), expected in zip(_decode_calls(), _eager_steps()):
+        assert_outputs_close(method.execute(inputs), [expected])
+    # The gate sees the state: a fresh method at the last position reads an empty cache, another answer.
+    fresh = runtime.load_program(_our_decoder_program().buffer).load_method("forward")
+    assert not compare_outputs(fresh.execute(_decode_calls()[-1][1]), [expected]).ok
+
+
+def test_our_decoder_decodes_on_the_published_runtime(tmp_path, reference_runtime):
+    import subprocess
+
+    (tmp_path / "ours.pte").write_bytes(_our_decoder_program().buffer)
+    torch.save(_decode_calls(), tmp_path / "ours.calls.pt")
+    runner = Path(__file__).with_name("reference_stateful.py")
+    proc = subprocess.run([reference_runtime.python, str(runner), str(tmp_path), "ours"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not (tmp_path / "ours.err.txt").exists(), (tmp_path / "ours.err.txt").read_text()
+    for got, expected in zip(torch.load(tmp_path / "ours.out.pt"), _eager_steps()):
+        assert_outputs_close(got, [expected])
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_cache_read_before_and_after_the_in_place_update(engine):
+    from executorch.exir import to_edge
+
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip(f"{engine} runtime not built (bash tools/run_tests.sh builds it)")
+
+    class ReadAround(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.arange(24.0).reshape(1, 4, 2, 3))
+
+        def forward(self, x, pos):
+            before = self.cache.view(1, 4, 6) * 1.0
+            torch.ops.llama.update_cache(x, self.cache, pos.item())
+            return before, self.cache.view(1, 4, 6) + 0.0
+
+    x, pos = torch.full((1, 1, 2, 3), -1.0), torch.tensor(2)
+    ep = torch.export.export(ReadAround(), (x, pos))
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+
+    config = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["cache"])])
+    program = to_edge(ep).to_executorch(config)
+    got = runtime.load_program(program.buffer).load_method("forward").execute([x, pos])
+    assert_outputs_close(got, list(ReadAround()(x, pos)))

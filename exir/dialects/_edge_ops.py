@@ -91,6 +91,10 @@ TRACE_ASSERTS = frozenset({aten._assert_tensor_metadata.default, aten._assert_sc
 # Namespaces whose ops belong to torch itself: only the core-tagged ones are edge ops.
 _TORCH_NAMESPACES = frozenset({"aten", "prims", "prim"})
 
+# torch's functional wrappers of a mutating op; to_executorch puts the op back, writing in place.
+_AUTO_FUNCTIONALIZED = frozenset({torch.ops.higher_order.auto_functionalized,
+                                  torch.ops.higher_order.auto_functionalized_v2})
+
 # Tensor options of factory-like ops: an out variant has none, the out tensor carries them.
 _TENSOR_OPTIONS = frozenset({"dtype", "layout", "device", "pin_memory", "memory_format"})
 
@@ -134,11 +138,19 @@ def _is_symbolic(target) -> bool:
 
 def is_final(target) -> bool:
     """Whether the decomposer leaves `target` as it is: an edge op, a core view the edge pass turns
-    into a copy, or a trace-time assert the decomposer drops. Control flow and delegate calls
-    are not final: their presence sends the graph through torch's decomposer."""
+    into a copy, or a trace-time assert the decomposer drops. Control flow, delegate calls and
+    custom ops that write their inputs are not final: torch's decomposer functionalizes the graph."""
     return (target is operator.getitem or target in CORE_VIEWS or target in TRACE_ASSERTS
             or prim_op_name(target) is not None or _is_core_functional(target)
-            or (is_custom_op(target) and find_out_variant(target) is not None))
+            or (is_custom_op(target) and not target._schema.is_mutable and find_out_variant(target) is not None))
+
+
+def functionalized_op(node: fx.Node) -> Optional[torch._ops.OpOverload]:
+    """The mutating custom op an `auto_functionalized(_v2)` node wraps (torch's functional form of a
+    call that writes its inputs, e.g. `llama::update_cache`), or None for any other node."""
+    if node.op != "call_function" or node.target not in _AUTO_FUNCTIONALIZED:
+        return None
+    return node.args[0] if isinstance(node.args[0], torch._ops.OpOverload) else None
 
 
 def is_edge_op(target) -> bool:
@@ -147,6 +159,8 @@ def is_edge_op(target) -> bool:
         return True
     if target is torch.ops.higher_order.cond or _is_call_delegate(target):
         return True
+    if target in _AUTO_FUNCTIONALIZED:
+        return True  # what it wraps is checked by check_edge_ops: `functionalized_op`
     if is_custom_op(target):
         return not target._schema.is_mutable and find_out_variant(target) is not None
     return _is_core_functional(target)

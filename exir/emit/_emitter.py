@@ -566,12 +566,13 @@ class _MethodEmitter:
         outs = []
         for spec, arg in zip(sig.output_specs, node.args[0]):
             if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
-                if not (isinstance(arg, fx.Node) and arg.target is torch.ops.aten.copy_.default):
+                in_place = isinstance(arg, fx.Node) and arg.op == "placeholder" and arg.name in self.mutated
+                if not (in_place or isinstance(arg, fx.Node) and arg.target is torch.ops.aten.copy_.default):
                     raise ExportError(
                         f"method '{self.name}': the update of {spec.target!r} has no write-back copy; lower the "
                         "program with EdgeProgramManager.to_executorch, which adds it"
                     )
-                continue  # written back in place by its copy_, not a method output
+                continue  # written in place (by its copy_, or by the op itself), not a method output
             if spec.kind != OutputKind.USER_OUTPUT:
                 raise ExportError(
                     f"method '{self.name}': the model mutates {spec.kind.name.lower().replace('_', ' ')} "

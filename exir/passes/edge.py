@@ -6,7 +6,8 @@ import torch
 from torch import fx
 
 from executorch.exir._dtypes import exportable_names, is_exportable
-from executorch.exir.dialects._edge_ops import VIEW_TO_COPY, find_out_variant, is_edge_op, why_not_edge_op
+from executorch.exir.dialects._edge_ops import (VIEW_TO_COPY, find_out_variant, functionalized_op, is_edge_op,
+                                                why_not_edge_op)
 from executorch.exir.dialects import _quantized_ops  # noqa: F401  (pt2e q/dq out variants, so q/dq are edge ops)
 from executorch.exir.dialects._ops import dim_order_for
 from executorch.exir.error import ExportError
@@ -72,6 +73,14 @@ def check_edge_ops(gm: fx.GraphModule, method: str, preserved: frozenset = froze
                 f"method '{method}': operator {_op_name(node.target)} (node '{node.name}'"
                 f"{', from ' + where if where else ''}) {why_not_edge_op(node.target)}"
             )
+        wrapped = functionalized_op(node)
+        if wrapped is not None and find_out_variant(wrapped) is None:
+            where = source_line(node)
+            raise ExportError(
+                f"method '{method}': operator {_op_name(wrapped)} (node '{node.name}'"
+                f"{', from ' + where if where else ''}) writes its inputs and has no out variant, so no ExecuTorch "
+                "kernel can run it; define an .out overload with the same arguments plus Tensor(a!) out with "
+                "torch.library, and register a kernel for it")
 
 
 def check_preserve_ops(ops) -> None:
