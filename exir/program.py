@@ -25,7 +25,7 @@ from executorch.exir.emit._emitter import (
 )
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import SharedState
-from executorch.exir.passes import decompose, dim_order, edge, reinplace, torch_decompose, write_back
+from executorch.exir.passes import decompose, dim_order, edge, reinplace, sym_ops, torch_decompose, write_back
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -169,6 +169,8 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
         if sub is not gm:
             decompose.rewrite_to_core_aten(sub, _keeper(config))
         edge.to_functional_copies(sub)
+        sym_ops.ne_as_not_eq(sub)
+        sym_ops.round_to_int(sub, name)
     dim_order.dense_layouts(gm, _constant_inputs(ep))
     for sub in edge.graph_modules(gm):
         if not config._skip_dim_order:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import sys
@@ -11,7 +12,7 @@ import pytest
 import torch
 from torch.export import Dim
 
-from executorch.devtools.compare import assert_outputs_close
+from executorch.devtools.compare import assert_outputs_close, compare_outputs
 from executorch.exir import ExportError, schema as s, to_edge
 from executorch.exir import _dtypes
 from executorch.exir.dialects import _edge_ops
@@ -28,7 +29,7 @@ SYMBOLIC_OPS = [
     operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv, operator.mod, operator.pow,
     operator.neg, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
     aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default,
-    torch.sym_max, torch.sym_min, torch.sym_not, torch.sym_float,
+    torch.sym_max, torch.sym_min, torch.sym_not, torch.sym_float, math.ceil, math.trunc, round,
 ]
 
 
@@ -54,7 +55,12 @@ class _SizeMath(torch.nn.Module):
 
 class _SizeCompare(torch.nn.Module):
     def forward(self, x):
-        return x * (x.shape[0] != 2)
+        return x * (x.shape[0] != 2) + (x.shape[0] != 7)
+
+
+class _SizePower(torch.nn.Module):
+    def forward(self, x):
+        return x * (x.shape[0] ** 2 > 7)
 
 
 def _dynamic(model):
@@ -69,23 +75,54 @@ def test_size_arithmetic_in_the_table_runs_on_every_engine():
         assert_outputs_close(got, [_SizeMath()(x)])
 
 
+def test_size_inequality_runs_as_not_eq_on_every_engine():
+    # No ExecuTorch runtime (the published one included) has a `ne` prim kernel: `!=` is emitted as
+    # sym_not(eq), which they all have.
+    program = to_edge(_dynamic(_SizeCompare())).to_executorch()
+    names = {op.name for op in program.executorch_program.execution_plan[0].operators}
+    assert {"executorch_prim::eq.Scalar", "executorch_prim::sym_not.Scalar"} <= names
+    for n in (2, 5, 7):
+        x = torch.randn(n, 3)
+        for name, rt in project_runtimes().items():
+            got = rt.load_program(program.buffer).load_method("forward").execute([x])
+            assert_outputs_close(got, [_SizeCompare()(x)])
+
+
 def test_size_arithmetic_outside_the_table_is_refused_by_the_edge_check():
     with pytest.raises(ExportError) as err:
-        to_edge(_dynamic(_SizeCompare()))
+        to_edge(_dynamic(_SizePower()))
     msg = str(err.value)
-    assert "operator ne" in msg and "no ExecuTorch prim kernel" in msg and "test_edge_op_table.py:" in msg
+    assert "operator pow" in msg and "no ExecuTorch prim kernel" in msg and "test_edge_op_table.py:" in msg
 
 
-def test_a_pass_introducing_sym_stride_is_refused_by_the_edge_check():
+def test_sym_stride_runs_on_every_engine():
     def size_to_stride(gm):
+        # x is [n, 3], contiguous: stride(0) == 3, where size(0) is n
         for n in gm.graph.nodes:
             if n.target is aten.sym_size.int:
                 n.target = aten.sym_stride.int
         return gm
 
+    program = to_edge(_dynamic(_SizeMath())).transform([size_to_stride]).to_executorch()
+    assert "aten::sym_stride.int" in {op.name for op in program.executorch_program.execution_plan[0].operators}
+    x = torch.randn(7, 3)
+    for name, rt in project_runtimes().items():
+        got = rt.load_program(program.buffer).load_method("forward").execute([x])
+        assert_outputs_close(got, [x + 3 * 2 + 3 // 3])
+        assert not compare_outputs(got, [_SizeMath()(x)]).ok
+
+
+def test_a_pass_introducing_sym_storage_offset_is_refused_by_the_edge_check():
+    def size_to_offset(gm):
+        for n in gm.graph.nodes:
+            if n.target is aten.sym_size.int:
+                n.target = aten.sym_storage_offset.default
+                n.args = n.args[:1]
+        return gm
+
     edge = to_edge(_dynamic(_SizeMath()))
-    with pytest.raises(ExportError, match=r"sym_stride\.int .* no ExecuTorch prim kernel"):
-        edge.transform([size_to_stride])
+    with pytest.raises(ExportError, match=r"sym_storage_offset\.default .* no ExecuTorch prim kernel"):
+        edge.transform([size_to_offset])
 
 
 def test_emitter_uses_the_table_for_prim_ops(monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,16 @@ class SymOps(torch.nn.Module):
         return torch.full((2,), torch.sym_float(n) * 0.5 + flag + other), x * 2
 
 
+class Rounding(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        sizes = torch.tensor([math.ceil(n / 4), math.trunc(n / 4), round(n / 4), n != 6])
+        return x.sum() * sizes
+
+
 CASES = {
+    "rounding": (Rounding(), (torch.randn(6, 3),), ({0: torch.export.Dim("n", min=2, max=16)},),
+                 [(torch.randn(5, 3),), (torch.randn(10, 3),), (torch.randn(7, 3),)]),
     "item": (Item(), (torch.arange(8.0), torch.tensor(3)), None, [(torch.arange(8.0), torch.tensor(5))]),
     "sym_ops": (SymOps(), (torch.randn(6),), ({0: torch.export.Dim("n", min=2, max=16)},),
                 [(torch.randn(5),), (torch.randn(2),)]),
@@ -49,6 +59,8 @@ def _program(case: str):
 def test_prim_ops_in_the_file():
     names = {op.name for op in _program("sym_ops").executorch_program.execution_plan[0].operators}
     assert {f"executorch_prim::{op}.Scalar" for op in ("sym_max", "sym_min", "sym_ite", "sym_float", "sym_not", "eq")} <= names
+    names = {op.name for op in _program("rounding").executorch_program.execution_plan[0].operators}
+    assert {f"executorch_prim::{op}.Scalar" for op in ("ceil", "trunc", "round", "eq", "sym_not")} <= names
     names = {op.name for op in _program("item").executorch_program.execution_plan[0].operators}
     assert "aten::_local_scalar_dense" in names
 

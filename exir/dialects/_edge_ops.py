@@ -19,6 +19,8 @@ How to add an op:
 
 from __future__ import annotations
 
+import builtins
+import math
 import operator
 from functools import lru_cache
 from typing import Optional
@@ -33,6 +35,7 @@ aten = torch.ops.aten
 # Size arithmetic on symbolic ints the graph may hold, and the runtime prim kernel evaluating each.
 SYM_OPS: dict[object, str] = {
     aten.sym_size.int: "aten::sym_size.int",
+    aten.sym_stride.int: "aten::sym_stride.int",
     aten.sym_numel.default: "aten::sym_numel",
     operator.add: "executorch_prim::add.Scalar",
     operator.sub: "executorch_prim::sub.Scalar",
@@ -52,6 +55,9 @@ SYM_OPS: dict[object, str] = {
     torch.sym_min: "executorch_prim::sym_min.Scalar",
     torch.sym_not: "executorch_prim::sym_not.Scalar",
     torch.sym_ite: "executorch_prim::sym_ite.Scalar",
+    math.ceil: "executorch_prim::ceil.Scalar",
+    math.trunc: "executorch_prim::trunc.Scalar",
+    builtins.round: "executorch_prim::round.Scalar",
     aten._local_scalar_dense.default: "aten::_local_scalar_dense",  # `.item()`
 }
 
@@ -184,7 +190,8 @@ def why_not_edge_op(target) -> str:
 def _sym_op_name(target) -> str:
     if isinstance(target, torch._ops.OpOverload):
         return f"{target._schema.name}.{target._overloadname}"
-    return f"operator.{target.__name__}"
+    module = getattr(target, "__module__", None) or "builtins"
+    return f"{'operator' if module == '_operator' else module}.{target.__name__}"
 
 
 def _arg_key(schema, drop_options: bool) -> tuple:

@@ -41,6 +41,17 @@ void sym_size(KernelRuntimeContext& ctx, Args args) {
   *args[2] = EValue(t.size(d));
 }
 
+// aten::sym_stride.int(Tensor self, int dim) -> int: the element stride of a dimension, as the
+// tensor's dim order lays it out.
+void sym_stride(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::None}), InvalidArgument);
+  const Tensor t = args[0]->toTensor();
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), t.dim(), &d) && t.dim() > 0, InvalidArgument, ,
+                      "sym_stride: dim out of range");
+  *args[2] = EValue(static_cast<int64_t>(t.strides()[d]));
+}
+
 // aten::sym_numel(Tensor self) -> int
 void sym_numel(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None}), InvalidArgument);

@@ -114,6 +114,7 @@ def _local_scalar_dense(t: torch.Tensor):
 
 SCALAR_KERNELS: dict[str, Callable] = {
     "aten::sym_size.int": lambda t, dim: int(t.size(dim)),
+    "aten::sym_stride.int": lambda t, dim: int(t.stride(dim)),
     "aten::sym_numel": lambda t: int(t.numel()),
     "aten::_local_scalar_dense": _local_scalar_dense,
     "executorch_prim::sym_max.Scalar": _int_only("sym_max", max),
