@@ -97,6 +97,9 @@ TRACE_ASSERTS = frozenset({aten._assert_tensor_metadata.default, aten._assert_sc
 # Namespaces whose ops belong to torch itself: only the core-tagged ones are edge ops.
 _TORCH_NAMESPACES = frozenset({"aten", "prims", "prim"})
 
+# Control flow the emitter lowers to jumps (torch.cond, torch.map, torch.scan), as ExecuTorch does.
+CONTROL_FLOW = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.map_impl, torch.ops.higher_order.scan})
+
 # torch's functional wrappers of a mutating op; to_executorch puts the op back, writing in place.
 _AUTO_FUNCTIONALIZED = frozenset({torch.ops.higher_order.auto_functionalized,
                                   torch.ops.higher_order.auto_functionalized_v2})
@@ -163,7 +166,7 @@ def is_edge_op(target) -> bool:
     """Whether an edge graph may hold `target`."""
     if target is operator.getitem or prim_op_name(target) is not None:
         return True
-    if target is torch.ops.higher_order.cond or _is_call_delegate(target):
+    if target in CONTROL_FLOW or _is_call_delegate(target):
         return True
     if target in _AUTO_FUNCTIONALIZED:
         return True  # what it wraps is checked by check_edge_ops: `functionalized_op`
@@ -174,6 +177,10 @@ def is_edge_op(target) -> bool:
 
 def why_not_edge_op(target) -> str:
     """Why `is_edge_op(target)` is False, and what to do about it, for the edge check's message."""
+    if target is torch.ops.higher_order.while_loop:
+        return ("(torch.while_loop) has a data-dependent trip count, which ExecuTorch's exporter does not lower "
+                "(the published one refuses it too); loop over a tensor's rows with torch.scan or torch.map, "
+                "or run the loop in Python around the method")
     if isinstance(target, torch._ops.OpOverload) and is_custom_op(target):
         if target._schema.is_mutable:
             return ("writes its inputs; define a functional overload and an .out overload "

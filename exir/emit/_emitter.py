@@ -443,6 +443,9 @@ class _MethodEmitter:
         if target is torch.ops.higher_order.cond:
             self._emit_cond(node)
             return
+        if target in (torch.ops.higher_order.map_impl, torch.ops.higher_order.scan):
+            self._emit_loop(node)
+            return
         if target is executorch_call_delegate:
             self._emit_delegate(node)
             return
@@ -556,6 +559,67 @@ class _MethodEmitter:
                     self._append(S.MoveCall(moved, dst), cond)
                     if moved in self.buffer_of:
                         self.moved_into.append((moved, dst))
+
+    def _emit_loop(self, node: fx.Node) -> None:
+        """`torch.map` / `torch.scan` as ExecuTorch lowers them: the body inline once, run for each row of
+        the scanned tensors by a backward jump. A counter value selects row `i` of each (`select_copy`),
+        `et_copy_index` stacks each per-row result, and scan's carries are planned tensors that
+        `copy_` sets from the initial values and then from each step's new carries."""
+        if node.target is torch.ops.higher_order.map_impl:
+            body_ref, xs, extra = node.args
+            carries_in, vals = [], list(node.meta["val"])
+        else:
+            body_ref, carries_in, xs, extra = node.args
+            vals = list(node.meta["val"])
+        body = getattr(self.owner[node.graph], body_ref.target)
+        n_carry = len(carries_in)
+        carries = [self._planned_tensor(v, node) for v in vals[:n_carry]]
+        stacked = [self._planned_tensor(v, node) for v in vals[n_carry:]]
+        for idx in stacked:  # et_copy_index grows them row by row
+            self.values[idx].val.shape_dynamism = S.TensorShapeDynamism.DYNAMIC_BOUND
+        counter, count, one = self._add(S.Int(0)), self._add(S.Int(0)), self._add(S.Int(1))
+        done = self._add(S.Bool(False))
+        self._instruction("aten::sym_size", [self._node_value(xs[0]), self._add(S.Int(0)), count], "int", node)
+        for dst, src in zip(carries, carries_in):
+            self._copy_into(dst, self._node_value(src), node)
+        start = len(self.instructions)
+        rows = []
+        for x, ph in zip(xs, [n for n in body.graph.nodes if n.op == "placeholder"][n_carry:]):
+            self.step[ph] = self.step[node]
+            row = self._planned_tensor(ph.meta["val"], ph)
+            self._instruction("aten::select_copy", [self._node_value(x), self._add(S.Int(0)), counter, row, row],
+                              "int_out", node)
+            rows.append(row)
+        results = self._emit_body(body, carries + rows + [self._node_value(a) for a in extra], node)
+        # torch refuses bodies that return their inputs, so no result is a carry itself: each copy_ reads
+        # a value this step computed.
+        for dst, src in zip(stacked, results[n_carry:]):
+            self._instruction("executorch_prim::et_copy_index", [dst, src, counter], "tensor", node)
+        for dst, src in zip(carries, results[:n_carry]):
+            self._copy_into(dst, src, node)
+        self._instruction("executorch_prim::add", [counter, one, counter], "Scalar", node)
+        self._instruction("executorch_prim::eq", [counter, count, done], "Scalar", node)
+        self._append(S.JumpFalseCall(done, start), node)
+        # The counter ends at the row count; back to 0 for the method's next execution.
+        self._instruction("executorch_prim::sub", [counter, count, counter], "Scalar", node)
+        self.node_values[node] = carries + stacked
+
+    def _emit_body(self, gm: fx.GraphModule, operands: list[int], owner_node: fx.Node) -> list[int]:
+        """Emit a loop body's nodes with its placeholders bound to `operands`; its result values."""
+        self.owner[gm.graph] = gm
+        for ph, operand in zip([n for n in gm.graph.nodes if n.op == "placeholder"], operands):
+            self.node_values[ph] = operand
+        results: list[int] = []
+        for n in gm.graph.nodes:
+            self.step[n] = self.step[owner_node]
+            if n.op == "call_function":
+                self._emit_call(n)
+            elif n.op == "output":
+                results = [self._node_value(a) for a in n.args[0]]
+        return results
+
+    def _copy_into(self, dst: int, src: int, node: fx.Node) -> None:
+        self._instruction("aten::copy_", [dst, src, self._add(S.Bool(False)), dst], node=node)
 
     def _written_back(self, buf: memory_planning.Buffer) -> bool:
         """Whether a write-back `copy_` changes this storage (a mutated buffer's or input's)."""

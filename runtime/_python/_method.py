@@ -158,6 +158,11 @@ class PythonMethod:
                 labels.append("move")
             elif isinstance(args, schema.JumpFalseCall):
                 self._check_index(args.cond_value_index, "a JumpFalseCall")
+                if not 0 <= args.destination_instruction <= len(chain.instructions):
+                    # the chain's length is allowed: it jumps past the last instruction
+                    raise InvalidProgramError(
+                        f"method {self.name!r}: jump instruction {pc} targets {args.destination_instruction}; its "
+                        f"chain has {len(chain.instructions)} instructions; the file is malformed, export it again")
                 steps.append(functools.partial(_jump_false, self._objs, args.cond_value_index,
                                                args.destination_instruction, pc + 1))
                 labels.append("jump_false")
