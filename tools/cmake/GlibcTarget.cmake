@@ -51,8 +51,15 @@ function(executorch_glibc_target target)
   if(_type STREQUAL "EXECUTABLE")
     # The static libc defines everything itself.
     target_link_options(${target} PRIVATE -static)
-  elseif(TARGET executorch_glibc_compat)
-    target_sources(${target} PRIVATE $<TARGET_OBJECTS:executorch_glibc_compat>)
+  else()
+    if(TARGET executorch_glibc_compat)
+      target_sources(${target} PRIVATE $<TARGET_OBJECTS:executorch_glibc_compat>)
+    endif()
+    if(EXECUTORCH_GLIBC_TARGET VERSION_LESS 2.34)
+      # Before 2.34 the pthread functions (the kernels' thread pool) live in libpthread, not libc;
+      # this machine's FindThreads sees them in libc and so adds nothing.
+      target_link_libraries(${target} PRIVATE pthread)
+    endif()
   endif()
 endfunction()
 
