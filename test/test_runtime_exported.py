@@ -30,7 +30,7 @@ def _cases():
         yield pytest.param(name, marks=marks)
 
 
-@pytest.mark.parametrize("name", _cases())
+@pytest.mark.parametrize("name", list(_cases()))
 def test_exported_file_matches_eager(name):
     model, inputs = runtime_models.FACTORIES[name]()
     shapes = runtime_models.DYNAMIC_SHAPES[name]() if name in runtime_models.DYNAMIC_SHAPES else None
