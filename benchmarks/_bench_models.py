@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
-_ZOO = Path(__file__).resolve().parents[1] / "examples" / "models"
-
-
-def _zoo_file(name: str):
-    """A zoo file loaded by path (each is self-contained), so a foreign venv can use it too."""
-    spec = importlib.util.spec_from_file_location(f"bench_zoo_{name}", _ZOO / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _zoo import zoo_file as _zoo_file  # this folder is on sys.path, here and in the XNNPACK venv
 
 
 def make_mobilenet_v2():

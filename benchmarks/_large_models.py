@@ -18,13 +18,9 @@ def make_mlp_512mb():
 def make_vit_b16():
     """ViT-B/16 (width 768, 12 heads, depth 12, 224x224 image, 1000 classes; 86 M parameters), from
     the zoo's ViT code."""
-    import importlib.util
-    from pathlib import Path
+    from _zoo import zoo_file
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "models" / "vit_tiny.py"
-    spec = importlib.util.spec_from_file_location("bench_vit", path)
-    vit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(vit)
+    vit = zoo_file("vit_tiny")
     torch.manual_seed(0)
     model = vit.VisionTransformer(image=224, patch=16, dim=768, depth=12, heads=12, classes=1000)
     return model.eval(), (torch.randn(1, 3, 224, 224),)

@@ -7,14 +7,26 @@ import sys
 from pathlib import Path
 
 
+_MODELS_DIR = Path(__file__).resolve().parents[1] / "examples" / "models"
+
+
 def load_models() -> dict:
-    models = Path(__file__).resolve().parents[1] / "examples" / "models"
+    models = _MODELS_DIR
     spec = importlib.util.spec_from_file_location("bench_zoo", models / "__init__.py",
                                                   submodule_search_locations=[str(models)])
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_zoo"] = module
     spec.loader.exec_module(module)
     return module.MODELS
+
+
+def zoo_file(name: str):
+    """One zoo file, examples/models/NAME.py, loaded by path without the package (each file is
+    self-contained), so a foreign venv without this project can build the model too."""
+    spec = importlib.util.spec_from_file_location(f"bench_zoo_{name}", _MODELS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def export_bytes(model, inputs) -> bytes:

@@ -21,6 +21,7 @@ environment with executorch 1.5.1 and torchao). The load average is printed befo
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import tempfile
@@ -29,15 +30,13 @@ from pathlib import Path
 
 import torch
 
-from _zoo import export_bytes, load_models, program_bytes  # noqa: E402  (this script's folder is on sys.path)
-
-MODELS = load_models()
-import os
-
-import _bench_models  # noqa: E402
+import _bench_models  # this script's folder is on sys.path
+from _zoo import export_bytes, load_models, program_bytes
 from executorch.devtools.compare import compare_outputs
 from executorch.runtime import _native, _python
 from executorch.runtime._backend import Verification
+
+MODELS = load_models()
 
 
 class _Chain(torch.nn.Module):
