@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import atexit
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,14 +19,14 @@ SHARED_TOOLS = REPO.parent / "shared" / "tools" / "reference-runtime"
 class ReferenceRuntime:
     """Runs `.pte` files on the published ExecuTorch runtime, in its own process."""
 
-    def __init__(self, python: str, tools: Path):
+    def __init__(self, python: str, tools: Path, export_dir: Path):
         self.python = python
         self.tools = tools
-        # Published exports already made this session, by factory file (path, mtime, size) and name:
-        # several test modules compare the same zoo models, and each export costs a process start.
-        self._exports: dict[tuple, Path] = {}
-        self._export_dir = Path(tempfile.mkdtemp(prefix="et-published-exports-"))
-        atexit.register(shutil.rmtree, self._export_dir, True)
+        # Published exports already made in this test run, by factory file (path, mtime, size) and
+        # name: several test modules compare the same zoo models, and each export costs a process
+        # start. The folder is shared by the run's worker processes.
+        self._export_dir = export_dir
+        export_dir.mkdir(parents=True, exist_ok=True)
 
     def run(self, pte: Path, inputs, tmp_path: Path, method: str = "forward") -> list:
         inp, out = tmp_path / "ref_in.pt", tmp_path / "ref_out.pt"
@@ -66,30 +66,48 @@ class ReferenceRuntime:
     def export(self, factory: str, out: Path) -> Path:
         path, _, name = factory.rpartition(":")
         stat = Path(path).stat()
-        key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, name)
-        made = self._exports.get(key)
-        if made is not None and made.is_file():
-            shutil.copyfile(made, out)
-            return out
-        proc = subprocess.run(
-            [self.python, str(self.tools / "export_pte.py"), factory, str(out)],
-            capture_output=True, text=True, timeout=900,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"reference exporter failed on {factory}: {proc.stderr[-2000:]}")
-        # A private copy: a test may damage its own file on purpose.
-        self._exports[key] = Path(shutil.copyfile(out, self._export_dir / f"{len(self._exports)}.pte"))
+        key = f"{Path(path).resolve()}|{stat.st_mtime_ns}|{stat.st_size}|{name}"
+        made = self._export_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pte"
+        # One worker exports a factory while the others wait for its file.
+        with open(made.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not made.is_file():
+                proc = subprocess.run(
+                    [self.python, str(self.tools / "export_pte.py"), factory, str(out)],
+                    capture_output=True, text=True, timeout=900,
+                )
+                if proc.returncode != 0:
+                    raise AssertionError(f"reference exporter failed on {factory}: {proc.stderr[-2000:]}")
+                # The cache keeps its own copy: a test may damage its file on purpose.
+                tmp = made.with_suffix(".part")
+                shutil.copyfile(out, tmp)
+                os.replace(tmp, made)
+                return out
+        shutil.copyfile(made, out)
         return out
 
 
+def pytest_configure(config) -> None:
+    # With one test worker per core, each worker's torch gets its share of the cores: more threads
+    # than cores make torch's thread team wait on itself.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers > 1:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
 @pytest.fixture(scope="session")
-def reference_runtime() -> ReferenceRuntime:
+def reference_runtime(tmp_path_factory) -> ReferenceRuntime:
     python = os.environ.get("ET_REFERENCE_PYTHON")
     if not python:
         pytest.skip("ET_REFERENCE_PYTHON is not set; see ../shared/tools/reference-runtime/README.md")
     if not Path(python).exists():
         pytest.fail(f"ET_REFERENCE_PYTHON={python} does not exist")
-    return ReferenceRuntime(python, SHARED_TOOLS)
+    # pytest-xdist workers each get a folder inside the run's; the run's is shared by all of them
+    # (pytest keeps the last few runs' folders and removes older ones).
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent
+    return ReferenceRuntime(python, SHARED_TOOLS, run_dir / "published-exports")
 
 
 def project_runtimes() -> dict:

@@ -5,6 +5,9 @@
 # module is linked into extension/pybindings/, where the editable install imports it.
 # Set ET_REFERENCE_PYTHON (see ../shared/tools/reference-runtime) to also check every export
 # against the published ExecuTorch runtime. ET_NATIVE_BUILD=0 skips the native build.
+# Test files are spread over one worker process per core (pytest-xdist, each file whole in one
+# worker); ET_TEST_WORKERS=N sets the count, 1 runs everything in this process, and an explicit
+# pytest -n wins.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
@@ -38,4 +41,10 @@ if [ -z "${ET_REFERENCE_PYTHON:-}" ]; then
   skipped+=("published-runtime checks: ET_REFERENCE_PYTHON is not set (see ../shared/tools/reference-runtime/README.md)")
 fi
 for s in "${skipped[@]+"${skipped[@]}"}"; do echo "run_tests: skipping $s"; done
-exec "$VENV/bin/python" -m pytest "$@"
+workers=${ET_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}
+parallel=()
+case " $* " in
+  *" -n "*|*" -n="*|*" --numprocesses"*|*" -p no:xdist "*) ;;
+  *) if [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi ;;
+esac
+exec "$VENV/bin/python" -m pytest "${parallel[@]+"${parallel[@]}"}" "$@"

@@ -50,7 +50,7 @@ auditwheel repair --plat "$PLAT" -w "$WORK/repaired" "$WHEEL"
 WHEEL=$(ls "$WORK"/repaired/executorch-*"$PLAT".whl)
 echo "repaired: $(basename "$WHEEL")"
 "$PYTHON" -m venv "$WORK/venv"
-"$WORK/venv/bin/python" -m pip install -q torch==2.13.0 pytest 2>&1 | grep -v '^WARNING: Location' || true
+"$WORK/venv/bin/python" -m pip install -q torch==2.13.0 pytest pytest-xdist 2>&1 | grep -v '^WARNING: Location' || true
 "$WORK/venv/bin/python" -m pip install -q "$WHEEL" 2>&1 | grep -v '^WARNING: Location' || true
 "$WORK/venv/bin/python" -c "from executorch.runtime import Runtime; b = Runtime.get().backend; print('runtime:', b); assert b == 'native'"
 
@@ -59,6 +59,7 @@ cd "$ROOT"
 # The test suite already compared every export with the published runtime; this stage checks the
 # installed wheel's own native module, so it does not repeat those comparisons.
 env -u ET_REFERENCE_PYTHON "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
+  -n "$(nproc 2>/dev/null || echo 1)" --dist loadfile \
   test/test_native_*.py test/test_kernels_*.py test/test_runtime_*.py "test/test_exir_export.py::test_zoo_model_runs_on_project_runtime"
 
 step "C++ SDK of the installed wheel"
