@@ -10,6 +10,7 @@ alone keep torch.export's flags, as they always have)."""
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,20 @@ def test_the_comparison_sees_a_changed_layout():
     node = next(n for n in gm.graph.nodes if n.op == "call_function" and n.meta["val"].dim() == 3)
     node.meta["val"] = node.meta["val"].transpose(1, 2).contiguous().transpose(1, 2)
     assert canonical(gm) != rows
+
+
+def test_node_by_node_decomposition_warns_the_caller_of_nothing_it_cannot_act_on():
+    # torch 2.13's decomposer deep-copies its own tree specs and raises a FutureWarning about its
+    # own deprecated check; a Linear over a transposed 3-D input takes that path.
+    class LinearOverTranspose(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.linear(x.transpose(1, 2))
+
+    ep = torch.export.export(LinearOverTranspose().eval(), (torch.randn(2, 8, 3),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        to_edge(ep)
