@@ -1,4 +1,5 @@
-// Times the portable compute routines on MobileNetV2's convolutions, a 512^3 GEMM and the
+// Times the portable compute routines on MobileNetV2's and ResNet-50's convolutions, GEMMs at the
+// shapes of ViT-small's and ResNet-50's layers (B row-major and transposed) and the
 // transformer kernels (softmax, layer norm, GELU, fused attention) at ViT-small / encoder shapes.
 // Prints one line per case: "<name> <milliseconds> <GFLOP/s>" (bench_kernels.py compares with torch).
 #include <algorithm>
@@ -107,10 +108,75 @@ void bench_transformer() {
   }
 }
 
+// One GEMM C(m x n) = A(m x k) * B(k x n); `bt` stores B as its transpose (n x k, row-major), the
+// layout nn.Linear's weight reaches mm/addmm in.
+void bench_gemm(int64_t m, int64_t n, int64_t k, bool bt) {
+  auto a = filled(m * k), b = filled(k * n);
+  std::vector<float> c(m * n), ws(cpu::sgemm_workspace_floats(m, n, k));
+  const cpu::ConstMatrix bm = bt ? cpu::ConstMatrix{b.data(), 1, k} : cpu::ConstMatrix{b.data(), n, 1};
+  const double ms = time_ms([&] {
+    cpu::sgemm(m, n, k, 1.f, {a.data(), k, 1}, bm, 0.f, nullptr, c.data(), n, ws.data());
+  });
+  std::printf("%s_%ldx%ldx%ld %.4f %.2f\n", bt ? "gemmbt" : "gemm", long(m), long(n), long(k), ms,
+              2.0 * m * n * k / ms / 1e6);
+}
+
+// ViT-small's linear layers (197 tokens: qkv, proj, fc1, fc2) and an encoder's (128 tokens), with
+// the weight transposed as nn.Linear stores it, and ResNet-50's convolutions as GEMMs
+// (out_channels x pixels x in_channels * kh * kw) on a row-major B.
+void bench_gemms() {
+  static const int64_t kLinear[][3] = {{197, 1152, 384}, {197, 384, 384}, {197, 1536, 384},
+                                       {197, 384, 1536}, {128, 512, 512},  {128, 2048, 512},
+                                       {128, 512, 2048}};
+  for (const auto& s : kLinear) {
+    bench_gemm(s[0], s[1], s[2], true);
+    bench_gemm(s[0], s[1], s[2], false);
+  }
+  static const int64_t kConvGemm[][3] = {{64, 12544, 147}, {64, 3136, 64},  {64, 3136, 576},
+                                         {256, 3136, 64},  {64, 3136, 256}, {128, 784, 1152},
+                                         {512, 784, 128},  {128, 784, 512}, {256, 196, 2304},
+                                         {1024, 196, 256}, {256, 196, 1024}, {512, 49, 4608},
+                                         {2048, 49, 512},  {512, 49, 2048}};
+  for (const auto& s : kConvGemm) bench_gemm(s[0], s[1], s[2], false);
+}
+
+// ResNet-50 (torchvision, stride in the 3x3) at 224x224: each distinct convolution once, and the
+// total weighted by how often the network runs it.
+void bench_resnet50() {
+  struct Case {
+    int64_t c, hw, oc, k, stride, count;
+  };
+  static const Case kCases[] = {
+      {3, 224, 64, 7, 2, 1},       {64, 56, 64, 1, 1, 1},       {64, 56, 64, 3, 1, 3},
+      {64, 56, 256, 1, 1, 4},      {256, 56, 64, 1, 1, 2},      {256, 56, 128, 1, 1, 1},
+      {128, 56, 128, 3, 2, 1},     {128, 28, 512, 1, 1, 4},     {256, 56, 512, 1, 2, 1},
+      {512, 28, 128, 1, 1, 3},     {128, 28, 128, 3, 1, 3},     {512, 28, 256, 1, 1, 1},
+      {256, 28, 256, 3, 2, 1},     {256, 14, 1024, 1, 1, 6},    {512, 28, 1024, 1, 2, 1},
+      {1024, 14, 256, 1, 1, 5},    {256, 14, 256, 3, 1, 5},     {1024, 14, 512, 1, 1, 1},
+      {512, 14, 512, 3, 2, 1},     {512, 7, 2048, 1, 1, 3},     {1024, 14, 2048, 1, 2, 1},
+      {2048, 7, 512, 1, 1, 2},     {512, 7, 512, 3, 1, 2}};
+  double total = 0;
+  char name[96];
+  for (const auto& c : kCases) {
+    std::snprintf(name, sizeof(name), "r50_%ldto%ld_k%lds%ld_%ld_x%ld", long(c.c), long(c.oc), long(c.k),
+                  long(c.stride), long(c.hw), long(c.count));
+    total += c.count * bench_conv(name, conv(c.c, c.hw, c.oc, c.k, c.stride, 1));
+  }
+  std::printf("r50_all_convolutions %.4f 0\n", total);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "--resnet50") == 0) {
+    bench_resnet50();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--gemm") == 0) {
+    bench_gemms();
+    return 0;
+  }
   bench_transformer();
   {
     const int64_t n = 512;

@@ -3,7 +3,10 @@
 Runs the C++ benchmark (bench_kernels, built with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON or
 EXECUTORCH_BUILD_TESTS=ON), times the same shapes with torch, and prints both side by side:
 
-    python benchmarks/bench_kernels.py BUILD_DIR/kernels/portable/bench_kernels
+    EXECUTORCH_NUM_THREADS=1 python benchmarks/bench_kernels.py BUILD_DIR/kernels/portable/bench_kernels [--gemm | --resnet50]
+
+--gemm times GEMMs at ViT-small's, an encoder's and ResNet-50's layer shapes (gemmbt_: B stored
+transposed, as nn.Linear's weight); --resnet50 times each distinct ResNet-50 convolution.
 """
 
 from __future__ import annotations
@@ -39,6 +42,15 @@ def _torch_case(name: str):
         m, n, k = (int(v) for v in re.findall(r"\d+", name))
         a, b = torch.randn(m, k), torch.randn(k, n)
         return lambda: torch.mm(a, b)
+    if name.startswith("gemmbt_"):
+        m, n, k = (int(v) for v in re.findall(r"\d+", name))
+        a, w = torch.randn(m, k), torch.randn(n, k)
+        return lambda: torch.mm(a, w.t())
+    match = re.match(r"r50_(\d+)to(\d+)_k(\d+)s(\d+)_(\d+)_x\d+$", name)
+    if match:
+        cin, cout, k, stride, hw = (int(v) for v in match.groups())
+        x, w, b = torch.randn(1, cin, hw, hw), torch.randn(cout, cin, k, k), torch.randn(cout)
+        return lambda: F.conv2d(x, w, b, stride, (k - 1) // 2)
     match = re.match(r"(attention|attention_causal)_(\d+)x(\d+)x(\d+)x(\d+)$", name)
     if match:
         q, k, v = (torch.randn(*(int(match.group(i)) for i in range(2, 6))) for _ in range(3))
@@ -76,10 +88,13 @@ def _torch_case(name: str):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bench_binary", help="path to the built bench_kernels executable")
+    ap.add_argument("--gemm", action="store_true", help="GEMMs at ViT-small's, an encoder's and ResNet-50's shapes")
+    ap.add_argument("--resnet50", action="store_true", help="ResNet-50's convolutions")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    section = ["--gemm"] if args.gemm else ["--resnet50"] if args.resnet50 else []
     try:
-        lines = subprocess.run([args.bench_binary], check=True, capture_output=True, text=True).stdout.splitlines()
+        lines = subprocess.run([args.bench_binary, *section], check=True, capture_output=True, text=True).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError) as e:
         print(f"bench_kernels: cannot run {args.bench_binary}: {e}; build it with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON")
         return 2
@@ -89,18 +104,21 @@ def main() -> int:
         for line in lines:
             name, ms, gflops = line.split()
             ms, gflops = float(ms), float(gflops)
-            if name == "mv2_all_convolutions":
+            if name.endswith("_all_convolutions"):
                 continue
             fn = _torch_case(name)
             if fn is None:
                 continue
             tms = _best_ms(fn)
             tflops = gflops * ms / tms
-            if name.startswith("mv2_"):
-                ours_total += ms
-                torch_total += tms
+            if name.startswith(("mv2_", "r50_")):
+                count = int(name.rsplit("_x", 1)[1]) if name.startswith("r50_") else 1
+                ours_total += count * ms
+                torch_total += count * tms
             print(f"{name:34} {ms:9.3f} {gflops:8.1f} {tms:9.3f} {tflops:8.1f} {ms / tms:10.2f}")
-    print(f"{'mv2 convolutions, total':34} {ours_total:9.3f} {'':8} {torch_total:9.3f} {'':8} {ours_total / torch_total:10.2f}")
+    if torch_total:
+        label = "r50 convolutions, total" if args.resnet50 else "mv2 convolutions, total"
+        print(f"{label:34} {ours_total:9.3f} {'':8} {torch_total:9.3f} {'':8} {ours_total / torch_total:10.2f}")
     return 0
 
 

@@ -5,6 +5,10 @@
 
 #include <algorithm>
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#endif
+
 #include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/cpu/vectorize.h"
 
@@ -155,11 +159,74 @@ void micro_kernel_baseline(int64_t kc, const float* a, const float* b, float alp
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ET_GEMM_X86_DISPATCH 1
+// Applies alpha, beta and bias to one 6 x 16 tile of sums and stores rows [0, mr), columns
+// [0, nr) of it; a partial tile goes through a stack copy so no load or store leaves the tile.
+__attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(
+    const __m256 (&acc)[6][2], float alpha, float beta, const float* bias, float* c, int64_t ldc,
+    int64_t mr, int64_t nr) {
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  if (mr == 6 && nr == 16) {
+    for (int i = 0; i < 6; ++i) {
+      float* ci = c + i * ldc;
+      const __m256 bi = _mm256_set1_ps(bias ? bias[i] : 0.f);
+      for (int h = 0; h < 2; ++h) {
+        __m256 v = _mm256_fmadd_ps(va, acc[i][h], bi);
+        if (beta == 1.f) {
+          v = _mm256_add_ps(v, _mm256_loadu_ps(ci + 8 * h));
+        } else if (beta != 0.f) {
+          v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8 * h), v);
+        }
+        _mm256_storeu_ps(ci + 8 * h, v);
+      }
+    }
+    return;
+  }
+  alignas(32) float tile[16];
+  for (int64_t i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    const __m256 bi = _mm256_set1_ps(bias ? bias[i] : 0.f);
+    _mm256_store_ps(tile, _mm256_fmadd_ps(va, acc[i][0], bi));
+    _mm256_store_ps(tile + 8, _mm256_fmadd_ps(va, acc[i][1], bi));
+    for (int64_t j = 0; j < nr; ++j) ci[j] = beta == 0.f ? tile[j] : tile[j] + beta * ci[j];
+  }
+}
+
+// 6 x 16 register tile: twelve accumulators, two B vectors and one broadcast A value per step,
+// so the loop body is twelve independent FMAs (enough to cover the FMA latency on two ports).
 __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
                                                            const float* b, float alpha,
                                                            float beta, const float* bias, float* c,
                                                            int64_t ldc, int64_t mr, int64_t nr) {
-  micro_kernel_body<6, 16>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
+  // Named accumulators: GCC keeps an array that escapes to the store in memory, not registers.
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 ai = _mm256_broadcast_ss(a);
+    c00 = _mm256_fmadd_ps(ai, b0, c00);
+    c01 = _mm256_fmadd_ps(ai, b1, c01);
+    ai = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(ai, b0, c10);
+    c11 = _mm256_fmadd_ps(ai, b1, c11);
+    ai = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(ai, b0, c20);
+    c21 = _mm256_fmadd_ps(ai, b1, c21);
+    ai = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(ai, b0, c30);
+    c31 = _mm256_fmadd_ps(ai, b1, c31);
+    ai = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(ai, b0, c40);
+    c41 = _mm256_fmadd_ps(ai, b1, c41);
+    ai = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(ai, b0, c50);
+    c51 = _mm256_fmadd_ps(ai, b1, c51);
+    a += 6;
+    b += 16;
+  }
+  const __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                            {c30, c31}, {c40, c41}, {c50, c51}};
+  store_tile_avx2(acc, alpha, beta, bias, c, ldc, mr, nr);
 }
 __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a,
                                                                      const float* b, float alpha,
