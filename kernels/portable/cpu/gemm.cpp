@@ -149,11 +149,14 @@ ET_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float* a,
   }
 }
 
-using MicroKernel = void (*)(int64_t, const float*, const float*, float, float, const float*,
-                             float*, int64_t, int64_t, int64_t);
+// (kc, a, lda, b, alpha, beta, bias, c, ldc, mr, nr): lda is 0 for a packed A sliver, else the
+// row stride of a row-major float32 A the kernel reads in place (only kernels that can).
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float, float,
+                             const float*, float*, int64_t, int64_t, int64_t);
 
-void micro_kernel_baseline(int64_t kc, const float* a, const float* b, float alpha, float beta,
-                           const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
+void micro_kernel_baseline(int64_t kc, const float* a, int64_t, const float* b, float alpha,
+                           float beta, const float* bias, float* c, int64_t ldc, int64_t mr,
+                           int64_t nr) {
   micro_kernel_body<4, 8>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 
@@ -191,48 +194,68 @@ __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(
   }
 }
 
-// 6 x 16 register tile: twelve accumulators, two B vectors and one broadcast A value per step,
-// so the loop body is twelve independent FMAs (enough to cover the FMA latency on two ports).
-__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
-                                                           const float* b, float alpha,
-                                                           float beta, const float* bias, float* c,
-                                                           int64_t ldc, int64_t mr, int64_t nr) {
-  // Named accumulators: GCC keeps an array that escapes to the store in memory, not registers.
+// A 6 x 16 tile of sums over kc steps. A comes packed (six values per step, contiguous) or, with
+// kRowsA, straight from six row pointers of a float32 row-major matrix: broadcasts read any
+// address, so a unit-stride A needs no copy. Named accumulators: GCC keeps an array in memory.
+template <bool kRowsA>
+__attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void tile_avx2(
+    int64_t kc, const float* a, const float* const* rows, const float* b, float alpha, float beta,
+    const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *r0 = nullptr, *r1 = nullptr, *r2 = nullptr, *r3 = nullptr, *r4 = nullptr,
+              *r5 = nullptr;
+  if (kRowsA) r0 = rows[0], r1 = rows[1], r2 = rows[2], r3 = rows[3], r4 = rows[4], r5 = rows[5];
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 ai = _mm256_broadcast_ss(a);
+    __m256 ai = _mm256_broadcast_ss(kRowsA ? r0 + p : a);
     c00 = _mm256_fmadd_ps(ai, b0, c00);
     c01 = _mm256_fmadd_ps(ai, b1, c01);
-    ai = _mm256_broadcast_ss(a + 1);
+    ai = _mm256_broadcast_ss(kRowsA ? r1 + p : a + 1);
     c10 = _mm256_fmadd_ps(ai, b0, c10);
     c11 = _mm256_fmadd_ps(ai, b1, c11);
-    ai = _mm256_broadcast_ss(a + 2);
+    ai = _mm256_broadcast_ss(kRowsA ? r2 + p : a + 2);
     c20 = _mm256_fmadd_ps(ai, b0, c20);
     c21 = _mm256_fmadd_ps(ai, b1, c21);
-    ai = _mm256_broadcast_ss(a + 3);
+    ai = _mm256_broadcast_ss(kRowsA ? r3 + p : a + 3);
     c30 = _mm256_fmadd_ps(ai, b0, c30);
     c31 = _mm256_fmadd_ps(ai, b1, c31);
-    ai = _mm256_broadcast_ss(a + 4);
+    ai = _mm256_broadcast_ss(kRowsA ? r4 + p : a + 4);
     c40 = _mm256_fmadd_ps(ai, b0, c40);
     c41 = _mm256_fmadd_ps(ai, b1, c41);
-    ai = _mm256_broadcast_ss(a + 5);
+    ai = _mm256_broadcast_ss(kRowsA ? r5 + p : a + 5);
     c50 = _mm256_fmadd_ps(ai, b0, c50);
     c51 = _mm256_fmadd_ps(ai, b1, c51);
-    a += 6;
+    if (!kRowsA) a += 6;
     b += 16;
   }
   const __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                             {c30, c31}, {c40, c41}, {c50, c51}};
   store_tile_avx2(acc, alpha, beta, bias, c, ldc, mr, nr);
 }
+
+// lda == 0: `a` is a packed sliver; otherwise `a` is row 0 of mr rows lda floats apart.
+__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
+                                                           int64_t lda, const float* b,
+                                                           float alpha, float beta,
+                                                           const float* bias, float* c,
+                                                           int64_t ldc, int64_t mr, int64_t nr) {
+  if (lda == 0) {
+    tile_avx2<false>(kc, a, nullptr, b, alpha, beta, bias, c, ldc, mr, nr);
+    return;
+  }
+  // Rows past mr repeat the last real one: read in bounds, summed, never stored.
+  const float* rows[6];
+  for (int64_t i = 0; i < 6; ++i) rows[i] = a + std::min<int64_t>(i, mr - 1) * lda;
+  tile_avx2<true>(kc, nullptr, rows, b, alpha, beta, bias, c, ldc, mr, nr);
+}
 __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a,
-                                                                     const float* b, float alpha,
-                                                                     float beta, const float* bias,
-                                                                     float* c, int64_t ldc,
-                                                                     int64_t mr, int64_t nr) {
+                                                                     int64_t, const float* b,
+                                                                     float alpha, float beta,
+                                                                     const float* bias, float* c,
+                                                                     int64_t ldc, int64_t mr,
+                                                                     int64_t nr) {
   micro_kernel_body<8, 32>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 #endif
@@ -245,12 +268,16 @@ int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) {
 
 // The product runs as, per (NC, KC) block: pack the B panel and an A panel into the shared
 // scratch (parallel over slivers), then compute output tiles (parallel over MC x NB tiles).
+// A float32 A with unit column stride skips packing when the kernel `reads_rows`: a weight or
+// activation matrix is then read in place instead of being copied on every call.
 // Every output element is summed in the same order whichever thread computes its tile, so
 // the result does not depend on the thread count.
 template <int MR, int NR>
-void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float alpha,
-                   ConstMatrix a, ConstMatrix b, float beta, const float* bias, float* c,
-                   int64_t ldc, float* workspace) {
+void blocked_sgemm(MicroKernel kernel, bool reads_rows, int64_t m, int64_t n, int64_t k,
+                   float alpha, ConstMatrix a, ConstMatrix b, float beta, const float* bias,
+                   float* c, int64_t ldc, float* workspace) {
+  const bool direct_a = reads_rows && a.elem == Elem::kF32 && a.col_stride == 1 && a.row_stride > 0;
+  const float* a_rows = static_cast<const float*>(a.data);
   float* a_pack = workspace;
   float* b_pack = workspace + round_up(std::min(m, kMP), kRowQuantum) * std::min(k, kKC);
   const int64_t threads = parallel_threads();
@@ -265,9 +292,9 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
         const int64_t mp = std::min(kMP, m - ip);
         const bool parallel = mp * nc * kc >= kParallelMacs;
         // Packing tasks: A slivers, then (on the first row panel) B slivers, ~16 per task.
-        const int64_t a_slivers = ceil_div(mp, MR);
+        const int64_t a_slivers = direct_a ? 0 : ceil_div(mp, MR);
         const int64_t b_slivers = ip == 0 ? ceil_div(nc, NR) : 0;
-        const int64_t pack_grain = parallel ? 16 : std::max(a_slivers, b_slivers);
+        const int64_t pack_grain = parallel ? 16 : std::max<int64_t>({a_slivers, b_slivers, 1});
         const int64_t a_tasks = ceil_div(a_slivers, pack_grain);
         const int64_t b_tasks = ceil_div(b_slivers, pack_grain);
         parallel_for(0, a_tasks + b_tasks, 1, [&](int64_t t0, int64_t t1) {
@@ -307,7 +334,9 @@ void blocked_sgemm(MicroKernel kernel, int64_t m, int64_t n, int64_t k, float al
               const int64_t nr = std::min<int64_t>(NR, j1 - jr);
               for (int64_t ir = i0; ir < i1; ir += MR) {
                 const int64_t mr = std::min<int64_t>(MR, i1 - ir);
-                kernel(kc, a_pack + ir * kc, b_pack + jr * kc, alpha, beta_here,
+                const float* a_tile =
+                    direct_a ? a_rows + (ip + ir) * a.row_stride + pc : a_pack + ir * kc;
+                kernel(kc, a_tile, direct_a ? a.row_stride : 0, b_pack + jr * kc, alpha, beta_here,
                        bias_here ? bias_here + ip + ir : nullptr,
                        c + (ip + ir) * ldc + jc + jr, ldc, mr, nr);
               }
@@ -405,18 +434,18 @@ bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, 
       unpacked_sgemm(m, n, k, alpha, a, b, beta, bias, c, ldc);
       return true;
     case GemmPath::kBaseline:
-      blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, bias, c, ldc,
+      blocked_sgemm<4, 8>(micro_kernel_baseline, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
                           workspace);
       return true;
 #ifdef ET_GEMM_X86_DISPATCH
     case GemmPath::kAvx2:
       if (!has_avx2_fma()) return false;
-      blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, bias, c, ldc,
+      blocked_sgemm<6, 16>(micro_kernel_avx2, true, m, n, k, alpha, a, b, beta, bias, c, ldc,
                           workspace);
       return true;
     case GemmPath::kAvx512:
       if (!has_avx512()) return false;
-      blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, bias, c, ldc,
+      blocked_sgemm<8, 32>(micro_kernel_avx512, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
                           workspace);
       return true;
 #endif
@@ -439,17 +468,17 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMat
   }
 #ifdef ET_GEMM_X86_DISPATCH
   if (has_avx512()) {
-    blocked_sgemm<8, 32>(micro_kernel_avx512, m, n, k, alpha, a, b, beta, bias, c, ldc,
+    blocked_sgemm<8, 32>(micro_kernel_avx512, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
                           workspace);
     return;
   }
   if (has_avx2_fma()) {
-    blocked_sgemm<6, 16>(micro_kernel_avx2, m, n, k, alpha, a, b, beta, bias, c, ldc,
+    blocked_sgemm<6, 16>(micro_kernel_avx2, true, m, n, k, alpha, a, b, beta, bias, c, ldc,
                           workspace);
     return;
   }
 #endif
-  blocked_sgemm<4, 8>(micro_kernel_baseline, m, n, k, alpha, a, b, beta, bias, c, ldc,
+  blocked_sgemm<4, 8>(micro_kernel_baseline, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
                           workspace);
 }
 

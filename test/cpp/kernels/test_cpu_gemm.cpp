@@ -104,3 +104,32 @@ KTEST(gemm_row_bias_on_every_path) {
     CHECK_CLOSE(c.data(), expected.data(), c.size(), 3e-5);
   }
 }
+
+// Operands as windows of larger buffers: A rows `pad` floats apart beyond k (read in place by
+// the AVX2 kernel), B transposed, C rows wider than n; C's padding columns must stay untouched.
+KTEST(gemm_windowed_operands_on_every_path) {
+  const int64_t pad = 5;
+  for (const Shape& s : {Shape{13, 37, 300}, Shape{100, 49, 77}, Shape{6, 16, 1}, Shape{145, 33, 513}}) {
+    const int64_t lda = s.k + pad, ldc = s.n + pad;
+    auto a_wide = ktest::random_floats(s.m * lda, 10);
+    auto b = ktest::random_floats(s.k * s.n, 11);  // stored n x k: B transposed
+    std::vector<float> a(s.m * s.k);
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t p = 0; p < s.k; ++p) a[i * s.k + p] = a_wide[i * lda + pad + p];
+    std::vector<float> zero(s.m * s.n, 0.f);
+    auto expected = reference(s, 1.f, a, false, b, true, 0.f, zero);
+    std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
+    for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512}) {
+      std::vector<float> c(s.m * ldc, 42.f);
+      if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a_wide.data() + pad, lda, 1}, {b.data(), 1, s.k}, 0.f,
+                         nullptr, c.data(), ldc, ws.data()))
+        continue;
+      std::vector<float> got(s.m * s.n);
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < s.n; ++j) got[i * s.n + j] = c[i * ldc + j];
+        for (int64_t j = s.n; j < ldc; ++j) CHECK(c[i * ldc + j] == 42.f);
+      }
+      CHECK_CLOSE(got.data(), expected.data(), got.size(), 1e-6 + 5e-8 * s.k);
+    }
+  }
+}

@@ -121,7 +121,7 @@ KTEST(gemm_same_bits_for_any_thread_count) {
     float beta;
   };
   // Odd sizes past every blocking edge: several KC blocks, > NC columns, > MP rows, one row.
-  const Case cases[] = {{197, 389, 301, false, 0.f}, {67, 2111, 45, true, 0.5f},
+  const Case cases[] = {{197, 389, 301, false, 0.f}, {67, 2111, 45, true, 0.5f}, {512, 49, 600, false, 1.f},
                         {1601, 53, 29, false, 1.f},  {1, 3001, 257, false, 0.f},
                         {5, 700, 513, true, 0.f}};
   for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512})
