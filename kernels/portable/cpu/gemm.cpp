@@ -197,7 +197,9 @@ __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(
 // A 6 x 16 tile of sums over kc steps. A comes packed (six values per step, contiguous) or, with
 // kRowsA, straight from six row pointers of a float32 row-major matrix: broadcasts read any
 // address, so a unit-stride A needs no copy. Named accumulators: GCC keeps an array in memory.
-template <bool kRowsA>
+// kHalf sums only the left 8 columns, for a last sliver of at most 8 (the packed sliver is
+// still 16 wide; its right half is zero padding).
+template <bool kRowsA, bool kHalf>
 __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void tile_avx2(
     int64_t kc, const float* a, const float* const* rows, const float* b, float alpha, float beta,
     const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
@@ -208,25 +210,25 @@ __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void tile_avx2(
   if (kRowsA) r0 = rows[0], r1 = rows[1], r2 = rows[2], r3 = rows[3], r4 = rows[4], r5 = rows[5];
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = kHalf ? b0 : _mm256_loadu_ps(b + 8);
     __m256 ai = _mm256_broadcast_ss(kRowsA ? r0 + p : a);
     c00 = _mm256_fmadd_ps(ai, b0, c00);
-    c01 = _mm256_fmadd_ps(ai, b1, c01);
+    if (!kHalf) c01 = _mm256_fmadd_ps(ai, b1, c01);
     ai = _mm256_broadcast_ss(kRowsA ? r1 + p : a + 1);
     c10 = _mm256_fmadd_ps(ai, b0, c10);
-    c11 = _mm256_fmadd_ps(ai, b1, c11);
+    if (!kHalf) c11 = _mm256_fmadd_ps(ai, b1, c11);
     ai = _mm256_broadcast_ss(kRowsA ? r2 + p : a + 2);
     c20 = _mm256_fmadd_ps(ai, b0, c20);
-    c21 = _mm256_fmadd_ps(ai, b1, c21);
+    if (!kHalf) c21 = _mm256_fmadd_ps(ai, b1, c21);
     ai = _mm256_broadcast_ss(kRowsA ? r3 + p : a + 3);
     c30 = _mm256_fmadd_ps(ai, b0, c30);
-    c31 = _mm256_fmadd_ps(ai, b1, c31);
+    if (!kHalf) c31 = _mm256_fmadd_ps(ai, b1, c31);
     ai = _mm256_broadcast_ss(kRowsA ? r4 + p : a + 4);
     c40 = _mm256_fmadd_ps(ai, b0, c40);
-    c41 = _mm256_fmadd_ps(ai, b1, c41);
+    if (!kHalf) c41 = _mm256_fmadd_ps(ai, b1, c41);
     ai = _mm256_broadcast_ss(kRowsA ? r5 + p : a + 5);
     c50 = _mm256_fmadd_ps(ai, b0, c50);
-    c51 = _mm256_fmadd_ps(ai, b1, c51);
+    if (!kHalf) c51 = _mm256_fmadd_ps(ai, b1, c51);
     if (!kRowsA) a += 6;
     b += 16;
   }
@@ -241,14 +243,23 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
                                                            float alpha, float beta,
                                                            const float* bias, float* c,
                                                            int64_t ldc, int64_t mr, int64_t nr) {
+  const bool half = nr <= 8;
   if (lda == 0) {
-    tile_avx2<false>(kc, a, nullptr, b, alpha, beta, bias, c, ldc, mr, nr);
+    if (half) {
+      tile_avx2<false, true>(kc, a, nullptr, b, alpha, beta, bias, c, ldc, mr, nr);
+    } else {
+      tile_avx2<false, false>(kc, a, nullptr, b, alpha, beta, bias, c, ldc, mr, nr);
+    }
     return;
   }
   // Rows past mr repeat the last real one: read in bounds, summed, never stored.
   const float* rows[6];
   for (int64_t i = 0; i < 6; ++i) rows[i] = a + std::min<int64_t>(i, mr - 1) * lda;
-  tile_avx2<true>(kc, nullptr, rows, b, alpha, beta, bias, c, ldc, mr, nr);
+  if (half) {
+    tile_avx2<true, true>(kc, nullptr, rows, b, alpha, beta, bias, c, ldc, mr, nr);
+  } else {
+    tile_avx2<true, false>(kc, nullptr, rows, b, alpha, beta, bias, c, ldc, mr, nr);
+  }
 }
 __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a,
                                                                      int64_t, const float* b,
