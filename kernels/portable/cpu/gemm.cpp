@@ -1,6 +1,6 @@
-// Goto-style blocked GEMM: pack panels of A and B, then run a register-tiled micro-kernel
-// written as plain loops the compiler vectorizes; an AVX2/FMA build of the micro-kernel is
-// picked at run time on x86 so the library itself still targets the baseline ISA.
+// Goto-style blocked GEMM: pack panels of B (and of A unless the kernel reads it in place), then
+// run a register-tiled micro-kernel: AVX2/FMA intrinsics on x86, compiler-vectorized loops for
+// the baseline and AVX-512 builds; picked at run time so the library targets the baseline ISA.
 #include "kernels/portable/cpu/gemm.h"
 
 #include <algorithm>
