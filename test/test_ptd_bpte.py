@@ -278,6 +278,34 @@ def test_bpte_round_trip_is_byte_identical():
     assert list(case.inputs[1].val.sizes) == [2, 5]
 
 
+@pytest.mark.parametrize("estimate", ["exact", "too small"])
+def test_written_bpte_equals_the_serialized_bytes(estimate, tmp_path, monkeypatch):
+    from executorch.devtools.bundled_program import serialize as bps
+
+    if estimate == "too small":  # the Builder then grows, moving the hole left for the program
+        monkeypatch.setattr(bps, "_estimated_size", lambda p: 64)
+    bundle, _, _ = _bundle()
+    data = serialize_from_bundled_program_to_flatbuffer(bundle)
+    bps.write_bundled_program(bundle, tmp_path / "a.bpte")
+    assert (tmp_path / "a.bpte").read_bytes() == data
+    # A schema object whose program is one view (as the reader returns it), to an open file.
+    back = deserialize_from_flatbuffer_to_bundled_program(data)
+    with open(tmp_path / "b.bpte", "wb") as f:
+        bps.write_bundled_program(back, f)
+    assert (tmp_path / "b.bpte").read_bytes() == data
+    assert bytes(deserialize_from_flatbuffer_to_bundled_program(data).program) == bundle.executorch_program.buffer
+
+
+def test_failed_bpte_write_leaves_no_file(tmp_path):
+    from executorch.devtools.bundled_program import serialize as bps
+
+    back = deserialize_from_flatbuffer_to_bundled_program(serialize_from_bundled_program_to_flatbuffer(_bundle()[0]))
+    back.program = [bytes(back.program), 12345]  # a program piece that is not bytes
+    with pytest.raises(SerializeError, match="BundledProgram.program is a int"):
+        bps.write_bundled_program(back, tmp_path / "m.bpte")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("engine", sorted(RUNTIMES))
 def test_bundled_cases_pass_and_a_wrong_answer_fails(engine, monkeypatch):
     monkeypatch.setenv("EXECUTORCH_RUNTIME", engine)

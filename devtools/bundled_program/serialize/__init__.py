@@ -7,6 +7,7 @@ program come back as views over the input (no copies, nothing parsed twice).
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 import flatbuffers
@@ -47,6 +48,9 @@ def _schema_of(bundled_program) -> bp.BundledProgram:
 
 
 class _BundleWriter(_Writer):
+    leave_hole = False
+    hole = None
+
     def bundle(self, p: bp.BundledProgram) -> int:
         suites = self.offsets([self.suite(s) for s in p.method_test_suites])
         program = self.pieces(p.program, _PROGRAM_ALIGNMENT)
@@ -54,15 +58,23 @@ class _BundleWriter(_Writer):
 
     def pieces(self, program, alignment: int) -> int:
         """The program as one byte vector, copied piece by piece when given as a list of pieces
-        (a program manager's chunks), so the `.pte` is never joined in memory first."""
-        if not isinstance(program, (list, tuple)):
+        (a program manager's chunks), so the `.pte` is never joined in memory first. With
+        `leave_hole`, the vector's bytes are left unwritten and `hole` records where they go (as
+        offsets from the buffer's end, which stay valid if the Builder grows)."""
+        if not isinstance(program, (list, tuple)) and not self.leave_hole:
             return self.byte_vector(program, alignment, "BundledProgram.program")
-        views = [as_byte_view(c, "BundledProgram.program piece") for c in program]
+        pieces = program if isinstance(program, (list, tuple)) else [program]
+        views = [as_byte_view(c, "BundledProgram.program piece") for c in pieces]
         b = self.b
-        b.StartVector(1, sum(len(v) for v in views), alignment)
-        for v in reversed(views):
-            b.head -= len(v)
-            b.Bytes[b.head:b.head + len(v)] = v
+        size = sum(len(v) for v in views)
+        b.StartVector(1, size, alignment)
+        if self.leave_hole:
+            b.head -= size
+            self.hole = (b.Offset(), views)
+        else:
+            for v in reversed(views):
+                b.head -= len(v)
+                b.Bytes[b.head:b.head + len(v)] = v
         return b.EndVector()
 
     def suite(self, s: bp.BundledMethodTestSuite) -> int:
@@ -111,11 +123,15 @@ def _estimated_size(p: bp.BundledProgram) -> int:
     return size
 
 
-def serialize_to_view(bundled_program) -> memoryview:
-    """The `.bpte` image as a view over the Builder's buffer (no copy of the finished bytes)."""
+def _build(bundled_program, leave_hole: bool) -> _BundleWriter:
     p = _schema_of(bundled_program)
     w = _BundleWriter(1, 1)
-    w.b = flatbuffers.Builder(_estimated_size(p))
+    w.leave_hole = leave_hole
+    w.b = flatbuffers.Builder(0)
+    # An anonymous map instead of bytearray(size): its pages stay unmapped (no zeroing, no resident
+    # memory) until the Builder writes them, and a hole left for the program is never touched.
+    size = _estimated_size(p)
+    w.b.Bytes, w.b.head = mmap.mmap(-1, size), size
     try:
         w.b.Finish(w.bundle(p), file_identifier=FILE_IDENTIFIER)
     except flatbuffers.builder.BuilderSizeError:
@@ -126,7 +142,13 @@ def serialize_to_view(bundled_program) -> memoryview:
         raise SerializeError(
             f"cannot write the bundled program: a field has the wrong type or range ({type(e).__name__}: {e}); "
             "build it with BundledProgram and MethodTestCase") from None
-    return memoryview(w.b.Bytes)[w.b.Head():]
+    return w
+
+
+def serialize_to_view(bundled_program) -> memoryview:
+    """The `.bpte` image as a view over the Builder's buffer (no copy of the finished bytes)."""
+    b = _build(bundled_program, leave_hole=False).b
+    return memoryview(b.Bytes)[b.Head():]
 
 
 def serialize_from_bundled_program_to_flatbuffer(bundled_program) -> bytes:
@@ -135,8 +157,14 @@ def serialize_from_bundled_program_to_flatbuffer(bundled_program) -> bytes:
 
 
 def write_bundled_program(bundled_program, path) -> None:
-    """Write the `.bpte` to `path` (atomically) or to an open binary file, without copying the image."""
-    write_chunks(path, [serialize_to_view(bundled_program)])
+    """Write the `.bpte` to `path` (atomically) or to an open binary file. The program's bytes go
+    from its own pieces straight to the file; the Builder holds only the tables and test data."""
+    w = _build(bundled_program, leave_hole=True)
+    image = memoryview(w.b.Bytes)
+    end, views = w.hole
+    start = len(image) - end
+    size = sum(len(v) for v in views)
+    write_chunks(path, [image[w.b.Head():start], *views, image[start + size:]])
 
 
 def deserialize_from_flatbuffer_to_bundled_program(flatbuffer) -> bp.BundledProgram:
