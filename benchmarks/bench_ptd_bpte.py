@@ -1,6 +1,7 @@
 """Time and extra peak memory to write and read `.pte`+`.ptd` and `.bpte`, here and with the published 1.5.1.
 
     python benchmarks/bench_ptd_bpte.py [--models mobilenet_v2,resnet50,mlp_512mb] [--reference PYTHON]
+                                        [--workdir /tmp/bench_ptd_bpte] [--ram-dir /dev/shm/bench_ptd_bpte]
 
 Every measurement runs in a fresh process (this file with --worker), with the project's python and
 with the published ExecuTorch's (--reference, default $ET_REFERENCE_PYTHON), through the same public
@@ -12,6 +13,12 @@ Reading: `Runtime.get().load_program(pte, data_path=ptd)` + `load_method`; a `.b
 outputs run before the clock starts. Extra peak memory is the
 process's peak resident size during the step (reset just before it, /proc/self/clear_refs) minus
 its resident size just before it, so the loaded model and exported program are not counted.
+
+Two tables: every step with the files in --workdir (on disk), then the write steps again with the files
+in --ram-dir (a RAM-backed tmpfs, so the time is the writers' own plus the kernel's copy into memory,
+without the disk). Each write row also times `dd` writing as many bytes to the same directory in the
+same run: no writer can beat that floor. Files a step writes are removed before it starts, on both
+sides, so neither pays for freeing the previous run's file.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -59,6 +67,12 @@ def _measure(step) -> dict:
     return {"seconds": seconds, "extra_peak": _status("VmHWM") - before}
 
 
+def _clear(*paths: Path) -> None:
+    for p in paths:
+        if p.exists():
+            p.unlink()
+
+
 def _edge(model, inputs):
     import torch
     from executorch.exir import to_edge_transform_and_lower
@@ -79,6 +93,7 @@ def worker(step: str, name: str, out: Path) -> dict:
     pte, ptd, bpte = out / "m.pte", out / "_default_external_constant.ptd", out / "m.bpte"
     if step == "write_pte_ptd":
         edge = _edge(*_make(name))
+        _clear(pte, ptd)
 
         def run():
             # The published manager serializes in to_executorch, this project's when writing: time both.
@@ -108,6 +123,7 @@ def worker(step: str, name: str, out: Path) -> dict:
         with torch.no_grad():
             cases = [MethodTestCase(list(inputs), [model(*inputs)]) for _ in range(2)]
         suites = [MethodTestSuite("forward", cases)]
+        _clear(bpte)
 
         def run():
             bundle = BundledProgram(edge.to_executorch(_config(external=False)), suites)
@@ -166,7 +182,9 @@ def main() -> None:
     ap.add_argument("--skip-reference", default="mlp_512mb:read_bpte",
                     help="MODEL:STEP pairs the published side skips (its .bpte reader goes through JSON, "
                          "tens of GB for the 512 MiB model on this shared machine)")
-    ap.add_argument("--workdir", default="/tmp/bench_ptd_bpte")
+    ap.add_argument("--workdir", default="/tmp/bench_ptd_bpte", help="the on-disk table's directory")
+    ap.add_argument("--ram-dir", default="/dev/shm/bench_ptd_bpte",
+                    help="a RAM-backed directory for the write steps' second table ('' for none)")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--worker", nargs=3, metavar=("STEP", "MODEL", "DIR"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -175,26 +193,51 @@ def main() -> None:
         return
     skip = set(a.skip_reference.split(",")) if a.skip_reference else set()
     sides = [("this project", sys.executable)] + ([("published 1.5.1", a.reference)] if a.reference else [])
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+    steps = a.steps.split(",")
+    tables = [(Path(a.workdir), steps)]
+    if a.ram_dir:
+        tables.append((Path(a.ram_dir), [s for s in steps if s.startswith("write")]))
+    for workdir, table_steps in tables:
+        if table_steps:
+            _table(workdir, a.models.split(","), table_steps, sides, skip, a.timeout)
+    if a.ram_dir:
+        shutil.rmtree(a.ram_dir, ignore_errors=True)  # give the tmpfs memory back
+
+
+def _dd_seconds(directory: Path, size: int) -> float:
+    """Seconds for dd to write `size` bytes of zeros to a new file in `directory` (as the writers
+    do: through the page cache, no sync)."""
+    target = directory / "dd.bin"
+    directory.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    subprocess.run(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={-(-size // 2**20)}"],
+                   check=True, capture_output=True)
+    seconds = time.perf_counter() - start
+    target.unlink()
+    return seconds
+
+
+def _table(workdir: Path, names, steps, sides, skip, timeout) -> None:
+    print(f"\n# files in {workdir}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
           f"{open('/proc/loadavg').read().split()[0]}; time, extra peak RSS (x the artifact's size)")
-    print("| model | step | artifact | " + " | ".join(s for s, _ in sides) + " | speedup |")
-    print("|---|---|---|" + "---|" * len(sides) + "---|")
-    for name in a.models.split(","):
-        for step in a.steps.split(","):
+    print("| model | step | artifact | " + " | ".join(s for s, _ in sides) + " | speedup | dd, same bytes |")
+    print("|---|---|---|" + "---|" * len(sides) + "---|---|")
+    for name in names:
+        for step in steps:
             results = []
             for side, python in sides:
                 if side != "this project" and f"{name}:{step}" in skip:
                     results.append({"error": "skipped, see --skip-reference"})
                     continue
                 # Each side writes its own files and reads back those it wrote.
-                results.append(_run(python, step, name, Path(a.workdir) / side.split()[0] / name, a.timeout))
+                results.append(_run(python, step, name, workdir / side.split()[0] / name, timeout))
             size = next((r["artifact"] for r in results if "artifact" in r), 0)
             speed = ""
             if len(results) == 2 and all("seconds" in r for r in results):
                 speed = f"{results[1]['seconds'] / results[0]['seconds']:.0f}x"
+            floor = f"{_dd_seconds(workdir, size):.3f} s" if step.startswith("write") and size else ""
             print(f"| {name} | {step} | {size / 2**20:.1f} MiB | " + " | ".join(_cell(r) for r in results)
-                  + f" | {speed} |", flush=True)
-
+                  + f" | {speed} | {floor} |", flush=True)
 
 if __name__ == "__main__":
     main()
