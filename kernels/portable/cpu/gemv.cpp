@@ -8,6 +8,7 @@
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ET_GEMV_X86_DISPATCH 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -142,9 +143,14 @@ ET_GEMV_AVX2 void row_columns_avx2(const Operands& o, int64_t j0, int64_t j1) {
   }
 }
 
+// F16C from CPUID directly: not every compiler's __builtin_cpu_supports knows its name.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+
 bool has_avx2_f16c() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                __builtin_cpu_supports("f16c");
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   return supported;
 }
 #endif
