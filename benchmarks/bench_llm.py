@@ -88,7 +88,7 @@ def _interleaved(engines: dict, prompt: list[int], new: int, repeat: int) -> dic
 
 
 def _row(name: str, prompt: int, new: int, prefill_s: float, decode_s: float) -> str:
-    return f"{name:<38} prefill {prompt / prefill_s:8.1f} tok/s   decode {new / decode_s:7.2f} tok/s"
+    return f"{name:<44} prefill {prompt / prefill_s:8.1f} tok/s   decode {new / decode_s:7.2f} tok/s"
 
 
 def _bench(args, dtype_name: str) -> None:
