@@ -7,7 +7,8 @@ portable runtime.
 The model is examples/models/llama_kv_cache.py at width 768, 8 layers, 12 query / 4 key-value heads,
 SwiGLU width 2048, vocabulary 32000 (99M parameters), exported once with a dynamic prompt length.
 Each engine runs one prefill over the prompt, then greedy decode steps; the figures are tokens/s
-(prefill: prompt tokens / prefill time; decode: new tokens / decode time), best of --repeat runs.
+(prefill: prompt tokens / prefill time; decode: new tokens / decode time), best of --repeat rounds in
+which eager and the native runtime (each at 1 thread and all threads) take turns.
 Every engine's generated tokens are compared with eager's (in half precision a different
 accumulation order may pick another token near a tie; the row says so). The published runtime
 runs the same file in a separate process, one thread. Each dtype is a separate model and export,
@@ -61,25 +62,33 @@ print(json.dumps({"prefill_s": best[0], "decode_s": best[1], "tokens": best[2]})
 '''
 
 
-def _time_generate(step, prompt: list[int], new: int, repeat: int) -> tuple[float, float, list[int]]:
-    """(best prefill seconds, best decode seconds for `new` steps, generated tokens)."""
-    best_p = best_d = float("inf")
+def _generate(step, prompt: list[int], new: int) -> tuple[float, float, list[int]]:
+    """(prefill seconds, decode seconds for `new` steps, generated tokens) of one run."""
+    t0 = time.perf_counter()
+    logits = step([torch.tensor([prompt]), torch.arange(len(prompt))])
+    t1 = time.perf_counter()
     tokens: list[int] = []
+    for pos in range(len(prompt), len(prompt) + new):
+        tokens.append(int(logits.argmax(-1)))
+        logits = step([torch.tensor([[tokens[-1]]]), torch.tensor([pos])])
+    return t1 - t0, time.perf_counter() - t1, tokens
+
+
+def _interleaved(engines: dict, prompt: list[int], new: int, repeat: int) -> dict:
+    """Best prefill and decode seconds per engine, the engines taking turns in every round so a
+    change in machine load falls on all of them. `engines` maps a name to (setup, step)."""
+    best: dict = {}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        logits = step([torch.tensor([prompt]), torch.arange(len(prompt))])
-        t1 = time.perf_counter()
-        tokens = []
-        for pos in range(len(prompt), len(prompt) + new):
-            tokens.append(int(logits.argmax(-1)))
-            logits = step([torch.tensor([[tokens[-1]]]), torch.tensor([pos])])
-        t2 = time.perf_counter()
-        best_p, best_d = min(best_p, t1 - t0), min(best_d, t2 - t1)
-    return best_p, best_d, tokens
+        for name, (setup, step) in engines.items():
+            setup()
+            p, d, tokens = _generate(step, prompt, new)
+            old = best.get(name, (float("inf"), float("inf"), tokens))
+            best[name] = (min(old[0], p), min(old[1], d), tokens)
+    return best
 
 
 def _row(name: str, prompt: int, new: int, prefill_s: float, decode_s: float) -> str:
-    return f"{name:<38} prefill {prompt / prefill_s:8.1f} tok/s   decode {new / decode_s:7.2f} tok/s"
+    return f"{name:<44} prefill {prompt / prefill_s:8.1f} tok/s   decode {new / decode_s:7.2f} tok/s"
 
 
 def _bench(args, dtype_name: str) -> None:
@@ -95,17 +104,17 @@ def _bench(args, dtype_name: str) -> None:
     print(f"\nmodel: {params / 1e6:.1f}M parameters {dtype_name}, .pte {len(data) / 2**20:.0f} MiB, "
           f"export + lowering {time.perf_counter() - t:.1f} s; prompt {args.prompt} tokens, {args.new} decode steps")
 
-    results = {}
     all_threads = torch.get_num_threads()
-    with torch.no_grad():
-        for threads in sorted({1, all_threads}):
-            torch.set_num_threads(threads)
-            results[f"eager torch, {threads} thread(s)"] = _time_generate(lambda a: model(*a), prompt, args.new,
-                                                                          args.repeat)
-    torch.set_num_threads(all_threads)
     method = Runtime.get().load_program(data).load_method("forward")
-    results["native runtime (this project)"] = _time_generate(lambda a: method.execute(a)[0], prompt, args.new,
-                                                              args.repeat)
+    engines = {}
+    for threads in sorted({1, all_threads}):
+        engines[f"eager torch, {threads} thread(s)"] = (lambda n=threads: torch.set_num_threads(n),
+                                                        lambda a: model(*a))
+        engines[f"native runtime (this project), {threads} thread(s)"] = (
+            lambda n=threads: _native_threads(n), lambda a: method.execute(a)[0])
+    with torch.no_grad():
+        results = _interleaved(engines, prompt, args.new, args.repeat)
+    torch.set_num_threads(all_threads)
     del method
     if args.published:
         with tempfile.TemporaryDirectory() as tmp:
@@ -124,6 +133,15 @@ def _bench(args, dtype_name: str) -> None:
     for name, (prefill_s, decode_s, tokens) in results.items():
         same = "" if tokens == want else "   tokens differ from eager: " + _first_difference(tokens, want)
         print(_row(name, args.prompt, args.new, prefill_s, decode_s) + same)
+
+
+def _native_threads(n: int) -> None:
+    """Sizes the native runtime's thread pool, when this runtime is the native one."""
+    try:
+        from executorch.extension.pybindings import portable_lib
+    except ImportError:
+        return
+    portable_lib._unsafe_reset_threadpool(n)
 
 
 def _first_difference(got: list[int], want: list[int]) -> str:

@@ -81,8 +81,16 @@ for _ in range(int(sys.argv[3])):
     start = time.perf_counter()
     method.execute(inputs)
     times.append((time.perf_counter() - start) * 1e3)
-print(statistics.median(times), min(times))
+print("result-ms", statistics.median(times), min(times))
 """
+
+
+def _result_ms(stdout: str) -> list[float]:
+    """The figures a timer subprocess printed; the published runtime logs its own lines to stdout too."""
+    lines = [line.split()[1:] for line in stdout.splitlines() if line.startswith("result-ms ")]
+    if not lines:
+        raise RuntimeError(f"the timer printed no result line; its output ended: {stdout[-300:]!r}")
+    return [float(v) for v in lines[-1]]
 
 
 def _published_ms(python: str, data: bytes, inputs, runs: int) -> tuple[float, float]:
@@ -91,8 +99,9 @@ def _published_ms(python: str, data: bytes, inputs, runs: int) -> tuple[float, f
         pte.write_bytes(data)
         torch.save(list(inputs), inp)
         out = subprocess.run([python, "-c", _PUBLISHED_TIMER, str(pte), str(inp), str(runs)],
-                             capture_output=True, text=True, check=True).stdout.split()
-    return float(out[-2]), float(out[-1])
+                             capture_output=True, text=True, check=True).stdout
+    median, best = _result_ms(out)
+    return median, best
 
 
 _XNNPACK_TIMER = """
@@ -114,7 +123,7 @@ for _ in range(int(sys.argv[3])):
         start = time.perf_counter()
         module.forward(list(inputs))
         times.setdefault(threads, []).append((time.perf_counter() - start) * 1e3)
-print(*(statistics.median(t) for t in times.values()))
+print("result-ms", *(statistics.median(t) for t in times.values()))
 """
 
 
@@ -124,7 +133,7 @@ def _xnnpack_ms(python: str, name: str, runs: int, threads: int) -> str:
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return f"failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
-    one, many = (float(v) for v in proc.stdout.split()[-2:])
+    one, many = _result_ms(proc.stdout)
     return f"{one:.1f} | {many:.1f}"
 
 

@@ -220,3 +220,23 @@ def test_cache_read_before_and_after_the_in_place_update(engine):
     program = to_edge(ep).to_executorch(config)
     got = runtime.load_program(program.buffer).load_method("forward").execute([x, pos])
     assert_outputs_close(got, list(ReadAround()(x, pos)))
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_our_bf16_decoder_decodes_as_eager(engine):
+    from executorch.exir import to_edge
+
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip(f"{engine} runtime not built (bash tools/run_tests.sh builds it)")
+    model, inputs = make_cached_decoder()
+    program = to_edge(torch.export.export(model.to(torch.bfloat16), inputs)).to_executorch()
+    eager = make_cached_decoder()[0].to(torch.bfloat16)  # fresh caches: export does not run the model
+    method = runtime.load_program(program.buffer).load_method("forward")
+    with torch.no_grad():
+        for _, step in _decode_calls():
+            got, expected = method.execute(step), eager(*step)
+            assert got[0].dtype == torch.bfloat16
+            assert_outputs_close(got, [expected])  # bf16's own relative tolerance
+    fresh = runtime.load_program(program.buffer).load_method("forward")
+    assert not compare_outputs(fresh.execute(_decode_calls()[-1][1]), [expected]).ok

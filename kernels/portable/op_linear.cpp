@@ -1,7 +1,8 @@
-// Matrix products on float32, float16 and bfloat16 (float32 accumulation): mm, bmm, addmm.
+// Matrix products on float32, float16 and bfloat16 (float32 accumulation): mm, bmm, addmm, linear.
 #include <algorithm>
 
 #include "kernels/portable/cpu/gemm.h"
+#include "kernels/portable/cpu/gemv.h"
 #include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"
@@ -11,10 +12,22 @@ namespace executorch {
 namespace kernels {
 namespace {
 
-// Packing scratch for one m x n x k product, or null (sgemm then runs unpacked).
-float* gemm_workspace(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k) {
-  auto mem = ctx.allocate_temp(cpu::sgemm_workspace_floats(m, n, k) * sizeof(float), 64);
+// A few rows against B read in place (a weight is streamed once, never packed).
+bool use_gemv(int64_t m, cpu::ConstMatrix b) { return cpu::gemv_supports(m, b); }
+
+// Scratch for one m x n x k product: A widened to float32 on the gemv path, else sgemm's
+// packing buffers; null when temp memory is short (sgemm then runs unpacked).
+float* gemm_workspace(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, cpu::ConstMatrix b) {
+  const size_t floats = use_gemv(m, b) ? static_cast<size_t>(m * k) : cpu::sgemm_workspace_floats(m, n, k);
+  auto mem = ctx.allocate_temp(floats * sizeof(float), 64);
   return mem.ok() ? static_cast<float*>(*mem) : nullptr;
+}
+
+// C (row-major, row stride n) = alpha * A @ B + beta * C on the path gemm_workspace() chose.
+void product(int64_t m, int64_t n, int64_t k, float alpha, cpu::ConstMatrix a, cpu::ConstMatrix b,
+             float beta, float* c, float* ws) {
+  if (ws != nullptr && use_gemv(m, b)) return cpu::gemv(m, n, k, alpha, a, b, beta, c, n, ws);
+  cpu::sgemm(m, n, k, alpha, a, b, beta, nullptr, c, n, use_gemv(m, b) ? nullptr : ws);
 }
 
 // The last two dims of `t` as a matrix (strides honour any dim order), batch `b` in.
@@ -57,7 +70,7 @@ void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float
   if (ot == ScalarType::Float) {
     float* o = static_cast<float*>(out);
     if (accumulate) init(0, m, o);
-    cpu::sgemm(m, n, k, alpha, a, b, accumulate ? 1.f : 0.f, nullptr, o, n, ws);
+    product(m, n, k, alpha, a, b, accumulate ? 1.f : 0.f, o, ws);
     return;
   }
   const int64_t rows = n > 0 ? std::max<int64_t>(1, std::min<int64_t>(m, kChunkFloats / n)) : m;
@@ -73,7 +86,7 @@ void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float
     cpu::ConstMatrix ar = a;
     ar.data = static_cast<const char*>(a.data) +
               r0 * a.row_stride * static_cast<int64_t>(a.elem == cpu::Elem::kF32 ? 4 : 2);
-    cpu::sgemm(mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, nullptr, c, n, ws);
+    product(mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, c, ws);
     narrow(c, mr * n, oe, out, r0 * n);
   }
 }
@@ -92,7 +105,7 @@ void mm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t sizes[2] = {m, n};
   if (!resize_out(ctx, out, {sizes, 2})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "mm: output must be contiguous");
-  float* ws = gemm_workspace(ctx, m, n, k);
+  float* ws = gemm_workspace(ctx, m, n, k, matrix_of(b, 0));
   gemm_into(ctx, m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), false, out.mutable_data_ptr(),
             out.scalar_type(), ws, no_init);
 }
@@ -111,7 +124,7 @@ void bmm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t sizes[3] = {batch, m, n};
   if (!resize_out(ctx, out, {sizes, 3})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "bmm: output must be contiguous");
-  float* ws = gemm_workspace(ctx, m, n, k);
+  float* ws = gemm_workspace(ctx, m, n, k, matrix_of(b, 0));
   char* o = static_cast<char*>(out.mutable_data_ptr());
   const int64_t step = m * n * static_cast<int64_t>(out.element_size());
   for (int64_t i = 0; i < batch && ctx.failure_state() == Error::Ok; ++i)
@@ -147,11 +160,44 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t rs = self.dim() == 2 && self.size(0) == m && m > 1 ? self.stride(0) : 0;
   const int64_t cs = self.dim() >= 1 && self.size(-1) == n && n > 1 ? self.stride(-1) : 0;
   gemm_into(ctx, m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta != 0.f,
-            out.mutable_data_ptr(), out.scalar_type(), gemm_workspace(ctx, m, n, k),
+            out.mutable_data_ptr(), out.scalar_type(), gemm_workspace(ctx, m, n, k, matrix_of(b, 0)),
             [&](int64_t r0, int64_t rows, float* c) {
               for (int64_t i = 0; i < rows; ++i)
                 for (int64_t j = 0; j < n; ++j)
                   c[i * n + j] = beta * cpu::load_elem(s, se, (r0 + i) * rs + j * cs);
+            });
+}
+
+// out[..., n] = input[..., k] @ weight[n, k]^T + bias[n]: the weight is read transposed in place.
+void linear_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), w = args[1]->toTensor(), out = args[3]->toTensor();
+  const auto bias = args[2]->toOptionalTensor();
+  ET_KERNEL_CHECK_MSG(ctx, same_float_type(in, w, out) && (!bias || bias->scalar_type() == out.scalar_type()),
+                      InvalidType, , "linear: needs float32, float16 or bfloat16 tensors of one dtype");
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() >= 1 && w.dim() == 2 && in.size(-1) == w.size(1), InvalidArgument, ,
+                      "linear: needs input [..., k] and weight [n, k]");
+  const int64_t k = w.size(1), n = w.size(0);
+  ET_KERNEL_CHECK_MSG(ctx, !bias || (bias->dim() == 1 && (bias->size(0) == n || bias->size(0) == 1)),
+                      InvalidArgument, , "linear: bias must be [n] (or [1])");
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() <= 2 || in.is_contiguous(), NotSupported, ,
+                      "linear: an input with more than 2 dims must be contiguous");
+  int64_t sizes[kMaxDim];
+  for (int64_t d = 0; d + 1 < in.dim(); ++d) sizes[d] = in.size(d);
+  sizes[in.dim() - 1] = n;
+  if (!resize_out(ctx, out, {sizes, static_cast<size_t>(in.dim())})) return;
+  ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "linear: output must be contiguous");
+  const int64_t m = n > 0 ? out.numel() / n : 0;
+  const cpu::ConstMatrix a{in.const_data_ptr(), in.dim() == 2 ? in.stride(0) : k, in.stride(-1),
+                           elem_of(in.scalar_type())};
+  const cpu::ConstMatrix b{w.const_data_ptr(), w.stride(1), w.stride(0), elem_of(w.scalar_type())};
+  const void* s = bias ? bias->const_data_ptr() : nullptr;
+  const cpu::Elem se = elem_of(out.scalar_type());
+  const int64_t cs = bias && bias->size(0) == n && n > 1 ? bias->stride(0) : 0;
+  gemm_into(ctx, m, n, k, 1.f, a, b, bias.has_value(), out.mutable_data_ptr(), out.scalar_type(),
+            gemm_workspace(ctx, m, n, k, b), [&](int64_t, int64_t rows, float* c) {
+              for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < n; ++j) c[i * n + j] = cpu::load_elem(s, se, j * cs);
             });
 }
 

@@ -292,6 +292,7 @@ Error Method::init(const Program& program, MemoryManager* mm) {
     output_index_[i] = static_cast<uint32_t>(v);
   }
   ET_TRY(init_steps(program, mm));
+  elide_weight_transposes();
   return check_tensor_memory();
 }
 

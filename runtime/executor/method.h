@@ -92,6 +92,8 @@ class Method final {
   Error check_lists();
   Error check_tensor_memory();
   Error bind_view_outputs();
+  void elide_weight_transposes();
+  bool read_only_as_mat2(const EValue* v, const Step* permute, OpFunction mm, OpFunction addmm) const;
 
   MethodMeta meta_;
   MemoryAllocator* temp_allocator_ = nullptr;
