@@ -40,7 +40,10 @@ _MODELS = {"mobilenet_v2": MODELS["mobilenet_v2"], "transformer_encoder": _encod
 def exported(request):
     model, inputs = _MODELS[request.param]()
     fp32 = export(model, [inputs])
-    int8 = export(model, _samples(inputs), ExportRecipe.get_recipe(PortableRecipeType.INT8))
+    # Calibrated single-threaded too: torch's thread count picks its convolution algorithm, so the
+    # observers' ranges (and the file) would otherwise depend on the machine and the test workers.
+    with one_torch_thread():
+        int8 = export(model, _samples(inputs), ExportRecipe.get_recipe(PortableRecipeType.INT8))
     converted = int8.get_stage_artifacts()[StageType.QUANTIZE].data["forward"]
     with torch.no_grad(), one_torch_thread():
         ref = converted(*inputs)
@@ -98,13 +101,19 @@ def test_python_engine_matches_the_converted_module(exported):
     assert _rel_err(eager, ref) > 1e-3
 
 
+# The native engine's float kernels sum in another order than torch's, so an activation on a
+# rounding boundary can land one int8 step apart and the steps carry through the later layers:
+# MobileNetV2 measured 6.4e-7 of its range with one calibration and 3.3e-3 with another. A scale
+# off by 0.5% on one dequantize moves it by 4.4e-2, so this bound still catches a wrong kernel
+# (test_the_accuracy_gate_fails_on_a_scale_off_by_half_a_percent).
+NATIVE_BOUND = 1e-2
+BOUND = {"python": 1e-3, "native": NATIVE_BOUND}
+
+
 def test_native_engine_matches_the_converted_module(exported):
     name, _, int8, inputs, ref, eager = exported
-    # Holds for these models and samples, not for every calibration: the native convolutions sum in
-    # another order than torch's, and over MobileNetV2's 52 quantized layers one-step flips at rounding
-    # boundaries can compound to 2e-2 of the range (BENCHMARKS.md, "Quantized programs").
     err = _rel_err(_run(int8, inputs, "native"), ref)
-    assert err <= 1e-3, f"{name}: native engine differs by {err:.3g} of the range"
+    assert err <= NATIVE_BOUND, f"{name}: native engine differs by {err:.3g} of the range"
 
 
 def _with_scaled_dequantize(buffer: bytes, factor: float) -> bytes:
@@ -126,7 +135,7 @@ def test_the_accuracy_gate_fails_on_a_scale_off_by_half_a_percent(exported, engi
     name, _, int8, inputs, ref, _ = exported
     wrong = _with_scaled_dequantize(int8.get_pte_buffer(), 1.005)
     out = _on(engine, lambda rt: rt.load_program(wrong).load_method("forward").execute(list(inputs))[0])
-    assert _rel_err(out, ref) > 1e-3, f"{name} on {engine}: a scale 0.5% off still passes the gate"
+    assert _rel_err(out, ref) > BOUND[engine], f"{name} on {engine}: a scale 0.5% off still passes the gate"
 
 
 def test_quantized_recipe_without_torchao_names_the_package(monkeypatch):
@@ -163,7 +172,7 @@ def test_published_exporters_quantized_file_runs_here(exported, engine, tmp_path
     out = _on(engine, lambda rt: rt.load_program(pte).load_method("forward")
               .execute(list(inputs))[0])
     err = _rel_err(out, ref)
-    assert err <= 1e-3, f"{name} on {engine}: the published file differs by {err:.3g}"
+    assert err <= BOUND[engine], f"{name} on {engine}: the published file differs by {err:.3g}"
 
 
 _SMALL_FACTORY = '''
