@@ -1,5 +1,6 @@
 // Comparisons, logical ops, where and masked_fill: predicates and selections elementwise.
 #include <cmath>
+#include <cstring>
 
 #include "kernels/portable/util/elementwise.h"
 
@@ -60,9 +61,76 @@ void isinf_out(KernelRuntimeContext& ctx, Args args) {
   });
 }
 
+// A float32 where operand that is a scalar or a row-major tensor of the output's shape.
+bool where_value_dense(const Operand& v, const Tensor& out) {
+  if (v.is_scalar) return true;
+  if (v.type != ScalarType::Float || !v.row_major || v.ndim != static_cast<size_t>(out.dim()))
+    return false;
+  for (size_t d = 0; d < v.ndim; ++d)
+    if (v.sizes[d] != out.sizes()[d]) return false;
+  return true;
+}
+
+// The hot cases of where into a row-major float32 output: a and b scalars or dense, and a
+// row-major Bool condition that has the output's shape or is broadcast over its trailing dims
+// only (the [..., L, 1] row mask attention leaves after softmax). Then each condition element
+// selects a run of `inner` consecutive outputs, copied whole. False when the case does not fit.
+bool where_fast(const Operand (&ops)[3], const Tensor& out) {
+  const Operand& c = ops[0];
+  if (out.scalar_type() != ScalarType::Float || !out.is_contiguous() || c.is_scalar ||
+      c.type != ScalarType::Bool || !c.row_major || !where_value_dense(ops[1], out) ||
+      !where_value_dense(ops[2], out))
+    return false;
+  const size_t nd = static_cast<size_t>(out.dim());
+  if (nd == 0 || c.ndim > nd) return false;
+  const size_t shift = nd - c.ndim;
+  // Dims [0, k) the condition spans as the output does; dims [k, nd) are all size 1 in it.
+  size_t k = nd;
+  while (k > 0 && (k <= shift || c.sizes[k - 1 - shift] == 1)) --k;
+  int64_t rows = 1, inner = 1;
+  for (size_t d = 0; d < nd; ++d) {
+    const int64_t cs = d < shift ? 1 : c.sizes[d - shift];
+    if (d < k && cs != out.sizes()[d]) return false;
+    (d < k ? rows : inner) *= out.sizes()[d];
+  }
+  if (rows == 0 || inner == 0) return true;
+  const uint8_t* cond = static_cast<const uint8_t*>(c.data);
+  float* o = out.mutable_data_ptr<float>();
+  const float* a = static_cast<const float*>(ops[1].data);
+  const float* b = static_cast<const float*>(ops[2].data);
+  const float sa = static_cast<float>(ops[1].scalar_d), sb = static_cast<float>(ops[2].scalar_d);
+  const bool da = !ops[1].is_scalar, db = !ops[2].is_scalar;
+  if (inner == 1) {
+    cpu::parallel_for(0, rows, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      if (da && db) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = cond[i] != 0 ? a[i] : b[i];
+      } else {
+        for (int64_t i = lo; i < hi; ++i) o[i] = cond[i] != 0 ? (da ? a[i] : sa) : (db ? b[i] : sb);
+      }
+    });
+    return true;
+  }
+  const int64_t grain = kElementwiseGrain / inner > 0 ? kElementwiseGrain / inner : 1;
+  cpu::parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const bool pick_a = cond[r] != 0;
+      const float* src = pick_a ? (da ? a : nullptr) : (db ? b : nullptr);
+      float* dst = o + r * inner;
+      if (src != nullptr) {
+        std::memcpy(dst, src + r * inner, static_cast<size_t>(inner) * sizeof(float));
+      } else {
+        const float v = pick_a ? sa : sb;
+        for (int64_t j = 0; j < inner; ++j) dst[j] = v;
+      }
+    }
+  });
+  return true;
+}
+
 // out = cond ? a : b with all three broadcast; a and b may be tensors or scalars.
 void select_where(KernelRuntimeContext& ctx, const Operand (&ops)[3], const Tensor& out) {
   if (!prepare_elementwise(ctx, ops, 3, out)) return;
+  if (where_fast(ops, out)) return;
   const Walk w = plan_walk(out, ops, 3);
   void* o = out.mutable_data_ptr();
   const ScalarType ot = out.scalar_type();

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/util/reduce.h"
 
 namespace executorch {
@@ -205,6 +206,9 @@ void min_dim_out(KernelRuntimeContext& ctx, Args args) {
   extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, false);
 }
 
+// Input bytes per chunk of the any/all fast path: enough that a chunk outweighs handing it out.
+constexpr int64_t kAnyAllGrain = 1 << 16;
+
 // any / all over dims, written as 0/1 in out's dtype.
 void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all_dims,
              bool keepdim, const Tensor& out, bool is_any) {
@@ -214,6 +218,28 @@ void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> di
     return;
   const void* x = in.const_data_ptr();
   const ScalarType it = in.scalar_type();
+  if (p.red_dense && (it == ScalarType::Bool || it == ScalarType::Byte) &&
+      out.scalar_type() == ScalarType::Bool) {
+    // The hot case (a mask reduced over its last dim): any is the OR of a row's bytes and all
+    // is their minimum, both nonzero exactly when the generic test is true; loops that vectorize.
+    const uint8_t* x8 = static_cast<const uint8_t*>(x);
+    bool* o = out.mutable_data_ptr<bool>();
+    const int64_t n = p.red_count;
+    const int64_t grain = n > 0 && kAnyAllGrain / n > 0 ? kAnyAllGrain / n : 1;
+    cpu::parallel_for(0, p.out_count, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const uint8_t* row = x8 + reduce_base(p, i);
+        uint8_t acc = is_any ? 0 : 0xff;
+        if (is_any) {
+          for (int64_t r = 0; r < n; ++r) acc |= row[r];
+        } else {
+          for (int64_t r = 0; r < n; ++r) acc = row[r] < acc ? row[r] : acc;
+        }
+        o[i] = acc != 0;
+      }
+    });
+    return;
+  }
   for (int64_t i = 0; i < p.out_count; ++i) {
     bool acc = !is_any;
     for_each_reduced(p, reduce_base(p, i), [&](int64_t off, int64_t) {

@@ -77,6 +77,16 @@ void copy_same(const View& src, const View& dst) {
   T* d = static_cast<T*>(const_cast<void*>(dst.data));
   size_t b;
   if (!transposed_dim(src, dst, &b)) {
+    const size_t last = dst.ndim - 1;
+    if (dst.ndim > 0 && src.strides[last] == 1 && dst.strides[last] == 1 && dst.sizes[last] > 1) {
+      // Rows contiguous on both sides (permutes that keep the last dim, expands, slices):
+      // one memmove per row instead of an indexed copy per element.
+      const size_t bytes = static_cast<size_t>(dst.sizes[last]) * sizeof(T);
+      View so = src, dof = dst;
+      so.ndim = dof.ndim = last;
+      for_each_pair(so, dof, [&](int64_t sr, int64_t dr) { std::memmove(d + dr, s + sr, bytes); });
+      return;
+    }
     for_each_pair(src, dst, [&](int64_t so, int64_t dof) { d[dof] = s[so]; });
     return;
   }

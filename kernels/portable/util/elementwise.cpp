@@ -1,6 +1,9 @@
 // Operand construction, broadcasting and walk planning for the elementwise maps.
 #include "kernels/portable/util/elementwise.h"
 
+#include <cmath>
+#include <limits>
+
 namespace executorch {
 namespace kernels {
 
@@ -121,6 +124,15 @@ ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n) {
   if (all_f16_f32) return ComputeKind::kHalf;
   if (all_int) return ComputeKind::kInt64;
   return ComputeKind::kDouble;
+}
+
+double round_to_float(double v) {
+  const double fmax = std::numeric_limits<float>::max();
+  if (v != v || std::fabs(v) <= fmax) return static_cast<double>(static_cast<float>(v));
+  // Past float's largest value, round to nearest still gives it below the halfway point to
+  // 2^128 (the ulp there is 2^104); from that point on, infinity.
+  const double halfway = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+  return std::copysign(std::fabs(v) < halfway ? fmax : std::numeric_limits<double>::infinity(), v);
 }
 
 void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out) {

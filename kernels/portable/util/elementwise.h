@@ -119,6 +119,9 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
 template <typename F, size_t N>
 void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f);
 
+// v rounded to float32 (nearest, ties to even) and widened back, without an out-of-range cast.
+double round_to_float(double v);
+
 // Fails `ctx` for a call whose dtypes need a compute path the dtype-selective build left out.
 void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out);
 
@@ -247,17 +250,85 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
   }
 }
 
+// map_predicate over a linear walk into a Bool output, every tensor operand stored as T and read
+// as C (float for Float, int64 0/1 for Bool: the values the generic path compares). An operand
+// whose walk stride is 0 (a scalar or a one-element tensor) is loaded once.
+template <typename T, typename C, typename F, size_t N>
+void predicate_dense(const Walk& w, const Operand (&ins)[N], bool* o, int64_t n, F f) {
+  const T* p[N];
+  C c[N];
+  bool var[N];
+  for (size_t k = 0; k < N; ++k) {
+    p[k] = static_cast<const T*>(ins[k].data);
+    var[k] = !ins[k].is_scalar && w.strides[k + 1][0] != 0;
+    if constexpr (std::is_floating_point_v<C>) c[k] = var[k] ? 0 : static_cast<C>(load_d(ins[k], 0));
+    else c[k] = var[k] ? 0 : (load_i(ins[k], 0) != 0 ? 1 : 0);
+  }
+  const auto at = [](const T* q, int64_t i) -> C {
+    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(q[i]);
+    else return q[i] != 0 ? 1 : 0;
+  };
+  cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    if constexpr (N == 1) {
+      if (var[0]) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(at(p[0], i));
+      } else {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(c[0]);
+      }
+    } else {
+      if (var[0] && var[1]) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(at(p[0], i), at(p[1], i));
+      } else if (var[0]) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(at(p[0], i), c[1]);
+      } else if (var[1]) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(c[0], at(p[1], i));
+      } else {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(c[0], c[1]);
+      }
+    }
+  });
+}
+
+// predicate_dense writes Bool tensors, one byte per element, through bool*.
+static_assert(sizeof(bool) == 1, "Bool tensors hold one byte per element");
+
 template <typename F, size_t N>
-void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Tensor& out, F f) {
-  if (!prepare_elementwise(ctx, ins, N, out)) return;
+void map_predicate(KernelRuntimeContext& ctx, const Operand (&args)[N], const Tensor& out, F f) {
+  if (!prepare_elementwise(ctx, args, N, out)) return;
+  Operand ins[N];
+  bool all_int = true, all_f32 = true, all_bool = true;
+  for (size_t k = 0; k < N; ++k) {
+    ins[k] = args[k];
+    all_int = all_int && operand_integral(ins[k]);
+    all_f32 = all_f32 && (ins[k].is_scalar || ins[k].type == ScalarType::Float);
+    all_bool = all_bool && (ins[k].is_scalar || ins[k].type == ScalarType::Bool);
+  }
+  if (all_f32 && !all_int) {
+    // torch compares float32 tensors with a number in float32: round the number to float first
+    // (x == 0.1 is true where x holds float(0.1)).
+    for (size_t k = 0; k < N; ++k)
+      if (ins[k].is_scalar) ins[k].scalar_d = round_to_float(ins[k].scalar_d);
+  }
   const Walk w = plan_walk(out, ins, N);
   void* o = out.mutable_data_ptr();
   const ScalarType ot = out.scalar_type();
-  bool all_int = true;
-  for (size_t k = 0; k < N; ++k) all_int = all_int && operand_integral(ins[k]);
   if (all_int && !ET_SELECTED_COMPUTE_INT64) {
     dtype_not_selected(ctx, ot);
     return;
+  }
+  // The hot cases (attention masks: x == -inf, logical_not of a mask): same-shape row-major
+  // Float or Bool tensors, scalars, into a Bool output; plain loops the compiler vectorizes.
+  if (w.linear && w.ndim > 0 && ot == ScalarType::Bool) {
+    bool* ob = static_cast<bool*>(o);
+    if (all_f32 && !all_int) {
+      // Every value is a float32 now, so comparing in float32 gives the double path's answers.
+      predicate_dense<float, float>(w, ins, ob, out.numel(), f);
+      return;
+    }
+    if (ET_SELECTED_COMPUTE_INT64 && all_bool && all_int) {
+      predicate_dense<uint8_t, int64_t>(w, ins, ob, out.numel(), f);
+      return;
+    }
   }
   walk(w, [&](int64_t oo, const int64_t* io) {
     bool r;
