@@ -131,8 +131,10 @@ def _xnnpack_ms(python: str, name: str, runs: int, threads: int) -> str:
     """Median ms at 1 and `threads` threads of the published XNNPACK-delegated file, or why not."""
     proc = subprocess.run([python, "-c", _XNNPACK_TIMER, str(Path(__file__).parent), name, str(runs), str(threads)],
                           capture_output=True, text=True)
+    if proc.returncode < 0:
+        return f"failed: the published runtime died of signal {-proc.returncode} | "
     if proc.returncode != 0:
-        return f"failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+        return f"failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode} | "
     one, many = _result_ms(proc.stdout)
     return f"{one:.1f} | {many:.1f}"
 
