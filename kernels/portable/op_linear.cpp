@@ -12,22 +12,21 @@ namespace executorch {
 namespace kernels {
 namespace {
 
-// A few rows against B read in place (a weight is streamed once, never packed).
-bool use_gemv(int64_t m, cpu::ConstMatrix b) { return cpu::gemv_supports(m, b); }
-
-// Scratch for one m x n x k product: A widened to float32 on the gemv path, else sgemm's
-// packing buffers; null when temp memory is short (sgemm then runs unpacked).
+// Scratch for one m x n x k product: A widened to float32 when a few rows go through gemv (B
+// read in place, never packed), else sgemm's packing buffers; null when temp memory is short
+// (sgemm then runs unpacked).
 float* gemm_workspace(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, cpu::ConstMatrix b) {
-  const size_t floats = use_gemv(m, b) ? static_cast<size_t>(m * k) : cpu::sgemm_workspace_floats(m, n, k);
+  const size_t floats = cpu::gemv_supports(m, b) ? static_cast<size_t>(m * k) : cpu::sgemm_workspace_floats(m, n, k);
   auto mem = ctx.allocate_temp(floats * sizeof(float), 64);
   return mem.ok() ? static_cast<float*>(*mem) : nullptr;
 }
 
-// C (row-major, row stride n) = alpha * A @ B + beta * C on the path gemm_workspace() chose.
-void product(int64_t m, int64_t n, int64_t k, float alpha, cpu::ConstMatrix a, cpu::ConstMatrix b,
-             float beta, float* c, float* ws) {
-  if (ws != nullptr && use_gemv(m, b)) return cpu::gemv(m, n, k, alpha, a, b, beta, c, n, ws);
-  cpu::sgemm(m, n, k, alpha, a, b, beta, nullptr, c, n, use_gemv(m, b) ? nullptr : ws);
+// C (row-major, row stride n) = alpha * A @ B + beta * C. `gemv` is the choice gemm_workspace()
+// made for the whole product: a row chunk of it takes the same path, so `ws` fits.
+void product(bool gemv, int64_t m, int64_t n, int64_t k, float alpha, cpu::ConstMatrix a,
+             cpu::ConstMatrix b, float beta, float* c, float* ws) {
+  if (gemv && ws != nullptr) return cpu::gemv(m, n, k, alpha, a, b, beta, c, n, ws);
+  cpu::sgemm(m, n, k, alpha, a, b, beta, nullptr, c, n, gemv ? nullptr : ws);
 }
 
 // The last two dims of `t` as a matrix (strides honour any dim order), batch `b` in.
@@ -67,10 +66,11 @@ template <typename Init>
 void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float alpha,
                cpu::ConstMatrix a, cpu::ConstMatrix b, bool accumulate, void* out, ScalarType ot,
                float* ws, Init init) {
+  const bool gemv = cpu::gemv_supports(m, b);
   if (ot == ScalarType::Float) {
     float* o = static_cast<float*>(out);
     if (accumulate) init(0, m, o);
-    product(m, n, k, alpha, a, b, accumulate ? 1.f : 0.f, o, ws);
+    product(gemv, m, n, k, alpha, a, b, accumulate ? 1.f : 0.f, o, ws);
     return;
   }
   const int64_t rows = n > 0 ? std::max<int64_t>(1, std::min<int64_t>(m, kChunkFloats / n)) : m;
@@ -86,7 +86,7 @@ void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float
     cpu::ConstMatrix ar = a;
     ar.data = static_cast<const char*>(a.data) +
               r0 * a.row_stride * static_cast<int64_t>(a.elem == cpu::Elem::kF32 ? 4 : 2);
-    product(mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, c, ws);
+    product(gemv, mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, c, ws);
     narrow(c, mr * n, oe, out, r0 * n);
   }
 }
