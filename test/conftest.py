@@ -110,6 +110,16 @@ def reference_runtime(tmp_path_factory) -> ReferenceRuntime:
     return ReferenceRuntime(python, SHARED_TOOLS, run_dir / "published-exports")
 
 
+@pytest.fixture
+def restore_pool_size():
+    """Puts the native thread pool back to its size after a test that resizes it."""
+    from executorch.extension.pybindings import portable_lib
+
+    before = portable_lib._threadpool_get_thread_count()
+    yield
+    portable_lib._unsafe_reset_threadpool(before)
+
+
 def project_runtimes() -> dict:
     """The project's runtimes available here, by name: always the Python interpreter, and the
     native runtime when its extension is built."""

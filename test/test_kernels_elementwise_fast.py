@@ -195,13 +195,6 @@ def test_expand_and_slice_copies():
     _check(lambda t: t[:, :, 3:61].contiguous() * 1, torch.arange(840, dtype=torch.int16).view(3, 4, 70))
 
 
-@pytest.fixture
-def restore_pool_size():
-    before = portable_lib._threadpool_get_thread_count()
-    yield
-    portable_lib._unsafe_reset_threadpool(before)
-
-
 def test_mask_chain_bit_identical_for_1_2_and_3_threads(restore_pool_size):
     x = _specials(2, 6, 197, 197)
     fn = lambda t: torch.ops.aten._safe_softmax(t, -1)  # noqa: E731

@@ -116,13 +116,6 @@ def test_transpose_of_an_input_weight_is_copied(capfd):
     assert _close(method.execute([x, w2])[0], x.double() @ w2.double().T, torch.float32)
 
 
-@pytest.fixture
-def restore_pool_size():
-    before = portable_lib._threadpool_get_thread_count()
-    yield
-    portable_lib._unsafe_reset_threadpool(before)
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_few_row_products_are_bit_identical_for_1_2_and_3_threads(dtype, restore_pool_size, capfd):
     torch.manual_seed(4)

@@ -45,13 +45,6 @@ def _python(code: str, env_value: str | None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
 
 
-@pytest.fixture
-def restore_pool_size():
-    before = portable_lib._threadpool_get_thread_count()
-    yield
-    portable_lib._unsafe_reset_threadpool(before)
-
-
 def test_results_are_bit_identical_for_1_2_and_3_threads(restore_pool_size):
     torch.manual_seed(0)
     model = _ConvMatmul().eval()
