@@ -73,8 +73,9 @@ def test_unknown_method_and_etdump_are_refused(mv2):
 
 
 def test_missing_native_extension_gives_a_clear_import_error(monkeypatch):
-    import executorch.extension.pybindings as pybindings
-
+    # The package the import system consults: a test that re-imported it leaves a stale one as the
+    # attribute `import a.b as c` would read.
+    pybindings = importlib.import_module("executorch.extension.pybindings")
     monkeypatch.setitem(sys.modules, "executorch.extension.pybindings._portable_lib", None)
     monkeypatch.delattr(pybindings, "_portable_lib", raising=False)
     monkeypatch.delitem(sys.modules, "executorch.extension.pybindings.portable_lib", raising=False)
