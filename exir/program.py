@@ -542,7 +542,9 @@ class ExecutorchProgramManager:
     def buffer(self) -> bytes:
         """The `.pte` file's bytes."""
         if self._buffer is None:
-            self._buffer = b"".join(self._chunks())
+            from executorch.exir._serialize._join import join_bytes
+
+            self._buffer = join_bytes(self._chunks())
         return self._buffer
 
     def write_to_file(self, f) -> None:
@@ -561,7 +563,9 @@ class ExecutorchProgramManager:
     def data_files(self) -> dict[str, bytes]:
         """Per `.ptd` file name (without extension): its bytes. Empty unless constants or named data
         were placed outside the `.pte` (`ExecutorchBackendConfig(external_constants=...)`)."""
-        return {name: b"".join(self._ptd_chunks(name)) for name in self._data_payloads}
+        from executorch.exir._serialize._join import join_bytes
+
+        return {name: join_bytes(self._ptd_chunks(name)) for name in self._data_payloads}
 
     def write_tensor_data_to_file(self, outdir) -> None:
         """Write each `.ptd` file as `outdir/<name>.ptd`, streaming tensor data from its storage

@@ -25,6 +25,7 @@ from executorch.exir._serialize._alignment import aligned, check_alignment, padd
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
 from executorch.exir._serialize._header import HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, decode_header
+from executorch.exir._serialize._join import join_bytes
 from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
 from executorch.exir.error import SerializeError
 
@@ -140,7 +141,7 @@ def serialize_pte_binary(
                 "mutable_data_segments) and leave these fields None or as read"
             )
         program = program.program
-    return b"".join(
+    return join_bytes(
         serialize_pte_chunks(
             program,
             segment_alignment=segment_alignment,

@@ -22,6 +22,7 @@ from executorch.exir._dtypes import element_size
 from executorch.exir._serialize._alignment import aligned, check_alignment
 from executorch.exir._serialize._flatbuffer_reader import _Corrupt, _Reader
 from executorch.exir._serialize._flatbuffer_writer import _I8, _OFFSET, _U32, _U64, _Writer, as_byte_view
+from executorch.exir._serialize._join import join_bytes
 from executorch.exir._serialize.data_serializer import DataEntry, DataPayload, DataSerializer
 from executorch.exir.error import SerializeError
 from executorch.exir.tensor_layout import TensorLayout
@@ -253,7 +254,7 @@ class FlatTensorSerializer(DataSerializer):
         return serialize_ptd_chunks(data, self.config.segment_alignment)
 
     def serialize(self, data: DataPayload) -> bytes:
-        return b"".join(self.serialize_chunks(data))
+        return join_bytes(self.serialize_chunks(data))
 
     def deserialize(self, blob) -> DataPayload:
         """The payload of a `.ptd` image; buffers are views over `blob`. Alignment requests are
