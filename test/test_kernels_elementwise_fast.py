@@ -89,6 +89,53 @@ def test_compare_rounds_the_number_to_float_as_torch_does():
             _check(lambda t, op=op, s=s: op(t[::2], s), x)  # a strided view: the generic path
 
 
+def _numbers_near(values: torch.Tensor, seed: int) -> list:
+    """Numbers at, between and around `values` (16-bit floats widened): exact values, halfway points
+    (ties), and doubles a hair either side of them, which rounding to 16 bits sends different ways."""
+    g = torch.Generator().manual_seed(seed)
+    v = values.double()
+    out = [0.1, 1 / 3, 65504.0, 65520.0, 1e6, -1e-8, 2.0**-25, 3.0**40]
+    for i in torch.randint(0, v.numel() - 1, (12,), generator=g).tolist():
+        a, b = sorted((v[i].item(), v[i + 1].item()))
+        mid = (a + b) / 2
+        out += [a, mid, math.nextafter(mid, math.inf), math.nextafter(mid, -math.inf), a + (b - a) / 3]
+    return [x for x in out if math.isfinite(x)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_compare_rounds_the_number_to_the_16_bit_dtype(dtype):
+    # torch compares a Half/BFloat16 tensor with a number in that dtype: x == 0.1 holds where x is
+    # 0.1 rounded to 16 bits, which a comparison in double never finds equal.
+    x = torch.sort(torch.randn(4000, generator=torch.Generator().manual_seed(5)) * 3).values.to(dtype)
+    x[:6] = torch.tensor([0.1, 1 / 3, 65504.0, INF, NAN, -0.0]).to(dtype)
+    numbers = _numbers_near(x[6:].unique(), seed=6)
+    with torch.no_grad():
+        assert any(torch.eq(x, s).any() and not (x.double() == s).any() for s in numbers), "no case tells them apart"
+    for s in numbers:
+        for op in (torch.eq, torch.lt, torch.ge):
+            _check(lambda t, op=op, s=s: op(t, s), x)
+            _check(lambda t, op=op, s=s: op(t[::3], s), x)  # a strided view: the generic path
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.bool])
+def test_integers_against_a_float_number_compare_in_float32(dtype):
+    # An integer tensor against a floating number promotes to float32 (the default dtype) in
+    # torch, both sides rounded: 16777217 == 16777216.5 holds there, not in double.
+    big = [16777217, 16777216, 16777215, 2**31 - 1, -(2**31), 2**30 + 64, 3, -3, 0]
+    if dtype == torch.bool:
+        x = torch.tensor([True, False, True])
+    elif dtype == torch.int16:
+        x = torch.tensor([32767, -32768, 3, 0], dtype=dtype)
+    else:
+        x = torch.tensor(big + ([2**40 + 1, 2**62] if dtype == torch.int64 else []), dtype=dtype)
+    for s in (16777216.5, 16777216.0, 2.0**31, 2147483520.0, 0.5, -3.0000001, 1e40, 3.0):
+        for op in (torch.eq, torch.gt, torch.le):
+            _check(lambda t, op=op, s=s: op(t, s), x)
+    # An integer number keeps the comparison exact in int64, as torch does.
+    if dtype == torch.int64:
+        _check(lambda t: torch.eq(t, 2**40 + 1), x)
+
+
 @pytest.mark.parametrize("shapes", [((3, 4, 5), (3, 4, 5)), ((3, 4, 5), (3, 1, 5)), ((3, 4, 5), (1,)),
                                     ((2, 3, 50000), (2, 3, 50000))])
 def test_compare_two_tensors(shapes):

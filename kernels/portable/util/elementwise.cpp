@@ -135,6 +135,34 @@ double round_to_float(double v) {
   return std::copysign(std::fabs(v) < halfway ? fmax : std::numeric_limits<double>::infinity(), v);
 }
 
+double round_to(ScalarType type, double v) {
+  switch (type) {
+    case ScalarType::Float: return round_to_float(v);
+    case ScalarType::Half: return cpu::to_float(cpu::to_half(static_cast<float>(round_to_float(v))));
+    case ScalarType::BFloat16:
+      return cpu::to_float(cpu::to_bfloat16(static_cast<float>(round_to_float(v))));
+    default: return v;
+  }
+}
+
+bool number_comparison_type(const Operand* ins, size_t n, ScalarType* type) {
+  bool tensor = false, number = false, floating_number = false;
+  for (size_t k = 0; k < n; ++k) {
+    if (ins[k].is_scalar) {
+      number = true;
+      floating_number = floating_number || ins[k].type == ScalarType::Double;
+    } else if (!tensor) {
+      tensor = true;
+      *type = ins[k].type;
+    } else if (ins[k].type != *type) {
+      return false;
+    }
+  }
+  if (!tensor || !number) return false;
+  if (*type == ScalarType::Float || *type == ScalarType::Half || *type == ScalarType::BFloat16) return true;
+  return floating_number && is_integral(*type, true);
+}
+
 void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out) {
   ET_LOG(Error,
          "elementwise kernel: this dtype combination (output %s) was left out of the build by "

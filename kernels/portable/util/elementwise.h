@@ -121,6 +121,14 @@ void map_predicate(KernelRuntimeContext& ctx, const Operand (&ins)[N], const Ten
 
 // v rounded to float32 (nearest, ties to even) and widened back, without an out-of-range cast.
 double round_to_float(double v);
+// v rounded to `type` (Float, Half or BFloat16, through float32 as torch casts a number) and
+// widened back; other types return v.
+double round_to(ScalarType type, double v);
+// Whether torch compares tensors with a number in another dtype than double/int64 would give,
+// and which (`type`): the tensors' one dtype when that is Float, Half or BFloat16; or, when a
+// number is floating, the tensors' one integer (or Bool) dtype, compared in float32. False for
+// no number, tensors of several dtypes, Double, or integer tensors with an integer number.
+bool number_comparison_type(const Operand* ins, size_t n, ScalarType* type);
 
 // Fails `ctx` for a call whose dtypes need a compute path the dtype-selective build left out.
 void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out);
@@ -303,11 +311,16 @@ void map_predicate(KernelRuntimeContext& ctx, const Operand (&args)[N], const Te
     all_f32 = all_f32 && (ins[k].is_scalar || ins[k].type == ScalarType::Float);
     all_bool = all_bool && (ins[k].is_scalar || ins[k].type == ScalarType::Bool);
   }
-  if (all_f32 && !all_int) {
-    // torch compares float32 tensors with a number in float32: round the number to float first
-    // (x == 0.1 is true where x holds float(0.1)).
+  // torch compares in the operands' promoted dtype. Tensors of one floating dtype against a
+  // number: the number is rounded to that dtype (x == 0.1 holds where x holds half(0.1)).
+  // Integer or Bool tensors against a floating number: both sides in float32, the default dtype.
+  ScalarType common;
+  bool ints_as_f32 = false;
+  if (number_comparison_type(ins, N, &common)) {
+    ints_as_f32 = is_integral(common, true);
+    const ScalarType compute = ints_as_f32 ? ScalarType::Float : common;
     for (size_t k = 0; k < N; ++k)
-      if (ins[k].is_scalar) ins[k].scalar_d = round_to_float(ins[k].scalar_d);
+      if (ins[k].is_scalar) ins[k].scalar_d = round_to(compute, ins[k].scalar_d);
   }
   const Walk w = plan_walk(out, ins, N);
   void* o = out.mutable_data_ptr();
@@ -339,7 +352,10 @@ void map_predicate(KernelRuntimeContext& ctx, const Operand (&args)[N], const Te
       else r = f(v[0], v[1]);
     } else {
       double v[N];
-      for (size_t k = 0; k < N; ++k) v[k] = load_d(ins[k], io[k]);
+      for (size_t k = 0; k < N; ++k) {
+        v[k] = load_d(ins[k], io[k]);
+        if (ints_as_f32 && !ins[k].is_scalar) v[k] = round_to_float(v[k]);
+      }
       if constexpr (N == 1) r = f(v[0]);
       else r = f(v[0], v[1]);
     }
