@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/portable/cpu/parallel.h"
+#include "kernels/portable/cpu/vectorize.h"
+
 namespace executorch {
 namespace kernels {
 namespace cpu {
@@ -20,32 +23,102 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
   return out;
 }
 
-void max_pool2d(const Pool2dShape& s, const float* in, float* out, int64_t* indices) {
-  const int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
-  for (int64_t p = 0; p < s.planes; ++p) {
-    const float* ip = in + p * in_plane;
-    for (int64_t oh = 0; oh < s.out_h; ++oh) {
-      for (int64_t ow = 0; ow < s.out_w; ++ow) {
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t where = -1;
-        for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-          const int64_t ih = oh * s.stride_h - s.pad_h + kh * s.dilation_h;
-          if (ih < 0 || ih >= s.in_h) continue;
-          for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-            const int64_t iw = ow * s.stride_w - s.pad_w + kw * s.dilation_w;
-            if (iw < 0 || iw >= s.in_w) continue;
-            const float v = ip[ih * s.in_w + iw];
-            if (v > best || std::isnan(v) || where < 0) {
-              best = v;
-              where = ih * s.in_w + iw;
-            }
+namespace {
+
+// One window step into a running max: a larger value or a NaN takes over (so the first of equal
+// maxima keeps its index, and the last NaN wins), as torch's CPU kernel decides.
+inline void take_max(float v, int64_t at, float& best, int64_t& where) {
+  const bool take = v > best || v != v;
+  best = take ? v : best;
+  where = take ? at : where;
+}
+
+// Output columns [lo, hi) of row `oh` whose windows lie inside the input horizontally: each column
+// visits the same (kh, kw) steps in the same order as the general path, so the results (ties and
+// NaNs included) are identical. Columns go in blocks that the compiler keeps in registers/L1.
+ET_MULTIVERSION void max_pool_inner_columns(const Pool2dShape& s, const float* ip, int64_t oh, int64_t lo,
+                            int64_t hi, float* out_row, int64_t* idx_row) {
+  constexpr int64_t kBlock = 64;
+  float best[kBlock];
+  int64_t where[kBlock];
+  for (int64_t c0 = lo; c0 < hi; c0 += kBlock) {
+    const int64_t n = std::min(kBlock, hi - c0);
+    std::fill(best, best + n, -std::numeric_limits<float>::infinity());
+    std::fill(where, where + n, int64_t(-1));  // no row inside the input: -inf at -1
+    bool first = true;
+    for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+      const int64_t ih = oh * s.stride_h - s.pad_h + kh * s.dilation_h;
+      if (ih < 0 || ih >= s.in_h) continue;
+      const float* row = ip + ih * s.in_w;
+      for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+        const int64_t iw0 = c0 * s.stride_w - s.pad_w + kw * s.dilation_w;
+        const int64_t at0 = ih * s.in_w + iw0;
+        if (first) {
+          // The window's first element starts the max, whatever it holds (-inf included).
+          for (int64_t j = 0; j < n; ++j) {
+            best[j] = row[iw0 + j * s.stride_w];
+            where[j] = at0 + j * s.stride_w;
           }
+          first = false;
+          continue;
         }
-        out[p * out_plane + oh * s.out_w + ow] = best;
-        if (indices) indices[p * out_plane + oh * s.out_w + ow] = where;
+        for (int64_t j = 0; j < n; ++j) take_max(row[iw0 + j * s.stride_w], at0 + j * s.stride_w, best[j], where[j]);
+      }
+    }
+    std::copy(best, best + n, out_row + c0);
+    if (idx_row != nullptr) std::copy(where, where + n, idx_row + c0);
+  }
+}
+
+// Output column ow of row oh, any window (clipped by the input's edges).
+void max_pool_edge_column(const Pool2dShape& s, const float* ip, int64_t oh, int64_t ow, float* out_row,
+                          int64_t* idx_row) {
+  float best = -std::numeric_limits<float>::infinity();
+  int64_t where = -1;
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    const int64_t ih = oh * s.stride_h - s.pad_h + kh * s.dilation_h;
+    if (ih < 0 || ih >= s.in_h) continue;
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      const int64_t iw = ow * s.stride_w - s.pad_w + kw * s.dilation_w;
+      if (iw < 0 || iw >= s.in_w) continue;
+      if (where < 0) {
+        best = ip[ih * s.in_w + iw];
+        where = ih * s.in_w + iw;
+      } else {
+        take_max(ip[ih * s.in_w + iw], ih * s.in_w + iw, best, where);
       }
     }
   }
+  out_row[ow] = best;
+  if (idx_row != nullptr) idx_row[ow] = where;
+}
+
+int64_t ceil_div_nonneg(int64_t x, int64_t y) { return x <= 0 ? 0 : (x + y - 1) / y; }
+
+}  // namespace
+
+void max_pool2d(const Pool2dShape& s, const float* in, float* out, int64_t* indices) {
+  const int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
+  // Columns whose whole window row is inside the input: iw = ow * stride - pad + kw * dilation
+  // within [0, in_w) for kw = 0 and kw = kernel_w - 1.
+  const int64_t reach = (s.kernel_w - 1) * s.dilation_w;
+  const int64_t lo = std::min(s.out_w, ceil_div_nonneg(s.pad_w, s.stride_w));
+  const int64_t last = s.in_w - 1 + s.pad_w - reach;  // ow * stride <= last
+  const int64_t hi = last < 0 ? lo : std::max(lo, std::min(s.out_w, last / s.stride_w + 1));
+  // Rows split across the pool; every output element is computed whole by one chunk.
+  const int64_t row_cost = std::max<int64_t>(1, s.out_w * s.kernel_h * s.kernel_w);
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / row_cost);
+  parallel_for(0, s.planes * s.out_h, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t p = r / s.out_h, oh = r % s.out_h;
+      const float* ip = in + p * in_plane;
+      float* out_row = out + p * out_plane + oh * s.out_w;
+      int64_t* idx_row = indices != nullptr ? indices + p * out_plane + oh * s.out_w : nullptr;
+      for (int64_t ow = 0; ow < lo; ++ow) max_pool_edge_column(s, ip, oh, ow, out_row, idx_row);
+      max_pool_inner_columns(s, ip, oh, lo, hi, out_row, idx_row);
+      for (int64_t ow = hi; ow < s.out_w; ++ow) max_pool_edge_column(s, ip, oh, ow, out_row, idx_row);
+    }
+  });
 }
 
 void avg_pool2d(const Pool2dShape& s, const float* in, float* out, bool count_include_pad,
