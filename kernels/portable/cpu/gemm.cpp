@@ -4,8 +4,10 @@
 #include "kernels/portable/cpu/gemm.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -89,6 +91,82 @@ void pack_b_as(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
   }
 }
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ET_GEMM_X86_DISPATCH 1
+#define ET_GEMM_PACK_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+// Eight floats of storage type T from p[0:8], widened exactly (F16C for Half, a shift for
+// BFloat16), so a value packed here equals the scalar to_float() of it.
+template <typename T>
+ET_GEMM_PACK_AVX2 ET_ALWAYS_INLINE __m256 load8_widened(const T* p) {
+  if constexpr (std::is_same<T, float>::value) {
+    return _mm256_loadu_ps(p);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same<T, Half>::value) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+// r[i][j] becomes r[j][i]: pairs interleave, then quads, then the 128-bit halves swap.
+ET_GEMM_PACK_AVX2 ET_ALWAYS_INLINE void transpose8x8(__m256 (&r)[8]) {
+  __m256 t[8], s[8];
+  for (int q = 0; q < 8; q += 2) {
+    t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+    t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+  }
+  for (int q = 0; q < 8; q += 4) {
+    s[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+    s[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
+    s[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+    s[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
+  }
+  for (int q = 0; q < 4; ++q) {
+    r[q] = _mm256_permute2f128_ps(s[q], s[q + 4], 0x20);
+    r[q + 4] = _mm256_permute2f128_ps(s[q], s[q + 4], 0x31);
+  }
+}
+
+// pack_b_as() for a B with unit row stride, i.e. a transposed weight W[n, k] seen as B = W^T:
+// each column of B is a contiguous run of a W row, so eight runs are read eight values at a
+// time and transposed in registers instead of gathering one value per row. Same layout and
+// values as the scalar packing, so products stay bit-identical.
+template <int NR, typename T>
+ET_GEMM_PACK_AVX2 void pack_b_unit_rows_avx2(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
+  static_assert(NR % 8 == 0, "slivers are whole groups of eight columns");
+  const T* base = static_cast<const T*>(b.data);
+  const int64_t k8 = kc / 8 * 8;
+  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+    const int64_t cols = std::min<int64_t>(NR, nc - j0);
+    for (int64_t p = 0; p < k8; p += 8) {
+      for (int h = 0; h < NR; h += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i)
+          r[i] = h + i < cols ? load8_widened(base + (j0 + h + i) * b.col_stride + p)
+                              : _mm256_setzero_ps();
+        transpose8x8(r);
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (p + i) * NR + h, r[i]);
+      }
+    }
+    for (int64_t p = k8; p < kc; ++p) {
+      for (int64_t j = 0; j < cols; ++j) dst[p * NR + j] = at(base, (j0 + j) * b.col_stride + p);
+      for (int64_t j = cols; j < NR; ++j) dst[p * NR + j] = 0.f;
+    }
+    dst += NR * kc;
+  }
+}
+
+// F16C from CPUID directly: not every compiler's __builtin_cpu_supports knows its name.
+bool has_avx2_f16c() {
+  static const bool supported = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+  }();
+  return supported;
+}
+#endif
+
 template <int MR>
 void pack_a(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
   switch (a.elem) {
@@ -98,8 +176,20 @@ void pack_a(int64_t mc, int64_t kc, ConstMatrix a, float* dst) {
   }
 }
 
+// `simd` lets a path whose kernel already needs AVX2 pack a unit-row-stride B in registers.
 template <int NR>
-void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst) {
+void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst, bool simd) {
+#ifdef ET_GEMM_X86_DISPATCH
+  if (simd && b.row_stride == 1 && b.col_stride != 1 && has_avx2_f16c()) {
+    switch (b.elem) {
+      case Elem::kF16: pack_b_unit_rows_avx2<NR, Half>(kc, nc, b, dst); return;
+      case Elem::kBF16: pack_b_unit_rows_avx2<NR, BFloat16>(kc, nc, b, dst); return;
+      default: pack_b_unit_rows_avx2<NR, float>(kc, nc, b, dst); return;
+    }
+  }
+#else
+  (void)simd;
+#endif
   switch (b.elem) {
     case Elem::kF16: pack_b_as<NR, Half>(kc, nc, b, dst); return;
     case Elem::kBF16: pack_b_as<NR, BFloat16>(kc, nc, b, dst); return;
@@ -160,8 +250,7 @@ void micro_kernel_baseline(int64_t kc, const float* a, int64_t, const float* b, 
   micro_kernel_body<4, 8>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define ET_GEMM_X86_DISPATCH 1
+#ifdef ET_GEMM_X86_DISPATCH
 // Applies alpha, beta and bias to one 6 x 16 tile of sums and stores rows [0, mr), columns
 // [0, nr) of it; a partial tile goes through a stack copy so no load or store leaves the tile.
 __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(
@@ -282,10 +371,11 @@ int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) {
 // A float32 A with unit column stride skips packing when the kernel `reads_rows`: a weight or
 // activation matrix is then read in place instead of being copied on every call.
 // Every output element is summed in the same order whichever thread computes its tile, so
-// the result does not depend on the thread count.
+// the result does not depend on the thread count. `simd_pack` (paths whose kernel needs AVX2
+// anyway) packs a transposed B in registers.
 template <int MR, int NR>
-void blocked_sgemm(MicroKernel kernel, bool reads_rows, int64_t m, int64_t n, int64_t k,
-                   float alpha, ConstMatrix a, ConstMatrix b, float beta, const float* bias,
+void blocked_sgemm(MicroKernel kernel, bool reads_rows, bool simd_pack, int64_t m, int64_t n,
+                   int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta, const float* bias,
                    float* c, int64_t ldc, float* workspace) {
   const bool direct_a = reads_rows && a.elem == Elem::kF32 && a.col_stride == 1 && a.row_stride > 0;
   const float* a_rows = static_cast<const float*>(a.data);
@@ -318,7 +408,7 @@ void blocked_sgemm(MicroKernel kernel, bool reads_rows, int64_t m, int64_t n, in
               const int64_t s0 = (t - a_tasks) * pack_grain;
               const int64_t s1 = std::min(b_slivers, s0 + pack_grain);
               pack_b<NR>(kc, std::min(nc, s1 * NR) - s0 * NR, sub(b, pc, jc + s0 * NR),
-                         b_pack + s0 * NR * kc);
+                         b_pack + s0 * NR * kc, simd_pack);
             }
           }
         });
@@ -445,19 +535,19 @@ bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, 
       unpacked_sgemm(m, n, k, alpha, a, b, beta, bias, c, ldc);
       return true;
     case GemmPath::kBaseline:
-      blocked_sgemm<4, 8>(micro_kernel_baseline, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
-                          workspace);
+      blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c,
+                          ldc, workspace);
       return true;
 #ifdef ET_GEMM_X86_DISPATCH
     case GemmPath::kAvx2:
       if (!has_avx2_fma()) return false;
-      blocked_sgemm<6, 16>(micro_kernel_avx2, true, m, n, k, alpha, a, b, beta, bias, c, ldc,
-                          workspace);
+      blocked_sgemm<6, 16>(micro_kernel_avx2, true, true, m, n, k, alpha, a, b, beta, bias, c,
+                           ldc, workspace);
       return true;
     case GemmPath::kAvx512:
       if (!has_avx512()) return false;
-      blocked_sgemm<8, 32>(micro_kernel_avx512, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
-                          workspace);
+      blocked_sgemm<8, 32>(micro_kernel_avx512, false, true, m, n, k, alpha, a, b, beta, bias, c,
+                           ldc, workspace);
       return true;
 #endif
     default:
@@ -482,13 +572,13 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMat
   // ran at a quarter of the intrinsics kernel's speed in its AVX2 form, and no machine here can
   // time it; it stays reachable through sgemm_on_path() for its tests.
   if (has_avx2_fma()) {
-    blocked_sgemm<6, 16>(micro_kernel_avx2, true, m, n, k, alpha, a, b, beta, bias, c, ldc,
-                          workspace);
+    blocked_sgemm<6, 16>(micro_kernel_avx2, true, true, m, n, k, alpha, a, b, beta, bias, c,
+                         ldc, workspace);
     return;
   }
 #endif
-  blocked_sgemm<4, 8>(micro_kernel_baseline, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
-                          workspace);
+  blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c,
+                      ldc, workspace);
 }
 
 }  // namespace cpu

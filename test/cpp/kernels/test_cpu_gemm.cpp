@@ -1,4 +1,7 @@
 // sgemm against a double-precision triple loop, on every code path and awkward shapes.
+#include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/portable/cpu/gemm.h"
@@ -132,4 +135,56 @@ KTEST(gemm_windowed_operands_on_every_path) {
       CHECK_CLOSE(got.data(), expected.data(), got.size(), 1e-6 + 5e-8 * s.k);
     }
   }
+}
+
+namespace {
+
+using executorch::kernels::cpu::BFloat16;
+using executorch::kernels::cpu::Elem;
+using executorch::kernels::cpu::Half;
+
+// B as storage type T in both layouts: `rows` is k x n row-major (packed by the plain copy),
+// `cols` is the same matrix stored n x k (a transposed weight, packed by the unit-row path).
+template <typename T>
+void check_transposed_b_packs_identically(GemmPath path, Elem elem, const Shape& s) {
+  auto a = ktest::random_floats(s.m * s.k, 21);
+  auto values = ktest::random_floats(s.k * s.n, 22);
+  // Exact conversions must survive too: signed zero, infinity, a subnormal, the largest half.
+  const float specials[] = {-0.f, INFINITY, -INFINITY, 6.0e-8f, 65504.f, -2.5f};
+  for (size_t i = 0; i < values.size(); i += 7) values[i] = specials[(i / 7) % 6];
+  std::vector<T> rows(s.k * s.n), cols(s.k * s.n);
+  for (int64_t p = 0; p < s.k; ++p)
+    for (int64_t j = 0; j < s.n; ++j) {
+      T v;
+      if constexpr (std::is_same<T, float>::value) v = values[p * s.n + j];
+      else if constexpr (std::is_same<T, Half>::value) v = executorch::kernels::cpu::to_half(values[p * s.n + j]);
+      else v = executorch::kernels::cpu::to_bfloat16(values[p * s.n + j]);
+      rows[p * s.n + j] = v;
+      cols[j * s.k + p] = v;
+    }
+  std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
+  std::vector<float> want(s.m * s.n), got(s.m * s.n, 3.f);
+  if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {rows.data(), s.n, 1, elem}, 0.f,
+                     nullptr, want.data(), s.n, ws.data()))
+    return;
+  CHECK(sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {cols.data(), 1, s.k, elem}, 0.f,
+                      nullptr, got.data(), s.n, ws.data()));
+  // Packing only moves (and exactly widens) values: the products must agree bit for bit.
+  CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+}
+
+// Full and partial slivers (a last one of 1..15 columns, one of exactly 8), k not a multiple
+// of 8, k past one 256-deep block, parallel packing (m * n * k large), n past one 2048 panel.
+const Shape kPackShapes[] = {{7, 16, 8},   {7, 5, 3},    {13, 37, 300}, {6, 24, 521},
+                             {9, 33, 17},  {30, 100, 64}, {145, 70, 300}, {3, 2100, 20}};
+
+}  // namespace
+
+KTEST(gemm_transposed_b_packs_bit_identically) {
+  for (GemmPath path : {GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512})
+    for (const Shape& s : kPackShapes) {
+      check_transposed_b_packs_identically<float>(path, Elem::kF32, s);
+      check_transposed_b_packs_identically<Half>(path, Elem::kF16, s);
+      check_transposed_b_packs_identically<BFloat16>(path, Elem::kBF16, s);
+    }
 }
