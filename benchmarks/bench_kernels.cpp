@@ -124,14 +124,16 @@ void bench_gemm(int64_t m, int64_t n, int64_t k, bool bt) {
 // ViT-small's linear layers (197 tokens: qkv, proj, fc1, fc2) and an encoder's (128 tokens), with
 // the weight transposed as nn.Linear stores it, and ResNet-50's convolutions as GEMMs
 // (out_channels x pixels x in_channels * kh * kw) on a row-major B.
-void bench_gemms() {
+// `linear_only` times just the transposed-weight products (for profiling their packing).
+void bench_gemms(bool linear_only) {
   static const int64_t kLinear[][3] = {{197, 1152, 384}, {197, 384, 384}, {197, 1536, 384},
                                        {197, 384, 1536}, {128, 512, 512},  {128, 2048, 512},
                                        {128, 512, 2048}};
   for (const auto& s : kLinear) {
     bench_gemm(s[0], s[1], s[2], true);
-    bench_gemm(s[0], s[1], s[2], false);
+    if (!linear_only) bench_gemm(s[0], s[1], s[2], false);
   }
+  if (linear_only) return;
   static const int64_t kConvGemm[][3] = {{64, 12544, 147}, {64, 3136, 64},  {64, 3136, 576},
                                          {256, 3136, 64},  {64, 3136, 256}, {128, 784, 1152},
                                          {512, 784, 128},  {128, 784, 512}, {256, 196, 2304},
@@ -173,8 +175,8 @@ int main(int argc, char** argv) {
     bench_resnet50();
     return 0;
   }
-  if (argc > 1 && std::strcmp(argv[1], "--gemm") == 0) {
-    bench_gemms();
+  if (argc > 1 && (std::strcmp(argv[1], "--gemm") == 0 || std::strcmp(argv[1], "--linear") == 0)) {
+    bench_gemms(std::strcmp(argv[1], "--linear") == 0);
     return 0;
   }
   bench_transformer();
