@@ -1,5 +1,6 @@
 // Matrix products on float32, float16 and bfloat16 (float32 accumulation): mm, bmm, addmm, linear.
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/portable/cpu/gemm.h"
 #include "kernels/portable/cpu/gemv.h"
@@ -45,6 +46,8 @@ bool same_float_type(const Tensor& a, const Tensor& b, const Tensor& c) {
 
 // Float32 rows a 16-bit output is computed into before narrowing, at most this many at once.
 constexpr int64_t kChunkFloats = int64_t(1) << 20;
+// Floats per chunk of the bias fill: enough that a chunk outweighs handing it out.
+constexpr int64_t kFillGrain = int64_t(1) << 15;
 
 // out[at : at + count] (16-bit elements of type `oe`) = c[0 : count], rounded to nearest even.
 void narrow(const float* c, int64_t count, cpu::Elem oe, void* out, int64_t at) {
@@ -92,6 +95,40 @@ void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float
 }
 
 void no_init(int64_t, int64_t, float*) {}
+
+// c[i, j] = beta * self[r0 + i, j] over `rows` rows of n floats, self of storage type T at
+// element strides (rs, cs) (0 where broadcast). The dtype is fixed per call, not per element;
+// a row broadcast over every row (a bias) is formed once and then copied, which keeps this
+// pass over the output at memory speed.
+template <typename T>
+void fill_rows_of(const T* s, int64_t rs, int64_t cs, float beta, int64_t r0, int64_t rows,
+                  int64_t n, float* c) {
+  const int64_t first = rs == 0 ? std::min<int64_t>(rows, 1) : rows;
+  for (int64_t i = 0; i < first; ++i) {
+    const T* si = s + (r0 + i) * rs;
+    float* ci = c + i * n;
+    if (cs == 1) {
+      for (int64_t j = 0; j < n; ++j) ci[j] = beta * cpu::to_float(si[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) ci[j] = beta * cpu::to_float(si[j * cs]);
+    }
+  }
+  if (first == rows) return;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  cpu::parallel_for(1, rows, std::max<int64_t>(1, kFillGrain / std::max<int64_t>(n, 1)),
+                    [&](int64_t lo, int64_t hi) {
+                      for (int64_t i = lo; i < hi; ++i) std::memcpy(c + i * n, c, bytes);
+                    });
+}
+
+void fill_rows(const void* s, cpu::Elem se, int64_t rs, int64_t cs, float beta, int64_t r0,
+               int64_t rows, int64_t n, float* c) {
+  switch (se) {
+    case cpu::Elem::kF16: return fill_rows_of(static_cast<const cpu::Half*>(s), rs, cs, beta, r0, rows, n, c);
+    case cpu::Elem::kBF16: return fill_rows_of(static_cast<const cpu::BFloat16*>(s), rs, cs, beta, r0, rows, n, c);
+    default: return fill_rows_of(static_cast<const float*>(s), rs, cs, beta, r0, rows, n, c);
+  }
+}
 
 void mm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
@@ -161,11 +198,7 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t cs = self.dim() >= 1 && self.size(-1) == n && n > 1 ? self.stride(-1) : 0;
   gemm_into(ctx, m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta != 0.f,
             out.mutable_data_ptr(), out.scalar_type(), gemm_workspace(ctx, m, n, k, matrix_of(b, 0)),
-            [&](int64_t r0, int64_t rows, float* c) {
-              for (int64_t i = 0; i < rows; ++i)
-                for (int64_t j = 0; j < n; ++j)
-                  c[i * n + j] = beta * cpu::load_elem(s, se, (r0 + i) * rs + j * cs);
-            });
+            [&](int64_t r0, int64_t rows, float* c) { fill_rows(s, se, rs, cs, beta, r0, rows, n, c); });
 }
 
 // out[..., n] = input[..., k] @ weight[n, k]^T + bias[n]: the weight is read transposed in place.
@@ -195,10 +228,8 @@ void linear_out(KernelRuntimeContext& ctx, Args args) {
   const cpu::Elem se = elem_of(out.scalar_type());
   const int64_t cs = bias && bias->size(0) == n && n > 1 ? bias->stride(0) : 0;
   gemm_into(ctx, m, n, k, 1.f, a, b, bias.has_value(), out.mutable_data_ptr(), out.scalar_type(),
-            gemm_workspace(ctx, m, n, k, b), [&](int64_t, int64_t rows, float* c) {
-              for (int64_t i = 0; i < rows; ++i)
-                for (int64_t j = 0; j < n; ++j) c[i * n + j] = cpu::load_elem(s, se, j * cs);
-            });
+            gemm_workspace(ctx, m, n, k, b),
+            [&](int64_t r0, int64_t rows, float* c) { fill_rows(s, se, 0, cs, 1.f, r0, rows, n, c); });
 }
 
 }  // namespace
