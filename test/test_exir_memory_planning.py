@@ -84,6 +84,42 @@ def test_static_view_aliases_its_base():
     assert ("aten::view_copy", "out") not in ops
 
 
+class _Heads(torch.nn.Module):
+    """The attention head shuffles: squeeze, unsqueeze, a same-shape expand, and a real expand
+    (which must stay a copy)."""
+
+    def forward(self, qkv, row):
+        q = qkv[:1].squeeze(0) * 2.0
+        k = q.unsqueeze(0).expand(1, 6, 5, 8) + 1.0
+        return k, row.expand(4, 8) * 3.0
+
+
+def test_same_order_copies_alias_their_base():
+    inputs = (torch.randn(3, 6, 5, 8), torch.randn(1, 8))
+    pte = to_edge(torch.export.export(_Heads(), inputs)).to_executorch()
+    plan = pte.executorch_program.execution_plan[0]
+    called = [plan.operators[i.instr_args.op_index].name for chain in plan.chains for i in chain.instructions
+              if type(i.instr_args).__name__ == "KernelCall"]
+    assert "aten::squeeze_copy" not in called and "aten::unsqueeze_copy" not in called
+    # The [1, 8] -> [4, 8] expand repeats the row: only that one stays a copy.
+    assert called.count("aten::expand_copy") == 1
+    from executorch.runtime import _python
+    from executorch.runtime._backend import Verification
+
+    engines = [_python]
+    try:
+        from executorch.runtime import _native
+        import executorch.extension.pybindings._portable_lib  # noqa: F401
+        engines.append(_native)
+    except ImportError:
+        pass  # native runtime not built: the Python engine still checks the aliases
+    want = _Heads()(*inputs)
+    for engine in engines:
+        got = engine.load_program(pte.buffer, Verification.InternalConsistency).load_method("forward").execute(list(inputs))
+        for g, w in zip(got, want):
+            assert torch.equal(g, w), engine.__name__
+
+
 def test_user_planner_callable():
     calls = []
 

@@ -28,6 +28,25 @@ from executorch.exir.tensor_layout import TensorLayout
 from executorch.exir.passes.write_back import mutated_placeholders
 
 _ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
+# Ops that keep every element in row-major order when input and output are contiguous (squeeze,
+# unsqueeze, an expand to the same shape): their output is a view of the input's bytes, as for
+# view_copy, so they are aliased instead of copied (attention heads go through several per layer).
+_SAME_ORDER_COPIES = {torch.ops.aten.squeeze_copy.dims, torch.ops.aten.squeeze_copy.dim,
+                      torch.ops.aten.squeeze_copy.default, torch.ops.aten.unsqueeze_copy.default,
+                      torch.ops.aten.expand_copy.default}
+
+
+def _is_alias_view(target, val, base) -> bool:
+    if target in _ALIAS_VIEWS:
+        return True
+    if target not in _SAME_ORDER_COPIES or not isinstance(base, fx.Node):
+        return False
+    base_val = base.meta.get("val")
+    if not isinstance(base_val, torch.Tensor) or not isinstance(val, torch.Tensor):
+        return False
+    if target is torch.ops.aten.expand_copy.default and tuple(val.shape) != tuple(base_val.shape):
+        return False
+    return base_val.dtype == val.dtype and base_val.is_contiguous() and val.is_contiguous()
 # The `.ptd` file name (without extension) of constants that `external_constants=True` moves out.
 DEFAULT_EXTERNAL_TAG = "_default_external_constant"
 
@@ -461,7 +480,7 @@ class _MethodEmitter:
             self._instruction(prim, args + [out], node=node)
             return
         base = node.args[0] if node.args else None
-        if (target in _ALIAS_VIEWS and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
+        if (_is_alias_view(target, val, base) and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
                 and not self._written_back(self.buffer_of[self.node_values[base]])
                 and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
