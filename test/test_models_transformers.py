@@ -99,14 +99,19 @@ def test_published_file_runs_on_project_runtime(name, runtime, published):
 def _kernel_layouts(data: bytes) -> list:
     """Each kernel call as its operator and the (sizes, dim order) of its tensor arguments.
     `view_copy` calls are left out: this exporter turns static ones into aliases, the published
-    one keeps those that write a method output."""
+    one keeps those that write a method output. So are squeeze/unsqueeze copies and same-shape
+    expands, which this exporter also aliases (the published one calls their kernels)."""
     plan = deserialize_pte_binary(data).program.execution_plan[0]
     calls = []
     for instruction in plan.chains[0].instructions:
         call = instruction.instr_args
-        if not isinstance(call, KernelCall) or plan.operators[call.op_index].name == "aten::view_copy":
+        if not isinstance(call, KernelCall):
             continue
+        name = plan.operators[call.op_index].name
         tensors = [plan.values[i].val for i in call.args if isinstance(plan.values[i].val, Tensor)]
+        if name in ("aten::view_copy", "aten::squeeze_copy", "aten::unsqueeze_copy") or (
+                name == "aten::expand_copy" and list(tensors[0].sizes) == list(tensors[-1].sizes)):
+            continue
         calls.append((plan.operators[call.op_index].name, [(list(t.sizes), list(t.dim_order)) for t in tensors]))
     return calls
 
