@@ -253,3 +253,21 @@ def test_mask_chain_bit_identical_for_1_2_and_3_threads(restore_pool_size):
         outputs[threads] = method.execute([x])[0]
     _assert_exact(outputs[2], outputs[1])
     _assert_exact(outputs[3], outputs[1])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: t.permute(0, 2, 1, 3).contiguous() + 0.0,   # rows of 64 kept: row copies in chunks
+    lambda t: t[:, :, 1:, :].contiguous() * 1.0,          # a slice: row copies from an offset
+    lambda t: torch.cat([t, t], dim=1),                   # whole dense blocks
+    lambda t: t.clone() + 0.0,                            # one dense copy split over the pool
+], ids=["permute", "slice", "cat", "clone"])
+def test_large_copies_match_torch_for_1_2_and_3_threads(fn, restore_pool_size):
+    # Big enough (over 1 MiB) that every copy path splits into several parallel chunks.
+    x = _specials(2, 197, 6, 64, seed=4)
+    pte = to_edge_transform_and_lower(torch.export.export(_Fn(fn), (x,))).to_executorch().buffer
+    method = _native.load_program(pte, Verification.InternalConsistency).load_method("forward")
+    with torch.no_grad():
+        want = fn(x)
+    for threads in (1, 2, 3):
+        portable_lib._unsafe_reset_threadpool(threads)
+        _assert_exact(method.execute([x])[0], want)

@@ -3,9 +3,14 @@
 
 #include <cstring>
 
+#include "kernels/portable/cpu/parallel.h"
+
 namespace executorch {
 namespace kernels {
 namespace {
+
+// Bytes one parallel copy task moves at least: less costs more to hand out than it saves.
+constexpr size_t kCopyChunkBytes = size_t(1) << 16;
 
 // True when the view's elements are exactly [data, data + numel) in index order.
 bool dense_row_major(const View& v) {
@@ -82,9 +87,34 @@ void copy_same(const View& src, const View& dst) {
       // Rows contiguous on both sides (permutes that keep the last dim, expands, slices):
       // one memmove per row instead of an indexed copy per element.
       const size_t bytes = static_cast<size_t>(dst.sizes[last]) * sizeof(T);
-      View so = src, dof = dst;
-      so.ndim = dof.ndim = last;
-      for_each_pair(so, dof, [&](int64_t sr, int64_t dr) { std::memmove(d + dr, s + sr, bytes); });
+      int64_t rows = 1;
+      for (size_t k = 0; k < last; ++k) rows *= dst.sizes[k];
+      // Rows in chunks of at least kCopyChunkBytes, shared over the thread pool; each row is
+      // copied by one chunk, so the result is the same for any thread count.
+      const int64_t grain = static_cast<int64_t>(kCopyChunkBytes / bytes) + 1;
+      cpu::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+        // The chunk's first row's offsets, then an odometer over the outer dims.
+        int64_t idx[kMaxDim] = {}, sr = 0, dr = 0;
+        for (size_t k = last, rest = static_cast<size_t>(r0); k > 0; --k) {
+          idx[k - 1] = static_cast<int64_t>(rest % static_cast<size_t>(dst.sizes[k - 1]));
+          rest /= static_cast<size_t>(dst.sizes[k - 1]);
+          sr += idx[k - 1] * src.strides[k - 1];
+          dr += idx[k - 1] * dst.strides[k - 1];
+        }
+        for (int64_t r = r0; r < r1; ++r) {
+          std::memmove(d + dr, s + sr, bytes);
+          for (size_t k = last; k > 0; --k) {
+            if (++idx[k - 1] < dst.sizes[k - 1]) {
+              sr += src.strides[k - 1];
+              dr += dst.strides[k - 1];
+              break;
+            }
+            sr -= src.strides[k - 1] * (dst.sizes[k - 1] - 1);
+            dr -= dst.strides[k - 1] * (dst.sizes[k - 1] - 1);
+            idx[k - 1] = 0;
+          }
+        }
+      });
       return;
     }
     for_each_pair(src, dst, [&](int64_t so, int64_t dof) { d[dof] = s[so]; });
@@ -126,7 +156,19 @@ void copy_view(const View& src, const View& dst) {
   if (src.type == dst.type) {
     const size_t es = runtime::element_size(src.type);
     if (dense_row_major(src) && dense_row_major(dst)) {
-      std::memmove(const_cast<void*>(dst.data), src.data, static_cast<size_t>(numel) * es);
+      char* d = static_cast<char*>(const_cast<void*>(dst.data));
+      const char* s = static_cast<const char*>(src.data);
+      const int64_t total = numel * static_cast<int64_t>(es);
+      // Disjoint buffers (the planner never overlaps an op's input and output) split over the
+      // pool; an overlapping pair takes one memmove.
+      const bool disjoint = d + total <= s || s + total <= d;
+      if (!disjoint) {
+        std::memmove(d, s, static_cast<size_t>(total));
+        return;
+      }
+      cpu::parallel_for(0, total, static_cast<int64_t>(kCopyChunkBytes), [&](int64_t b0, int64_t b1) {
+        std::memcpy(d + b0, s + b0, static_cast<size_t>(b1 - b0));
+      });
       return;
     }
     switch (es) {
