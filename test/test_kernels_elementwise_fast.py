@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,27 +12,16 @@ import torch
 pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
-from executorch.exir import to_edge_transform_and_lower  # noqa: E402
 from executorch.extension.pybindings import portable_lib  # noqa: E402
-from executorch.runtime import _native  # noqa: E402
-from executorch.runtime._backend import Verification  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from native_fn import native_method  # noqa: E402
 
 NEG_INF, INF, NAN = -math.inf, math.inf, math.nan
 
 
-class _Fn(torch.nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
 def _native_outputs(fn, inputs: tuple) -> list:
-    pte = to_edge_transform_and_lower(torch.export.export(_Fn(fn), inputs)).to_executorch().buffer
-    method = _native.load_program(pte, Verification.InternalConsistency).load_method("forward")
-    return method.execute(list(inputs))
+    return native_method(fn, inputs).execute(list(inputs))
 
 
 def _assert_exact(got: torch.Tensor, want: torch.Tensor) -> None:
@@ -245,8 +236,7 @@ def test_expand_and_slice_copies():
 def test_mask_chain_bit_identical_for_1_2_and_3_threads(restore_pool_size):
     x = _specials(2, 6, 197, 197)
     fn = lambda t: torch.ops.aten._safe_softmax(t, -1)  # noqa: E731
-    pte = to_edge_transform_and_lower(torch.export.export(_Fn(fn), (x,))).to_executorch().buffer
-    method = _native.load_program(pte, Verification.InternalConsistency).load_method("forward")
+    method = native_method(fn, (x,))
     outputs = {}
     for threads in (1, 2, 3):
         portable_lib._unsafe_reset_threadpool(threads)
@@ -264,8 +254,7 @@ def test_mask_chain_bit_identical_for_1_2_and_3_threads(restore_pool_size):
 def test_large_copies_match_torch_for_1_2_and_3_threads(fn, restore_pool_size):
     # Big enough (over 1 MiB) that every copy path splits into several parallel chunks.
     x = _specials(2, 197, 6, 64, seed=4)
-    pte = to_edge_transform_and_lower(torch.export.export(_Fn(fn), (x,))).to_executorch().buffer
-    method = _native.load_program(pte, Verification.InternalConsistency).load_method("forward")
+    method = native_method(fn, (x,))
     with torch.no_grad():
         want = fn(x)
     for threads in (1, 2, 3):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,24 +13,14 @@ import torch.nn.functional as F
 pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
-from executorch.exir import to_edge_transform_and_lower  # noqa: E402
 from executorch.extension.pybindings import portable_lib  # noqa: E402
-from executorch.runtime import _native  # noqa: E402
-from executorch.runtime._backend import Verification  # noqa: E402
 
-
-class _Pool(torch.nn.Module):
-    def __init__(self, **kw) -> None:
-        super().__init__()
-        self.kw = kw
-
-    def forward(self, x):
-        return F.max_pool2d(x, return_indices=True, **self.kw)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from native_fn import native_method  # noqa: E402
 
 
 def _method(x: torch.Tensor, **kw):
-    pte = to_edge_transform_and_lower(torch.export.export(_Pool(**kw), (x,))).to_executorch().buffer
-    return _native.load_program(pte, Verification.InternalConsistency).load_method("forward")
+    return native_method(lambda t: F.max_pool2d(t, return_indices=True, **kw), (x,))
 
 
 def _input(shape, seed: int, specials: bool = True) -> torch.Tensor:

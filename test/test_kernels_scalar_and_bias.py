@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,24 +12,12 @@ import torch
 pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
-from executorch.exir import to_edge_transform_and_lower  # noqa: E402
 from executorch.extension.pybindings import portable_lib  # noqa: E402
-from executorch.runtime import _native  # noqa: E402
-from executorch.runtime._backend import Verification  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from native_fn import native_method  # noqa: E402
 
 
-class _Fn(torch.nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
-def _method(fn, inputs: tuple):
-    pte = to_edge_transform_and_lower(torch.export.export(_Fn(fn), inputs)).to_executorch().buffer
-    return _native.load_program(pte, Verification.InternalConsistency).load_method("forward")
 
 
 def _assert_exact(got: torch.Tensor, want: torch.Tensor) -> None:
@@ -40,7 +30,7 @@ def _assert_exact(got: torch.Tensor, want: torch.Tensor) -> None:
 def _check(fn, *inputs) -> None:
     with torch.no_grad():
         want = fn(*inputs)
-    _assert_exact(_method(fn, inputs).execute(list(inputs))[0], want)
+    _assert_exact(native_method(fn, inputs).execute(list(inputs))[0], want)
 
 
 def _specials(*shape: int, dtype=torch.float32, seed: int = 0) -> torch.Tensor:
@@ -96,7 +86,7 @@ def test_16_bit_tensor_with_scalar(dtype):
     x = _specials(1, 6, 37, 64, dtype=dtype)
     for fn in (lambda t: t * 0.3535533905932738, lambda t: t.transpose(-1, -2) / 3.0):
         want = fn(x)
-        got = _method(fn, (x,)).execute([x])[0]
+        got = native_method(fn, (x,)).execute([x])[0]
         assert got.dtype == dtype and got.shape == want.shape
         assert torch.equal(got.isnan(), want.isnan())
         finite = want.isfinite()
@@ -107,7 +97,7 @@ def test_16_bit_tensor_with_scalar(dtype):
 
 def test_scalar_path_bit_identical_for_1_2_and_3_threads(restore_pool_size):
     x = _specials(2, 6, 197, 64)
-    method = _method(lambda t: t * 0.3535533905932738 + 1.0, (x,))
+    method = native_method(lambda t: t * 0.3535533905932738 + 1.0, (x,))
     outputs = {}
     for threads in (1, 2, 3):
         portable_lib._unsafe_reset_threadpool(threads)
@@ -163,7 +153,7 @@ def test_bias_fill_bit_identical_for_1_2_and_3_threads(restore_pool_size):
     m, k, n = 400, 16, 384
     g = torch.Generator().manual_seed(10)
     a, b, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
-    method = _method(lambda s, x, y: torch.addmm(s, x, y), (bias, a, b))
+    method = native_method(lambda s, x, y: torch.addmm(s, x, y), (bias, a, b))
     outputs = {}
     for threads in (1, 2, 3):
         portable_lib._unsafe_reset_threadpool(threads)

@@ -196,16 +196,15 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
       }
       if constexpr (N == 2) {
         if (w.linear && w.ndim > 0) {
-          // Same shapes but one side a scalar or a single element (x * 0.125 in attention):
-          // that value is loaded once and the loop over the other side vectorizes.
+          // Same shapes but one side (or both) a scalar or a single element (x * 0.125 in
+          // attention; both full is the dense case above): that value is loaded once and the
+          // loop over the other side vectorizes.
           const bool var0 = !ins[0].is_scalar && w.strides[1][0] != 0;
           const bool var1 = !ins[1].is_scalar && w.strides[2][0] != 0;
           const float c0 = var0 ? 0.f : (ins[0].is_scalar ? s[0] : p[0][0]);
           const float c1 = var1 ? 0.f : (ins[1].is_scalar ? s[1] : p[1][0]);
           cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-            if (var0 && var1) {
-              for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i]);
-            } else if (var0) {
+            if (var0) {
               for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], c1);
             } else if (var1) {
               for (int64_t i = lo; i < hi; ++i) of[i] = f(c0, p[1][i]);
