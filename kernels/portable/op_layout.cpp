@@ -322,8 +322,10 @@ void split_with_sizes_out(KernelRuntimeContext& ctx, Args args) {
   int64_t d, sum = 0;
   ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[2]->toInt(), in.dim(), &d), InvalidArgument, ,
                       "split_with_sizes_copy: dim out of range");
+  // Each size is bounded by what is left of the dim, so the running sum never overflows.
   for (int64_t s : sizes) {
-    ET_KERNEL_CHECK_MSG(ctx, s >= 0, InvalidArgument, , "split_with_sizes_copy: negative size");
+    ET_KERNEL_CHECK_MSG(ctx, s >= 0 && s <= in.size(d) - sum, InvalidArgument, ,
+                        "split_with_sizes_copy: sizes must be non-negative and add up to the dim");
     sum += s;
   }
   ET_KERNEL_CHECK_MSG(ctx, sum == in.size(d) && sizes.size() == outs.size(), InvalidArgument, ,
