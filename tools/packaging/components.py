@@ -83,6 +83,13 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.extension.llm.**",),
     ),
     Component(
+        "xnnpack", "the XNNPACK delegate's ahead-of-time half (partitioner, payload writer, quantizer) "
+        "and its runtime for the pure-Python engine",
+        EVERY_MODE,
+        packages=("executorch.backends.xnnpack.**",),
+        data=("backends/xnnpack/serialization/*.fbs",),
+    ),
+    Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
         EVERY_MODE,
         packages=("executorch.runtime.**",),

@@ -1,0 +1,1 @@
+"""XNNPACK, ExecuTorch's CPU backend: partitioner, payload writer and quantizer in pure Python."""
