@@ -61,8 +61,12 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
     files = [n for n in names if not n.endswith("/")]
     assert not [n for n in files if n.endswith(_COMPILED) or n.endswith(_NATIVE_SOURCE)]
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
-    for folder in ("examples", "kernels", "backends", "tools", "bin", "test", "benchmarks"):
+    for folder in ("examples", "kernels", "tools", "bin", "test", "benchmarks"):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
+    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
+    backends = [n for n in files if n.startswith("executorch/backends/")]
+    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
+                            for n in backends), backends
     assert "executorch/setup.py" not in files and "executorch/_launch.py" not in files
     assert all(n.startswith(("executorch/", "executorch-")) for n in files)
 

@@ -1,1 +1,0 @@
-"""Delegate backends: one package per backend, its ahead-of-time half in Python, its runtime half in C++."""

@@ -1,0 +1,1 @@
+"""The XNNPACK payload format: schema.fbs, its dataclasses and the payload serializer."""
