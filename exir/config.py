@@ -44,6 +44,25 @@ def _power_of_two(name: str, v: Any, optional: bool) -> None:
         raise ExportError(f"ExecutorchBackendConfig.{name}={v!r} must be a positive power of two, e.g. 16")
 
 
+def _check_device_config(config: Any) -> None:
+    from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
+
+    per_method = config.values() if isinstance(config, dict) else [config]
+    for c in per_method:
+        if c is None:
+            continue
+        if not isinstance(c, PropagateDeviceConfig):
+            raise ExportError(
+                "ExecutorchBackendConfig.propagate_device_config must be a PropagateDeviceConfig "
+                f"(executorch.exir.passes.propagate_device_pass) or a dict of method name -> one, not {type(c).__name__}")
+        for name in ("skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs"):
+            value = getattr(c, name)
+            if any((value.values() if isinstance(value, dict) else [value])):
+                raise ExportError(
+                    f"PropagateDeviceConfig.{name}={value!r} is not supported: it hands device memory to the caller, "
+                    "which the runtimes here cannot bind (inputs and outputs always get planned memory); leave it False")
+
+
 @dataclass
 class ExecutorchBackendConfig:
     """Options of `to_executorch`: extra passes, memory planning, and the file's alignments."""
@@ -65,6 +84,10 @@ class ExecutorchBackendConfig:
     sym_shape_eval_pass: Any = None
     external_mutable_weights: bool = False
     do_quant_fusion_and_const_prop: bool = False
+    # Delegates whose compile specs name a `target_device` get host/device copies around them, and
+    # their side of the copies is planned in device memory (False: only marked, planned on the host).
+    propagate_device_config: Any = None
+    enable_non_cpu_memory_planning: bool = True
 
     def __post_init__(self) -> None:
         _refuse("remove_view_copy", self.remove_view_copy, False,
@@ -80,7 +103,8 @@ class ExecutorchBackendConfig:
                 "external_mutable_weights=False (external_constants moves weights to a .ptd)")
         _refuse("do_quant_fusion_and_const_prop", self.do_quant_fusion_and_const_prop, False,
                 "quantized programs are not lowered here; pass do_quant_fusion_and_const_prop=False")
-        for name in ("emit_stacktrace", "extract_delegate_segments"):
+        _check_device_config(self.propagate_device_config)
+        for name in ("emit_stacktrace", "extract_delegate_segments", "enable_non_cpu_memory_planning"):
             if not isinstance(getattr(self, name), bool):
                 raise ExportError(f"ExecutorchBackendConfig.{name} must be True or False, not {getattr(self, name)!r}")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)

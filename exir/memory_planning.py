@@ -3,7 +3,8 @@
 A buffer is a run of bytes live over an inclusive range of instruction steps. Two buffers may
 share bytes only if their ranges don't overlap. Offsets are aligned; the arena size is the
 largest end offset. Planners are plain functions `list[Buffer] -> arena size` that fill in
-`Buffer.offset`.
+`Buffer.offset`. Buffers on a device (a delegate's side of a host/device copy) never share an
+arena with host buffers: `plan_by_device` plans each device's buffers in arenas of their own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class Buffer:
     first: int  # first step at which it is live
     last: int  # last step at which it is live
     offset: Optional[int] = None
+    device: tuple = (0, 0)  # (schema.DeviceType, index) of the memory it lives in; (0, 0) is the host
+    memory_id: int = 1  # the arena `plan_by_device` placed it in
 
     def overlaps(self, other: "Buffer") -> bool:
         return self.first <= other.last and other.first <= self.last
@@ -92,6 +95,25 @@ def greedy(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
 
 
 PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": greedy, "naive": naive}
+
+HOST = (0, 0)
+
+
+def plan_by_device(buffers: list[Buffer], planner: Callable[[list[Buffer], int], int], alignment: int,
+                   by_device: bool = True) -> list[tuple[int, tuple]]:
+    """Plan the buffers of each device in an arena of its own, numbered from 1: the host's first, then
+    the devices by (type, index), as ExecuTorch numbers them. Sets each buffer's `memory_id` and
+    `offset`; returns each arena's (size, device). With `by_device=False` all share one host arena."""
+    groups: dict[tuple, list[Buffer]] = {}
+    for b in buffers:
+        groups.setdefault(tuple(b.device) if by_device else HOST, []).append(b)
+    arenas: list[tuple[int, tuple]] = []
+    for device in sorted(groups, key=lambda d: (d != HOST, int(d[0]), d[1])):
+        size = planner(groups[device], alignment)
+        arenas.append((size, device))
+        for b in groups[device]:
+            b.memory_id = len(arenas)
+    return arenas
 
 
 def verify(buffers: list[Buffer]) -> None:

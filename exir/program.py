@@ -25,7 +25,8 @@ from executorch.exir.emit._emitter import (
 )
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import SharedState
-from executorch.exir.passes import decompose, dim_order, edge, reinplace, sym_ops, torch_decompose, write_back
+from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
+                                    torch_decompose, write_back)
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -363,12 +364,17 @@ class EdgeProgramManager:
             for p in config.passes:
                 ep = _apply_pass(p, ep)
             restore = reinplace.has_functionalized_ops(ep.graph_module)
-            if restore or any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs):
+            write = any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs)
+            devices = propagate_device_pass.names_a_device(ep.graph_module, name)
+            if restore or write or devices:
                 # these passes edit the graph: on a copy, so the edge program stays as it was
                 ep = _copy_program(ep)
                 if restore:
                     ep = reinplace.restore_mutating_ops(ep, name)
-                write_back.insert_write_back(ep.graph_module, ep.graph_signature)
+                if write:
+                    write_back.insert_write_back(ep.graph_module, ep.graph_signature)
+                if devices:
+                    propagate_device_pass.propagate_device(ep.graph_module, config.enable_non_cpu_memory_planning)
             programs[name] = ep
         constants = ConstantTable()
         delegates = DelegateTable(config.extract_delegate_segments)
@@ -382,7 +388,7 @@ class EdgeProgramManager:
             emitted, delegate_calls[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
                 plan.alloc_graph_input, external, mutable, config.emit_mutable_buffer_names,
-                shared if plan.share_mutable_buffers else None)
+                shared if plan.share_mutable_buffers else None, config.enable_non_cpu_memory_planning)
             plans.append(emitted)
             if plan.share_mutable_buffers:
                 sharing.append(emitted)

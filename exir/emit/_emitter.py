@@ -24,6 +24,7 @@ from executorch.exir.delegate import executorch_call_delegate
 from executorch.exir.dialects._edge_ops import out_variant, prim_op_name
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
+from executorch.exir.passes.propagate_device_pass import CPU, device_of
 from executorch.exir.tensor_layout import TensorLayout
 from executorch.exir.passes.write_back import mutated_placeholders
 
@@ -159,8 +160,9 @@ class _MethodEmitter:
                  alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
                  alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
                  mutable_data: Optional[MutableDataTable] = None, emit_mutable_buffer_names: bool = False,
-                 shared_state: Optional[memory_planning.SharedState] = None):
+                 shared_state: Optional[memory_planning.SharedState] = None, plan_devices: bool = True):
         self.name = name
+        self.plan_devices = plan_devices
         self.shared_state = shared_state
         self.shared_offset: dict[int, int] = {}  # id(buffer) -> its offset in the shared-state arena
         self.alloc_graph_input = alloc_graph_input
@@ -199,6 +201,7 @@ class _MethodEmitter:
 
     def _tensor_value(self, t: torch.Tensor, node: fx.Node, data_buffer_idx: int = 0) -> S.Tensor:
         sizes, dynamism = self._sizes(t, node)
+        device = device_of(node)
         return S.Tensor(
             scalar_type=scalar_type(t.dtype),
             storage_offset=0,
@@ -208,6 +211,9 @@ class _MethodEmitter:
             data_buffer_idx=data_buffer_idx,
             allocation_info=None,
             shape_dynamism=dynamism,
+            # Host tensors say nothing, which readers take as the host, as ExecuTorch writes them.
+            extra_tensor_info=None if device == CPU else S.ExtraTensorInfo(device_type=device[0],
+                                                                          device_index=device[1]),
         )
 
     def _sizes(self, t: torch.Tensor, node: fx.Node) -> tuple[list[int], S.TensorShapeDynamism]:
@@ -251,7 +257,8 @@ class _MethodEmitter:
             nbytes = t.element_size()
             for s in value.sizes:
                 nbytes *= s
-            buf = memory_planning.Buffer(size=nbytes, first=self.step[node], last=self.step[node])
+            buf = memory_planning.Buffer(size=nbytes, first=self.step[node], last=self.step[node],
+                                         device=tuple(device_of(node)))
         self.buffer_of[idx] = buf
         self.planned.append(_Planned(value, buf))
         return idx
@@ -361,6 +368,7 @@ class _MethodEmitter:
             operators=self.operators,
             delegates=self.delegates,
             non_const_buffer_sizes=self.arena_sizes,
+            non_const_buffer_device=self.arena_devices,
         )
 
     def _emit_placeholders(self, nodes: list[fx.Node]) -> list[int]:
@@ -439,8 +447,10 @@ class _MethodEmitter:
             data = self._constant_data(spec).detach()
             value.data_buffer_idx = self.mutable_data.add(data.contiguous())
         if self.emit_mutable_buffer_names:
+            device = device_of(node)
             value.extra_tensor_info = S.ExtraTensorInfo(
-                mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT)
+                mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT,
+                device_type=device[0], device_index=device[1])
         self.state.append(self.buffer_of[idx])
         if self.shared_state is not None:
             buf = self.buffer_of[idx]
@@ -481,6 +491,7 @@ class _MethodEmitter:
             return
         base = node.args[0] if node.args else None
         if (_is_alias_view(target, val, base) and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
+                and device_of(base) == CPU == device_of(node)
                 and not self._written_back(self.buffer_of[self.node_values[base]])
                 and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
@@ -682,16 +693,27 @@ class _MethodEmitter:
                 buf.last = max(buf.last, life.last)
 
     def _plan(self) -> None:
-        """Arena 1 for every planned value but shared state, which has its place in arena 2; the
-        size of arena 2 is known once every method is emitted, and `to_executorch` appends it."""
+        """Arena 1 for every planned host value but shared state, which has its place in arena 2 (its
+        size is known once every method is emitted, and `to_executorch` appends it); values on a
+        device in arenas of their own after the host's, listed in `non_const_buffer_device`."""
         buffers = [b for b in {id(p.buffer): p.buffer for p in self.planned}.values()
                    if id(b) not in self.shared_offset]
-        size = self.planner(buffers, self.alignment)
+        arenas = memory_planning.plan_by_device(buffers, self.planner, self.alignment, self.plan_devices)
+        on_device = [i for i, (_, device) in enumerate(arenas, start=1) if device != memory_planning.HOST]
+        if on_device and self.shared_state is not None:
+            raise ExportError(
+                f"method '{self.name}' has values on a device and shares its mutable buffers with other methods; "
+                "both need memory arena 2, so export it with MemoryPlanningPass(share_mutable_buffers=False) or "
+                "ExecutorchBackendConfig(enable_non_cpu_memory_planning=False)")
         for p in self.planned:
             shared = self.shared_offset.get(id(p.buffer))
-            p.value.allocation_info = (S.AllocationDetails.at(1, p.buffer.offset) if shared is None else
-                                       S.AllocationDetails.at(memory_planning.SHARED_STATE_ARENA, shared))
-        self.arena_sizes = [0, size] if buffers or self.shared_state is not None else [0]
+            p.value.allocation_info = (S.AllocationDetails.at(p.buffer.memory_id, p.buffer.offset) if shared is None
+                                       else S.AllocationDetails.at(memory_planning.SHARED_STATE_ARENA, shared))
+        if not arenas and self.shared_state is not None:
+            arenas = [(0, memory_planning.HOST)]
+        self.arena_sizes = [0] + [size for size, _ in arenas]
+        self.arena_devices = [S.NonConstBufferDevice(buffer_idx=i, device_type=S.DeviceType(arenas[i - 1][1][0]),
+                                                     device_index=arenas[i - 1][1][1]) for i in on_device] or None
 
 
 def emit_method(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable,
@@ -707,10 +729,11 @@ def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, cons
                                alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
                                mutable_data: Optional[MutableDataTable] = None,
                                emit_mutable_buffer_names: bool = False,
-                               shared_state: Optional[memory_planning.SharedState] = None):
+                               shared_state: Optional[memory_planning.SharedState] = None,
+                               plan_devices: bool = True):
     """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
     emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input,
-                             external, mutable_data, emit_mutable_buffer_names, shared_state)
+                             external, mutable_data, emit_mutable_buffer_names, shared_state, plan_devices)
     return emitter.emit(), emitter.delegate_calls
 
 

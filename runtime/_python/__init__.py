@@ -60,7 +60,7 @@ def load_program(data: Union[bytes, memoryview],
 def operator_names() -> set[str]:
     """ExecuTorch's own operators implemented here, and every operator torch registers."""
     listed = getattr(torch._C, "_dispatch_get_all_op_names", lambda: [])()
-    return set(_kernels.SCALAR_KERNELS) | set(_kernels.TENSOR_KERNELS) | set(listed)
+    return set(_kernels.SCALAR_KERNELS) | set(_kernels.TENSOR_KERNELS) | set(_kernels.DEVICE_COPIES) | set(listed)
 
 
 def registered_backend_names() -> list[str]:

@@ -31,11 +31,6 @@ def _copy_in_dim_order(src: torch.Tensor, non_blocking: bool, dim_order: Optiona
     out.copy_(src)
 
 
-def _copy(src: torch.Tensor, out: torch.Tensor, _ret: object = None) -> None:
-    resize(out, src.shape)
-    out.copy_(src)
-
-
 def _empty_dim_order(size: list, dim_order: Optional[list], out: torch.Tensor, _ret: object = None) -> None:
     resize(out, size, dim_order)
 
@@ -148,8 +143,9 @@ TENSOR_KERNELS: dict[str, tuple[Callable, int, tuple[int, ...]]] = {
     "dim_order_ops::_to_dim_order_copy.out": (_copy_in_dim_order, 5, (3, 4)),
     "dim_order_ops::_empty_dim_order.out": (_empty_dim_order, 4, (2, 3)),
     "executorch_prim::et_view": (_et_view, 3, (2,)),
-    # Host/device transfers; every tensor here lives on the host, so they are plain copies.
-    "et_copy::_h2d_copy.out": (_copy, 3, (1, 2)),
-    "et_copy::_d2h_copy.out": (_copy, 3, (1, 2)),
     "executorch_prim::et_copy_index.tensor": (_et_copy_index, 3, (0,)),
 }
+
+# Host/device transfers (name -> whether it copies to the device): run through the device's
+# allocator (executorch.runtime.device), bound by _ops with the tensors' placement.
+DEVICE_COPIES: dict[str, bool] = {"et_copy::_h2d_copy.out": True, "et_copy::_d2h_copy.out": False}

@@ -52,6 +52,9 @@ def resolve(op: schema.Operator) -> Resolved:
     key = op.name if op.overload in ("", "default") else name
     if key in _kernels.SCALAR_KERNELS:
         return Resolved(name, functools.partial(_bind_scalar, name, _kernels.SCALAR_KERNELS[key]), True, ())
+    if key in _kernels.DEVICE_COPIES:
+        to_device = _kernels.DEVICE_COPIES[key]
+        return Resolved(name, functools.partial(_bind_device_copy, name, to_device), False, (1, 2))
     if key in _kernels.TENSOR_KERNELS:
         fn, count, writes = _kernels.TENSOR_KERNELS[key]
         return Resolved(name, functools.partial(_bind_tensor_kernel, name, fn, count), False, writes)
@@ -120,6 +123,42 @@ def _bind_tensor_kernel(name: str, fn: Callable, count: int, args: list, store, 
         return functools.partial(fn, *frozen)
     getters = _getters(args)
     return lambda: fn(*[g() for g in getters])
+
+
+def _bind_device_copy(name: str, to_device: bool, args: list, _store, specs: list) -> Step:
+    """`_h2d_copy.out(self, out)` / `_d2h_copy.out`: the bytes of `self` into `out` through the
+    allocator of the device on the far side, checked at load: one side on the host, the other on a
+    device, the same dtype and layout."""
+    from executorch.runtime import device as devices
+
+    _check_count(name, args, (3,))
+    src, out = specs[0], specs[1]
+    host = schema.DeviceType.CPU
+    if src is None or out is None or specs[2] is not out:
+        raise InvalidProgramError(f"a call to {name} does not pass tensors `self, out, out`")
+    far, near = (out, src) if to_device else (src, out)
+    if near.device[0] != host or far.device[0] == host:
+        raise InvalidProgramError(
+            f"a call to {name} copies {devices.device_name(src.device)} to {devices.device_name(out.device)}; it "
+            f"copies {'host to device' if to_device else 'device to host'}; the file is corrupt, re-export it")
+    if src.dtype != out.dtype or src.dim_order != out.dim_order:
+        raise InvalidProgramError(f"a call to {name} copies between tensors of different dtypes or layouts")
+    allocator = devices.require_allocator(far.device, f"a tensor {name} copies")
+    move = allocator.copy_host_to_device if to_device else allocator.copy_device_to_host
+    index = far.device[1]
+    getters = _getters(args[:2])
+
+    def step() -> None:
+        s, o = getters[0](), getters[1]()
+        _kernels.resize(o, s.shape)
+        move(_bytes(o), _bytes(s), index)
+    return step
+
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """The bytes of a dense tensor, as a flat uint8 tensor over its memory."""
+    nbytes = t.numel() * t.element_size()
+    return torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage(), t.storage_offset() * t.element_size(), (nbytes,))
 
 
 def _converter(arg: torch.Argument) -> Optional[Callable[[object], object]]:

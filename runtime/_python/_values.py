@@ -26,6 +26,7 @@ class TensorSpec:
     planned: bool
     constant: bool
     nbytes: int
+    device: tuple = (schema.DeviceType.CPU, 0)  # where its memory is: (DeviceType, index)
 
 
 SHARED_ARENA = 2  # the memory id every method of a program shares: state such as a KV cache
@@ -51,7 +52,9 @@ class PlanValues:
         self._external = external
         self._plan = plan
         self._shared = shared
-        self.arenas = [shared.memory if i == SHARED_ARENA and shared is not None else _arena(plan.name, i, size)
+        self.arena_devices = _arena_devices(plan)
+        self.arenas = [shared.memory if i == SHARED_ARENA and shared is not None and i not in self.arena_devices
+                       else _arena(plan.name, i, size, self.arena_devices.get(i))
                        for i, size in enumerate(plan.non_const_buffer_sizes)]
         self.objects: list[object] = [None] * len(plan.values)
         self.specs: dict[int, TensorSpec] = {}
@@ -129,8 +132,10 @@ class PlanValues:
         external = extra is not None and extra.location == schema.TensorDataLocation.EXTERNAL
         planned = t.allocation_info is not None
         constant = not planned and (t.data_buffer_idx > 0 or external)
+        device = (extra.device_type, extra.device_index) if extra is not None else (schema.DeviceType.CPU, 0)
         self.specs[index] = TensorSpec(dtype, int(t.scalar_type), sizes, dim_order,
-                                       schema.TensorShapeDynamism(t.shape_dynamism), planned, constant, nbytes)
+                                       schema.TensorShapeDynamism(t.shape_dynamism), planned, constant, nbytes,
+                                       device)
         if planned:
             storage = self._planned_storage(where, t.allocation_info, nbytes)
             if t.data_buffer_idx > 0 and self._first_load(t.allocation_info):
@@ -173,7 +178,8 @@ class PlanValues:
                 f"{where} needs bytes {offset}..{offset + nbytes} of arena {mem_id}, which has {len(arena)}")
         # A storage of exactly this tensor's planned bytes: a kernel that tries to grow the
         # tensor past its plan fails instead of overwriting its neighbours.
-        return _fixed_storage(memoryview(arena)[offset:offset + nbytes])
+        memory = arena.view if isinstance(arena, _DeviceArena) else memoryview(arena)
+        return _fixed_storage(memory[offset:offset + nbytes])
 
     def _external_storage(self, where: str, key: Optional[str], t: schema.Tensor, nbytes: int) -> torch.UntypedStorage:
         if self._external is None:
@@ -234,11 +240,49 @@ _MAP_THRESHOLD = 1 << 16
 _LIST_TYPES = (schema.IntList, schema.DoubleList, schema.BoolList, schema.TensorList, schema.OptionalTensorList)
 
 
-def _arena(method: str, index: int, size: int) -> Union[bytearray, mmap.mmap]:
+def _arena(method: str, index: int, size: int, device: Optional[tuple] = None):
     if size < 0:
         raise InvalidProgramError(f"memory arena {index} of method {method!r} has negative size {size}")
+    if device is not None:
+        return _DeviceArena(method, index, size, device)
     # Arena 0 is reserved for constants and never allocated.
     return _zeroed(size if index > 0 else 0, f"memory arena {index} of method {method!r}")
+
+
+class _DeviceArena:
+    """A planned arena in a device's memory, from its registered allocator; given back when dropped."""
+
+    def __init__(self, method: str, index: int, size: int, device: tuple) -> None:
+        import weakref
+
+        from executorch.runtime import device as devices
+
+        allocator = devices.require_allocator(device, f"memory arena {index} of method {method!r}")
+        memory = allocator.allocate(size, device[1])
+        view = memoryview(memory).cast("B")
+        if len(view) < size or view.readonly:
+            raise ExecuTorchError(
+                f"the {devices.device_name(device)} allocator returned {len(view)} "
+                f"{'read-only ' if view.readonly else ''}bytes for memory arena {index} of method {method!r}, "
+                f"which needs {size} writable bytes")
+        self.view = view[:size]
+        weakref.finalize(self, allocator.deallocate, memory, device[1])
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+
+def _arena_devices(plan: schema.ExecutionPlan) -> dict[int, tuple]:
+    """Memory arena -> (DeviceType, index) for the arenas the plan puts on a device."""
+    found: dict[int, tuple] = {}
+    for entry in plan.non_const_buffer_device or ():
+        if not 1 <= entry.buffer_idx < len(plan.non_const_buffer_sizes) or entry.buffer_idx in found:
+            raise InvalidProgramError(
+                f"method {plan.name!r} places memory arena {entry.buffer_idx} on a device, but its arenas are "
+                f"1..{len(plan.non_const_buffer_sizes) - 1} (each listed once); the file is corrupt, re-export it")
+        if entry.device_type != schema.DeviceType.CPU:
+            found[entry.buffer_idx] = (entry.device_type, entry.device_index)
+    return found
 
 
 def _zeroed(nbytes: int, what: str) -> Union[bytearray, mmap.mmap]:
