@@ -573,6 +573,14 @@ class ExecutorchProgramManager:
 
         return {name: join_bytes(self._ptd_chunks(name)) for name in self._data_payloads}
 
+    @property
+    def _tensor_data(self) -> dict:
+        """Per `.ptd` file name: its bytes as a `Cord` (`bytes(cord)`, `cord.write_to_file(f)`), as
+        ExecuTorch's manager keeps them; empty when nothing was placed outside the `.pte`."""
+        from executorch.exir._serialize._cord import Cord
+
+        return {name: Cord(self._ptd_chunks(name)) for name in self._data_payloads}
+
     def write_tensor_data_to_file(self, outdir) -> None:
         """Write each `.ptd` file as `outdir/<name>.ptd`, streaming tensor data from its storage
         (atomically per file)."""

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/core/device_allocator.h"
 #include "runtime/core/error.h"
 #include "runtime/core/scalar_type.h"
 #include "runtime/core/span.h"
@@ -47,6 +48,13 @@ class TensorImpl final {
   void* data() const { return data_; }
   void set_data(void* data) { data_ = data; }
   void set_capacity_bytes(size_t capacity) { capacity_bytes_ = capacity; }
+  // Where the data lives: the host unless the program placed the tensor on a device.
+  etensor::DeviceType device_type() const { return device_type_; }
+  etensor::DeviceIndex device_index() const { return device_index_; }
+  void set_device(etensor::DeviceType type, etensor::DeviceIndex index) {
+    device_type_ = type;
+    device_index_ = index;
+  }
 
   // Changes sizes in place (same rank). Static tensors accept only their own
   // sizes; bounded dynamic ones any sizes whose bytes fit the capacity.
@@ -65,6 +73,8 @@ class TensorImpl final {
   int64_t numel_ = 1;
   size_t capacity_bytes_ = 0;
   TensorShapeDynamism dynamism_ = TensorShapeDynamism::Static;
+  etensor::DeviceType device_type_ = etensor::DeviceType::CPU;
+  etensor::DeviceIndex device_index_ = 0;
 };
 
 // Cheap-to-copy handle; copies alias the same TensorImpl (as EValue moves do).
@@ -86,6 +96,8 @@ class Tensor final {
   Span<const StridesType> strides() const { return impl_->strides(); }
   Span<const DimOrderType> dim_order() const { return impl_->dim_order(); }
   TensorShapeDynamism shape_dynamism() const { return impl_->shape_dynamism(); }
+  etensor::DeviceType device_type() const { return impl_->device_type(); }
+  etensor::DeviceIndex device_index() const { return impl_->device_index(); }
   // True when the dim order is 0..dim-1 (row-major, no permutation).
   bool is_contiguous() const;
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/core/device_allocator.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
 
@@ -31,6 +32,9 @@ class SharedArena final {
       Result<MethodMeta> meta = program.method_meta(*name);
       if (!meta.ok()) return meta.error();
       if (meta->num_memory_planned_buffers() <= kIndex) continue;
+      Result<etensor::Device> device = meta->memory_planned_buffer_device(kIndex);
+      if (!device.ok()) return device.error();
+      if (!device->is_cpu()) continue;  // that method's arena 2 is device memory of its own
       Result<int64_t> want = meta->memory_planned_buffer_size(kIndex);
       if (!want.ok()) return want.error();
       ET_CHECK_OR_RETURN(static_cast<uint64_t>(*want) <= max_bytes, OutOfResources,
@@ -89,6 +93,14 @@ class HostedMethod final {
     }
     for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
       size_t size = static_cast<size_t>(*meta->memory_planned_buffer_size(i));
+      Result<etensor::Device> device = meta->memory_planned_buffer_device(i);
+      if (!device.ok()) return device.error();
+      if (!device->is_cpu()) {
+        Result<void*> block = self->add_device_block(*device, size, name, i);
+        if (!block.ok()) return block.error();
+        self->arenas_.push_back(Span<uint8_t>(static_cast<uint8_t*>(*block), size));
+        continue;
+      }
       if (i == SharedArena::kIndex && shared != nullptr) {
         self->arenas_.push_back(shared->span());  // Method::init checks it holds `size` bytes
         continue;
@@ -117,8 +129,36 @@ class HostedMethod final {
 
   Method& method() { return *method_; }
 
+  ~HostedMethod() {
+    method_.reset();  // its backends let go of device memory before it is returned
+    for (const DeviceBlock& b : device_blocks_) b.allocator->deallocate(b.ptr, b.index);
+  }
+  HostedMethod(const HostedMethod&) = delete;
+  HostedMethod& operator=(const HostedMethod&) = delete;
+
  private:
   HostedMethod() : method_block_(nullptr, std::free) {}
+
+  struct DeviceBlock {
+    DeviceAllocator* allocator;
+    void* ptr;
+    etensor::DeviceIndex index;
+  };
+
+  // A planned arena in device memory, from the allocator the device backend registered.
+  Result<void*> add_device_block(etensor::Device device, size_t size, const char* name, size_t arena) {
+    DeviceAllocator* allocator = get_device_allocator(device.type);
+    ET_CHECK_OR_RETURN(allocator != nullptr, NotFound,
+                       "method '%s' plans memory arena %zu on device type %d (index %d), and no device allocator is "
+                       "registered for it: link the device backend's library (whole-archive) into the program",
+                       name, arena + 1, static_cast<int>(device.type), static_cast<int>(device.index));
+    Result<void*> block = allocator->allocate(size == 0 ? 1 : size, device.index);
+    if (!block.ok()) return block.error();
+    ET_CHECK_OR_RETURN(*block != nullptr, MemoryAllocationFailed,
+                       "cannot allocate %zu bytes of device memory for arena %zu", size, arena + 1);
+    device_blocks_.push_back({allocator, *block, device.index});
+    return *block;
+  }
 
   static Result<std::unique_ptr<HostedMethod>> init(std::unique_ptr<HostedMethod>& self, const Program& program,
                                                     const char* name, const Limits& limits,
@@ -155,6 +195,7 @@ class HostedMethod final {
   }
 
   std::vector<std::unique_ptr<uint8_t, void (*)(void*)>> blocks_;
+  std::vector<DeviceBlock> device_blocks_;
   std::vector<Span<uint8_t>> arenas_;
   MemoryAllocator temp_;
   MemoryAllocator method_alloc_;

@@ -170,6 +170,14 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   ET_ALLOC_OR_RETURN(impl, a->allocate_list<TensorImpl>(1));
   new (impl) TensorImpl(type, dim, s, d, st, data, capacity,
                         static_cast<TensorShapeDynamism>(dynamism));
+  if (extra != nullptr && extra->device_type() != fb::DeviceType::CPU) {
+    const auto device = static_cast<int8_t>(extra->device_type());
+    ET_CHECK_OR_RETURN(device > 0 && static_cast<size_t>(device) < etensor::kNumDeviceTypes &&
+                           extra->device_index() >= 0,
+                       InvalidProgram, "tensor value %zu is on unknown device %d:%d", value_index, device,
+                       static_cast<int>(extra->device_index()));
+    impl->set_device(static_cast<etensor::DeviceType>(device), extra->device_index());
+  }
   *out = Tensor(impl);
   return Error::Ok;
 }

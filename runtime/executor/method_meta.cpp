@@ -96,5 +96,24 @@ Result<int64_t> MethodMeta::memory_planned_buffer_size(size_t index) const {
   return size;
 }
 
+Result<etensor::Device> MethodMeta::memory_planned_buffer_device(size_t index) const {
+  ET_CHECK_OR_RETURN(index < num_memory_planned_buffers(), InvalidArgument,
+                     "planned buffer %zu is out of range", index);
+  etensor::Device device;
+  const auto* entries = plan_->non_const_buffer_device();
+  for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {
+    const auto* e = entries->Get(i);
+    // Entries count arenas as the plan's sizes do, from 1 (0 is the constants).
+    if (e == nullptr || e->buffer_idx() != static_cast<int64_t>(index) + 1) continue;
+    const auto type = static_cast<int8_t>(e->device_type());
+    ET_CHECK_OR_RETURN(type >= 0 && static_cast<size_t>(type) < etensor::kNumDeviceTypes && e->device_index() >= 0,
+                       InvalidProgram, "planned buffer %zu is on unknown device %d:%d", index, type,
+                       static_cast<int>(e->device_index()));
+    device.type = static_cast<etensor::DeviceType>(type);
+    device.index = e->device_index();
+  }
+  return device;
+}
+
 }  // namespace runtime
 }  // namespace executorch

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/core/device_allocator.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/result.h"
 #include "runtime/core/scalar_type.h"
@@ -42,6 +43,8 @@ class MethodMeta final {
   // Planned arenas the caller must provide (non_const_buffer_sizes without entry 0).
   size_t num_memory_planned_buffers() const;
   Result<int64_t> memory_planned_buffer_size(size_t index) const;
+  // Where planned buffer `index` must be allocated (non_const_buffer_device; the host if unlisted).
+  Result<etensor::Device> memory_planned_buffer_device(size_t index) const;
   size_t num_instructions() const;
 
   const executorch_flatbuffer::ExecutionPlan* flatbuffer() const { return plan_; }

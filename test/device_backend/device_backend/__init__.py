@@ -1,0 +1,1 @@
+"""A device backend in the manner of Torch-TensorRT, for tests: engine op, partitioner, preprocess, runtimes."""
