@@ -264,3 +264,14 @@ def test_tensor_data_holds_each_ptd_file_as_published():
     assert isinstance(cord, Cord) and bytes(cord) == lowered.data_files["_default_external_constant"]
     assert len(cord) == len(bytes(cord)) > 4 * 3 * 4
     assert to_edge_transform_and_lower(ep).to_executorch()._tensor_data == {}
+
+
+def test_the_native_bindings_refuse_a_device_they_have_no_allocator_for():
+    runtime = project_runtimes().get("native")
+    if runtime is None:
+        pytest.skip("the native runtime is not built (tools/run_tests.sh builds it)")
+    _, _, _, program = _lower("one_engine")
+    # The shipped bindings link no device backend: the method does not load, rather than hand the
+    # delegate host memory.
+    with pytest.raises(Exception, match="cannot load method 'forward'"):
+        runtime.load_program(program.buffer).load_method("forward")

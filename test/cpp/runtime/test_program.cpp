@@ -176,3 +176,60 @@ RTEST(planned_buffers_too_small_are_refused) {
   mm.planned_buffers = Span<Span<uint8_t>>();
   RCHECK(l.program->load_method("forward", &mm).error() == Error::InvalidArgument);
 }
+
+namespace {
+
+// Host memory standing in for a device, counting what it hands out and takes back.
+class CountingDevice final : public DeviceAllocator {
+ public:
+  Result<void*> allocate(size_t nbytes, etensor::DeviceIndex, size_t) override {
+    ++allocated;
+    return std::calloc(nbytes, 1);
+  }
+  void deallocate(void* ptr, etensor::DeviceIndex) override {
+    ++freed;
+    std::free(ptr);
+  }
+  Error copy_host_to_device(void*, const void*, size_t, etensor::DeviceIndex) override { return Error::Ok; }
+  Error copy_device_to_host(void*, const void*, size_t, etensor::DeviceIndex) override { return Error::Ok; }
+  etensor::DeviceType device_type() const override { return type; }
+  etensor::DeviceType type = etensor::DeviceType::CUDA;
+  int allocated = 0, freed = 0;
+};
+
+}  // namespace
+
+// delegate_device.pte: the published exporter's file for test/device_backend's one_engine model
+// ($ET_REFERENCE_PYTHON test/device_backend/device_backend/export_reference.py one_engine ...): its
+// delegate names target_device cuda:0, so arena 2 is device memory.
+RTEST(planned_arenas_on_a_device_come_from_its_allocator) {
+  Loaded l = load("native/delegate_device.pte");
+  RCHECK(l.program.has_value());
+  if (!l.program) return;
+  Result<MethodMeta> meta = l.program->method_meta("forward");
+  RCHECK(meta.ok() && meta->num_memory_planned_buffers() == 2);
+  if (!meta.ok()) return;
+  RCHECK(meta->memory_planned_buffer_device(0)->is_cpu());
+  Result<etensor::Device> device = meta->memory_planned_buffer_device(1);
+  RCHECK(device.ok() && device->type == etensor::DeviceType::CUDA && device->index == 0);
+  RCHECK(meta->memory_planned_buffer_device(2).error() == Error::InvalidArgument);
+  // No allocator for the device: the method does not load (rather than run in host memory).
+  RCHECK(HostedMethod::load(*l.program, "forward", {}).error() == Error::NotFound);
+
+  static CountingDevice memory;
+  CountingDevice cpu;
+  cpu.type = etensor::DeviceType::CPU;
+  RCHECK(register_device_allocator(nullptr) == Error::InvalidArgument);
+  RCHECK(register_device_allocator(&cpu) == Error::InvalidArgument);
+  RCHECK(register_device_allocator(&memory) == Error::Ok);
+  CountingDevice other;
+  RCHECK(register_device_allocator(&other) == Error::InvalidArgument);
+  RCHECK(get_device_allocator(etensor::DeviceType::CUDA) == &memory);
+  {
+    // This test binary registers no et_copy kernels, so the load stops there; the device arena was
+    // taken from the allocator and is given back.
+    auto hosted = HostedMethod::load(*l.program, "forward", {});
+    RCHECK(!hosted.ok() && memory.allocated == 1);
+  }
+  RCHECK(memory.freed == memory.allocated);
+}
