@@ -76,6 +76,21 @@ class Program:
         self._check_name(method_name)
         return self._handle.method_meta(method_name)
 
+    def write_etdump_result_to_file(self, etdump_path: Union[Path, str],
+                                    debug_buffer_path: Optional[Union[Path, str]] = None) -> None:
+        """Write the ETDump recorded since load (`load_program(..., enable_etdump=True)`) to
+        `etdump_path`, and the intermediate outputs' debug buffer to `debug_buffer_path` when given."""
+        result = getattr(self._handle, "etdump_result", None)
+        if result is None or not self._handle.has_etdump():
+            raise ExecuTorchError(
+                "this program records no ETDump; load it with Runtime.get().load_program(path, enable_etdump=True)")
+        etdump, debug = result()
+        from executorch.exir._serialize._atomic import write_chunks
+
+        write_chunks(etdump_path, [etdump])
+        if debug_buffer_path is not None:
+            write_chunks(debug_buffer_path, [debug])
+
     def _check_name(self, name: str) -> None:
         if name not in self._names:
             known = ", ".join(repr(n) for n in self._names) or "none"
@@ -140,16 +155,19 @@ class Runtime:
         data_path: Optional[Union[Path, str]] = None,
     ) -> Program:
         """Load a program from a `.pte` path, its bytes, or a binary file object."""
-        if enable_etdump:
-            raise ExecuTorchError(
-                "ETDump profiling is not available in this runtime; call load_program without enable_etdump")
         if not isinstance(verification, Verification):
             raise TypeError(f"verification must be a Verification, got {verification!r}")
+        if not isinstance(debug_buffer_size, int) or debug_buffer_size < 0:
+            raise ValueError(f"debug_buffer_size must be a byte count >= 0, got {debug_buffer_size!r}")
+        if debug_buffer_size and not enable_etdump:
+            raise ValueError(
+                f"debug_buffer_size={debug_buffer_size} needs enable_etdump=True: the debug buffer holds the "
+                "ETDump's intermediate outputs")
         payload = _read(data)
-        if data_path is None:
-            return Program(self._module.load_program(payload, verification), payload)
-        external = _read_data_file(data_path)
-        return Program(self._module.load_program(payload, verification, external), (payload, external))
+        external = _read_data_file(data_path) if data_path is not None else None
+        extra = {"etdump_debug_buffer_size": debug_buffer_size} if enable_etdump else {}
+        handle = self._module.load_program(payload, verification, external, **extra)
+        return Program(handle, payload if external is None else (payload, external))
 
 
 def _read_data_file(path: Union[Path, str]) -> memoryview:

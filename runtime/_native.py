@@ -140,19 +140,29 @@ class NativeProgram:
         except _lib.NativeError as exc:
             raise _error(exc) from None
 
+    def has_etdump(self) -> bool:
+        return self._program.has_etdump()
+
+    def etdump_result(self) -> tuple[bytes, bytes]:
+        """The ETDump and the debug buffer the C++ ETDumpGen recorded since load."""
+        return self._program.etdump_data(), self._program.debug_buffer()
+
 
 def load_program(data: Union[bytes, memoryview],
                  verification: Verification = Verification.InternalConsistency,
-                 external_data: Optional[Union[bytes, memoryview]] = None) -> NativeProgram:
+                 external_data: Optional[Union[bytes, memoryview]] = None,
+                 etdump_debug_buffer_size: Optional[int] = None) -> NativeProgram:
     """Load `.pte` bytes into the C++ runtime; malformed files raise InvalidProgramError.
 
     The FlatBuffer verifier runs whatever `verification` asks: it covers only the program
     table (constants live in segments outside it), so it costs well under a millisecond even
-    for large models, and skipping it could let a malformed file crash the process.
+    for large models, and skipping it could let a malformed file crash the process. With
+    `etdump_debug_buffer_size` (0 or more) a C++ ETDumpGen records the loads and runs.
     """
     del verification
+    etdump = -1 if etdump_debug_buffer_size is None else etdump_debug_buffer_size
     try:
-        return NativeProgram(_lib.Program(data, True, external_data))
+        return NativeProgram(_lib.Program(data, True, external_data, etdump))
     except _lib.NativeError as exc:
         raise _error(exc) from None
 

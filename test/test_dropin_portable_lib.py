@@ -62,14 +62,17 @@ def test_load_from_buffer_and_load_program(mv2):
 
 
 @needs_native
-def test_unknown_method_and_etdump_are_refused(mv2):
+def test_unknown_method_and_bad_etdump_options_are_refused(mv2):
     from executorch.extension.pybindings.portable_lib import _load_for_executorch
 
     module = _load_for_executorch(str(mv2[2]))
     with pytest.raises(RuntimeError, match="no method 'decode'"):
         module.run_method("decode", [])
-    with pytest.raises(ValueError, match="enable_etdump"):
-        _load_for_executorch(str(mv2[2]), enable_etdump=True)
+    assert not module.has_etdump()
+    with pytest.raises(RuntimeError, match="enable_etdump=True"):
+        module.write_etdump_result_to_file("never.etdp")
+    with pytest.raises(ValueError, match="needs enable_etdump=True"):
+        _load_for_executorch(str(mv2[2]), debug_buffer_size=1024)
 
 
 def test_missing_native_extension_gives_a_clear_import_error(monkeypatch):

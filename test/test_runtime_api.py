@@ -182,8 +182,10 @@ def test_env_var_picks_python_in_a_fresh_process(add_pte, tmp_path):
 
 
 def test_unsupported_load_options_are_refused(add_pte):
-    with pytest.raises(ExecuTorchError, match="ETDump"):
-        Runtime.get().load_program(add_pte, enable_etdump=True)
+    with pytest.raises(ValueError, match="needs enable_etdump=True"):
+        Runtime.get().load_program(add_pte, debug_buffer_size=4096)
+    with pytest.raises(ExecuTorchError, match="records no ETDump"):
+        Runtime.get().load_program(add_pte).write_etdump_result_to_file("never.etdp")
     with pytest.raises(ExecuTorchError, match="cannot read data file 'weights.ptd'"):
         Runtime.get().load_program(add_pte, data_path="weights.ptd")
 

@@ -1,5 +1,6 @@
 // ExecutorBackend: delegates whose payload is a nested .pte, loaded and run by this runtime.
 // A host backend: init() uses the heap (HostedMethod); execute() copies in, runs, copies out.
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -12,10 +13,43 @@ namespace executorch {
 namespace runtime {
 namespace {
 
+// While the outer method is profiled, the nested method reports here: each nested kernel becomes a
+// delegate event of the outer DelegateCall, named "<op>.<overload>#<nested instruction>" (the names
+// the ahead-of-time ExecutorBackend lists in its debug handle map).
+class NestedEvents final : public EventTracer {
+ public:
+  EventTracer* outer = nullptr;
+
+  void create_event_block(const char*) override {}
+  EventTracerEntry start_profiling(const char* name, ChainID chain_id, DebugHandle debug_handle) override {
+    EventTracerEntry entry;
+    entry.event_id = static_cast<int64_t>(reinterpret_cast<intptr_t>(name));
+    entry.chain_id = chain_id;
+    entry.debug_handle = debug_handle;
+    entry.start_time = pal_current_ticks();
+    return entry;
+  }
+  void end_profiling(EventTracerEntry entry) override {
+    et_timestamp_t end = pal_current_ticks();
+    const char* name = reinterpret_cast<const char*>(static_cast<intptr_t>(entry.event_id));
+    static constexpr char kPrefix[] = "native_call_";
+    if (name == nullptr || std::strncmp(name, kPrefix, sizeof(kPrefix) - 1) != 0) return;
+    char id[192];
+    std::snprintf(id, sizeof(id), "%s#%u", name + sizeof(kPrefix) - 1, static_cast<unsigned>(entry.debug_handle));
+    outer->log_profiling_delegate(id, kUnsetDelegateDebugIntId, entry.start_time, end);
+  }
+  EventTracerEntry start_profiling_delegate(const char*, DelegateDebugIntId) override { return EventTracerEntry(); }
+  void end_profiling_delegate(EventTracerEntry, const void*, size_t) override {}
+  void log_profiling_delegate(const char*, DelegateDebugIntId, et_timestamp_t, et_timestamp_t, const void*,
+                              size_t) override {}
+  void log_evalue(const EValue&, LoggedEValueType) override {}
+};
+
 struct Nested {
   explicit Nested(Program&& p) : program(std::move(p)) {}
   Program program;
   std::unique_ptr<HostedMethod> method;
+  NestedEvents events;
 };
 
 class ExecutorBackend final : public BackendInterface {
@@ -43,9 +77,12 @@ class ExecutorBackend final : public BackendInterface {
     return static_cast<DelegateHandle*>(nested.release());
   }
 
-  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle,
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle,
                 Span<EValue*> args) const override {
-    Method& m = static_cast<Nested*>(handle)->method->method();
+    Nested* nested = static_cast<Nested*>(handle);
+    Method& m = nested->method->method();
+    nested->events.outer = context.event_tracer();
+    m.set_event_tracer(nested->events.outer != nullptr ? &nested->events : nullptr);
     size_t n_in = m.inputs_size(), n_out = m.outputs_size();
     ET_CHECK_OR_RETURN(args.size() == n_in + n_out, InvalidProgram,
                        "ExecutorBackend: the call passes %zu values; the nested program takes %zu inputs "

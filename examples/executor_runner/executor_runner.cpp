@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "devtools/etdump/etdump_flatcc.h"
 #include "examples/executor_runner/bundled.h"
 #include "extension/flat_tensor/flat_tensor_data_map.h"
 #include "runtime/executor/hosted_method.h"
@@ -27,6 +29,7 @@ const char kUsage[] =
     "       executor_runner --bundled FILE.bpte [--rtol R] [--atol A]\n"
     "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
     "                       [--output_dir DIR] [--num_threads N] [--verbose] [--help]\n"
+    "                       [--etdump_path F.etdp [--debug_output_path F.bin --debug_buffer_size N]]\n"
     "  --bundled     run every test case of a bundled program and report each (exit 1 on a failure);\n"
     "                tolerances as executorch.devtools.compare (default 1e-5 and 1e-5)\n"
     "  --data_path   the .ptd file holding the tensors the program keeps outside the .pte\n"
@@ -35,7 +38,11 @@ const char kUsage[] =
     "  --fill        how to make inputs not given by --inputs (default: ones)\n"
     "  --output_dir  also write each tensor output as DIR/output_<i>.bin\n"
     "  --num_threads threads the kernels use (default: $EXECUTORCH_NUM_THREADS, else every\n"
-    "                available CPU)\n";
+    "                available CPU)\n"
+    "  --etdump_path profile the load and every iteration, write the ETDump there (read it with\n"
+    "                executorch.devtools.Inspector)\n"
+    "  --debug_output_path, --debug_buffer_size  also record every kernel's output in a debug\n"
+    "                buffer of N bytes, written to that file\n";
 
 struct Options {
   std::string model_path;
@@ -51,6 +58,9 @@ struct Options {
   std::string output_dir;
   bool verbose = false;
   long num_threads = 0;  // 0: the environment's or the default
+  std::string etdump_path;
+  std::string debug_output_path;
+  long long debug_buffer_size = 0;
 };
 
 bool g_verbose = false;
@@ -85,6 +95,17 @@ int parse(int argc, char** argv, Options* o) {
     else if (a == "--seed" && value(&v)) o->seed = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     else if (a == "--output_dir" && value(&v)) o->output_dir = v;
     else if (a == "--verbose") o->verbose = true;
+    else if (a == "--etdump_path" && value(&v)) o->etdump_path = v;
+    else if (a == "--debug_output_path" && value(&v)) o->debug_output_path = v;
+    else if (a == "--debug_buffer_size" && value(&v)) {
+      char* end = nullptr;
+      o->debug_buffer_size = std::strtoll(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || o->debug_buffer_size <= 0) {
+        std::fprintf(stderr, "executor_runner: --debug_buffer_size '%s' is not a byte count; give an integer > 0\n",
+                     v.c_str());
+        return 0;
+      }
+    }
     else if (a == "--num_threads" && value(&v)) {
       char* end = nullptr;
       o->num_threads = std::strtol(v.c_str(), &end, 10);
@@ -110,11 +131,26 @@ int parse(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "executor_runner: give one of --model_path and --bundled\n%s", kUsage);
     return 0;
   }
+  if ((o->debug_buffer_size > 0) != !o->debug_output_path.empty() ||
+      (!o->debug_output_path.empty() && o->etdump_path.empty())) {
+    std::fprintf(stderr, "executor_runner: --debug_output_path and --debug_buffer_size go together, with --etdump_path\n");
+    return 0;
+  }
   if (o->iterations < 1 || (o->fill != "ones" && o->fill != "zeros" && o->fill != "random")) {
     std::fprintf(stderr, "executor_runner: --iterations must be >= 1 and --fill one of ones, zeros, random\n");
     return 0;
   }
   return 1;
+}
+
+// Writes `size` bytes to `path`; a failed write leaves no file behind.
+bool write_file(const std::string& path, const void* data, size_t size) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  bool ok = std::fwrite(data, 1, size, f) == size;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) std::remove(path.c_str());
+  return ok;
 }
 
 bool read_file(const std::string& path, std::vector<uint8_t>* out) {
@@ -263,9 +299,19 @@ int main(int argc, char** argv) {
     data_map.emplace(std::move(*loaded));
   }
   double load_ms = ms_since(start);
+  std::unique_ptr<executorch::etdump::ETDumpGen> etdump;
+  std::vector<uint8_t> debug_buffer;
+  if (!o.etdump_path.empty()) {
+    etdump = std::make_unique<executorch::etdump::ETDumpGen>();
+    if (o.debug_buffer_size > 0) {
+      debug_buffer.assign(static_cast<size_t>(o.debug_buffer_size), 0);
+      etdump->set_debug_buffer(Span<uint8_t>(debug_buffer.data(), debug_buffer.size()));
+      etdump->set_event_tracer_debug_level(EventTracerDebugLogLevel::kIntermediateOutputs);
+    }
+  }
   start = std::chrono::steady_clock::now();
   auto hosted = HostedMethod::load(*program, o.method.c_str(), HostedMethod::Limits(),
-                                   data_map ? &*data_map : nullptr);
+                                   data_map ? &*data_map : nullptr, nullptr, etdump.get());
   if (!hosted.ok()) {
     std::fprintf(stderr, "executor_runner: cannot load method '%s': %s\n", o.method.c_str(),
                  error_name(hosted.error()));
@@ -351,5 +397,17 @@ int main(int argc, char** argv) {
   }
   std::printf("program load %.3f ms, method load %.3f ms, %d iteration(s): mean %.3f ms, min %.3f ms\n",
               load_ms, method_ms, o.iterations, total / o.iterations, best);
+  if (etdump != nullptr) {
+    executorch::etdump::ETDumpResult result = etdump->get_etdump_data();
+    bool ok = result.buf != nullptr && write_file(o.etdump_path, result.buf, result.size);
+    std::free(result.buf);
+    if (!ok) return fail(("cannot write " + o.etdump_path).c_str());
+    if (!o.debug_output_path.empty() && !write_file(o.debug_output_path, debug_buffer.data(), debug_buffer.size()))
+      return fail(("cannot write " + o.debug_output_path).c_str());
+    if (etdump->dropped_values() > 0)
+      std::fprintf(stderr, "executor_runner: %zu values did not fit in the %lld-byte debug buffer; raise --debug_buffer_size\n",
+                   etdump->dropped_values(), o.debug_buffer_size);
+    std::printf("etdump: %s (%zu event blocks)\n", o.etdump_path.c_str(), etdump->get_num_blocks());
+  }
   return 0;
 }

@@ -14,6 +14,7 @@
 #if EXECUTORCH_HAVE_PORTABLE_KERNELS
 #include "kernels/portable/cpu/threadpool.h"
 #endif
+#include "devtools/etdump/etdump_flatcc.h"
 #include "runtime/core/operator_registry.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/backend/interface.h"
@@ -68,6 +69,9 @@ struct OwnedProgram {
   std::optional<executorch::extension::FlatTensorDataMap> external;
   // Memory id 2, shared by every method of the program (made when the first method loads).
   std::shared_ptr<SharedArena> shared;
+  // With enable_etdump: the tracer every method of the program reports to, and its debug buffer.
+  std::unique_ptr<executorch::etdump::ETDumpGen> etdump;
+  std::vector<uint8_t> debug_buffer;
 };
 
 py::object tensor_info(Result<TensorInfo> info, Result<Tag> tag) {
@@ -179,8 +183,18 @@ class PyMethod {
 class PyProgram {
  public:
   // Copies `data` into 16-byte aligned, writable memory the program owns.
-  PyProgram(py::buffer data, bool verify, py::object external) : owned_(std::make_shared<OwnedProgram>()) {
+  // `etdump` >= 0 records an ETDump with a debug buffer of that many bytes (0: timings only).
+  PyProgram(py::buffer data, bool verify, py::object external, int64_t etdump)
+      : owned_(std::make_shared<OwnedProgram>()) {
     begin();
+    if (etdump >= 0) {
+      owned_->etdump = std::make_unique<executorch::etdump::ETDumpGen>();
+      if (etdump > 0) {
+        owned_->debug_buffer.assign(static_cast<size_t>(etdump), 0);
+        owned_->etdump->set_debug_buffer(Span<uint8_t>(owned_->debug_buffer.data(), owned_->debug_buffer.size()));
+        owned_->etdump->set_event_tracer_debug_level(EventTracerDebugLogLevel::kIntermediateOutputs);
+      }
+    }
     py::buffer_info info = data.request();
     size_t size = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
     owned_->data.reset(static_cast<uint8_t*>(std::aligned_alloc(16, (size + 15) / 16 * 16 + 16)));
@@ -236,9 +250,25 @@ class PyProgram {
       owned_->shared = std::move(*shared);
     }
     auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits,
-                                     owned_->external ? &*owned_->external : nullptr, owned_->shared);
+                                     owned_->external ? &*owned_->external : nullptr, owned_->shared,
+                                     owned_->etdump.get());
     if (!hosted.ok()) raise(hosted.error(), "cannot load method '" + name + "'");
     return PyMethod(owned_, std::move(*hosted));
+  }
+
+  bool has_etdump() const { return owned_->etdump != nullptr; }
+
+  py::bytes etdump_data() const {
+    if (owned_->etdump == nullptr) raise(Error::InvalidState, "the program was loaded without enable_etdump");
+    executorch::etdump::ETDumpResult result = owned_->etdump->get_etdump_data();
+    if (result.buf == nullptr) throw std::bad_alloc();
+    py::bytes out(static_cast<const char*>(result.buf), result.size);
+    std::free(result.buf);
+    return out;
+  }
+
+  py::bytes debug_buffer() const {
+    return py::bytes(reinterpret_cast<const char*>(owned_->debug_buffer.data()), owned_->debug_buffer.size());
   }
 
  private:
@@ -334,9 +364,12 @@ PYBIND11_MODULE(_portable_lib, m) {
       .def("copy_output", &PyMethod::copy_output, py::arg("index"), py::arg("address"), py::arg("nbytes"));
 
   py::class_<PyProgram>(m, "Program")
-      .def(py::init<py::buffer, bool, py::object>(), py::arg("data"), py::arg("verify") = true,
-           py::arg("external") = py::none())
+      .def(py::init<py::buffer, bool, py::object, int64_t>(), py::arg("data"), py::arg("verify") = true,
+           py::arg("external") = py::none(), py::arg("etdump") = -1)
       .def("method_names", &PyProgram::method_names)
       .def("method_meta", &PyProgram::method_meta)
-      .def("load_method", &PyProgram::load_method);
+      .def("load_method", &PyProgram::load_method)
+      .def("has_etdump", &PyProgram::has_etdump)
+      .def("etdump_data", &PyProgram::etdump_data)
+      .def("debug_buffer", &PyProgram::debug_buffer);
 }

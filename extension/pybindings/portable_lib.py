@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 try:
     from executorch.extension.pybindings import _portable_lib  # noqa: F401
@@ -41,12 +41,13 @@ def _read(path: Union[str, os.PathLike]) -> bytes:
         return f.read()
 
 
-def _refuse_unsupported(enable_etdump: bool, debug_buffer_size: int) -> None:
-    if enable_etdump or debug_buffer_size:
-        raise ValueError(
-            "enable_etdump / debug_buffer_size: ETDump profiling is not built into this runtime; "
-            "load with the defaults (enable_etdump=False, debug_buffer_size=0)"
-        )
+def _etdump_option(enable_etdump: bool, debug_buffer_size: int) -> Optional[int]:
+    """The native loader's ETDump argument: None (off) or the debug buffer's size in bytes."""
+    if not isinstance(debug_buffer_size, int) or debug_buffer_size < 0:
+        raise ValueError(f"debug_buffer_size must be a byte count >= 0, got {debug_buffer_size!r}")
+    if debug_buffer_size and not enable_etdump:
+        raise ValueError(f"debug_buffer_size={debug_buffer_size} needs enable_etdump=True")
+    return debug_buffer_size if enable_etdump else None
 
 
 class ExecuTorchMethod:
@@ -67,10 +68,25 @@ class ExecuTorchMethod:
 class ExecuTorchProgram:
     """A loaded `.pte`: its method names by index, and `load_method(name)`."""
 
-    def __init__(self, data: bytes, verification: Verification) -> None:
+    def __init__(self, data: bytes, verification: Verification, etdump: Optional[int] = None) -> None:
         self._data = data  # the native program reads from these bytes for as long as it lives
-        self._program = _native.load_program(data, verification)
+        self._program = _native.load_program(data, verification, None, etdump)
         self._names = sorted(self._program.method_names)
+
+    def has_etdump(self) -> bool:
+        return self._program.has_etdump()
+
+    def write_etdump_result_to_file(self, path: Union[str, os.PathLike],
+                                    debug_buffer_path: Optional[Union[str, os.PathLike]] = None) -> None:
+        """Write the ETDump recorded since load (and the debug buffer, when a path is given)."""
+        if not self.has_etdump():
+            raise RuntimeError("this program records no ETDump; load it with enable_etdump=True")
+        from executorch.exir._serialize._atomic import write_chunks
+
+        etdump, debug = self._program.etdump_result()
+        write_chunks(path, [etdump])
+        if debug_buffer_path is not None:
+            write_chunks(debug_buffer_path, [debug])
 
     def num_methods(self) -> int:
         return len(self._names)
@@ -87,8 +103,8 @@ class ExecuTorchProgram:
 class ExecuTorchModule:
     """A `.pte` with its methods loaded on first use: `forward(inputs)`, `run_method(name, inputs)`."""
 
-    def __init__(self, data: bytes, verification: Verification) -> None:
-        self._program = ExecuTorchProgram(data, verification)
+    def __init__(self, data: bytes, verification: Verification, etdump: Optional[int] = None) -> None:
+        self._program = ExecuTorchProgram(data, verification, etdump)
         self._methods: dict[str, ExecuTorchMethod] = {}
 
     def method_names(self) -> set[str]:
@@ -115,34 +131,35 @@ class ExecuTorchModule:
         return self._method(method_name).method_meta()
 
     def has_etdump(self) -> bool:
-        return False
+        return self._program.has_etdump()
+
+    def write_etdump_result_to_file(self, path: Union[str, os.PathLike],
+                                    debug_buffer_path: Optional[Union[str, os.PathLike]] = None) -> None:
+        """Write the ETDump recorded since load (and the debug buffer, when a path is given)."""
+        self._program.write_etdump_result_to_file(path, debug_buffer_path)
 
 
 def _load_for_executorch(path: Union[str, os.PathLike], enable_etdump: bool = False, debug_buffer_size: int = 0,
                          program_verification: Verification = Verification.InternalConsistency) -> ExecuTorchModule:
     """Load the `.pte` at `path` as an `ExecuTorchModule`."""
-    _refuse_unsupported(enable_etdump, debug_buffer_size)
-    return ExecuTorchModule(_read(path), program_verification)
+    return ExecuTorchModule(_read(path), program_verification, _etdump_option(enable_etdump, debug_buffer_size))
 
 
 def _load_for_executorch_from_buffer(buffer: bytes, enable_etdump: bool = False, debug_buffer_size: int = 0,
                                      program_verification: Verification = Verification.InternalConsistency
                                      ) -> ExecuTorchModule:
     """Load `.pte` bytes as an `ExecuTorchModule`."""
-    _refuse_unsupported(enable_etdump, debug_buffer_size)
-    return ExecuTorchModule(bytes(buffer), program_verification)
+    return ExecuTorchModule(bytes(buffer), program_verification, _etdump_option(enable_etdump, debug_buffer_size))
 
 
 def _load_program(path: Union[str, os.PathLike], enable_etdump: bool = False, debug_buffer_size: int = 0,
                   program_verification: Verification = Verification.InternalConsistency) -> ExecuTorchProgram:
     """Load the `.pte` at `path` as an `ExecuTorchProgram` (methods loaded on request)."""
-    _refuse_unsupported(enable_etdump, debug_buffer_size)
-    return ExecuTorchProgram(_read(path), program_verification)
+    return ExecuTorchProgram(_read(path), program_verification, _etdump_option(enable_etdump, debug_buffer_size))
 
 
 def _load_program_from_buffer(buffer: bytes, enable_etdump: bool = False, debug_buffer_size: int = 0,
                               program_verification: Verification = Verification.InternalConsistency
                               ) -> ExecuTorchProgram:
     """Load `.pte` bytes as an `ExecuTorchProgram`."""
-    _refuse_unsupported(enable_etdump, debug_buffer_size)
-    return ExecuTorchProgram(bytes(buffer), program_verification)
+    return ExecuTorchProgram(bytes(buffer), program_verification, _etdump_option(enable_etdump, debug_buffer_size))

@@ -21,9 +21,10 @@ __all__ = ["PythonProgram", "load_program", "operator_names", "registered_backen
 class PythonProgram:
     """A deserialized program whose methods load on demand."""
 
-    def __init__(self, program: schema.Program, external: Optional[dict] = None) -> None:
+    def __init__(self, program: schema.Program, external: Optional[dict] = None, tracer=None) -> None:
         self._program = program
         self._external = external
+        self._tracer = tracer  # an ETDumpGen when loaded with enable_etdump
         self._shared: Optional[SharedArena] = None  # arena 2, made when the first method loads
         self._plans = {}
         for plan in program.execution_plan:
@@ -41,20 +42,46 @@ class PythonProgram:
     def load_method(self, name: str) -> PythonMethod:
         if self._shared is None:
             self._shared = SharedArena(self._program)
-        return PythonMethod(self._program, self._plans[name], self._external, self._shared)
+        tracer = self._tracer
+        if tracer is None:
+            return PythonMethod(self._program, self._plans[name], self._external, self._shared)
+        from executorch.devtools.etdump.tracer import now
+
+        tracer.create_event_block("Default")
+        start = now()
+        method = PythonMethod(self._program, self._plans[name], self._external, self._shared)
+        end = now()
+        tracer.profile("Method::init", start, end, -1, 0)
+        tracer.profile("Program::load_method", start, now(), -1, 0)
+        method.set_event_tracer(tracer)
+        return method
+
+    def has_etdump(self) -> bool:
+        return self._tracer is not None
+
+    def etdump_result(self) -> tuple[bytes, bytes]:
+        """The ETDump and the debug buffer recorded since load (enable_etdump=True)."""
+        return self._tracer.get_etdump_data(), self._tracer.get_debug_buffer()
 
 
 def load_program(data: Union[bytes, memoryview],
                  verification: Verification = Verification.InternalConsistency,
-                 external_data: Optional[Union[bytes, memoryview]] = None) -> PythonProgram:
+                 external_data: Optional[Union[bytes, memoryview]] = None,
+                 etdump_debug_buffer_size: Optional[int] = None) -> PythonProgram:
     """Read `.pte` bytes (and the `.ptd` bytes its external tensors come from); every index and
-    offset is checked whatever `verification` asks."""
+    offset is checked whatever `verification` asks. With `etdump_debug_buffer_size` (0 or more)
+    the program records an ETDump as it loads methods and runs them."""
+    tracer = None
+    if etdump_debug_buffer_size is not None:
+        from executorch.devtools.etdump.tracer import ETDumpGen
+
+        tracer = ETDumpGen(etdump_debug_buffer_size)
     external = None
     if external_data is not None:
         from executorch.extension.flat_tensor.serialize.serialize import read_ptd
 
         external = read_ptd(external_data)
-    return PythonProgram(read_program(data), external)
+    return PythonProgram(read_program(data), external, tracer)
 
 
 def operator_names() -> set[str]:

@@ -15,6 +15,15 @@ class ExecutorBackend(python_backend.PythonBackend):
         method = program.load_method("forward")
         return method, len(method._plan.inputs), len(method._plan.outputs)
 
+    def execute_traced(self, handle, args, tracer):
+        """`execute`, each nested instruction a delegate event named `<op>#<instruction>`."""
+        method = handle[0]
+        method.set_event_tracer(_NestedEvents(tracer))
+        try:
+            self.execute(handle, args)
+        finally:
+            method.set_event_tracer(None)
+
     def execute(self, handle, args):
         method, n_in, n_out = handle
         if len(args) != n_in + n_out:
@@ -26,6 +35,26 @@ class ExecutorBackend(python_backend.PythonBackend):
             if slot.shape != value.shape:
                 _kernels.resize(slot, value.shape)
             slot.copy_(value)
+
+
+class _NestedEvents:
+    """What the nested method's tracer sees: its kernel events become the outer call's delegate events."""
+
+    logs_outputs = False
+
+    def __init__(self, outer) -> None:
+        self.outer = outer
+        self.chain_id, self.debug_handle = -1, 0
+
+    def create_event_block(self, name: str) -> None:
+        pass
+
+    def profile(self, name: str, start: int, end: int, chain: int, instruction: int) -> None:
+        if name.startswith("native_call_"):
+            self.outer.profile_delegate(f"{name[len('native_call_'):]}#{instruction}", start, end)
+
+    def log_value(self, *args, **kwargs) -> None:
+        pass
 
 
 python_backend.register_backend("ExecutorBackend", ExecutorBackend())

@@ -22,10 +22,11 @@ MAX_INSTRUCTIONS = 10_000_000
 
 
 class _Chain:
-    __slots__ = ("steps", "labels", "jumps")
+    __slots__ = ("steps", "labels", "jumps", "logged")
 
-    def __init__(self, steps: list, labels: list[str], jumps: bool) -> None:
+    def __init__(self, steps: list, labels: list[str], jumps: bool, logged: list) -> None:
         self.steps, self.labels, self.jumps = steps, labels, jumps
+        self.logged = logged  # per step: the values a tracer logs after it (kernel outs, delegate args)
 
 
 class PythonMethod:
@@ -42,12 +43,16 @@ class PythonMethod:
         self._objs = self._values.objects
         self._resolved: dict[int, _ops.Resolved] = {}
         self._dynamic = self._written_at_run_time()
+        self._trace = _TraceSlot()  # its tracer is an ETDumpGen while profiling (enable_etdump=True)
         self._chains = [self._compile(i, chain) for i, chain in enumerate(plan.chains)]
         self._inputs = [self._input_binder(pos, idx) for pos, idx in enumerate(self._checked(plan.inputs, "input"))]
         self._outputs = [self._output_reader(idx) for idx in self._checked(plan.outputs, "output")]
         self._meta = plan_meta(plan)
         # One call at a time: every call reuses the same planned memory.
         self._lock = threading.Lock()
+
+    def set_event_tracer(self, tracer) -> None:
+        self._trace.tracer = tracer
 
     def meta(self) -> MethodMeta:
         return self._meta
@@ -57,9 +62,72 @@ class PythonMethod:
         with self._lock, torch.no_grad():
             for bind, value in zip(self._inputs, inputs):
                 bind(value)
+            if self._trace.tracer is not None:
+                return self._execute_traced(self._trace.tracer)
             for c, chain in enumerate(self._chains):
                 self._run(c, chain)
             return [read() for read in self._outputs]
+
+    def _execute_traced(self, tracer) -> list:
+        """`execute` recording an "Execute" block: the run, each instruction, delegate events
+        (through `tracer`, which a delegate may reach) and, with a debug buffer, the values."""
+        from executorch.devtools.etdump.tracer import now
+
+        tracer.create_event_block("Execute")
+        start = now()
+        for c, chain in enumerate(self._chains):
+            self._run_traced(tracer, c, chain)
+        tracer.chain_id, tracer.debug_handle = -1, 0
+        tracer.profile("Method::execute", start, now(), -1, 0)
+        outputs = [read() for read in self._outputs]
+        if tracer.logs_outputs:
+            for value in outputs:
+                tracer.log_value(value, -1, 0, output=True)
+        return outputs
+
+    def _run_traced(self, tracer, c: int, chain: _Chain) -> None:
+        from executorch.devtools.etdump.tracer import now
+
+        steps, labels, logged, objs, pc, n = chain.steps, chain.labels, chain.logged, self._objs, 0, len(chain.steps)
+        budget = MAX_INSTRUCTIONS
+        try:
+            while pc < n:
+                budget -= 1
+                if budget < 0:
+                    raise ExecuTorchError(
+                        f"method {self.name!r} ran {MAX_INSTRUCTIONS} instructions without finishing; "
+                        f"the program loops forever (check its JumpFalse destinations)")
+                label = labels[pc]
+                tracer.chain_id, tracer.debug_handle = c, pc
+                outer = now()
+                if label.startswith("delegate"):
+                    nxt = steps[pc]()
+                    tracer.profile("DELEGATE_CALL", outer, now(), c, pc)
+                elif label in _CONTROL:
+                    nxt = steps[pc]()
+                    tracer.profile(_CONTROL[label], outer, now(), c, pc)
+                else:
+                    inner = now()
+                    nxt = steps[pc]()
+                    end = now()
+                    if tracer.logs_outputs:
+                        for idx in logged[pc]:
+                            tracer.log_value(objs[idx], c, pc)
+                    tracer.profile("native_call_" + label.split("::", 1)[-1], inner, end, c, pc)
+                    tracer.profile("OPERATOR_CALL", outer, now(), c, pc)
+                    pc = nxt if type(nxt) is int else pc + 1
+                    continue
+                if tracer.logs_outputs:
+                    for idx in logged[pc]:
+                        tracer.log_value(objs[idx], c, pc)
+                pc = nxt if type(nxt) is int else pc + 1
+        except ExecuTorchError:
+            raise
+        except Exception as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ExecuTorchError(
+                f"method {self.name!r}: instruction {pc} of chain {c} ({chain.labels[pc]}) failed: {detail}"
+            ) from exc
 
     def _run(self, c: int, chain: _Chain) -> None:
         steps, pc = chain.steps, 0
@@ -141,7 +209,7 @@ class PythonMethod:
         return functools.partial(objs.__setitem__, idx)
 
     def _compile(self, c: int, chain: schema.Chain) -> _Chain:
-        steps, labels, jumps = [], [], False
+        steps, labels, jumps, logged = [], [], False, []
         for pc, instr in enumerate(chain.instructions):
             args = instr.instr_args
             if isinstance(args, schema.KernelCall):
@@ -152,10 +220,12 @@ class PythonMethod:
                 store = self._store(args.args[-1]) if args.args else (lambda _r: None)
                 steps.append(op.bind(bound, store, specs))
                 labels.append(op.name)
+                logged.append(list(args.args[-1:]))
             elif isinstance(args, schema.MoveCall):
                 self._check_index(args.move_from, "a MoveCall")
                 steps.append(functools.partial(_move, self._objs, args.move_from, args.move_to))
                 labels.append("move")
+                logged.append([])
             elif isinstance(args, schema.JumpFalseCall):
                 self._check_index(args.cond_value_index, "a JumpFalseCall")
                 if not 0 <= args.destination_instruction <= len(chain.instructions):
@@ -166,6 +236,7 @@ class PythonMethod:
                 steps.append(functools.partial(_jump_false, self._objs, args.cond_value_index,
                                                args.destination_instruction, pc + 1))
                 labels.append("jump_false")
+                logged.append([])
                 jumps = True
             elif isinstance(args, schema.FreeCall):
                 self._check_index(args.value_index, "a FreeCall")
@@ -174,15 +245,17 @@ class PythonMethod:
                         f"instruction {pc} of method {self.name!r} frees value {args.value_index}, which is not a tensor")
                 steps.append(functools.partial(_free, self._objs, args.value_index))
                 labels.append("free")
+                logged.append([])
             elif isinstance(args, schema.DelegateCall):
                 backend, handle, delegate_id = self._delegate(pc, args)
                 for i in args.args:
                     self._check_index(i, "a DelegateCall")
-                steps.append(functools.partial(_call_delegate, backend, handle, self._objs, list(args.args)))
+                steps.append(functools.partial(_call_delegate, backend, handle, self._objs, list(args.args), self._trace))
                 labels.append(f"delegate {delegate_id}")
+                logged.append(list(args.args))
             else:
                 raise InvalidProgramError(f"instruction {pc} of method {self.name!r} has no valid kind")
-        return _Chain(steps, labels, jumps)
+        return _Chain(steps, labels, jumps, logged)
 
     def _check_writes(self, pc: int, op: _ops.Resolved, args: list[int]) -> None:
         """Constant data is shared with the file's bytes: no instruction may write into it."""
@@ -255,8 +328,25 @@ class PythonMethod:
         return lambda: _copy_if_list(objs[idx])
 
 
-def _call_delegate(backend, handle, objs: list, indices: list[int]) -> None:
-    backend.execute(handle, [objs[i] for i in indices])
+# Instructions that are not kernel or delegate calls, and the event name each gets while profiling.
+_CONTROL = {"move": "MOVE_CALL", "jump_false": "JF_CALL", "free": "FREE_CALL"}
+
+
+class _TraceSlot:
+    """Where a method's steps find its tracer (a slot, so steps need no reference to the method)."""
+
+    __slots__ = ("tracer",)
+
+    def __init__(self) -> None:
+        self.tracer = None
+
+
+def _call_delegate(backend, handle, objs: list, indices: list[int], trace: _TraceSlot) -> None:
+    args = [objs[i] for i in indices]
+    if trace.tracer is not None and getattr(backend, "execute_traced", None) is not None:
+        backend.execute_traced(handle, args, trace.tracer)
+    else:
+        backend.execute(handle, args)
 
 
 def _payload(program: schema.Program, delegate: schema.BackendDelegate) -> memoryview:

@@ -77,7 +77,8 @@ class HostedMethod final {
   static Result<std::unique_ptr<HostedMethod>> load(const Program& program, const char* name,
                                                     const Limits& limits,
                                                     const NamedDataMap* external_data = nullptr,
-                                                    std::shared_ptr<SharedArena> shared = nullptr) {
+                                                    std::shared_ptr<SharedArena> shared = nullptr,
+                                                    EventTracer* event_tracer = nullptr) {
     Result<MethodMeta> meta = program.method_meta(name);
     if (!meta.ok()) return meta.error();
     std::unique_ptr<HostedMethod> self(new HostedMethod());
@@ -116,7 +117,7 @@ class HostedMethod final {
     // uses is kept as it is (loading the decode method must not reset the prefill's cache).
     std::vector<uint8_t> kept;
     if (shared != nullptr && shared->holds_state_) kept.assign(shared->block_.get(), shared->block_.get() + shared->size_);
-    Result<std::unique_ptr<HostedMethod>> loaded = init(self, program, name, limits, external_data);
+    Result<std::unique_ptr<HostedMethod>> loaded = init(self, program, name, limits, external_data, event_tracer);
     if (shared != nullptr) {
       if (!kept.empty()) std::memcpy(shared->block_.get(), kept.data(), kept.size());
       if (loaded.ok()) {
@@ -162,7 +163,7 @@ class HostedMethod final {
 
   static Result<std::unique_ptr<HostedMethod>> init(std::unique_ptr<HostedMethod>& self, const Program& program,
                                                     const char* name, const Limits& limits,
-                                                    const NamedDataMap* external_data) {
+                                                    const NamedDataMap* external_data, EventTracer* event_tracer) {
     // Every runtime structure comes from file content, so a multiple of the FlatBuffer's
     // size is enough in practice; the loop only grows it for unusual programs.
     for (size_t bytes = (size_t(64) << 10) + 16 * program.program_size();; bytes *= 4) {
@@ -174,7 +175,7 @@ class HostedMethod final {
       mm.method_allocator = &self->method_alloc_;
       mm.planned_buffers = Span<Span<uint8_t>>(self->arenas_.data(), self->arenas_.size());
       mm.temp_allocator = &self->temp_;
-      Result<Method> method = program.load_method(name, &mm, external_data);
+      Result<Method> method = program.load_method(name, &mm, event_tracer, external_data);
       if (method.ok()) {
         self->method_block_ = std::move(block);
         self->method_.emplace(std::move(*method));

@@ -526,6 +526,23 @@ Error Method::init_delegate(const Program& program, MemoryManager* mm, size_t in
   return Error::Ok;
 }
 
+Error Method::init_op_event_names(MemoryAllocator* a, const void* operators_table, size_t n_ops) {
+  const auto* operators = static_cast<const flatbuffers::Vector<flatbuffers::Offset<fb::Operator>>*>(operators_table);
+  ET_ALLOC_OR_RETURN(op_event_names_, alloc_list<const char*>(a, n_ops));
+  for (size_t i = 0; i < n_ops; ++i) {
+    char full[160];
+    operator_name(operators->Get(i), full, sizeof(full));
+    const char* bare = std::strstr(full, "::");
+    bare = bare != nullptr ? bare + 2 : full;
+    size_t n = std::strlen("native_call_") + std::strlen(bare) + 1;
+    char* name;
+    ET_ALLOC_OR_RETURN(name, a->allocate_list<char>(n));
+    std::snprintf(name, n, "native_call_%s", bare);
+    op_event_names_[i] = name;
+  }
+  return Error::Ok;
+}
+
 Error Method::init_steps(const Program& program, MemoryManager* mm) {
   const fb::ExecutionPlan* plan = meta_.flatbuffer();
   MemoryAllocator* a = mm->method_allocator;
@@ -539,6 +556,8 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
   delegates_.count = n_delegates;
   OpFunction* resolved;
   ET_ALLOC_OR_RETURN(resolved, alloc_list<OpFunction>(a, n_ops));
+  // Named at load whether or not a tracer is set now: a host may attach one later (set_event_tracer).
+  ET_TRY(init_op_event_names(a, operators, n_ops));
 
   size_t pc = 0;
   for (size_t c = 0; chains && c < chains->size(); ++c) {
@@ -703,14 +722,49 @@ Error Method::execute() {
   for (size_t i = 0; i < num_inputs_; ++i)
     ET_CHECK_OR_RETURN(input_bound_[i], InvalidState,
                        "input %zu has no data: set it with set_input_tensor before execute", i);
+  if (event_tracer_ == nullptr) return run_steps<false>();
+  EventTracer* tracer = event_tracer_;
+  tracer->create_event_block("Execute");
+  tracer->set_chain_debug_handle(kUnsetChainId, 0);
+  EventTracerEntry run = tracer->start_profiling("Method::execute", kUnsetChainId, 0);
+  Error e = run_steps<true>();
+  tracer->set_chain_debug_handle(kUnsetChainId, 0);
+  if (e != Error::Ok) return e;
+  tracer->end_profiling(run);
+  if (tracer->event_tracer_debug_level() >= EventTracerDebugLogLevel::kProgramOutputs)
+    for (size_t i = 0; i < num_outputs_; ++i)
+      tracer->log_evalue(values_[output_index_[i]], LoggedEValueType::kProgramOutput);
+  return Error::Ok;
+}
+
+// The instruction loop; the traced instantiation also reports each instruction to the tracer.
+template <bool kTraced>
+Error Method::run_steps() {
+  EventTracer* tracer = kTraced ? event_tracer_ : nullptr;
+  const bool log_values =
+      kTraced && tracer->event_tracer_debug_level() >= EventTracerDebugLogLevel::kIntermediateOutputs;
   size_t pc = 0;
   uint64_t backward_jumps = 0;
   while (pc < num_steps_) {
     const Step& s = steps_[pc];
+    EventTracerEntry outer;
+    if (kTraced) {
+      // One chain: instruction ids are positions in it.
+      tracer->set_chain_debug_handle(0, static_cast<DebugHandle>(pc));
+      static const char* const kNames[] = {"OPERATOR_CALL", "MOVE_CALL", "JF_CALL", "FREE_CALL", "DELEGATE_CALL"};
+      outer = tracer->start_profiling(kNames[static_cast<int>(s.kind)], 0, static_cast<DebugHandle>(pc));
+    }
     switch (s.kind) {
       case Step::Kind::Kernel: {
         KernelRuntimeContext context(temp_allocator_);
+        EventTracerEntry inner;
+        if (kTraced) inner = tracer->start_profiling(op_event_names_[s.b], 0, static_cast<DebugHandle>(pc));
         s.op(context, Span<EValue*>(s.args, s.a));
+        if (kTraced) {
+          if (log_values && s.a > 0 && context.failure_state() == Error::Ok)
+            log_value(*s.args[s.a - 1], LoggedEValueType::kIntermediateOutput);
+          tracer->end_profiling(inner);
+        }
         if (temp_allocator_ != nullptr) temp_allocator_->reset();
         if (context.failure_state() != Error::Ok) {
           char name[128];
@@ -740,9 +794,10 @@ Error Method::execute() {
           truth = true;
           for (int64_t i = 0; i < t.numel() && truth; ++i) truth = p[i] != 0;
         }
+        if (kTraced) tracer->end_profiling(outer);
         if (truth) {
           ++pc;
-          break;
+          continue;
         }
         if (s.b <= pc) {
           ++backward_jumps;
@@ -751,14 +806,14 @@ Error Method::execute() {
                              static_cast<unsigned long long>(loop_limit_));
         }
         pc = s.b;
-        break;
+        continue;
       }
       case Step::Kind::Free:
         ++pc;
         break;
       case Step::Kind::Delegate: {
         const DelegateSlot& slot = delegates_.slots[s.b];
-        BackendExecutionContext context(temp_allocator_, meta_.name());
+        BackendExecutionContext context(temp_allocator_, meta_.name(), tracer);
         Error e = slot.backend->execute(context, slot.handle, Span<EValue*>(s.args, s.a));
         if (temp_allocator_ != nullptr) temp_allocator_->reset();
         if (e != Error::Ok) {
@@ -766,13 +821,23 @@ Error Method::execute() {
                  error_name(e));
           return e;
         }
+        if (log_values) {
+          tracer->set_chain_debug_handle(0, static_cast<DebugHandle>(pc));
+          for (uint32_t i = 0; i < s.a; ++i) log_value(*s.args[i], LoggedEValueType::kIntermediateOutput);
+        }
         ++pc;
         break;
       }
     }
+    if (kTraced) tracer->end_profiling(outer);
   }
   return Error::Ok;
 }
+
+template Error Method::run_steps<false>();
+template Error Method::run_steps<true>();
+
+void Method::log_value(const EValue& v, LoggedEValueType type) { event_tracer_->log_evalue(v, type); }
 
 }  // namespace runtime
 }  // namespace executorch

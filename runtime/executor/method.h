@@ -6,6 +6,7 @@
 
 #include "runtime/backend/interface.h"
 #include "runtime/core/evalue.h"
+#include "runtime/core/event_tracer.h"
 #include "runtime/core/named_data_map.h"
 #include "runtime/core/operator_registry.h"
 #include "runtime/core/result.h"
@@ -79,6 +80,10 @@ class Method final {
   // forever, so hosts running untrusted files should set one.
   void set_loop_limit(uint64_t max) { loop_limit_ = max; }
 
+  // Reports each execute() to `tracer` (null: off). Program::load_method sets the one it was given.
+  void set_event_tracer(EventTracer* tracer) { event_tracer_ = tracer; }
+  EventTracer* get_event_tracer() { return event_tracer_; }
+
   Result<const EValue*> get_output(size_t index) const;
   Result<const EValue*> get_input(size_t index) const;
 
@@ -88,11 +93,15 @@ class Method final {
   Error init(const Program& program, MemoryManager* memory_manager);
   Error init_values(const Program& program, MemoryManager* mm);
   Error init_steps(const Program& program, MemoryManager* mm);
+  Error init_op_event_names(MemoryAllocator* a, const void* operators, size_t n_ops);
   Error init_delegate(const Program& program, MemoryManager* mm, size_t index);
   Error check_lists();
   Error check_tensor_memory();
   Error bind_view_outputs();
   void elide_weight_transposes();
+  template <bool kTraced>
+  Error run_steps();
+  void log_value(const EValue& v, LoggedEValueType type);
   bool read_only_as_mat2(const EValue* v, const Step* permute, OpFunction mm, OpFunction addmm) const;
 
   MethodMeta meta_;
@@ -109,6 +118,9 @@ class Method final {
   Step* steps_ = nullptr;
   size_t num_steps_ = 0;
   uint64_t loop_limit_ = 0;
+  EventTracer* event_tracer_ = nullptr;
+  // Per operator, "native_call_<name>.<overload>": the kernel events' names.
+  const char** op_event_names_ = nullptr;
   DelegateSlots delegates_;
   // Where external tensors and named data come from while loading; not used after init().
   const NamedDataMap* external_ = nullptr;

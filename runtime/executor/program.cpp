@@ -141,13 +141,30 @@ Result<MethodMeta> Program::method_meta(const char* name) const {
 
 Result<Method> Program::load_method(const char* name, MemoryManager* memory_manager,
                                     const NamedDataMap* external_data) const {
+  return load_method(name, memory_manager, static_cast<EventTracer*>(nullptr), external_data);
+}
+
+Result<Method> Program::load_method(const char* name, MemoryManager* memory_manager, EventTracer* event_tracer,
+                                    const NamedDataMap* external_data) const {
   ET_CHECK_OR_RETURN(memory_manager != nullptr && memory_manager->method_allocator != nullptr,
                      InvalidArgument, "load_method needs a MemoryManager with a method allocator");
+  EventTracerEntry load;
+  if (event_tracer != nullptr) {
+    event_tracer->create_event_block("Default");
+    load = event_tracer->start_profiling("Program::load_method", kUnsetChainId, 0);
+  }
   Result<MethodMeta> meta = method_meta(name);
   if (!meta.ok()) return meta.error();
   Method method(*meta);
   method.external_ = external_data;
+  method.event_tracer_ = event_tracer;
+  EventTracerEntry init;
+  if (event_tracer != nullptr) init = event_tracer->start_profiling("Method::init", kUnsetChainId, 0);
   Error e = method.init(*this, memory_manager);
+  if (event_tracer != nullptr) {
+    event_tracer->end_profiling(init);
+    event_tracer->end_profiling(load);
+  }
   method.external_ = nullptr;
   if (e != Error::Ok) return e;
   return Result<Method>(std::move(method));

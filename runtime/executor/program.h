@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/core/data_loader.h"
+#include "runtime/core/event_tracer.h"
 #include "runtime/core/named_data_map.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
@@ -58,6 +59,10 @@ class Program final {
   // `external_data` (may be null) supplies tensors the program keeps in a .ptd file and named
   // data its backends read; it must outlive the Method.
   Result<Method> load_method(const char* name, MemoryManager* memory_manager,
+                             const NamedDataMap* external_data = nullptr) const;
+  // The same, reporting the load and every execute() of the method to `event_tracer` (upstream's
+  // argument order: the tracer before the data map).
+  Result<Method> load_method(const char* name, MemoryManager* memory_manager, EventTracer* event_tracer,
                              const NamedDataMap* external_data = nullptr) const;
 
   // Bytes of constant `index` (>= 1) of `nbytes`, bounds-checked against the file.

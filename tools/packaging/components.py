@@ -36,6 +36,8 @@ class Component:
     modules: tuple[str, ...] = ()
     data: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
+    # Optional dependencies: (extra name, requirements), installed with `pip install executorch[name]`.
+    extras: tuple[tuple[str, tuple[str, ...]], ...] = ()
     build_requires: tuple[str, ...] = ()
     cmake_option: str | None = None
     cmake_targets: tuple[str, ...] = ()
@@ -58,9 +60,12 @@ COMPONENTS: tuple[Component, ...] = (
         requires=("flatbuffers>=24.3",),
     ),
     Component(
-        "devtools", "output comparison shared by tests, the CLI's verification and the benchmarks",
+        "devtools", "output comparison; ETDump (runtime profile) writer/reader, ETRecord, the Inspector "
+        "and the timeline; pandas/tabulate for the Inspector's tables come with the devtools extra",
         EVERY_MODE,
-        packages=("executorch.devtools",),
+        packages=("executorch.devtools", "executorch.devtools.etdump", "executorch.devtools.etrecord",
+                  "executorch.devtools.inspector"),
+        extras=(("devtools", ("pandas", "tabulate")),),
     ),
     Component(
         "cli", "the command line (python -m executorch.exir export|inspect), on top of exir and runtime",
@@ -119,7 +124,8 @@ COMPONENTS: tuple[Component, ...] = (
         frozenset({FULL}),
         build_requires=NATIVE_BUILD + GLIBC_TARGET_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
         cmake_targets=("executorch_core", "executorch"),
-        sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "backends/executor_backend/CMakeLists.txt",
+        sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "devtools/etdump/*.h", "devtools/etdump/*.cpp",
+                                   "backends/executor_backend/CMakeLists.txt",
                                    "backends/executor_backend/*.cpp", "extension/flat_tensor/*.h",
                                    "extension/flat_tensor/*.cpp"),
     ),
@@ -183,6 +189,14 @@ COMPONENTS: tuple[Component, ...] = (
         install_component="sdk_module",
         sources=CMAKE_SOURCES + ("extension/module/*.h", "extension/module/*.cpp", "extension/tensor/*.h",
                                    "extension/tensor/*.cpp"),
+    ),
+    Component(
+        "sdk_etdump", "C++ SDK: ETDumpGen, the event tracer that writes .etdp profiles "
+        "(libetdump.a, executorch/devtools/etdump/etdump_flatcc.h)",
+        frozenset({FULL}),
+        build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
+        cmake_targets=("etdump",),
+        install_component="sdk_etdump",
     ),
     Component(
         "sdk_data_loader", "C++ SDK: FileDataLoader, MmapDataLoader, BufferDataLoader for Program::load(DataLoader*) "

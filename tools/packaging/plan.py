@@ -38,6 +38,8 @@ class BuildPlan:
     cmake_options: dict[str, bool] = field(default_factory=dict)
     cmake_targets: tuple[str, ...] = ()
     install_components: tuple[str, ...] = ()
+    # Optional dependencies by extra name (`pip install executorch[devtools]`).
+    extras_require: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def kind(self) -> WheelKind:
@@ -147,6 +149,9 @@ def plan(root: Path, mode: Mode) -> BuildPlan:
         modules=frozenset(modules),
         package_data=_package_data(root, rows, packages),
         install_requires=tuple(sorted({req for row in rows for req in row.requires})),
+        extras_require={name: sorted({req for row in rows for extra, reqs in row.extras if extra == name
+                                      for req in reqs})
+                        for name in sorted({extra for row in rows for extra, _ in row.extras})},
         build_requires=tuple(sorted({req for row in rows for req in row.build_requires})),
         console_scripts=tuple(sorted(s for row in rows for s in row.scripts)),
         cmake_options=options,

@@ -1,0 +1,1 @@
+"""ETDump: the runtime's profiling and debug record (`.etdp`), its dataclasses, writer and reader."""

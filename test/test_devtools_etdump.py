@@ -1,0 +1,164 @@
+"""ETDump: the writer and reader, and what each engine records (`load_program(enable_etdump=True)`)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from executorch.devtools.compare import assert_outputs_close
+from executorch.devtools.etdump import schema_flatcc as E
+from executorch.devtools.etdump.serialize import (
+    ETDumpError,
+    deserialize_from_etdump_flatcc,
+    serialize_to_etdump_flatcc,
+)
+from executorch.exir import to_edge, to_edge_transform_and_lower
+from executorch.exir.schema import ScalarType
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import project_runtimes  # noqa: E402
+
+RUNTIMES = project_runtimes()
+
+
+class ConvLinear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 2, 3)
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        z = self.conv(y).sum()
+        return torch.relu(self.lin(x)) * 2 + z, z
+
+
+def _inputs():
+    torch.manual_seed(0)
+    return (torch.randn(2, 4), torch.randn(1, 2, 5, 5))
+
+
+def _sample() -> E.ETDumpFlatCC:
+    tensor = E.Tensor(ScalarType.FLOAT, [2, 3], [3, 1], 128)
+    return E.ETDumpFlatCC(0, [
+        E.RunData("Default", -1, None, [E.Event(profile_event=E.ProfileEvent(
+            "Method::init", -1, 0, -1, None, None, 10, 20))]),
+        E.RunData("Execute", -1, [E.Allocator("planned")], [
+            E.Event(debug_event=E.DebugEvent(None, 0, 3, -1, None, E.Value("Tensor", tensor=tensor))),
+            E.Event(debug_event=E.DebugEvent(None, 0, 4, -1, None, E.Value(
+                "TensorList", tensor_list=E.TensorList([tensor, tensor]), output=E.Bool(True)))),
+            E.Event(debug_event=E.DebugEvent(None, 0, 5, -1, None, E.Value("Int", int_value=E.Int(-7)))),
+            E.Event(profile_event=E.ProfileEvent(None, 0, 5, 2, None, b"\x01\x02", 1 << 40, (1 << 40) + 5)),
+            E.Event(profile_event=E.ProfileEvent(None, 0, 5, -1, "conv#0", None, 30, 40)),
+            E.Event(allocation_event=E.AllocationEvent(0, 4096)),
+        ]),
+    ])
+
+
+def test_writer_and_reader_round_trip_every_table():
+    data = serialize_to_etdump_flatcc(_sample())
+    assert data[8:12] == b"ED00" and int.from_bytes(data[:4], "little") == len(data) - 4
+    assert deserialize_from_etdump_flatcc(data) == _sample()
+
+
+def test_reader_refuses_foreign_and_damaged_files():
+    data = serialize_to_etdump_flatcc(_sample())
+    with pytest.raises(ETDumpError, match="identifier"):
+        deserialize_from_etdump_flatcc(data[:8] + b"XX00" + data[12:])
+    with pytest.raises(ETDumpError, match="size prefix"):
+        deserialize_from_etdump_flatcc(data[:-8])
+    with pytest.raises(ETDumpError, match="too short"):
+        deserialize_from_etdump_flatcc(b"\x04\x00")
+    rng = random.Random(1)
+    failures = 0
+    for _ in range(300):  # any damage gives ETDumpError or a readable dump, never another exception
+        damaged = bytearray(data)
+        for _ in range(3):
+            damaged[rng.randrange(12, len(damaged))] = rng.randrange(256)
+        try:
+            deserialize_from_etdump_flatcc(bytes(damaged))
+        except ETDumpError:
+            failures += 1
+    assert failures > 0
+
+
+def _profile(runtime, pte: bytes, inputs, tmp_path: Path, debug: int):
+    program = runtime.load_program(pte, enable_etdump=True, debug_buffer_size=debug)
+    method = program.load_method("forward")
+    outputs = [method.execute(list(inputs)) for _ in range(2)][-1]
+    program.write_etdump_result_to_file(tmp_path / "run.etdp", tmp_path / "run.bin")
+    dump = deserialize_from_etdump_flatcc((tmp_path / "run.etdp").read_bytes())
+    return dump, (tmp_path / "run.bin").read_bytes(), outputs
+
+
+@pytest.mark.parametrize("engine", sorted(RUNTIMES))
+def test_every_instruction_is_timed_and_outputs_are_in_the_debug_buffer(engine, tmp_path):
+    from executorch.exir import schema as S
+    from executorch.exir._serialize import read_program
+
+    inputs = _inputs()
+    pte = to_edge(torch.export.export(ConvLinear(), inputs)).to_executorch().buffer
+    dump, debug, outputs = _profile(RUNTIMES[engine], pte, inputs, tmp_path, 1 << 16)
+    assert [r.name for r in dump.run_data] == ["Default", "Execute", "Execute"]
+    load = {e.profile_event.name for e in dump.run_data[0].events}
+    assert load == {"Program::load_method", "Method::init"}
+    plan = read_program(pte).execution_plan[0]
+    kernels = [pc for pc, i in enumerate(plan.chains[0].instructions) if isinstance(i.instr_args, S.KernelCall)]
+    if engine == "native":  # it folds a linear's weight transpose into the weight at load: nothing runs there
+        kernels = [pc for pc in kernels
+                   if plan.operators[plan.chains[0].instructions[pc].instr_args.op_index].name != "aten::permute_copy"]
+    for block in dump.run_data[1:]:
+        prof = [e.profile_event for e in block.events if e.profile_event]
+        calls = [p for p in prof if p.name == "OPERATOR_CALL"]
+        assert [p.instruction_id for p in calls] == kernels
+        inner = [p for p in prof if p.name.startswith("native_call_")]
+        assert [p.instruction_id for p in inner] == kernels
+        for outer, call in zip(calls, inner):  # the kernel's own time lies inside its instruction's
+            assert outer.start_time <= call.start_time <= call.end_time <= outer.end_time
+        (run,) = [p for p in prof if p.name == "Method::execute"]
+        assert all(run.start_time <= p.start_time and p.end_time <= run.end_time for p in prof if p is not run)
+    last = dump.run_data[-1].events
+    logged = [e.debug_event for e in last if e.debug_event and e.debug_event.debug_entry.output is None]
+    assert [d.instruction_id for d in logged] == kernels
+    finals = [e.debug_event.debug_entry.tensor for e in last if e.debug_event and e.debug_event.debug_entry.output]
+    assert len(finals) == len(outputs)
+    for t, want in zip(finals, outputs):
+        got = torch.frombuffer(bytearray(debug[t.offset:t.offset + want.numel() * 4]), dtype=torch.float32)
+        assert_outputs_close([got.reshape(t.sizes)], [want])
+
+
+@pytest.mark.parametrize("engine", sorted(RUNTIMES))
+def test_executor_backend_nodes_are_delegate_events_inside_their_call(engine, tmp_path):
+    from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
+
+    inputs = _inputs()
+    model = ConvLinear()
+    edge = to_edge_transform_and_lower(torch.export.export(model, inputs),
+                                       partitioner=[ExecutorBackendPartitioner()])
+    pte = edge.to_executorch().buffer
+    dump, _, outputs = _profile(RUNTIMES[engine], pte, inputs, tmp_path, 0)
+    assert_outputs_close(outputs, list(model(*inputs)))
+    prof = [e.profile_event for e in dump.run_data[-1].events if e.profile_event]
+    calls = [p for p in prof if p.name == "DELEGATE_CALL"]
+    assert calls
+    nodes = [p for p in prof if p.delegate_debug_id_str]
+    assert nodes and all("#" in p.delegate_debug_id_str for p in nodes)
+    names = {p.delegate_debug_id_str.split("#")[0] for p in nodes}
+    assert "convolution.out" in names
+    for p in nodes:
+        (call,) = [c for c in calls if c.instruction_id == p.instruction_id]
+        assert call.start_time <= p.start_time <= p.end_time <= call.end_time
+
+
+def test_no_etdump_means_no_tracer(tmp_path):
+    inputs = _inputs()
+    pte = to_edge(torch.export.export(ConvLinear(), inputs)).to_executorch().buffer
+    for runtime in RUNTIMES.values():
+        program = runtime.load_program(pte)
+        program.load_method("forward").execute(list(inputs))
+        with pytest.raises(Exception, match="records no ETDump"):
+            program.write_etdump_result_to_file(tmp_path / "x.etdp")
+        assert not (tmp_path / "x.etdp").exists()
