@@ -197,15 +197,29 @@ def _check_constant_methods(constant_methods: Optional[Mapping[str, Any]], metho
 
 
 def to_edge(programs: Programs, constant_methods: Optional[Mapping[str, Any]] = None,
-            compile_config: Optional[EdgeCompileConfig] = None) -> "EdgeProgramManager":
-    """Lower exported programs to the edge dialect: core ATen ops, `*_copy` views, checked."""
+            compile_config: Optional[EdgeCompileConfig] = None,
+            generate_etrecord: bool = False) -> "EdgeProgramManager":
+    """Lower exported programs to the edge dialect: core ATen ops, `*_copy` views, checked. With
+    `generate_etrecord`, the managers keep what an ETRecord needs (`get_etrecord()`)."""
     progs = _as_dict(programs)
+    etrecord = _etrecord_source(progs, generate_etrecord)
     config = compile_config or EdgeCompileConfig()
     if not isinstance(config, EdgeCompileConfig):
         raise ExportError(f"compile_config must be an EdgeCompileConfig, not {type(config).__name__}")
     edge.check_preserve_ops(_user_preserved(config))
     consts = _check_constant_methods(constant_methods, progs)
-    return EdgeProgramManager({name: _to_edge_one(name, ep, config) for name, ep in progs.items()}, consts, config)
+    return EdgeProgramManager({name: _to_edge_one(name, ep, config) for name, ep in progs.items()}, consts, config,
+                              etrecord)
+
+
+def _etrecord_source(programs: dict, generate_etrecord: bool):
+    if not isinstance(generate_etrecord, bool):
+        raise ExportError(f"generate_etrecord must be True or False, not {generate_etrecord!r}")
+    if not generate_etrecord:
+        return None
+    from executorch.devtools.etrecord._etrecord import ETRecordBuilder
+
+    return ETRecordBuilder(programs)
 
 
 def to_edge_transform_and_lower(
@@ -214,12 +228,14 @@ def to_edge_transform_and_lower(
     partitioner: Optional[Union[list, Mapping[str, list]]] = None,
     constant_methods: Optional[Mapping[str, Any]] = None,
     compile_config: Optional[EdgeCompileConfig] = None,
+    generate_etrecord: bool = False,
 ) -> "EdgeProgramManager":
     """`to_edge`, then the transform passes, then delegation to each partitioner's backend; ops a
-    partitioner names in `ops_to_not_decompose` stay whole until it has claimed them."""
+    partitioner names in `ops_to_not_decompose` stay whole until it has claimed them. With
+    `generate_etrecord`, the managers keep what an ETRecord needs (`get_etrecord()`)."""
     config = compile_config or EdgeCompileConfig()
     keep_config = _preserving(config, partitioner, _as_dict(programs)) if partitioner else None
-    manager = to_edge(programs, constant_methods, keep_config or config)
+    manager = to_edge(programs, constant_methods, keep_config or config, generate_etrecord)
     if transform_passes:
         manager = manager.transform(transform_passes)
     if partitioner:
@@ -282,10 +298,23 @@ class EdgeProgramManager:
     """Edge-dialect programs, one per method, plus constant methods; lower with `to_executorch`."""
 
     def __init__(self, programs: dict[str, ExportedProgram], constant_methods: Optional[dict] = None,
-                 compile_config: Optional[EdgeCompileConfig] = None):
+                 compile_config: Optional[EdgeCompileConfig] = None, etrecord=None):
+        from executorch.exir.passes.debug_handle import assign_debug_handles
+
+        for ep in programs.values():
+            assign_debug_handles(ep.graph_module)
         self._programs = programs
         self._constant_methods = dict(constant_methods or {})
         self.compile_config = compile_config or EdgeCompileConfig()
+        self._etrecord = etrecord  # an ETRecord under construction (generate_etrecord=True)
+
+    def get_etrecord(self):
+        """The ETRecord so far: the exported and edge programs (the executorch maps come with
+        `to_executorch`); needs `generate_etrecord=True`."""
+        if self._etrecord is None:
+            raise ExportError(
+                "this program has no ETRecord; pass generate_etrecord=True to to_edge or to_edge_transform_and_lower")
+        return self._etrecord.for_edge(self._programs)
 
     @property
     def methods(self) -> set[str]:
@@ -313,7 +342,7 @@ class EdgeProgramManager:
                 edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config)
                                     | frozenset(self.compile_config._core_aten_ops_exception_list))
             out[name] = ep
-        return EdgeProgramManager(out, self._constant_methods, self.compile_config)
+        return EdgeProgramManager(out, self._constant_methods, self.compile_config, self._etrecord)
 
     def to_backend(self, partitioner) -> "EdgeProgramManager":
         """Delegate the parts each partitioner claims to its backend: one partitioner (or a list) for
@@ -326,7 +355,7 @@ class EdgeProgramManager:
             for p in per[name]:
                 ep = to_backend(ep, p, name)
             out[name] = ep
-        return EdgeProgramManager(out, self._constant_methods, self.compile_config)
+        return EdgeProgramManager(out, self._constant_methods, self.compile_config, self._etrecord)
 
     def _finish_preserved(self, config: EdgeCompileConfig, kept: list) -> "EdgeProgramManager":
         """Lower the kept-whole ops no partitioner claimed, then check against `config`."""
@@ -352,7 +381,7 @@ class EdgeProgramManager:
             if config._check_ir_validity:
                 edge.check_edge_ops(ep.graph_module, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
             out[name] = ep
-        return EdgeProgramManager(out, self._constant_methods, config)
+        return EdgeProgramManager(out, self._constant_methods, config, self._etrecord)
 
     def to_executorch(self, config: Optional[ExecutorchBackendConfig] = None) -> "ExecutorchProgramManager":
         """Out variants, memory planning and emission: the program a `.pte` file holds."""
@@ -381,11 +410,11 @@ class EdgeProgramManager:
         ext = config.external_constants
         external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
         mutable = MutableDataTable()
-        plans, delegate_calls, sharing = [], {}, []
+        plans, delegate_calls, sharing, debug_handles = [], {}, [], {}
         shared = SharedState(max(config.memory_planning_pass_for(n).alignment for n in programs))
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
-            emitted, delegate_calls[name] = emit_method_with_delegates(
+            emitted, delegate_calls[name], debug_handles[name] = emit_method_with_delegates(
                 name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
                 plan.alloc_graph_input, external, mutable, config.emit_mutable_buffer_names,
                 shared if plan.share_mutable_buffers else None, config.enable_non_cpu_memory_planning)
@@ -427,8 +456,11 @@ class EdgeProgramManager:
             mutable_data_segments=mutable_segments,
         )
         data_files = _data_files(external, delegates.named.get_named_data_store_output())
-        return ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
-                                        data_files)
+        manager = ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
+                                           data_files, debug_handles)
+        if self._etrecord is not None:
+            manager._etrecord = self._etrecord.for_executorch(self._programs, manager)
+        return manager
 
 
 def _data_files(external: ExternalConstants, named) -> dict:
@@ -473,8 +505,10 @@ class ExecutorchProgramManager:
 
     def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig,
                  delegate_calls: Optional[dict] = None, config_methods: Iterable[str] = (),
-                 data_files: Optional[dict] = None):
+                 data_files: Optional[dict] = None, debug_handles: Optional[dict] = None):
         self._program = program
+        self._debug_handles = debug_handles or {}
+        self._etrecord = None  # an ETRecord when the edge program was made with generate_etrecord=True
         self._data_payloads = data_files or {}
         self._programs = programs
         self._config = config
@@ -484,22 +518,27 @@ class ExecutorchProgramManager:
 
     @property
     def delegate_map(self) -> dict[str, dict[int, dict]]:
-        """Per method, per DelegateCall instruction: the backend id and the debug handle map its
-        `preprocess` returned (None when it returned none)."""
+        """Per method, per DelegateCall instruction: the backend id and the map its `preprocess`
+        returned from the backend's own event ids to debug handles ({} when it returned none)."""
         return {
-            method: {pc: {"name": lowered.backend_id, "delegate_map": lowered.meta.get("debug_handle_map")}
+            method: {pc: {"name": lowered.backend_id, "delegate_map": lowered.meta.get("debug_handle_map") or {}}
                      for pc, lowered in calls}
             for method, calls in self._delegate_calls.items()
         }
 
     @property
-    def debug_handle_map(self) -> dict[str, dict[int, list[str]]]:
-        """Per method, per DelegateCall instruction: the edge-graph nodes the delegate runs."""
-        return {
-            method: {pc: [n.name for n in lowered.original_module.graph.nodes if n.op == "call_function"]
-                     for pc, lowered in calls}
-            for method, calls in self._delegate_calls.items()
-        }
+    def debug_handle_map(self) -> dict[str, dict[int, int]]:
+        """Per method, per instruction: the debug handle of the edge-graph node it was emitted from."""
+        return {method: dict(handles) for method, handles in self._debug_handles.items()}
+
+    def get_etrecord(self):
+        """The ETRecord of this program (edge programs, debug and delegate maps); needs
+        `generate_etrecord=True` on `to_edge` / `to_edge_transform_and_lower`."""
+        if self._etrecord is None:
+            raise ExportError(
+                "this program has no ETRecord; pass generate_etrecord=True to to_edge or "
+                "to_edge_transform_and_lower, then call get_etrecord() on the manager to_executorch returns")
+        return self._etrecord
 
     @property
     def methods(self) -> set[str]:

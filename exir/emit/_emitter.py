@@ -191,6 +191,7 @@ class _MethodEmitter:
         self.operators: list[S.Operator] = []
         self.op_index: dict[tuple[str, str], int] = {}
         self.instructions: list[S.Instruction] = []
+        self.debug_handles: list = []  # per instruction: its node's debug handle (None without one)
         self.step: dict[fx.Node, int] = {}
         self.shape_env = None
 
@@ -542,6 +543,7 @@ class _MethodEmitter:
 
     def _append(self, instr_args: S.InstructionArguments, node: Optional[fx.Node]) -> S.InstructionArguments:
         self.instructions.append(S.Instruction(instr_args))
+        self.debug_handles.append(node.meta.get("debug_handle") if node is not None else None)
         if self.emit_stacktrace:
             self.frames.append(_frames(node))
         return instr_args
@@ -731,10 +733,13 @@ def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, cons
                                emit_mutable_buffer_names: bool = False,
                                shared_state: Optional[memory_planning.SharedState] = None,
                                plan_devices: bool = True):
-    """The ExecutionPlan, and (instruction index, lowered module) for each DelegateCall in it."""
+    """The ExecutionPlan, (instruction index, lowered module) for each DelegateCall in it, and
+    {instruction index: debug handle} for the instructions whose node has one."""
     emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input,
                              external, mutable_data, emit_mutable_buffer_names, shared_state, plan_devices)
-    return emitter.emit(), emitter.delegate_calls
+    plan = emitter.emit()
+    handles = {pc: h for pc, h in enumerate(emitter.debug_handles) if h is not None}
+    return plan, emitter.delegate_calls, handles
 
 
 def _frames(node: Optional[fx.Node]) -> S.FrameList:

@@ -748,7 +748,8 @@ Error Method::run_steps() {
   while (pc < num_steps_) {
     const Step& s = steps_[pc];
     EventTracerEntry outer;
-    if (kTraced) {
+    // Free steps (and kernels folded away at load, which become Free) do no work worth an event.
+    if (kTraced && s.kind != Step::Kind::Free) {
       // One chain: instruction ids are positions in it.
       tracer->set_chain_debug_handle(0, static_cast<DebugHandle>(pc));
       static const char* const kNames[] = {"OPERATOR_CALL", "MOVE_CALL", "JF_CALL", "FREE_CALL", "DELEGATE_CALL"};
@@ -810,7 +811,7 @@ Error Method::run_steps() {
       }
       case Step::Kind::Free:
         ++pc;
-        break;
+        continue;
       case Step::Kind::Delegate: {
         const DelegateSlot& slot = delegates_.slots[s.b];
         BackendExecutionContext context(temp_allocator_, meta_.name(), tracer);
