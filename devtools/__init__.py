@@ -1,8 +1,9 @@
-"""Developer tools that ship in every wheel: output comparison and bundled programs (`BundledProgram`)."""
+"""Developer tools that ship in every wheel: output comparison, bundled programs (`BundledProgram`),
+ETDump/ETRecord and the `Inspector`."""
 
 from typing import Any
 
-__all__ = ["BundledProgram"]
+__all__ = ["BundledProgram", "Inspector"]
 
 
 def __getattr__(name: str) -> Any:
@@ -11,4 +12,8 @@ def __getattr__(name: str) -> Any:
         from executorch.devtools.bundled_program.core import BundledProgram
 
         return BundledProgram
+    if name == "Inspector":
+        from executorch.devtools.inspector import Inspector
+
+        return Inspector
     raise AttributeError(f"module 'executorch.devtools' has no attribute {name!r}")
