@@ -1,0 +1,144 @@
+// Times the NHWC kernels (conv_nhwc.h) layer by layer over MobileNetV2 and ResNet-18 at 224x224,
+// next to the NCHW conv2d() the portable operator runs today. Prints one line per layer,
+// "<model> <layer> <nhwc ms> <nchw ms> <nhwc GFLOP/s>", then a total per model. Threads: the
+// kernel pool's size (EXECUTORCH_NUM_THREADS). Convolutions only (plus the classifier): the
+// elementwise adds and pooling of the models are left out of the totals.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/portable/cpu/conv.h"
+#include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/threadpool.h"
+
+namespace cpu = executorch::kernels::cpu;
+
+namespace {
+
+template <typename F>
+double time_ms(F f) {
+  f();
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    int calls = 0;
+    const auto start = std::chrono::steady_clock::now();
+    double elapsed = 0;
+    do {
+      f();
+      ++calls;
+      elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    } while (elapsed < 20);
+    best = std::min(best, elapsed / calls);
+  }
+  return best;
+}
+
+std::vector<float> filled(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 1000.f - 0.5f;
+  return v;
+}
+
+struct Layer {
+  std::string name;
+  int64_t hw, cin, cout, k, stride, groups;
+};
+
+struct Totals {
+  double nhwc = 0, nchw = 0, flops = 0;
+};
+
+void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
+  cpu::ConvNhwc c;
+  c.kernel_h = c.kernel_w = l.k;
+  c.stride_h = c.stride_w = l.stride;
+  c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = (l.k - 1) / 2;
+  c.groups = l.groups;
+  c.group_in_channels = l.cin / l.groups;
+  c.group_out_channels = l.cout / l.groups;
+  const int64_t oh = c.out_h(l.hw), ow = c.out_w(l.hw);
+  auto in = filled(l.hw * l.hw * l.cin);
+  auto w = filled(l.cout * l.k * l.k * c.group_in_channels);
+  auto bias = filled(l.cout);
+  std::vector<float> out(oh * ow * l.cout);
+  const cpu::Isa isa = cpu::best_float_isa();
+  std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, isa) + 64);
+  void* p = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
+  cpu::conv2d_nhwc_f32_pack(c, cpu::ConvWeights::kOhwi, w.data(), bias.data(), isa, p);
+  const double nhwc = time_ms([&] {
+    cpu::conv2d_nhwc_f32(c, p, 1, l.hw, l.hw, in.data(), out.data(), 0.f, 6.f);
+  });
+  double nchw = 0;
+  if (with_nchw) {
+    const cpu::Conv2dShape s{1, l.cin, l.hw, l.hw, l.cout, l.k, l.k, l.stride, l.stride,
+                             (l.k - 1) / 2, (l.k - 1) / 2, 1, 1, l.groups};
+    std::vector<float> ws(cpu::conv2d_workspace_floats(s));
+    nchw = time_ms([&] { cpu::conv2d(s, in.data(), w.data(), bias.data(), out.data(), ws.data()); });
+  }
+  const double flops = 2.0 * oh * ow * l.cout * c.group_in_channels * l.k * l.k;
+  std::printf("%s %s %.4f %.4f %.2f\n", model, l.name.c_str(), nhwc, nchw, flops / nhwc / 1e6);
+  t->nhwc += nhwc;
+  t->nchw += nchw;
+  t->flops += flops;
+}
+
+std::vector<Layer> mobilenet_v2() {
+  std::vector<Layer> v = {{"stem", 224, 3, 32, 3, 2, 1}};
+  const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2},  {6, 64, 4, 2},
+                            {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  int64_t hw = 112, cin = 32, b = 0;
+  for (const auto& r : cfg) {
+    for (int64_t i = 0; i < r[2]; ++i, ++b) {
+      const int64_t hidden = cin * r[0], stride = i == 0 ? r[3] : 1;
+      const std::string tag = "b" + std::to_string(b);
+      if (r[0] != 1) v.push_back({tag + "_expand", hw, cin, hidden, 1, 1, 1});
+      v.push_back({tag + "_dw", hw, hidden, hidden, 3, stride, hidden});
+      hw = (hw + stride - 1) / stride;
+      v.push_back({tag + "_project", hw, hidden, r[1], 1, 1, 1});
+      cin = r[1];
+    }
+  }
+  v.push_back({"head", 7, 320, 1280, 1, 1, 1});
+  v.push_back({"classifier", 1, 1280, 1000, 1, 1, 1});
+  return v;
+}
+
+std::vector<Layer> resnet18() {
+  std::vector<Layer> v = {{"stem", 224, 3, 64, 7, 2, 1}};
+  int64_t hw = 56, cin = 64;
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    const int64_t c = 64 << stage;
+    for (int64_t blk = 0; blk < 2; ++blk) {
+      const int64_t stride = stage > 0 && blk == 0 ? 2 : 1;
+      const std::string tag = "s" + std::to_string(stage) + "b" + std::to_string(blk);
+      v.push_back({tag + "_conv1", hw, cin, c, 3, stride, 1});
+      if (stride != 1) v.push_back({tag + "_down", hw, cin, c, 1, 2, 1});
+      hw /= stride;
+      v.push_back({tag + "_conv2", hw, c, c, 3, 1, 1});
+      cin = c;
+    }
+  }
+  v.push_back({"classifier", 1, 512, 1000, 1, 1, 1});
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool with_nchw = !(argc > 1 && std::strcmp(argv[1], "--nhwc-only") == 0);
+  std::printf("# isa %s, %zu threads; columns: model layer nhwc_ms nchw_ms nhwc_gflops\n",
+              cpu::isa_name(cpu::best_float_isa()),
+              executorch::extension::threadpool::get_threadpool()->get_thread_count());
+  const std::pair<const char*, std::vector<Layer>> models[] = {{"mobilenet_v2", mobilenet_v2()},
+                                                               {"resnet18", resnet18()}};
+  for (const auto& m : models) {
+    Totals t;
+    for (const Layer& l : m.second) bench_layer(m.first, l, &t, with_nchw);
+    std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms\n", m.first, t.nhwc,
+                t.flops / t.nhwc / 1e6, t.nchw);
+  }
+  return 0;
+}

@@ -1,0 +1,347 @@
+// NHWC float convolution and fully connected drivers: indirect GEMM (each output pixel's taps are
+// row pointers into the input, padding taps point at a zero row) and a depthwise sweep, both
+// over pre-packed weights, tiles handed out over the thread pool.
+#include "kernels/portable/cpu/conv_nhwc.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernels/portable/cpu/nhwc_ukernels.h"
+#include "kernels/portable/cpu/parallel.h"
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+
+bool ConvNhwc::valid() const {
+  constexpr int64_t kMax = int64_t(1) << 24;
+  const int64_t positive[] = {kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w,
+                              groups, group_in_channels, group_out_channels};
+  for (int64_t v : positive)
+    if (v < 1 || v > kMax) return false;
+  for (int64_t v : {pad_top, pad_left, pad_bottom, pad_right})
+    if (v < 0 || v > kMax) return false;
+  return kernel_h * kernel_w <= kMax && in_channels() <= kMax && out_channels() <= kMax;
+}
+
+namespace {
+
+using ukernel::F32DwTile;
+using ukernel::F32GemmTile;
+using ukernel::kMaxMR;
+using ukernel::kTapChunk;
+
+constexpr uint32_t kMagic = 0x32334e43;  // "CN32"
+enum Kind : int32_t { kGemm = 1, kDepthwise = 2 };
+
+// At the start of every packed buffer; weights follow at kHeaderBytes, then the zero row.
+struct Header {
+  uint32_t magic;
+  int32_t isa, kind, width;  // width: NR of the GEMM kernel, or the depthwise channel block
+  int64_t groups, cg, ocg, ks;
+  int64_t weight_floats, zero_floats;
+};
+constexpr size_t kHeaderBytes = 64;
+static_assert(sizeof(Header) <= kHeaderBytes, "header fits its slot");
+
+// Multiply-adds one task should hold at least, so handing it to a thread pays off.
+constexpr int64_t kTaskMacs = int64_t(1) << 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Kernels {
+  ukernel::F32Geometry geo;
+  void (*gemm)(const F32GemmTile&);
+  void (*dw)(const F32DwTile&);
+};
+
+bool kernels_for(Isa isa, Kernels* k) {
+  if (!float_isa_supported(isa)) return false;
+  switch (isa) {
+#ifdef ET_NHWC_X86
+    case Isa::kAvx512:
+      *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512};
+      return true;
+    case Isa::kAvx2:
+      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2};
+      return true;
+#endif
+    case Isa::kBaseline:
+      *k = {ukernel::kF32Baseline, ukernel::f32_gemm_baseline, ukernel::f32_dw_baseline};
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_depthwise(const ConvNhwc& c) {
+  return c.group_in_channels == 1 && c.group_out_channels == 1;
+}
+
+// Element (oc, tap, i) of a weight tensor is weight[oc * os + tap * ts + i * is].
+struct WeightView {
+  const float* data;
+  int64_t os, ts, is;
+  float at(int64_t oc, int64_t tap, int64_t i) const { return data[oc * os + tap * ts + i * is]; }
+};
+
+// Fills `h` for a geometry; false when it cannot be packed.
+bool plan(int64_t groups, int64_t cg, int64_t ocg, int64_t ks, bool depthwise, Isa isa,
+          Header* h) {
+  Kernels k;
+  if (!kernels_for(isa, &k)) return false;
+  h->magic = kMagic;
+  h->isa = static_cast<int32_t>(isa);
+  h->kind = depthwise ? kDepthwise : kGemm;
+  h->groups = groups;
+  h->cg = cg;
+  h->ocg = ocg;
+  h->ks = ks;
+  if (depthwise) {
+    h->width = k.geo.dw_cb;
+    h->weight_floats = ceil_div(groups, h->width) * h->width * (ks + 1);
+    h->zero_floats = groups;
+  } else {
+    h->width = k.geo.nr;
+    h->weight_floats = groups * ceil_div(ocg, h->width) * h->width * (1 + ks * cg);
+    h->zero_floats = cg;
+  }
+  return true;
+}
+
+size_t packed_bytes(const Header& h) {
+  return kHeaderBytes + static_cast<size_t>(h.weight_floats + h.zero_floats) * sizeof(float);
+}
+
+void pack(const Header& h, WeightView w, const float* bias, void* packed) {
+  std::memset(packed, 0, packed_bytes(h));
+  std::memcpy(packed, &h, sizeof(h));
+  float* dst = reinterpret_cast<float*>(static_cast<char*>(packed) + kHeaderBytes);
+  const int64_t width = h.width;
+  if (h.kind == kDepthwise) {
+    for (int64_t c0 = 0; c0 < h.groups; c0 += width, dst += width * (h.ks + 1)) {
+      const int64_t cn = std::min(width, h.groups - c0);
+      for (int64_t c = 0; c < cn; ++c) {
+        dst[c] = bias ? bias[c0 + c] : 0.f;
+        for (int64_t t = 0; t < h.ks; ++t) dst[width * (t + 1) + c] = w.at(c0 + c, t, 0);
+      }
+    }
+    return;
+  }
+  for (int64_t g = 0; g < h.groups; ++g) {
+    for (int64_t j0 = 0; j0 < h.ocg; j0 += width, dst += width * (1 + h.ks * h.cg)) {
+      const int64_t nr = std::min(width, h.ocg - j0);
+      for (int64_t j = 0; j < nr; ++j) {
+        const int64_t oc = g * h.ocg + j0 + j;
+        dst[j] = bias ? bias[oc] : 0.f;
+        for (int64_t t = 0; t < h.ks; ++t)
+          for (int64_t i = 0; i < h.cg; ++i) dst[width * (1 + t * h.cg + i) + j] = w.at(oc, t, i);
+      }
+    }
+  }
+}
+
+// The header of a packed buffer, when it is one of ours.
+const Header* header_of(const void* packed) {
+  const Header* h = static_cast<const Header*>(packed);
+  return packed != nullptr && h->magic == kMagic ? h : nullptr;
+}
+
+const float* weights_of(const void* packed) {
+  return reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
+}
+
+// Indirect GEMM over M output rows: row_ptr(r, tap) gives row r's input row for one tap (the
+// zero row for padding). Tasks are (group, span of MR-row tiles, span of NR-column blocks).
+template <typename RowPtr>
+void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
+              int64_t out_stride, float out_min, float out_max, const RowPtr& row_ptr) {
+  const int64_t MR = k.geo.mr, NR = h.width;
+  const int64_t blocks = ceil_div(h.ocg, NR), tiles = ceil_div(m, MR);
+  const int64_t block_floats = NR * (1 + h.ks * h.cg);
+  const int64_t tile_macs = std::max<int64_t>(1, MR * h.ks * h.cg * NR);
+  int64_t tiles_per = std::clamp<int64_t>(kTaskMacs / (tile_macs * blocks), 1, tiles);
+  int64_t blocks_per = blocks;
+  if (tiles_per == 1) blocks_per = std::clamp<int64_t>(kTaskMacs / tile_macs, 1, blocks);
+  const int64_t tile_tasks = ceil_div(tiles, tiles_per), block_tasks = ceil_div(blocks, blocks_per);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
+    const float* a[kTapChunk * kMaxMR];
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t g = task / (tile_tasks * block_tasks);
+      const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
+      const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
+      for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
+        const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
+        for (int64_t tap0 = 0; tap0 < h.ks; tap0 += kTapChunk) {
+          const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
+          const bool last = tap0 + taps == h.ks;
+          for (int64_t t = 0; t < taps; ++t)
+            for (int64_t i = 0; i < mr; ++i) a[t * kMaxMR + i] = row_ptr(r0 + i, tap0 + t, g);
+          for (int64_t b = bt * blocks_per; b < b_end; ++b) {
+            const float* blk = w + (g * blocks + b) * block_floats;
+            F32GemmTile p;
+            p.mr = mr;
+            p.nr = std::min(NR, h.ocg - b * NR);
+            p.kc = h.cg;
+            p.ks = taps;
+            p.a = a;
+            p.w = blk + NR * (1 + tap0 * h.cg);
+            p.init = tap0 == 0 ? blk : nullptr;
+            p.c = out + r0 * out_stride + g * h.ocg + b * NR;
+            p.c_stride = out_stride;
+            p.min = last ? out_min : -kInf;
+            p.max = last ? out_max : kInf;
+            k.gemm(p);
+          }
+        }
+      }
+    }
+  });
+}
+
+void run_depthwise(const Header& h, const Kernels& k, const float* w, const ConvNhwc& c,
+                   int64_t batch, int64_t in_h, int64_t in_w, const float* in, float* out,
+                   float out_min, float out_max) {
+  const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w), ch = h.groups, ks = h.ks;
+  const float* zero = w + h.weight_floats;
+  const int64_t row_macs = std::max<int64_t>(1, ow * ch * ks);
+  const int64_t rows_per = std::clamp<int64_t>(kTaskMacs / row_macs, 1, batch * oh);
+  constexpr int64_t kPtrs = 512;
+  const int64_t chunk = std::max<int64_t>(1, kPtrs / ks);
+  parallel_for(0, ceil_div(batch * oh, rows_per), 1, [&](int64_t t0, int64_t t1) {
+    const float* ptrs[kPtrs];
+    const float* rows[kPtrs];  // input row of each kernel row (null: padding)
+    for (int64_t row = t0 * rows_per; row < std::min(batch * oh, t1 * rows_per); ++row) {
+      const int64_t n = row / oh, y = row % oh;
+      for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
+        const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+        rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch : nullptr;
+      }
+      for (int64_t x0 = 0; x0 < ow; x0 += chunk) {
+        const int64_t px = std::min(chunk, ow - x0);
+        for (int64_t p = 0; p < px; ++p) {
+          const int64_t x = x0 + p;
+          for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
+            for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+              const int64_t iw = x * c.stride_w - c.pad_left + kw * c.dilation_w;
+              ptrs[p * ks + kh * c.kernel_w + kw] =
+                  rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero;
+            }
+          }
+        }
+        F32DwTile t;
+        t.pixels = px;
+        t.channels = ch;
+        t.ks = ks;
+        t.in = ptrs;
+        t.w = w;
+        t.out = out + (row * ow + x0) * ch;
+        t.out_stride = ch;
+        t.min = out_min;
+        t.max = out_max;
+        k.dw(t);
+      }
+    }
+  });
+}
+
+// The depthwise sweep keeps one output chunk's tap pointers on the stack; larger filters (rare)
+// take the GEMM path, which chunks its taps.
+bool depthwise_fits(const ConvNhwc& c) { return c.kernel_h * c.kernel_w <= 512; }
+
+}  // namespace
+
+size_t conv2d_nhwc_f32_packed_bytes(const ConvNhwc& c, Isa isa) {
+  Header h;
+  if (!c.valid()) return 0;
+  const bool dw = is_depthwise(c) && depthwise_fits(c);
+  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, c.kernel_h * c.kernel_w, dw,
+            isa, &h))
+    return 0;
+  return packed_bytes(h);
+}
+
+bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* weight,
+                          const float* bias, Isa isa, void* packed) {
+  Header h;
+  if (!c.valid() || weight == nullptr || packed == nullptr) return false;
+  if (layout == ConvWeights::kHwo && c.group_in_channels != 1) return false;
+  const int64_t ks = c.kernel_h * c.kernel_w;
+  const bool dw = is_depthwise(c) && depthwise_fits(c);
+  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, ks, dw, isa, &h)) return false;
+  const WeightView view = layout == ConvWeights::kOhwi
+                              ? WeightView{weight, ks * c.group_in_channels, c.group_in_channels, 1}
+                              : WeightView{weight, 1, c.out_channels(), 0};
+  pack(h, view, bias, packed);
+  return true;
+}
+
+bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
+                     int64_t in_w, const float* in, float* out, float out_min, float out_max) {
+  const Header* h = header_of(packed);
+  Kernels k;
+  if (h == nullptr || !c.valid() || !kernels_for(static_cast<Isa>(h->isa), &k)) return false;
+  const int64_t ks = c.kernel_h * c.kernel_w;
+  if (h->groups != c.groups || h->cg != c.group_in_channels || h->ocg != c.group_out_channels ||
+      h->ks != ks)
+    return false;
+  const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
+  if (batch <= 0 || oh <= 0 || ow <= 0) return false;
+  const float* w = weights_of(packed);
+  if (h->kind == kDepthwise) {
+    run_depthwise(*h, k, w, c, batch, in_h, in_w, in, out, out_min, out_max);
+    return true;
+  }
+  const float* zero = w + h->weight_floats;
+  const int64_t cin = c.in_channels(), cg = c.group_in_channels;
+  const int64_t plane = oh * ow;
+  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max,
+           [&](int64_t r, int64_t tap, int64_t g) -> const float* {
+             const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+             const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
+             const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
+             if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) return zero;
+             return in + ((n * in_h + ih) * in_w + iw) * cin + g * cg;
+           });
+  return true;
+}
+
+size_t fully_connected_f32_packed_bytes(int64_t n, int64_t k, Isa isa) {
+  ConvNhwc c;
+  c.group_in_channels = k;
+  c.group_out_channels = n;
+  Header h;
+  if (!c.valid() || !plan(1, k, n, 1, false, isa, &h)) return 0;
+  return packed_bytes(h);
+}
+
+bool fully_connected_f32_pack(int64_t n, int64_t k, const float* weight, bool weight_k_major,
+                              const float* bias, Isa isa, void* packed) {
+  ConvNhwc c;
+  c.group_in_channels = k;
+  c.group_out_channels = n;
+  Header h;
+  if (!c.valid() || weight == nullptr || packed == nullptr || !plan(1, k, n, 1, false, isa, &h))
+    return false;
+  pack(h, weight_k_major ? WeightView{weight, 1, 0, n} : WeightView{weight, k, 0, 1}, bias,
+       packed);
+  return true;
+}
+
+bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t in_stride,
+                         float* out, int64_t out_stride, float out_min, float out_max) {
+  const Header* h = header_of(packed);
+  Kernels k;
+  if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 ||
+      !kernels_for(static_cast<Isa>(h->isa), &k) || m < 0)
+    return false;
+  run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max,
+           [&](int64_t r, int64_t, int64_t) { return in + r * in_stride; });
+  return true;
+}
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch

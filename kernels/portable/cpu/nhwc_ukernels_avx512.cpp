@@ -1,0 +1,123 @@
+// AVX-512 float micro-kernels (this file is compiled with AVX-512 F/BW/DQ/VL and FMA enabled; the
+// callers reach it only after isa.h says the CPU has them). Tails use mask registers, so no load
+// or store leaves the caller's rows.
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers start some intrinsics from an undefined vector and then warn about it.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "kernels/portable/cpu/nhwc_ukernels.h"
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+namespace ukernel {
+namespace {
+
+inline __mmask16 lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// NV vectors of 16 columns per row (NV == 1 for a last block of at most 16 columns).
+template <int MR, int NV>
+void gemm_tile(const F32GemmTile& p) {
+  constexpr int NR = kF32Avx512.nr;
+  const __mmask16 m[2] = {lanes(p.nr), lanes(p.nr - 16)};
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = p.init ? _mm512_loadu_ps(p.init + 16 * v)
+                         : _mm512_maskz_loadu_ps(m[v], p.c + i * p.c_stride + 16 * v);
+  const float* w = p.w;
+  for (int64_t t = 0; t < p.ks; ++t) {
+    const float* a[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) a[i] = p.a[t * kMaxMR + i];
+    for (int64_t k = 0; k < p.kc; ++k, w += NR) {
+      const __m512 b0 = _mm512_loadu_ps(w);
+      const __m512 b1 = NV > 1 ? _mm512_loadu_ps(w + 16) : b0;
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512 ai = _mm512_set1_ps(a[i][k]);
+        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+        if (NV > 1) acc[i][NV - 1] = _mm512_fmadd_ps(ai, b1, acc[i][NV - 1]);
+      }
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
+                            _mm512_min_ps(_mm512_max_ps(acc[i][v], lo), hi));
+}
+
+template <int MR>
+void gemm_rows(const F32GemmTile& p) {
+  if (p.nr > 16) return gemm_tile<MR, 2>(p);
+  gemm_tile<MR, 1>(p);
+}
+
+// KS taps known at compile time keep the block's weights in registers across pixels.
+template <int KS>
+void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
+  const int64_t ks = KS > 0 ? KS : t.ks;
+  const __m512 lo = _mm512_set1_ps(t.min), hi = _mm512_set1_ps(t.max);
+  const __m512 bias = _mm512_loadu_ps(block);
+  __m512 w[KS > 0 ? KS : 1];
+  if (KS > 0)
+    for (int k = 0; k < KS; ++k) w[k] = _mm512_loadu_ps(block + 16 * (k + 1));
+  for (int64_t px = 0; px < t.pixels; ++px) {
+    const float* const* in = t.in + px * ks;
+    __m512 acc = bias;
+    if (KS > 0) {
+#pragma GCC unroll 32
+      for (int k = 0; k < KS; ++k)
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + c0), w[k], acc);
+    } else {
+      for (int64_t k = 0; k < ks; ++k)
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + c0),
+                              _mm512_loadu_ps(block + 16 * (k + 1)), acc);
+    }
+    _mm512_mask_storeu_ps(t.out + px * t.out_stride + c0, m,
+                          _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+  }
+}
+
+}  // namespace
+
+void f32_gemm_avx512(const F32GemmTile& t) {
+  switch (t.mr) {
+    case 1: return gemm_rows<1>(t);
+    case 2: return gemm_rows<2>(t);
+    case 3: return gemm_rows<3>(t);
+    case 4: return gemm_rows<4>(t);
+    case 5: return gemm_rows<5>(t);
+    case 6: return gemm_rows<6>(t);
+    case 7: return gemm_rows<7>(t);
+    default: return gemm_rows<8>(t);
+  }
+}
+
+void f32_dw_avx512(const F32DwTile& t) {
+  const float* block = t.w;
+  for (int64_t c0 = 0; c0 < t.channels; c0 += 16, block += 16 * (t.ks + 1)) {
+    const __mmask16 m = lanes(t.channels - c0);
+    switch (t.ks) {
+      case 9: dw_block<9>(t, c0, m, block); break;
+      case 25: dw_block<25>(t, c0, m, block); break;
+      default: dw_block<0>(t, c0, m, block); break;
+    }
+  }
+}
+
+}  // namespace ukernel
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch
+#endif

@@ -1,0 +1,238 @@
+// NHWC float convolution, depthwise and fully connected against double-precision loops, on every
+// ISA level this CPU has, with the thread count changed between runs (results must not move).
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/threadpool.h"
+#include "test/cpp/kernels/check.h"
+
+namespace cpu = executorch::kernels::cpu;
+using cpu::ConvNhwc;
+using cpu::ConvWeights;
+using cpu::Isa;
+using executorch::extension::threadpool::get_threadpool;
+
+namespace {
+
+constexpr Isa kIsas[] = {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512};
+
+// Reference over OHWI weights, clamped like the kernel.
+std::vector<float> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64_t w,
+                              const std::vector<float>& in, const std::vector<float>& wt,
+                              const float* bias, float lo, float hi) {
+  const int64_t oh = c.out_h(h), ow = c.out_w(w), cg = c.group_in_channels,
+                ocg = c.group_out_channels, cin = c.in_channels(), cout = c.out_channels();
+  std::vector<float> out(batch * oh * ow * cout);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t oc = 0; oc < cout; ++oc) {
+          double acc = bias ? bias[oc] : 0.0;
+          const int64_t g = oc / ocg;
+          for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+            for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+              const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+              const int64_t iw = x * c.stride_w - c.pad_left + kw * c.dilation_w;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              for (int64_t i = 0; i < cg; ++i)
+                acc += double(in[((n * h + ih) * w + iw) * cin + g * cg + i]) *
+                       wt[((oc * c.kernel_h + kh) * c.kernel_w + kw) * cg + i];
+            }
+          out[((n * oh + y) * ow + x) * cout + oc] =
+              static_cast<float>(std::fmin(std::fmax(acc, lo), hi));
+        }
+  return out;
+}
+
+struct Case {
+  int64_t batch, h, w;
+  ConvNhwc c;
+};
+
+ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t groups, int64_t cg,
+                  int64_t ocg) {
+  ConvNhwc c;
+  c.kernel_h = c.kernel_w = k;
+  c.stride_h = c.stride_w = stride;
+  c.dilation_h = c.dilation_w = dil;
+  c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = pad;
+  c.groups = groups;
+  c.group_in_channels = cg;
+  c.group_out_channels = ocg;
+  return c;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v = {
+      {1, 9, 11, geometry(3, 1, 1, 1, 1, 3, 5)},     // odd everything
+      {2, 17, 15, geometry(3, 2, 1, 1, 1, 3, 32)},   // MobileNet stem
+      {1, 7, 9, geometry(1, 1, 0, 1, 1, 16, 24)},    // pointwise
+      {1, 5, 6, geometry(1, 1, 0, 1, 1, 67, 45)},    // pointwise, ragged tiles
+      {2, 6, 5, geometry(1, 2, 0, 1, 1, 8, 12)},     // strided 1x1
+      {1, 13, 12, geometry(3, 1, 1, 1, 19, 1, 1)},   // depthwise s1, channel tail
+      {1, 13, 12, geometry(3, 2, 1, 1, 40, 1, 1)},   // depthwise s2
+      {2, 7, 7, geometry(3, 1, 1, 1, 96, 1, 1)},     // depthwise small plane
+      {1, 4, 3, geometry(3, 1, 1, 1, 5, 1, 1)},      // image smaller than filter
+      {1, 11, 10, geometry(5, 2, 2, 1, 33, 1, 1)},   // depthwise 5x5
+      {1, 12, 9, geometry(3, 1, 2, 2, 7, 1, 1)},     // depthwise dilated
+      {1, 9, 9, geometry(3, 1, 1, 1, 4, 1, 2)},      // channel multiplier 2 (GEMM path)
+      {1, 10, 10, geometry(5, 1, 2, 1, 1, 4, 6)},    // 5x5
+      {1, 12, 11, geometry(3, 1, 2, 2, 1, 3, 4)},    // dilation
+      {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},     // grouped
+      {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem (49 taps: chunked)
+      {1, 6, 6, geometry(3, 3, 0, 1, 1, 3, 4)},      // stride 3
+      {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},    // 3x3 with ragged channels
+  };
+  Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
+  asym.c.pad_top = 1;
+  asym.c.pad_right = 2;  // TF-style "same" padding: more on one side
+  v.push_back(asym);
+  Case rect{1, 8, 13, geometry(1, 1, 0, 1, 1, 6, 9)};
+  rect.c.kernel_w = 3;
+  rect.c.pad_left = rect.c.pad_right = 1;
+  rect.c.stride_w = 2;
+  v.push_back(rect);
+  return v;
+}
+
+bool run_conv(const ConvNhwc& c, Isa isa, ConvWeights layout, const std::vector<float>& wt,
+              const float* bias, int64_t batch, int64_t h, int64_t w, const std::vector<float>& in,
+              std::vector<float>* out, float lo, float hi) {
+  std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, isa));
+  if (!cpu::conv2d_nhwc_f32_pack(c, layout, wt.data(), bias, isa, packed.data())) return false;
+  out->assign(batch * c.out_h(h) * c.out_w(w) * c.out_channels(), std::nanf(""));
+  return cpu::conv2d_nhwc_f32(c, packed.data(), batch, h, w, in.data(), out->data(), lo, hi);
+}
+
+// OHWI [C*m, KH, KW, 1] weights rewritten as HWO [KH, KW, C*m].
+std::vector<float> to_hwo(const ConvNhwc& c, const std::vector<float>& ohwi) {
+  const int64_t ks = c.kernel_h * c.kernel_w, oc = c.out_channels();
+  std::vector<float> hwo(ohwi.size());
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t t = 0; t < ks; ++t) hwo[t * oc + o] = ohwi[o * ks + t];
+  return hwo;
+}
+
+}  // namespace
+
+KTEST(conv_nhwc_f32_matches_reference_on_every_isa) {
+  unsigned seed = 100;
+  for (const Case& k : cases()) {
+    const ConvNhwc& c = k.c;
+    CHECK(c.valid());
+    auto in = ktest::random_floats(k.batch * k.h * k.w * c.in_channels(), ++seed);
+    auto wt = ktest::random_floats(
+        c.out_channels() * c.kernel_h * c.kernel_w * c.group_in_channels, ++seed);
+    auto bias = ktest::random_floats(c.out_channels(), ++seed);
+    const double tol = 1e-6 + 5e-8 * c.group_in_channels * c.kernel_h * c.kernel_w;
+    for (int clamp = 0; clamp < 2; ++clamp) {
+      const float lo = clamp ? -0.25f : -std::numeric_limits<float>::infinity();
+      const float hi = clamp ? 0.5f : std::numeric_limits<float>::infinity();
+      const float* b = clamp ? nullptr : bias.data();
+      auto expected = naive_conv(c, k.batch, k.h, k.w, in, wt, b, lo, hi);
+      for (Isa isa : kIsas) {
+        if (!cpu::float_isa_supported(isa)) continue;
+        std::vector<float> out;
+        CHECK(run_conv(c, isa, ConvWeights::kOhwi, wt, b, k.batch, k.h, k.w, in, &out, lo, hi));
+        CHECK_CLOSE(out.data(), expected.data(), out.size(), tol);
+        if (c.group_in_channels == 1) {
+          CHECK(run_conv(c, isa, ConvWeights::kHwo, to_hwo(c, wt), b, k.batch, k.h, k.w, in, &out,
+                         lo, hi));
+          CHECK_CLOSE(out.data(), expected.data(), out.size(), tol);
+        }
+      }
+    }
+  }
+}
+
+KTEST(conv_nhwc_f32_is_bit_identical_for_any_thread_count) {
+  const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
+  struct Big {
+    int64_t batch, h, w;
+    ConvNhwc c;
+  };
+  const Big bigs[] = {{1, 28, 28, geometry(1, 1, 0, 1, 1, 32, 96)},
+                      {1, 30, 30, geometry(3, 1, 1, 1, 1, 16, 40)},
+                      {1, 56, 56, geometry(3, 2, 1, 1, 144, 1, 1)},
+                      {1, 20, 20, geometry(7, 1, 3, 1, 1, 8, 8)}};
+  for (const Big& k : bigs) {
+    auto in = ktest::random_floats(k.batch * k.h * k.w * k.c.in_channels(), 7);
+    auto wt = ktest::random_floats(
+        k.c.out_channels() * k.c.kernel_h * k.c.kernel_w * k.c.group_in_channels, 8);
+    auto bias = ktest::random_floats(k.c.out_channels(), 9);
+    for (Isa isa : kIsas) {
+      if (!cpu::float_isa_supported(isa)) continue;
+      std::vector<float> first;
+      for (uint32_t t : {1u, 2u, 3u}) {
+        CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+        std::vector<float> out;
+        CHECK(run_conv(k.c, isa, ConvWeights::kOhwi, wt, bias.data(), k.batch, k.h, k.w, in, &out,
+                       -1e30f, 1e30f));
+        if (first.empty()) first = out;
+        CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+  get_threadpool()->_unsafe_reset_threadpool(before);
+}
+
+KTEST(conv_nhwc_f32_refuses_mismatched_or_invalid_geometry) {
+  ConvNhwc c = geometry(3, 1, 1, 1, 1, 4, 4);
+  std::vector<float> wt(4 * 9 * 4, 0.5f);
+  std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, Isa::kBaseline));
+  CHECK(cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kOhwi, wt.data(), nullptr, Isa::kBaseline,
+                                  packed.data()));
+  std::vector<float> in(5 * 5 * 4, 1.f), out(5 * 5 * 4);
+  ConvNhwc other = c;
+  other.group_in_channels = 2;
+  other.groups = 2;
+  CHECK(!cpu::conv2d_nhwc_f32(other, packed.data(), 1, 5, 5, in.data(), out.data(), -1, 1));
+  CHECK(!cpu::conv2d_nhwc_f32(c, packed.data(), 1, 0, 5, in.data(), out.data(), -1, 1));
+  ConvNhwc bad = c;
+  bad.stride_h = 0;
+  CHECK(!bad.valid());
+  CHECK(cpu::conv2d_nhwc_f32_packed_bytes(bad, Isa::kBaseline) == 0);
+  // depthwise-only layout for a non-depthwise conv is refused
+  CHECK(!cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kHwo, wt.data(), nullptr, Isa::kBaseline,
+                                   packed.data()));
+  CHECK(cpu::conv2d_nhwc_f32(c, packed.data(), 1, 5, 5, in.data(), out.data(), -1, 1));
+  CHECK(std::fabs(out[0] - 1.f) < 1e-6);  // clamped: 0.5 * 4 channels * 4 taps = 8 -> 1
+}
+
+KTEST(fully_connected_f32_matches_reference_on_every_isa) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {1, 1000, 300}, {3, 17, 9},   {8, 32, 64},
+                          {9, 33, 17}, {50, 70, 130}, {1, 4096, 64}, {5, 7, 1}};
+  for (const Shape& s : shapes) {
+    auto in = ktest::random_floats(s.m * (s.k + 3), 31);  // row stride k + 3
+    auto w = ktest::random_floats(s.n * s.k, 32);
+    auto bias = ktest::random_floats(s.n, 33);
+    std::vector<float> wt(s.k * s.n);
+    for (int64_t i = 0; i < s.n; ++i)
+      for (int64_t p = 0; p < s.k; ++p) wt[p * s.n + i] = w[i * s.k + p];
+    std::vector<float> expected(s.m * s.n);
+    for (int64_t r = 0; r < s.m; ++r)
+      for (int64_t i = 0; i < s.n; ++i) {
+        double acc = bias[i];
+        for (int64_t p = 0; p < s.k; ++p) acc += double(in[r * (s.k + 3) + p]) * w[i * s.k + p];
+        expected[r * s.n + i] = static_cast<float>(std::fmax(acc, 0.0));
+      }
+    for (Isa isa : kIsas) {
+      if (!cpu::float_isa_supported(isa)) continue;
+      for (bool k_major : {false, true}) {
+        std::vector<unsigned char> packed(cpu::fully_connected_f32_packed_bytes(s.n, s.k, isa));
+        CHECK(cpu::fully_connected_f32_pack(s.n, s.k, k_major ? wt.data() : w.data(), k_major,
+                                            bias.data(), isa, packed.data()));
+        std::vector<float> out(s.m * s.n, std::nanf(""));
+        CHECK(cpu::fully_connected_f32(packed.data(), s.m, in.data(), s.k + 3, out.data(), s.n, 0.f,
+                                       std::numeric_limits<float>::infinity()));
+        CHECK_CLOSE(out.data(), expected.data(), out.size(), 1e-6 + 5e-8 * s.k);
+      }
+    }
+  }
+}
