@@ -46,18 +46,78 @@ struct F32DwTile {
   float min, max;
 };
 
+// Int8 (QS8) tiles: accumulate in int32, then requantize each output channel j as
+//   q = clamp(float(acc) * scale[j], lo, hi) rounded to nearest-even, plus zero_point
+// with lo/hi the output bounds minus the zero point (so clamping before rounding is exact).
+// `w` points at a block: NR int32 biases (already corrected for the input zero point as the
+// ISA's kernel reads the input), NR float scales, then the packed int8 weights.
+struct Qs8Requant {
+  float lo, hi;
+  int32_t zero_point;
+};
+
+// kr: input channels one packed weight step covers (the reduction is padded to it per tap).
+struct Qs8Geometry {
+  int mr, nr, kr, dw_cb;
+};
+
+struct Qs8GemmTile {
+  int64_t mr, nr, kc, ks;
+  const int8_t* const* a;
+  const void* w;
+  int8_t* c;
+  int64_t c_stride;
+  Qs8Requant rq;
+};
+
+// Depthwise: `w` per block of CB channels: CB int32 biases, CB float scales, ks rows of CB int32
+// weights (baseline: the value; SIMD: the value's 16 bits zero-extended, for vpmaddwd).
+struct Qs8DwTile {
+  int64_t pixels, channels, ks;
+  const int8_t* const* in;
+  const void* w;
+  int8_t* out;
+  int64_t out_stride;
+  Qs8Requant rq;
+};
+
+// Elementwise QS8 add: out = clamp(((a - a_zp) * a_mul + (b - b_zp) * b_mul + 2^(shift-1)) >> shift
+// + out_zp), all in int32 (|terms| < 2^30 by construction of the multipliers).
+struct Qs8AddParams {
+  int32_t a_zero_point, b_zero_point, a_mul, b_mul, shift, out_zero_point, out_min, out_max;
+};
+
 constexpr F32Geometry kF32Baseline{4, 8, 8};
 constexpr F32Geometry kF32Avx2{6, 16, 8};
 constexpr F32Geometry kF32Avx512{8, 32, 16};
 
+constexpr Qs8Geometry kQs8Baseline{4, 8, 1, 8};
+constexpr Qs8Geometry kQs8Avx2{3, 8, 8, 8};
+constexpr Qs8Geometry kQs8Avx512{8, 32, 4, 16};
+
+// What the int8 kernels of an ISA add to each input value before the products (the packer
+// folds -(in_zero_point + offset) * sum(w) into the bias): vpdpbusd reads its input unsigned.
+constexpr int32_t kQs8Avx512InputOffset = 128;
+
 void f32_gemm_baseline(const F32GemmTile& t);
 void f32_dw_baseline(const F32DwTile& t);
+void qs8_gemm_baseline(const Qs8GemmTile& t);
+void qs8_dw_baseline(const Qs8DwTile& t);
+void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
+                      const Qs8AddParams& p);
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ET_NHWC_X86 1
 void f32_gemm_avx2(const F32GemmTile& t);
 void f32_dw_avx2(const F32DwTile& t);
+void qs8_gemm_avx2(const Qs8GemmTile& t);
+void qs8_dw_avx2(const Qs8DwTile& t);
+void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p);
 void f32_gemm_avx512(const F32GemmTile& t);
 void f32_dw_avx512(const F32DwTile& t);
+void qs8_gemm_avx512(const Qs8GemmTile& t);
+void qs8_dw_avx512(const Qs8DwTile& t);
+void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
+                    const Qs8AddParams& p);
 #endif
 
 }  // namespace ukernel

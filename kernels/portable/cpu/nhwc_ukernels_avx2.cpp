@@ -99,7 +99,119 @@ void dw_block(const F32DwTile& t, int64_t c0, const float* block) {
   }
 }
 
+// Eight input bytes from p (fewer at a row's end: the rest read as zero, times zero weights).
+inline int64_t load8(const int8_t* p, int64_t n) {
+  int64_t v = 0;
+  if (n >= 8) {
+    __builtin_memcpy(&v, p, 8);
+  } else {
+    for (int64_t r = 0; r < n; ++r) reinterpret_cast<int8_t*>(&v)[r] = p[r];
+  }
+  return v;
+}
+
+// Requantizes 8 int32 sums (see Qs8Requant) and stores the first n as bytes.
+inline void requantize8(__m256i acc, __m256 scale, const Qs8Requant& rq, int8_t* out, int64_t n) {
+  __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), scale);
+  y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(rq.lo)), _mm256_set1_ps(rq.hi));
+  const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(y), _mm256_set1_epi32(rq.zero_point));
+  const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  const __m128i b8 = _mm_packs_epi16(w16, w16);
+  if (n >= 8) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out), b8);
+    return;
+  }
+  int8_t tmp[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(tmp), b8);
+  for (int64_t j = 0; j < n; ++j) out[j] = tmp[j];
+}
+
+// k steps of eight channels: the input's eight bytes widened to int16 in both 128-bit halves,
+// against weight vectors holding channels (j, j + 4) x 8 weights; vpmaddwd leaves four partial
+// sums per channel, reduced by three horizontal adds at the end.
+template <int MR>
+void qs8_gemm_tile(const Qs8GemmTile& p) {
+  constexpr int NR = kQs8Avx2.nr;
+  const int32_t* bias = static_cast<const int32_t*>(p.w);
+  const float* scale = reinterpret_cast<const float*>(bias + NR);
+  const int8_t* w = reinterpret_cast<const int8_t*>(scale + NR);
+  __m256i acc[MR][4];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_si256();
+  for (int64_t t = 0; t < p.ks; ++t) {
+    const int8_t* a[MR];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) a[i] = p.a[t * kMaxMR + i];
+    for (int64_t k = 0; k < p.kc; k += 8, w += 8 * NR) {
+      const int64_t n = p.kc - k;
+      __m256i va[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i)
+        va[i] = _mm256_broadcastsi128_si256(
+            _mm_cvtepi8_epi16(_mm_cvtsi64_si128(load8(a[i] + k, n))));
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i vw = _mm256_cvtepi8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * j)));
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i)
+          acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
+      }
+    }
+  }
+  const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias));
+  const __m256 vs = _mm256_loadu_ps(scale);
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]),
+                                        _mm256_hadd_epi32(acc[i][2], acc[i][3]));
+    requantize8(_mm256_add_epi32(s, vb), vs, p.rq, p.c + i * p.c_stride, p.nr);
+  }
+}
+
+#include "kernels/portable/cpu/qs8_add_impl.h"
+
 }  // namespace
+
+void qs8_gemm_avx2(const Qs8GemmTile& t) {
+  switch (t.mr) {
+    case 1: return qs8_gemm_tile<1>(t);
+    case 2: return qs8_gemm_tile<2>(t);
+    default: return qs8_gemm_tile<3>(t);
+  }
+}
+
+// Per tap, eight channels' input bytes sign-extended to int32 lanes times their weights' 16 bits
+// zero-extended: vpmaddwd then forms exactly x * w per lane (the high halves multiply zero).
+void qs8_dw_avx2(const Qs8DwTile& t) {
+  constexpr int CB = kQs8Avx2.dw_cb;
+  const char* block = static_cast<const char*>(t.w);
+  const int64_t block_bytes = CB * 4 * (t.ks + 2);
+  for (int64_t c0 = 0; c0 < t.channels; c0 += CB, block += block_bytes) {
+    const int64_t cn = t.channels - c0 < CB ? t.channels - c0 : CB;
+    const int32_t* bias = reinterpret_cast<const int32_t*>(block);
+    const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(bias + CB));
+    const int32_t* w = bias + 2 * CB;
+    const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias));
+    for (int64_t px = 0; px < t.pixels; ++px) {
+      const int8_t* const* in = t.in + px * t.ks;
+      __m256i acc = vb;
+      for (int64_t k = 0; k < t.ks; ++k) {
+        const __m256i x = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(load8(in[k] + c0, cn)));
+        acc = _mm256_add_epi32(
+            acc, _mm256_madd_epi16(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k * CB))));
+      }
+      requantize8(acc, scale, t.rq, t.out + px * t.out_stride + c0, cn);
+    }
+  }
+}
+
+void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
+                  const Qs8AddParams& p) {
+  qs8_add_loop(n, a, b, out, p);
+}
 
 void f32_gemm_avx2(const F32GemmTile& t) {
   switch (t.mr) {

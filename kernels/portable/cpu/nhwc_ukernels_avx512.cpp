@@ -89,7 +89,129 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
   }
 }
 
+// Four input bytes from p (fewer at a row's end: the rest read as zero, times zero weights).
+inline int32_t load4(const int8_t* p, int64_t n) {
+  int32_t v = 0;
+  if (n >= 4) {
+    __builtin_memcpy(&v, p, 4);
+  } else {
+    for (int64_t r = 0; r < n; ++r) reinterpret_cast<int8_t*>(&v)[r] = p[r];
+  }
+  return v;
+}
+
+// Requantizes 16 int32 sums to int8 (see Qs8Requant); cvtps rounds to nearest-even.
+inline __m128i requantize16(__m512i acc, __m512 scale, const Qs8Requant& rq) {
+  __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
+  y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(rq.lo)), _mm512_set1_ps(rq.hi));
+  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), _mm512_set1_epi32(rq.zero_point));
+  return _mm512_cvtepi32_epi8(q);
+}
+
+// vpdpbusd over k steps of four channels: the input bytes (flipped to unsigned by adding 128,
+// which the packed bias undoes) broadcast against 16 output channels x 4 weights per vector.
+template <int MR, int NV>
+void qs8_gemm_tile(const Qs8GemmTile& p) {
+  constexpr int NR = kQs8Avx512.nr;
+  const int32_t* bias = static_cast<const int32_t*>(p.w);
+  const float* scale = reinterpret_cast<const float*>(bias + NR);
+  const int8_t* w = reinterpret_cast<const int8_t*>(scale + NR);
+  const __mmask16 m[2] = {lanes(p.nr), lanes(p.nr - 16)};
+  __m512i acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_loadu_si512(bias + 16 * v);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int64_t steps = p.kc / 4, rem = p.kc % 4;
+  for (int64_t t = 0; t < p.ks; ++t) {
+    const int8_t* a[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) a[i] = p.a[t * kMaxMR + i];
+    for (int64_t s = 0; s < steps; ++s, w += 4 * NR) {
+      const __m512i b0 = _mm512_loadu_si512(w);
+      const __m512i b1 = NV > 1 ? _mm512_loadu_si512(w + 64) : b0;
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        int32_t v;
+        __builtin_memcpy(&v, a[i] + 4 * s, 4);
+        const __m512i ai = _mm512_xor_si512(_mm512_set1_epi32(v), flip);
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
+        if (NV > 1) acc[i][NV - 1] = _mm512_dpbusd_epi32(acc[i][NV - 1], ai, b1);
+      }
+    }
+    if (rem != 0) {
+      const __m512i b0 = _mm512_loadu_si512(w);
+      const __m512i b1 = NV > 1 ? _mm512_loadu_si512(w + 64) : b0;
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512i ai =
+            _mm512_xor_si512(_mm512_set1_epi32(load4(a[i] + 4 * steps, rem)), flip);
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
+        if (NV > 1) acc[i][NV - 1] = _mm512_dpbusd_epi32(acc[i][NV - 1], ai, b1);
+      }
+      w += 4 * NR;
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      _mm_mask_storeu_epi8(p.c + i * p.c_stride + 16 * v, m[v],
+                           requantize16(acc[i][v], _mm512_loadu_ps(scale + 16 * v), p.rq));
+}
+
+template <int MR>
+void qs8_gemm_rows(const Qs8GemmTile& p) {
+  if (p.nr > 16) return qs8_gemm_tile<MR, 2>(p);
+  qs8_gemm_tile<MR, 1>(p);
+}
+
+#include "kernels/portable/cpu/qs8_add_impl.h"
+
 }  // namespace
+
+void qs8_gemm_avx512(const Qs8GemmTile& t) {
+  switch (t.mr) {
+    case 1: return qs8_gemm_rows<1>(t);
+    case 2: return qs8_gemm_rows<2>(t);
+    case 3: return qs8_gemm_rows<3>(t);
+    case 4: return qs8_gemm_rows<4>(t);
+    case 5: return qs8_gemm_rows<5>(t);
+    case 6: return qs8_gemm_rows<6>(t);
+    case 7: return qs8_gemm_rows<7>(t);
+    default: return qs8_gemm_rows<8>(t);
+  }
+}
+
+// Per tap, 16 channels' input bytes sign-extended to int32 lanes times their weights' 16 bits
+// zero-extended: vpmaddwd then forms exactly x * w per lane (the high halves multiply zero).
+void qs8_dw_avx512(const Qs8DwTile& t) {
+  constexpr int CB = kQs8Avx512.dw_cb;
+  const char* block = static_cast<const char*>(t.w);
+  const int64_t block_bytes = CB * 4 * (t.ks + 2);
+  for (int64_t c0 = 0; c0 < t.channels; c0 += CB, block += block_bytes) {
+    const __mmask16 m = lanes(t.channels - c0);
+    const int32_t* bias = reinterpret_cast<const int32_t*>(block);
+    const __m512 scale = _mm512_loadu_ps(reinterpret_cast<const float*>(bias + CB));
+    const int32_t* w = bias + 2 * CB;
+    const __m512i vb = _mm512_loadu_si512(bias);
+    for (int64_t px = 0; px < t.pixels; ++px) {
+      const int8_t* const* in = t.in + px * t.ks;
+      __m512i acc = vb;
+      for (int64_t k = 0; k < t.ks; ++k) {
+        const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, in[k] + c0));
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(x, _mm512_loadu_si512(w + k * CB)));
+      }
+      _mm_mask_storeu_epi8(t.out + px * t.out_stride + c0, m, requantize16(acc, scale, t.rq));
+    }
+  }
+}
+
+void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
+                    const Qs8AddParams& p) {
+  qs8_add_loop(n, a, b, out, p);
+}
 
 void f32_gemm_avx512(const F32GemmTile& t) {
   switch (t.mr) {

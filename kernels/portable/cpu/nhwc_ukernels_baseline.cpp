@@ -35,7 +35,81 @@ void gemm_tile(const F32GemmTile& p) {
     for (int64_t j = 0; j < p.nr; ++j) p.c[i * p.c_stride + j] = clampf(acc[i][j], p.min, p.max);
 }
 
+// The requantization every int8 path performs (see Qs8Requant); adding and subtracting
+// 1.5 * 2^23 rounds a float of magnitude below 2^22 to the nearest integer, ties to even, as
+// the SIMD paths' conversions do.
+inline int8_t requantize(int32_t acc, float scale, const Qs8Requant& rq) {
+  float y = static_cast<float>(acc) * scale;
+  y = y < rq.lo ? rq.lo : y;
+  y = y > rq.hi ? rq.hi : y;
+  const float r = (y + 12582912.f) - 12582912.f;
+  return static_cast<int8_t>(static_cast<int32_t>(r) + rq.zero_point);
+}
+
+template <int MR>
+void qs8_gemm_tile(const Qs8GemmTile& p) {
+  constexpr int NR = kQs8Baseline.nr;
+  const int32_t* bias = static_cast<const int32_t*>(p.w);
+  const float* scale = reinterpret_cast<const float*>(bias + NR);
+  const int8_t* w = reinterpret_cast<const int8_t*>(scale + NR);
+  int32_t acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = bias[j];
+  for (int64_t t = 0; t < p.ks; ++t) {
+    const int8_t* a[MR];
+    for (int i = 0; i < MR; ++i) a[i] = p.a[t * kMaxMR + i];
+    for (int64_t k = 0; k < p.kc; ++k, w += NR) {
+      for (int i = 0; i < MR; ++i) {
+        const int32_t ai = a[i][k];
+        for (int j = 0; j < NR; ++j) acc[i][j] += ai * int32_t(w[j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int64_t j = 0; j < p.nr; ++j)
+      p.c[i * p.c_stride + j] = requantize(acc[i][j], scale[j], p.rq);
+}
+
+#include "kernels/portable/cpu/qs8_add_impl.h"
+
 }  // namespace
+
+void qs8_gemm_baseline(const Qs8GemmTile& t) {
+  switch (t.mr) {
+    case 1: return qs8_gemm_tile<1>(t);
+    case 2: return qs8_gemm_tile<2>(t);
+    case 3: return qs8_gemm_tile<3>(t);
+    default: return qs8_gemm_tile<4>(t);
+  }
+}
+
+void qs8_dw_baseline(const Qs8DwTile& t) {
+  constexpr int CB = kQs8Baseline.dw_cb;
+  const char* block = static_cast<const char*>(t.w);
+  const int64_t block_bytes = CB * 4 * (t.ks + 2);
+  for (int64_t c0 = 0; c0 < t.channels; c0 += CB, block += block_bytes) {
+    const int64_t cn = t.channels - c0 < CB ? t.channels - c0 : CB;
+    const int32_t* bias = reinterpret_cast<const int32_t*>(block);
+    const float* scale = reinterpret_cast<const float*>(bias + CB);
+    const int32_t* w = reinterpret_cast<const int32_t*>(scale + CB);
+    for (int64_t px = 0; px < t.pixels; ++px) {
+      int32_t acc[CB];
+      for (int c = 0; c < CB; ++c) acc[c] = bias[c];
+      const int8_t* const* in = t.in + px * t.ks;
+      for (int64_t k = 0; k < t.ks; ++k) {
+        const int8_t* x = in[k] + c0;
+        for (int64_t c = 0; c < cn; ++c) acc[c] += int32_t(x[c]) * w[k * CB + c];
+      }
+      int8_t* o = t.out + px * t.out_stride + c0;
+      for (int64_t c = 0; c < cn; ++c) o[c] = requantize(acc[c], scale[c], t.rq);
+    }
+  }
+}
+
+void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
+                      const Qs8AddParams& p) {
+  qs8_add_loop(n, a, b, out, p);
+}
 
 void f32_gemm_baseline(const F32GemmTile& t) {
   switch (t.mr) {

@@ -1,0 +1,70 @@
+// Int8 kernels over NHWC buffers, with XNNPACK's QS8 conventions: activations int8 with a scale
+// and zero point per tensor, weights int8 symmetric with one scale per output channel, bias int32
+// (at scale in_scale * weight_scale[oc], zero point 0).
+//
+// Requantization, bit-exact on every ISA: with acc the int32 sum bias[oc] + sum (x - in_zp) * w,
+//   scale[oc] = in_scale * weight_scale[oc] / out_scale      (float32, in that order)
+//   y = float(acc) * scale[oc], clamped to [out_min - out_zp, out_max - out_zp]
+//   out = round_to_nearest_even(y) + out_zp
+// Every ISA (baseline, AVX2 via vpmovsxbw + vpmaddwd, AVX-512 VNNI via vpdpbusd) returns the same
+// bytes. (vpmaddubsw is not used: its int16 pair sums saturate for full-range int8 operands.)
+//
+// Layouts, packing, threads and clamping follow conv_nhwc.h: pack once into a caller-owned buffer
+// of *_packed_bytes bytes (weights, corrected bias, scales, the zero row, and the ISA); runs
+// allocate nothing and are bit-identical for any thread count. Padding reads as in_zero_point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/isa.h"
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+
+struct Qs8ConvQuant {
+  float in_scale = 1.f;
+  int32_t in_zero_point = 0;     // -128..127
+  const float* weight_scales = nullptr;  // out_channels positive scales
+  float out_scale = 1.f;
+  int32_t out_zero_point = 0;    // -128..127
+};
+
+// QS8 convolution: any geometry conv_nhwc.h takes with at most 256 taps (kernel_h * kernel_w);
+// depthwise ones (group_in == group_out == 1) take a depthwise kernel. 0 / false when refused
+// (invalid geometry, too many taps, a scale that is not positive and finite, ISA missing).
+size_t conv2d_nhwc_qs8_packed_bytes(const ConvNhwc& c, Isa isa);
+bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* weight,
+                          const int32_t* bias, const Qs8ConvQuant& q, Isa isa, void* packed);
+// out[batch, out_h, out_w, out_channels] from in[batch, in_h, in_w, in_channels], both int8.
+bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
+                     int64_t in_w, const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max);
+
+// QS8 fully connected: out[m, n] from in[m, k]; weight [n, k], or [k, n] with weight_k_major.
+size_t fully_connected_qs8_packed_bytes(int64_t n, int64_t k, Isa isa);
+bool fully_connected_qs8_pack(int64_t n, int64_t k, const int8_t* weight, bool weight_k_major,
+                              const int32_t* bias, const Qs8ConvQuant& q, Isa isa, void* packed);
+bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_t in_stride,
+                         int8_t* out, int64_t out_stride, int8_t out_min, int8_t out_max);
+
+// QS8 elementwise add of two same-shape tensors of n elements:
+//   out = clamp(((a - a_zp) * a_mul + (b - b_zp) * b_mul + 2^(shift-1)) >> shift + out_zp)
+// in int32, where a_mul = round(a_scale / out_scale * 2^shift), b_mul likewise, and shift (at
+// most 30) is the largest keeping both multipliers below 2^21. False when a scale ratio is not
+// positive and finite or reaches 2^20, or `isa` is missing. out may alias a or b.
+struct Qs8AddQuant {
+  float a_scale = 1.f;
+  int32_t a_zero_point = 0;
+  float b_scale = 1.f;
+  int32_t b_zero_point = 0;
+  float out_scale = 1.f;
+  int32_t out_zero_point = 0;
+};
+bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddQuant& q,
+             int8_t out_min, int8_t out_max, Isa isa);
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch

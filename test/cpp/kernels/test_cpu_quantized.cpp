@@ -1,0 +1,290 @@
+// QS8 convolution, depthwise, fully connected and add against integer reference loops with the
+// documented requantization: every ISA level must return exactly the reference bytes, for any
+// thread count.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/portable/cpu/quantized.h"
+#include "kernels/portable/cpu/threadpool.h"
+#include "test/cpp/kernels/check.h"
+
+namespace cpu = executorch::kernels::cpu;
+using cpu::ConvNhwc;
+using cpu::ConvWeights;
+using cpu::Isa;
+using executorch::extension::threadpool::get_threadpool;
+
+namespace {
+
+constexpr Isa kIsas[] = {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512};
+
+std::vector<int8_t> random_i8(size_t n, unsigned seed, int lo = -128, int hi = 127) {
+  std::vector<int8_t> v(n);
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<int8_t>(lo + static_cast<int>((seed >> 8) % unsigned(hi - lo + 1)));
+  }
+  return v;
+}
+
+std::vector<int32_t> random_i32(size_t n, unsigned seed, int span) {
+  std::vector<int32_t> v(n);
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<int32_t>((seed >> 4) % unsigned(2 * span + 1)) - span;
+  }
+  return v;
+}
+
+int8_t requantize(int64_t acc, float scale, int zp, int lo, int hi) {
+  float y = static_cast<float>(static_cast<int32_t>(acc)) * scale;
+  y = std::fmin(std::fmax(y, float(lo - zp)), float(hi - zp));
+  return static_cast<int8_t>(static_cast<int>(std::nearbyint(y)) + zp);
+}
+
+std::vector<int8_t> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64_t w,
+                               const std::vector<int8_t>& in, const std::vector<int8_t>& wt,
+                               const int32_t* bias, const cpu::Qs8ConvQuant& q, int lo, int hi) {
+  const int64_t oh = c.out_h(h), ow = c.out_w(w), cg = c.group_in_channels,
+                ocg = c.group_out_channels, cin = c.in_channels(), cout = c.out_channels();
+  std::vector<int8_t> out(batch * oh * ow * cout);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t oc = 0; oc < cout; ++oc) {
+          int64_t acc = bias ? bias[oc] : 0;
+          const int64_t g = oc / ocg;
+          for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+            for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+              const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+              const int64_t iw = x * c.stride_w - c.pad_left + kw * c.dilation_w;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              for (int64_t i = 0; i < cg; ++i)
+                acc += (int64_t(in[((n * h + ih) * w + iw) * cin + g * cg + i]) - q.in_zero_point) *
+                       wt[((oc * c.kernel_h + kh) * c.kernel_w + kw) * cg + i];
+            }
+          const float scale = q.in_scale * q.weight_scales[oc] / q.out_scale;
+          out[((n * oh + y) * ow + x) * cout + oc] = requantize(acc, scale, q.out_zero_point, lo, hi);
+        }
+  return out;
+}
+
+ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t groups, int64_t cg,
+                  int64_t ocg) {
+  ConvNhwc c;
+  c.kernel_h = c.kernel_w = k;
+  c.stride_h = c.stride_w = stride;
+  c.dilation_h = c.dilation_w = dil;
+  c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = pad;
+  c.groups = groups;
+  c.group_in_channels = cg;
+  c.group_out_channels = ocg;
+  return c;
+}
+
+struct Case {
+  int64_t batch, h, w;
+  ConvNhwc c;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> v = {
+      {1, 9, 11, geometry(3, 1, 1, 1, 1, 3, 5)},     // stem-like, k tail on every ISA
+      {2, 17, 15, geometry(3, 2, 1, 1, 1, 3, 32)},
+      {1, 7, 9, geometry(1, 1, 0, 1, 1, 16, 24)},
+      {1, 5, 6, geometry(1, 1, 0, 1, 1, 67, 45)},    // ragged k and n
+      {1, 3, 3, geometry(1, 1, 0, 1, 1, 13, 33)},    // n just past one AVX-512 block
+      {2, 6, 5, geometry(1, 2, 0, 1, 1, 8, 12)},
+      {1, 13, 12, geometry(3, 1, 1, 1, 19, 1, 1)},   // depthwise
+      {1, 13, 12, geometry(3, 2, 1, 1, 40, 1, 1)},
+      {2, 7, 7, geometry(3, 1, 1, 1, 96, 1, 1)},
+      {1, 4, 3, geometry(3, 1, 1, 1, 5, 1, 1)},
+      {1, 11, 10, geometry(5, 2, 2, 1, 33, 1, 1)},
+      {1, 12, 9, geometry(3, 1, 2, 2, 7, 1, 1)},
+      {1, 9, 9, geometry(3, 1, 1, 1, 4, 1, 2)},      // multiplier 2: GEMM path
+      {1, 10, 10, geometry(5, 1, 2, 1, 1, 4, 6)},
+      {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},     // grouped
+      {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem
+      {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},
+  };
+  Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
+  asym.c.pad_top = 1;
+  asym.c.pad_right = 2;
+  v.push_back(asym);
+  return v;
+}
+
+bool run_conv(const ConvNhwc& c, Isa isa, ConvWeights layout, const std::vector<int8_t>& wt,
+              const int32_t* bias, const cpu::Qs8ConvQuant& q, int64_t batch, int64_t h,
+              int64_t w, const std::vector<int8_t>& in, std::vector<int8_t>* out, int lo, int hi) {
+  std::vector<unsigned char> packed(cpu::conv2d_nhwc_qs8_packed_bytes(c, isa));
+  if (packed.empty() || !cpu::conv2d_nhwc_qs8_pack(c, layout, wt.data(), bias, q, isa, packed.data()))
+    return false;
+  out->assign(batch * c.out_h(h) * c.out_w(w) * c.out_channels(), 0x55);
+  return cpu::conv2d_nhwc_qs8(c, packed.data(), batch, h, w, in.data(), out->data(),
+                              static_cast<int8_t>(lo), static_cast<int8_t>(hi));
+}
+
+std::vector<int8_t> to_hwo(const ConvNhwc& c, const std::vector<int8_t>& ohwi) {
+  const int64_t ks = c.kernel_h * c.kernel_w, oc = c.out_channels();
+  std::vector<int8_t> hwo(ohwi.size());
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t t = 0; t < ks; ++t) hwo[t * oc + o] = ohwi[o * ks + t];
+  return hwo;
+}
+
+// Scales that put the outputs across the whole int8 range, so rounding and clamping both happen.
+std::vector<float> weight_scales(int64_t n, int64_t reduction) {
+  std::vector<float> s(n);
+  for (int64_t i = 0; i < n; ++i) s[i] = (0.5f + 0.013f * float(i % 17)) / std::sqrt(float(reduction));
+  return s;
+}
+
+}  // namespace
+
+KTEST(qs8_conv_matches_reference_exactly_on_every_isa) {
+  unsigned seed = 500;
+  for (const Case& k : cases()) {
+    const ConvNhwc& c = k.c;
+    const int64_t red = c.group_in_channels * c.kernel_h * c.kernel_w;
+    auto in = random_i8(k.batch * k.h * k.w * c.in_channels(), ++seed);
+    auto wt = random_i8(c.out_channels() * red, ++seed, -127, 127);
+    auto bias = random_i32(c.out_channels(), ++seed, 3000);
+    auto ws = weight_scales(c.out_channels(), red);
+    for (int variant = 0; variant < 3; ++variant) {
+      cpu::Qs8ConvQuant q;
+      q.in_scale = 0.02f;
+      q.in_zero_point = variant == 0 ? 0 : variant == 1 ? -7 : 100;
+      q.weight_scales = ws.data();
+      q.out_scale = 0.05f;
+      q.out_zero_point = variant == 2 ? -20 : 3;
+      const int lo = variant == 1 ? -100 : -128, hi = variant == 1 ? 90 : 127;
+      const int32_t* b = variant == 2 ? nullptr : bias.data();
+      auto expected = naive_conv(c, k.batch, k.h, k.w, in, wt, b, q, lo, hi);
+      for (Isa isa : kIsas) {
+        if (!cpu::int8_isa_supported(isa)) continue;
+        std::vector<int8_t> out;
+        CHECK(run_conv(c, isa, ConvWeights::kOhwi, wt, b, q, k.batch, k.h, k.w, in, &out, lo, hi));
+        CHECK(out == expected);
+        if (out != expected) std::fprintf(stderr, "  isa %s variant %d\n", cpu::isa_name(isa), variant);
+        if (c.group_in_channels == 1) {
+          CHECK(run_conv(c, isa, ConvWeights::kHwo, to_hwo(c, wt), b, q, k.batch, k.h, k.w, in,
+                         &out, lo, hi));
+          CHECK(out == expected);
+        }
+      }
+    }
+  }
+}
+
+KTEST(qs8_conv_is_bit_identical_for_any_thread_count) {
+  const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
+  const Case bigs[] = {{1, 28, 28, geometry(1, 1, 0, 1, 1, 32, 96)},
+                       {1, 30, 30, geometry(3, 1, 1, 1, 1, 16, 40)},
+                       {1, 56, 56, geometry(3, 2, 1, 1, 144, 1, 1)}};
+  for (const Case& k : bigs) {
+    const int64_t red = k.c.group_in_channels * k.c.kernel_h * k.c.kernel_w;
+    auto in = random_i8(k.batch * k.h * k.w * k.c.in_channels(), 1);
+    auto wt = random_i8(k.c.out_channels() * red, 2, -127, 127);
+    auto ws = weight_scales(k.c.out_channels(), red);
+    cpu::Qs8ConvQuant q;
+    q.in_zero_point = 5;
+    q.weight_scales = ws.data();
+    q.in_scale = 0.02f;
+    q.out_scale = 0.05f;
+    for (Isa isa : kIsas) {
+      if (!cpu::int8_isa_supported(isa)) continue;
+      std::vector<int8_t> first;
+      for (uint32_t t : {1u, 2u, 3u}) {
+        CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+        std::vector<int8_t> out;
+        CHECK(run_conv(k.c, isa, ConvWeights::kOhwi, wt, nullptr, q, k.batch, k.h, k.w, in, &out,
+                       -128, 127));
+        if (first.empty()) first = out;
+        CHECK(out == first);
+      }
+    }
+  }
+  get_threadpool()->_unsafe_reset_threadpool(before);
+}
+
+KTEST(qs8_fully_connected_matches_reference_exactly_on_every_isa) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {1, 1000, 300}, {3, 17, 9}, {8, 32, 64}, {9, 33, 17},
+                          {50, 70, 130}, {5, 7, 3}};
+  for (const Shape& s : shapes) {
+    auto in = random_i8(s.m * (s.k + 3), 61);
+    auto w = random_i8(s.n * s.k, 62, -127, 127);
+    auto bias = random_i32(s.n, 63, 5000);
+    auto ws = weight_scales(s.n, s.k);
+    std::vector<int8_t> wt(s.k * s.n);
+    for (int64_t i = 0; i < s.n; ++i)
+      for (int64_t p = 0; p < s.k; ++p) wt[p * s.n + i] = w[i * s.k + p];
+    cpu::Qs8ConvQuant q;
+    q.in_scale = 0.03f;
+    q.in_zero_point = -11;
+    q.weight_scales = ws.data();
+    q.out_scale = 0.04f;
+    q.out_zero_point = 9;
+    std::vector<int8_t> expected(s.m * s.n);
+    for (int64_t r = 0; r < s.m; ++r)
+      for (int64_t i = 0; i < s.n; ++i) {
+        int64_t acc = bias[i];
+        for (int64_t p = 0; p < s.k; ++p)
+          acc += (int64_t(in[r * (s.k + 3) + p]) - q.in_zero_point) * w[i * s.k + p];
+        expected[r * s.n + i] =
+            requantize(acc, q.in_scale * ws[i] / q.out_scale, q.out_zero_point, -128, 127);
+      }
+    for (Isa isa : kIsas) {
+      if (!cpu::int8_isa_supported(isa)) continue;
+      for (bool k_major : {false, true}) {
+        std::vector<unsigned char> packed(cpu::fully_connected_qs8_packed_bytes(s.n, s.k, isa));
+        CHECK(cpu::fully_connected_qs8_pack(s.n, s.k, k_major ? wt.data() : w.data(), k_major,
+                                            bias.data(), q, isa, packed.data()));
+        std::vector<int8_t> out(s.m * s.n, 0x55);
+        CHECK(cpu::fully_connected_qs8(packed.data(), s.m, in.data(), s.k + 3, out.data(), s.n,
+                                       -128, 127));
+        CHECK(out == expected);
+      }
+    }
+  }
+}
+
+KTEST(qs8_add_matches_reference_exactly_on_every_isa) {
+  const int64_t n = 1000 + 37;
+  auto a = random_i8(n, 71), b = random_i8(n, 72);
+  cpu::Qs8AddQuant q;
+  q.a_scale = 0.05f;
+  q.a_zero_point = -3;
+  q.b_scale = 0.11f;
+  q.b_zero_point = 20;
+  q.out_scale = 0.09f;
+  q.out_zero_point = -5;
+  // The documented fixed-point form, and within one unit of the real-valued result.
+  const float sa = q.a_scale / q.out_scale, sb = q.b_scale / q.out_scale;
+  int shift = 30;
+  while (shift > 1 && std::ldexp(double(std::fmax(sa, sb)), shift) >= double(1 << 21)) --shift;
+  const int32_t am = int32_t(std::lround(std::ldexp(double(sa), shift)));
+  const int32_t bm = int32_t(std::lround(std::ldexp(double(sb), shift)));
+  std::vector<int8_t> expected(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t acc = (int64_t(a[i]) - q.a_zero_point) * am + (int64_t(b[i]) - q.b_zero_point) * bm;
+    const int64_t v = std::min<int64_t>(120, std::max<int64_t>(-120, ((acc + (int64_t(1) << (shift - 1))) >> shift) + q.out_zero_point));
+    expected[i] = static_cast<int8_t>(v);
+    const double real = ((a[i] - q.a_zero_point) * double(q.a_scale) +
+                         (b[i] - q.b_zero_point) * double(q.b_scale)) / q.out_scale + q.out_zero_point;
+    CHECK(std::fabs(std::fmin(120.0, std::fmax(-120.0, real)) - v) <= 0.5 + 1e-3);
+  }
+  for (Isa isa : kIsas) {
+    if (!cpu::int8_isa_supported(isa)) continue;
+    std::vector<int8_t> out(n);
+    CHECK(cpu::add_qs8(n, a.data(), b.data(), out.data(), q, -120, 120, isa));
+    CHECK(out == expected);
+  }
+  q.out_scale = 0.f;
+  std::vector<int8_t> out(n);
+  CHECK(!cpu::add_qs8(n, a.data(), b.data(), out.data(), q, -128, 127, Isa::kBaseline));
+}
