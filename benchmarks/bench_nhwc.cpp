@@ -1,6 +1,7 @@
 // Times the NHWC kernels (conv_nhwc.h) layer by layer over MobileNetV2 and ResNet-18 at 224x224,
 // next to the NCHW conv2d() the portable operator runs today. Prints one line per layer,
-// "<model> <layer> <nhwc ms> <nchw ms> <nhwc GFLOP/s>", then a total per model. Threads: the
+// "<model> <layer> <nhwc ms> <nchw ms> <nhwc GFLOP/s> <qs8 ms>", then a total per model (QS8: the
+// same layer in int8 with per-channel weights, on the best int8 ISA). Threads: the
 // kernel pool's size (EXECUTORCH_NUM_THREADS). Convolutions only (plus the classifier): the
 // elementwise adds and pooling of the models are left out of the totals.
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "kernels/portable/cpu/conv.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/quantized.h"
 #include "kernels/portable/cpu/threadpool.h"
 
 namespace cpu = executorch::kernels::cpu;
@@ -48,7 +50,7 @@ struct Layer {
 };
 
 struct Totals {
-  double nhwc = 0, nchw = 0, flops = 0;
+  double nhwc = 0, nchw = 0, flops = 0, qs8 = 0;
 };
 
 void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
@@ -78,8 +80,27 @@ void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
     std::vector<float> ws(cpu::conv2d_workspace_floats(s));
     nchw = time_ms([&] { cpu::conv2d(s, in.data(), w.data(), bias.data(), out.data(), ws.data()); });
   }
+  std::vector<int8_t> qin(in.size()), qw(w.size()), qout(out.size());
+  for (size_t i = 0; i < qin.size(); ++i) qin[i] = static_cast<int8_t>(i * 31 % 255 - 127);
+  for (size_t i = 0; i < qw.size(); ++i) qw[i] = static_cast<int8_t>(i * 17 % 255 - 127);
+  std::vector<int32_t> qb(l.cout, 100);
+  std::vector<float> ws(l.cout, 0.01f);
+  cpu::Qs8ConvQuant q;
+  q.in_scale = 0.02f;
+  q.in_zero_point = 3;
+  q.weight_scales = ws.data();
+  q.out_scale = 0.05f;
+  const cpu::Isa qisa = cpu::best_int8_isa();
+  std::vector<unsigned char> qpacked(cpu::conv2d_nhwc_qs8_packed_bytes(c, qisa) + 64);
+  void* qp = qpacked.data() + (64 - reinterpret_cast<uintptr_t>(qpacked.data()) % 64) % 64;
+  cpu::conv2d_nhwc_qs8_pack(c, cpu::ConvWeights::kOhwi, qw.data(), qb.data(), q, qisa, qp);
+  const double qs8 = time_ms([&] {
+    cpu::conv2d_nhwc_qs8(c, qp, 1, l.hw, l.hw, qin.data(), qout.data(), -128, 127);
+  });
   const double flops = 2.0 * oh * ow * l.cout * c.group_in_channels * l.k * l.k;
-  std::printf("%s %s %.4f %.4f %.2f\n", model, l.name.c_str(), nhwc, nchw, flops / nhwc / 1e6);
+  std::printf("%s %s %.4f %.4f %.2f %.4f\n", model, l.name.c_str(), nhwc, nchw, flops / nhwc / 1e6,
+              qs8);
+  t->qs8 += qs8;
   t->nhwc += nhwc;
   t->nchw += nchw;
   t->flops += flops;
@@ -129,16 +150,17 @@ std::vector<Layer> resnet18() {
 
 int main(int argc, char** argv) {
   const bool with_nchw = !(argc > 1 && std::strcmp(argv[1], "--nhwc-only") == 0);
-  std::printf("# isa %s, %zu threads; columns: model layer nhwc_ms nchw_ms nhwc_gflops\n",
-              cpu::isa_name(cpu::best_float_isa()),
+  std::printf("# float isa %s, int8 isa %s, %zu threads; columns: model layer nhwc_ms nchw_ms "
+              "nhwc_gflops qs8_ms\n",
+              cpu::isa_name(cpu::best_float_isa()), cpu::isa_name(cpu::best_int8_isa()),
               executorch::extension::threadpool::get_threadpool()->get_thread_count());
   const std::pair<const char*, std::vector<Layer>> models[] = {{"mobilenet_v2", mobilenet_v2()},
                                                                {"resnet18", resnet18()}};
   for (const auto& m : models) {
     Totals t;
     for (const Layer& l : m.second) bench_layer(m.first, l, &t, with_nchw);
-    std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms\n", m.first, t.nhwc,
-                t.flops / t.nhwc / 1e6, t.nchw);
+    std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms, qs8 %.3f ms (%.2fx fp32 nhwc)\n",
+                m.first, t.nhwc, t.flops / t.nhwc / 1e6, t.nchw, t.qs8, t.nhwc / t.qs8);
   }
   return 0;
 }

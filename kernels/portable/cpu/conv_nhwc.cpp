@@ -105,7 +105,7 @@ bool plan(int64_t groups, int64_t cg, int64_t ocg, int64_t ks, bool depthwise, I
   } else {
     h->width = k.geo.nr;
     h->weight_floats = groups * ceil_div(ocg, h->width) * h->width * (1 + ks * cg);
-    h->zero_floats = cg;
+    h->zero_floats = ks * cg;  // a whole merged kernel row (see merge_rows) reads this many
   }
   return true;
 }
@@ -152,8 +152,12 @@ const float* weights_of(const void* packed) {
   return reinterpret_cast<const float*>(static_cast<const char*>(packed) + kHeaderBytes);
 }
 
-// Indirect GEMM over M output rows: row_ptr(r, tap) gives row r's input row for one tap (the
-// zero row for padding). Tasks are (group, span of MR-row tiles, span of NR-column blocks).
+// Floats of the per-task stack buffer that holds merged kernel rows patched with zero padding.
+constexpr int64_t kPatchFloats = 8192;
+
+// Indirect GEMM over M output rows: row_ptr(r, tap, g, slot) gives row r's input row for one tap
+// (the zero row for padding), or builds it in `slot` (room for kc floats) and returns that.
+// Tasks are (group, span of MR-row tiles, span of NR-column blocks).
 template <typename RowPtr>
 void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
               int64_t out_stride, float out_min, float out_max, const RowPtr& row_ptr) {
@@ -168,6 +172,7 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
   constexpr float kInf = std::numeric_limits<float>::infinity();
   parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
     const float* a[kTapChunk * kMaxMR];
+    float patch[kPatchFloats];
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t g = task / (tile_tasks * block_tasks);
       const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
@@ -178,7 +183,8 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
           const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
           const bool last = tap0 + taps == h.ks;
           for (int64_t t = 0; t < taps; ++t)
-            for (int64_t i = 0; i < mr; ++i) a[t * kMaxMR + i] = row_ptr(r0 + i, tap0 + t, g);
+            for (int64_t i = 0; i < mr; ++i)
+              a[t * kMaxMR + i] = row_ptr(r0 + i, tap0 + t, g, patch + (t * kMaxMR + i) * h.cg);
           for (int64_t b = bt * blocks_per; b < b_end; ++b) {
             const float* blk = w + (g * blocks + b) * block_floats;
             F32GemmTile p;
@@ -251,6 +257,14 @@ void run_depthwise(const Header& h, const Kernels& k, const float* w, const Conv
 // take the GEMM path, which chunks its taps.
 bool depthwise_fits(const ConvNhwc& c) { return c.kernel_h * c.kernel_w <= 512; }
 
+// Whether a GEMM convolution reads each kernel row as one run of kernel_w * in_channels values:
+// worth it when few channels make per-tap loops short (stems), possible without groups or
+// horizontal dilation, and only while one tile's patched rows fit the stack buffer.
+bool merge_rows(const ConvNhwc& c, int64_t mr) {
+  return c.groups == 1 && c.dilation_w == 1 && c.kernel_w > 1 && c.group_in_channels < 32 &&
+         c.kernel_h <= kTapChunk && mr * c.kernel_h * c.kernel_w * c.group_in_channels <= kPatchFloats;
+}
+
 }  // namespace
 
 size_t conv2d_nhwc_f32_packed_bytes(const ConvNhwc& c, Isa isa) {
@@ -297,8 +311,34 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
   const float* zero = w + h->weight_floats;
   const int64_t cin = c.in_channels(), cg = c.group_in_channels;
   const int64_t plane = oh * ow;
+  if (merge_rows(c, k.geo.mr)) {
+    // Few input channels: a kernel row's taps are adjacent pixels, i.e. one contiguous run of
+    // kernel_w * cin floats, and the packed weights of those taps are already in that order.
+    Header merged = *h;
+    merged.ks = c.kernel_h;
+    merged.cg = c.kernel_w * cg;
+    run_gemm(merged, k, w, batch * plane, out, c.out_channels(), out_min, out_max,
+             [&](int64_t r, int64_t kh, int64_t, float* slot) -> const float* {
+               const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+               const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+               if (ih < 0 || ih >= in_h) return zero;
+               const int64_t iw0 = x * c.stride_w - c.pad_left;
+               const float* row = in + (n * in_h + ih) * in_w * cin;
+               if (iw0 >= 0 && iw0 + c.kernel_w <= in_w) return row + iw0 * cin;
+               for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+                 const int64_t iw = iw0 + kw;
+                 if (iw >= 0 && iw < in_w) {
+                   std::memcpy(slot + kw * cin, row + iw * cin, cin * sizeof(float));
+                 } else {
+                   std::fill(slot + kw * cin, slot + (kw + 1) * cin, 0.f);
+                 }
+               }
+               return slot;
+             });
+    return true;
+  }
   run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max,
-           [&](int64_t r, int64_t tap, int64_t g) -> const float* {
+           [&](int64_t r, int64_t tap, int64_t g, float*) -> const float* {
              const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
              const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
              const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
@@ -338,7 +378,7 @@ bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t
       !kernels_for(static_cast<Isa>(h->isa), &k) || m < 0)
     return false;
   run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max,
-           [&](int64_t r, int64_t, int64_t) { return in + r * in_stride; });
+           [&](int64_t r, int64_t, int64_t, float*) { return in + r * in_stride; });
   return true;
 }
 

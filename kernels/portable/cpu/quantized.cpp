@@ -27,7 +27,7 @@ constexpr int64_t kTaskMacs = int64_t(1) << 17;
 struct Header {
   uint32_t magic;
   int32_t isa, kind, width, kr, input_offset, out_zero_point;
-  int64_t groups, cg, ocg, ks;
+  int64_t groups, cg, ocg, ks, merged_kw;
   int64_t block_bytes, blocks_per_group, weight_bytes, zero_bytes;
 };
 constexpr size_t kHeaderBytes = 128;
@@ -84,6 +84,7 @@ bool plan(int64_t groups, int64_t cg, int64_t ocg, int64_t ks, bool depthwise, I
   h->cg = cg;
   h->ocg = ocg;
   h->ks = ks;
+  h->merged_kw = 1;
   if (depthwise) {
     if (ks > kDwPtrs) return false;
     h->width = k.geo.dw_cb;
@@ -190,6 +191,22 @@ ukernel::Qs8Requant requant(int8_t out_min, int8_t out_max, int32_t zp) {
   return {static_cast<float>(out_min - zp), static_cast<float>(out_max - zp), zp};
 }
 
+// Bytes of the per-task stack buffer that holds merged kernel rows patched with padding.
+constexpr int64_t kPatchBytes = 8192;
+
+// As in conv_nhwc.cpp: with few input channels a kernel row's taps are one contiguous run of
+// kernel_w * in_channels bytes, packed as one reduction (padded once to the kernel's step).
+bool merge_rows(const ConvNhwc& c, int64_t mr) {
+  return c.groups == 1 && c.dilation_w == 1 && c.kernel_w > 1 && c.group_in_channels < 32 &&
+         mr * c.kernel_h * (c.kernel_w * c.group_in_channels + 8) <= kPatchBytes;
+}
+
+// The kernel-row count to merge for `c` on `isa` (1: none).
+int64_t merged_kw(const ConvNhwc& c, Isa isa) {
+  Kernels k;
+  return kernels_for(isa, &k) && merge_rows(c, k.geo.mr) ? c.kernel_w : 1;
+}
+
 template <typename RowPtr>
 void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_t* out,
               int64_t out_stride, const ukernel::Qs8Requant& rq, const RowPtr& row_ptr) {
@@ -202,6 +219,7 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
   const int64_t tile_tasks = ceil_div(tiles, tiles_per), block_tasks = ceil_div(blocks, blocks_per);
   parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
     const int8_t* a[kMaxTaps * kMaxMR];
+    int8_t patch[kPatchBytes];
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t g = task / (tile_tasks * block_tasks);
       const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
@@ -209,7 +227,8 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
       for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
         const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
         for (int64_t t = 0; t < h.ks; ++t)
-          for (int64_t i = 0; i < mr; ++i) a[t * kMaxMR + i] = row_ptr(r0 + i, t, g);
+          for (int64_t i = 0; i < mr; ++i)
+            a[t * kMaxMR + i] = row_ptr(r0 + i, t, g, patch + (t * kMaxMR + i) * h.cg);
         for (int64_t b = bt * blocks_per; b < b_end; ++b) {
           Qs8GemmTile p;
           p.mr = mr;
@@ -279,8 +298,10 @@ bool is_depthwise(const ConvNhwc& c) {
 
 size_t conv2d_nhwc_qs8_packed_bytes(const ConvNhwc& c, Isa isa) {
   Header h;
-  if (!c.valid() || !plan(c.groups, c.group_in_channels, c.group_out_channels,
-                          c.kernel_h * c.kernel_w, is_depthwise(c), isa, &h))
+  if (!c.valid()) return 0;
+  const int64_t mk = is_depthwise(c) ? 1 : merged_kw(c, isa);
+  if (!plan(c.groups, c.group_in_channels * mk, c.group_out_channels, c.kernel_h * c.kernel_w / mk,
+            is_depthwise(c), isa, &h))
     return 0;
   return packed_bytes(h);
 }
@@ -291,12 +312,18 @@ bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* w
   if (!c.valid() || weight == nullptr || packed == nullptr || !scales_ok(q, c.out_channels()))
     return false;
   if (layout == ConvWeights::kHwo && c.group_in_channels != 1) return false;
-  const int64_t ks = c.kernel_h * c.kernel_w;
-  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, ks, is_depthwise(c), isa, &h))
+  const int64_t ks = c.kernel_h * c.kernel_w, cg = c.group_in_channels;
+  const int64_t mk = is_depthwise(c) ? 1 : merged_kw(c, isa);
+  if (!plan(c.groups, cg * mk, c.group_out_channels, ks / mk, is_depthwise(c), isa, &h))
     return false;
-  const WeightView view = layout == ConvWeights::kOhwi
-                              ? WeightView{weight, ks * c.group_in_channels, c.group_in_channels, 1}
-                              : WeightView{weight, 1, c.out_channels(), 0};
+  h.merged_kw = mk;
+  WeightView view = layout == ConvWeights::kOhwi ? WeightView{weight, ks * cg, cg, 1}
+                                                 : WeightView{weight, 1, c.out_channels(), 0};
+  if (mk > 1) {
+    // Tap (kh, kw) channel i becomes reduction index kw * cg + i of kernel row kh.
+    view.is = cg == 1 ? view.ts : view.is;
+    view.ts *= mk;
+  }
   pack(h, view, bias, q, packed);
   return true;
 }
@@ -306,9 +333,10 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
   const Header* h = header_of(packed);
   Kernels k;
   if (h == nullptr || !c.valid() || !kernels_for(static_cast<Isa>(h->isa), &k)) return false;
-  const int64_t ks = c.kernel_h * c.kernel_w;
-  if (h->groups != c.groups || h->cg != c.group_in_channels || h->ocg != c.group_out_channels ||
-      h->ks != ks || out_min > out_max)
+  const int64_t ks = c.kernel_h * c.kernel_w, mk = h->merged_kw;
+  if (h->groups != c.groups || h->cg != c.group_in_channels * mk ||
+      h->ocg != c.group_out_channels || h->ks * mk != ks || out_min > out_max ||
+      (mk != 1 && mk != c.kernel_w))
     return false;
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
   if (batch <= 0 || oh <= 0 || ow <= 0) return false;
@@ -320,8 +348,29 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
   }
   const int8_t* zero = reinterpret_cast<const int8_t*>(w + h->weight_bytes);
   const int64_t cin = c.in_channels(), cg = c.group_in_channels, plane = oh * ow;
+  if (mk > 1) {
+    run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq,
+             [&](int64_t r, int64_t kh, int64_t, int8_t* slot) -> const int8_t* {
+               const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+               const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+               if (ih < 0 || ih >= in_h) return zero;
+               const int64_t iw0 = x * c.stride_w - c.pad_left;
+               const int8_t* row = in + (n * in_h + ih) * in_w * cin;
+               if (iw0 >= 0 && iw0 + c.kernel_w <= in_w) return row + iw0 * cin;
+               for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+                 const int64_t iw = iw0 + kw;
+                 if (iw >= 0 && iw < in_w) {
+                   std::memcpy(slot + kw * cin, row + iw * cin, cin);
+                 } else {
+                   std::memset(slot + kw * cin, zero[0], cin);
+                 }
+               }
+               return slot;
+             });
+    return true;
+  }
   run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq,
-           [&](int64_t r, int64_t tap, int64_t g) -> const int8_t* {
+           [&](int64_t r, int64_t tap, int64_t g, int8_t*) -> const int8_t* {
              const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
              const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
              const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
@@ -363,7 +412,7 @@ bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_
     return false;
   run_gemm(*h, k, weights_of(packed), m, out, out_stride,
            requant(out_min, out_max, h->out_zero_point),
-           [&](int64_t r, int64_t, int64_t) { return in + r * in_stride; });
+           [&](int64_t r, int64_t, int64_t, int8_t*) { return in + r * in_stride; });
   return true;
 }
 
