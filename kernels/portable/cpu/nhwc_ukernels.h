@@ -87,6 +87,28 @@ struct Qs8AddParams {
   int32_t a_zero_point, b_zero_point, a_mul, b_mul, shift, out_zero_point, out_min, out_max;
 };
 
+// QD8 (dynamically quantized input) fully connected tile: the input rows are int8 with a scale
+// and zero point each; the weights come in groups of `group` reduction steps, each with a float
+// scale and the int32 sum of its weights per output column. For column j of row i:
+//   acc_g = sum_{k in g} a[i][k] * w[k][j]      (exact, int32)
+//   y = (sum_g float(acc_g - a_zp[i] * wsum_g[j]) * scale_g[j]) * a_scale[i] + bias[j]
+// clamped to [min, max]. `w` per block of NR columns: per group, its packed int8 steps (laid out
+// as the QS8 kernel of the ISA reads them), NR float scales, NR int32 sums; then NR float biases.
+struct Qd8GemmTile {
+  int64_t mr, nr, kc, group;
+  const int8_t* const* a;
+  const float* a_scale;
+  const int32_t* a_zero_point;
+  const void* w;
+  float* c;
+  int64_t c_stride;
+  float min, max;
+};
+
+constexpr Qs8Geometry kQd8Baseline{4, 8, 1, 0};
+constexpr Qs8Geometry kQd8Avx2{2, 8, 8, 0};
+constexpr Qs8Geometry kQd8Avx512{4, 32, 4, 0};
+
 constexpr F32Geometry kF32Baseline{4, 8, 8};
 constexpr F32Geometry kF32Avx2{6, 16, 8};
 constexpr F32Geometry kF32Avx512{8, 32, 16};
@@ -105,6 +127,7 @@ void qs8_gemm_baseline(const Qs8GemmTile& t);
 void qs8_dw_baseline(const Qs8DwTile& t);
 void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
                       const Qs8AddParams& p);
+void qd8_gemm_baseline(const Qd8GemmTile& t);
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ET_NHWC_X86 1
 void f32_gemm_avx2(const F32GemmTile& t);
@@ -112,12 +135,14 @@ void f32_dw_avx2(const F32DwTile& t);
 void qs8_gemm_avx2(const Qs8GemmTile& t);
 void qs8_dw_avx2(const Qs8DwTile& t);
 void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p);
+void qd8_gemm_avx2(const Qd8GemmTile& t);
 void f32_gemm_avx512(const F32GemmTile& t);
 void f32_dw_avx512(const F32DwTile& t);
 void qs8_gemm_avx512(const Qs8GemmTile& t);
 void qs8_dw_avx512(const Qs8DwTile& t);
 void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
                     const Qs8AddParams& p);
+void qd8_gemm_avx512(const Qd8GemmTile& t);
 #endif
 
 }  // namespace ukernel

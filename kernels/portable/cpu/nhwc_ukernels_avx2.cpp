@@ -173,7 +173,66 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
 
+template <int MR>
+void qd8_gemm_tile(const Qd8GemmTile& p) {
+  constexpr int NR = kQd8Avx2.nr;
+  const char* blk = static_cast<const char*>(p.w);
+  __m256 facc[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) facc[i] = _mm256_setzero_ps();
+  for (int64_t k0 = 0; k0 < p.kc; k0 += p.group) {
+    const int64_t gk = p.kc - k0 < p.group ? p.kc - k0 : p.group;
+    const int8_t* w = reinterpret_cast<const int8_t*>(blk);
+    const float* scale = reinterpret_cast<const float*>(blk + (gk + 7) / 8 * 8 * NR);
+    const int32_t* wsum = reinterpret_cast<const int32_t*>(scale + NR);
+    blk = reinterpret_cast<const char*>(wsum + NR);
+    __m256i acc[MR][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_si256();
+    for (int64_t k = 0; k < gk; k += 8, w += 8 * NR) {
+      __m256i va[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i)
+        va[i] = _mm256_broadcastsi128_si256(
+            _mm_cvtepi8_epi16(_mm_cvtsi64_si128(load8(p.a[i] + k0 + k, gk - k))));
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i vw = _mm256_cvtepi8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * j)));
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i)
+          acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
+      }
+    }
+    const __m256i ws = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum));
+    const __m256 sc = _mm256_loadu_ps(scale);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]),
+                                          _mm256_hadd_epi32(acc[i][2], acc[i][3]));
+      const __m256i corr =
+          _mm256_sub_epi32(s, _mm256_mullo_epi32(_mm256_set1_epi32(p.a_zero_point[i]), ws));
+      facc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr), sc, facc[i]);
+    }
+  }
+  const __m256 bias = _mm256_loadu_ps(reinterpret_cast<const float*>(blk));
+  const __m256 lo = _mm256_set1_ps(p.min), hi = _mm256_set1_ps(p.max);
+  const __m256i m = lanes(p.nr);
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    const __m256 y = _mm256_fmadd_ps(facc[i], _mm256_set1_ps(p.a_scale[i]), bias);
+    _mm256_maskstore_ps(p.c + i * p.c_stride, m, _mm256_min_ps(_mm256_max_ps(y, lo), hi));
+  }
+}
+
 }  // namespace
+
+void qd8_gemm_avx2(const Qd8GemmTile& t) {
+  if (t.mr == 1) return qd8_gemm_tile<1>(t);
+  qd8_gemm_tile<2>(t);
+}
 
 void qs8_gemm_avx2(const Qs8GemmTile& t) {
   switch (t.mr) {

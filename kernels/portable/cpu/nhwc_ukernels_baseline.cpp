@@ -72,7 +72,42 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
 
+template <int MR>
+void qd8_gemm_tile(const Qd8GemmTile& p) {
+  constexpr int NR = kQd8Baseline.nr;
+  const char* blk = static_cast<const char*>(p.w);
+  float facc[MR][NR] = {};
+  for (int64_t k0 = 0; k0 < p.kc; k0 += p.group) {
+    const int64_t gk = p.kc - k0 < p.group ? p.kc - k0 : p.group;
+    const int8_t* w = reinterpret_cast<const int8_t*>(blk);
+    const float* scale = reinterpret_cast<const float*>(blk + gk * NR);
+    const int32_t* wsum = reinterpret_cast<const int32_t*>(scale + NR);
+    blk = reinterpret_cast<const char*>(wsum + NR);
+    for (int i = 0; i < MR; ++i) {
+      int32_t acc[NR] = {};
+      const int8_t* a = p.a[i] + k0;
+      for (int64_t k = 0; k < gk; ++k)
+        for (int j = 0; j < NR; ++j) acc[j] += int32_t(a[k]) * w[k * NR + j];
+      for (int j = 0; j < NR; ++j)
+        facc[i][j] += static_cast<float>(acc[j] - p.a_zero_point[i] * wsum[j]) * scale[j];
+    }
+  }
+  const float* bias = reinterpret_cast<const float*>(blk);
+  for (int i = 0; i < MR; ++i)
+    for (int64_t j = 0; j < p.nr; ++j)
+      p.c[i * p.c_stride + j] = clampf(facc[i][j] * p.a_scale[i] + bias[j], p.min, p.max);
+}
+
 }  // namespace
+
+void qd8_gemm_baseline(const Qd8GemmTile& t) {
+  switch (t.mr) {
+    case 1: return qd8_gemm_tile<1>(t);
+    case 2: return qd8_gemm_tile<2>(t);
+    case 3: return qd8_gemm_tile<3>(t);
+    default: return qd8_gemm_tile<4>(t);
+  }
+}
 
 void qs8_gemm_baseline(const Qs8GemmTile& t) {
   switch (t.mr) {

@@ -65,6 +65,43 @@ struct Qs8AddQuant {
 bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddQuant& q,
              int8_t out_min, int8_t out_max, Isa isa);
 
+// QD8 fully connected (XNNPACK's qdint8 activations): float input rows quantized at run time, one
+// scale and zero point per row, against int8 weights; float output.
+//
+// Row quantization (one routine for every ISA, so the int8 rows are identical everywhere; the
+// input must be finite): lo = min(0, min x), hi = max(0, max x); with hi == lo the row is all
+// zeros (scale 1, zero point 0); else inv = 255 / (hi - lo), scale = (hi - lo) / 255,
+// zp = clamp(rne(-128 - lo * inv), -128, 127), q = clamp(rne(x * inv) + zp, -128, 127).
+// Output: out[m, n] = clamp((sum_g float(sum_{k in g} (q - zp) * w[n, k]) * wscale[n, g])
+//                           * scale_m + bias[n])
+// where g runs over the weight groups (one group of k for per-channel weights). The integer sums
+// are exact on every ISA; the float epilogue may round differently per ISA (FMA), as float GEMMs.
+//
+// Weights, packed once:
+// - qc8w: int8 [n, k] with one float scale per output channel;
+// - qb4w: 4-bit, groups of `group_size` input channels (a multiple of 8 dividing k) with one
+//   scale per (n, group), given as float or as bfloat16 (raw uint16 bits): [n, k / group_size].
+//   Two weights per byte, [n, k / 2] bytes, element k in the low nibble when k is even. Nibble
+//   value v means v - 8 with `nibble_zero_point` 8 (XNNPACK's usual), or the signed 4-bit value
+//   (v ^ 8) - 8 with 0. Packing widens them to int8 (so memory traffic is that of int8 weights).
+// Scratch: fully_connected_qd8_scratch_bytes(m, k) bytes (the quantized rows), caller-owned.
+size_t fully_connected_qd8_packed_bytes(int64_t n, int64_t k, int64_t group_size, Isa isa);
+bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight,
+                                   const float* weight_scales, const float* bias, Isa isa,
+                                   void* packed);
+bool fully_connected_qd8_pack_qb4w(int64_t n, int64_t k, int64_t group_size,
+                                   const uint8_t* weight, int32_t nibble_zero_point,
+                                   const void* scales, bool scales_bf16, const float* bias, Isa isa,
+                                   void* packed);
+size_t fully_connected_qd8_scratch_bytes(int64_t m, int64_t k);
+bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t in_stride,
+                         float* out, int64_t out_stride, float out_min, float out_max,
+                         void* scratch);
+
+// The row quantization fully_connected_qd8() applies (exposed for tests and for callers that
+// want the int8 rows): q[0:k], *scale, *zero_point from x[0:k].
+void quantize_row_qd8(const float* x, int64_t k, int8_t* q, float* scale, int32_t* zero_point);
+
 }  // namespace cpu
 }  // namespace kernels
 }  // namespace executorch

@@ -288,3 +288,119 @@ KTEST(qs8_add_matches_reference_exactly_on_every_isa) {
   std::vector<int8_t> out(n);
   CHECK(!cpu::add_qs8(n, a.data(), b.data(), out.data(), q, -128, 127, Isa::kBaseline));
 }
+
+namespace {
+
+// Expected QD8 output from the documented formula, in double from exact integer group sums.
+std::vector<float> qd8_reference(int64_t m, int64_t n, int64_t k, int64_t group,
+                                 const std::vector<float>& in, const std::vector<int32_t>& w,
+                                 const std::vector<float>& scales, const std::vector<float>& bias,
+                                 float lo, float hi) {
+  std::vector<float> out(m * n);
+  std::vector<int8_t> q(k);
+  for (int64_t r = 0; r < m; ++r) {
+    float s;
+    int32_t zp;
+    cpu::quantize_row_qd8(in.data() + r * k, k, q.data(), &s, &zp);
+    for (int64_t j = 0; j < n; ++j) {
+      double y = 0;
+      for (int64_t g = 0; g < k / group; ++g) {
+        int64_t acc = 0;
+        for (int64_t i = g * group; i < (g + 1) * group; ++i) acc += (int64_t(q[i]) - zp) * w[j * k + i];
+        y += double(acc) * scales[j * (k / group) + g];
+      }
+      out[r * n + j] = static_cast<float>(std::fmin(hi, std::fmax(lo, y * s + bias[j])));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+KTEST(qd8_row_quantization_round_trips_within_half_a_step) {
+  auto x = ktest::random_floats(301, 81);
+  x[7] = 3.f;  // a skewed range: the zero point moves off 0
+  std::vector<int8_t> q(x.size());
+  float s;
+  int32_t zp;
+  cpu::quantize_row_qd8(x.data(), x.size(), q.data(), &s, &zp);
+  CHECK(s > 0.f && zp >= -128 && zp <= 127);
+  for (size_t i = 0; i < x.size(); ++i) CHECK(std::fabs((q[i] - zp) * s - x[i]) <= 0.5f * s + 1e-6f);
+  std::vector<float> zeros(9, 0.f);
+  cpu::quantize_row_qd8(zeros.data(), 9, q.data(), &s, &zp);
+  CHECK(s == 1.f && zp == 0 && q[0] == 0);
+}
+
+KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
+  struct Shape {
+    int64_t m, n, k, group;  // group == k: per-channel int8 weights; else 4-bit groups
+  };
+  const Shape shapes[] = {{1, 1, 1, 1},      {1, 70, 300, 300}, {3, 33, 17, 17}, {9, 40, 64, 64},
+                          {1, 96, 256, 32},  {5, 45, 256, 64},  {2, 17, 384, 128},
+                          {1, 1000, 128, 32}};
+  const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
+  for (const Shape& s : shapes) {
+    auto in = ktest::random_floats(s.m * s.k, 91);
+    for (size_t i = 0; i < in.size(); i += 5) in[i] *= 4.f;
+    auto bias = ktest::random_floats(s.n, 92);
+    const bool int4 = s.group != s.k;
+    const int64_t groups = s.k / s.group;
+    std::vector<float> scales(s.n * groups);
+    std::vector<uint16_t> scales_bf16(scales.size());
+    for (size_t i = 0; i < scales.size(); ++i) {
+      // bfloat16-exact values, so both scale formats describe the same weights
+      scales[i] = (0.5f + 0.0625f * float(i % 13)) / (int4 ? 8.f : 128.f);
+      uint32_t bits;
+      std::memcpy(&bits, &scales[i], 4);
+      scales_bf16[i] = static_cast<uint16_t>(bits >> 16);
+    }
+    std::vector<int32_t> w(s.n * s.k);
+    std::vector<int8_t> w8(w.size());
+    std::vector<uint8_t> nib8(w.size() / 2 + 1), nib0(w.size() / 2 + 1);
+    auto raw = random_i8(w.size(), 93, int4 ? -8 : -127, int4 ? 7 : 127);
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i] = raw[i];
+      w8[i] = raw[i];
+      const uint8_t u8 = static_cast<uint8_t>(raw[i] + 8), u0 = static_cast<uint8_t>(raw[i] & 0xf);
+      nib8[i / 2] |= i % 2 ? uint8_t(u8 << 4) : u8;
+      nib0[i / 2] |= i % 2 ? uint8_t(u0 << 4) : u0;
+    }
+    const float lo = -2.f, hi = 2.5f;
+    auto expected = qd8_reference(s.m, s.n, s.k, s.group, in, w, scales, bias, lo, hi);
+    for (Isa isa : kIsas) {
+      if (!cpu::int8_isa_supported(isa)) continue;
+      for (int variant = 0; variant < (int4 ? 3 : 1); ++variant) {
+        std::vector<unsigned char> packed(cpu::fully_connected_qd8_packed_bytes(s.n, s.k, s.group, isa));
+        CHECK(!packed.empty());
+        const bool ok =
+            int4 ? cpu::fully_connected_qd8_pack_qb4w(
+                       s.n, s.k, s.group, variant == 1 ? nib0.data() : nib8.data(),
+                       variant == 1 ? 0 : 8,
+                       variant == 2 ? static_cast<const void*>(scales_bf16.data()) : scales.data(),
+                       variant == 2, bias.data(), isa, packed.data())
+                 : cpu::fully_connected_qd8_pack_qc8w(s.n, s.k, w8.data(), scales.data(),
+                                                      bias.data(), isa, packed.data());
+        CHECK(ok);
+        std::vector<unsigned char> scratch(cpu::fully_connected_qd8_scratch_bytes(s.m, s.k));
+        std::vector<float> first;
+        for (uint32_t t : {1u, 2u, 3u}) {
+          CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+          std::vector<float> out(s.m * s.n, std::nanf(""));
+          CHECK(cpu::fully_connected_qd8(packed.data(), s.m, in.data(), s.k, out.data(), s.n, lo,
+                                         hi, scratch.data()));
+          CHECK_CLOSE(out.data(), expected.data(), out.size(), 1e-5);
+          if (first.empty()) first = out;
+          CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+  get_threadpool()->_unsafe_reset_threadpool(before);
+  std::vector<unsigned char> packed(4096);
+  std::vector<uint8_t> nib(64);
+  std::vector<float> sc(4, 1.f);
+  // groups must divide k and be a multiple of 8
+  CHECK(cpu::fully_connected_qd8_packed_bytes(2, 24, 12, Isa::kBaseline) == 0);
+  CHECK(!cpu::fully_connected_qd8_pack_qb4w(2, 24, 12, nib.data(), 8, sc.data(), false, nullptr,
+                                            Isa::kBaseline, packed.data()));
+}
