@@ -148,8 +148,17 @@ std::vector<Layer> resnet18() {
 
 }  // namespace
 
+// Usage: bench_nhwc [--nhwc-only] [LAYER-SUBSTRING]
 int main(int argc, char** argv) {
-  const bool with_nchw = !(argc > 1 && std::strcmp(argv[1], "--nhwc-only") == 0);
+  bool with_nchw = true;
+  const char* only = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--nhwc-only") == 0) {
+      with_nchw = false;
+    } else {
+      only = argv[i];
+    }
+  }
   std::printf("# float isa %s, int8 isa %s, %zu threads; columns: model layer nhwc_ms nchw_ms "
               "nhwc_gflops qs8_ms\n",
               cpu::isa_name(cpu::best_float_isa()), cpu::isa_name(cpu::best_int8_isa()),
@@ -158,7 +167,9 @@ int main(int argc, char** argv) {
                                                                {"resnet18", resnet18()}};
   for (const auto& m : models) {
     Totals t;
-    for (const Layer& l : m.second) bench_layer(m.first, l, &t, with_nchw);
+    for (const Layer& l : m.second)
+      if (only == nullptr || (std::string(m.first) + " " + l.name).find(only) != std::string::npos)
+        bench_layer(m.first, l, &t, with_nchw);
     std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms, qs8 %.3f ms (%.2fx fp32 nhwc)\n",
                 m.first, t.nhwc, t.flops / t.nhwc / 1e6, t.nchw, t.qs8, t.nhwc / t.qs8);
   }

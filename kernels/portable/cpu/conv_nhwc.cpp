@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/portable/cpu/nhwc_dw_driver.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
 #include "kernels/portable/cpu/parallel.h"
 
@@ -210,52 +211,20 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
 void run_depthwise(const Header& h, const Kernels& k, const float* w, const ConvNhwc& c,
                    int64_t batch, int64_t in_h, int64_t in_w, const float* in, float* out,
                    float out_min, float out_max) {
-  const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w), ch = h.groups, ks = h.ks;
-  const float* zero = w + h.weight_floats;
-  const int64_t row_macs = std::max<int64_t>(1, ow * ch * ks);
-  const int64_t rows_per = std::clamp<int64_t>(kTaskMacs / row_macs, 1, batch * oh);
-  constexpr int64_t kPtrs = 512;
-  const int64_t chunk = std::max<int64_t>(1, kPtrs / ks);
-  parallel_for(0, ceil_div(batch * oh, rows_per), 1, [&](int64_t t0, int64_t t1) {
-    const float* ptrs[kPtrs];
-    const float* rows[kPtrs];  // input row of each kernel row (null: padding)
-    for (int64_t row = t0 * rows_per; row < std::min(batch * oh, t1 * rows_per); ++row) {
-      const int64_t n = row / oh, y = row % oh;
-      for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
-        const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
-        rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch : nullptr;
-      }
-      for (int64_t x0 = 0; x0 < ow; x0 += chunk) {
-        const int64_t px = std::min(chunk, ow - x0);
-        for (int64_t p = 0; p < px; ++p) {
-          const int64_t x = x0 + p;
-          for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
-            for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-              const int64_t iw = x * c.stride_w - c.pad_left + kw * c.dilation_w;
-              ptrs[p * ks + kh * c.kernel_w + kw] =
-                  rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero;
-            }
-          }
-        }
-        F32DwTile t;
-        t.pixels = px;
-        t.channels = ch;
-        t.ks = ks;
-        t.in = ptrs;
-        t.w = w;
-        t.out = out + (row * ow + x0) * ch;
-        t.out_stride = ch;
-        t.min = out_min;
-        t.max = out_max;
-        k.dw(t);
-      }
-    }
-  });
+  F32DwTile t{};
+  t.channels = h.groups;
+  t.ks = h.ks;
+  t.w = w;
+  t.out_stride = h.groups;
+  t.min = out_min;
+  t.max = out_max;
+  ukernel::depthwise_rows(c, batch, in_h, in_w, h.groups, in, out, w + h.weight_floats, kTaskMacs,
+                          t, k.dw);
 }
 
 // The depthwise sweep keeps one output chunk's tap pointers on the stack; larger filters (rare)
 // take the GEMM path, which chunks its taps.
-bool depthwise_fits(const ConvNhwc& c) { return c.kernel_h * c.kernel_w <= 512; }
+bool depthwise_fits(const ConvNhwc& c) { return c.kernel_h * c.kernel_w <= ukernel::kDwPtrs; }
 
 // Whether a GEMM convolution reads each kernel row as one run of kernel_w * in_channels values:
 // worth it when few channels make per-tap loops short (stems), possible without groups or

@@ -35,10 +35,11 @@ struct F32GemmTile {
 };
 
 // out[p][c] = clamp(bias[c] + sum_t in[p][t][c] * w[t][c]) for pixels p < pixels and channels
-// c < channels; `in` holds pixels * ks pointers, `w` is per block of CB channels: CB biases,
-// then ks rows of CB weights.
+// c < channels; `in` holds pixels * ks pointers, or with in_step != 0 (a run of pixels whose taps
+// are all inside the image) ks pointers for pixel 0, pixel p's tap t being in[t] + p * in_step.
+// `w` is per block of CB channels: CB biases, then ks rows of CB weights.
 struct F32DwTile {
-  int64_t pixels, channels, ks;
+  int64_t pixels, channels, ks, in_step;
   const float* const* in;
   const float* w;
   float* out;
@@ -73,7 +74,7 @@ struct Qs8GemmTile {
 // Depthwise: `w` per block of CB channels: CB int32 biases, CB float scales, ks rows of CB int32
 // weights (baseline: the value; SIMD: the value's 16 bits zero-extended, for vpmaddwd).
 struct Qs8DwTile {
-  int64_t pixels, channels, ks;
+  int64_t pixels, channels, ks, in_step;  // in / in_step as for F32DwTile
   const int8_t* const* in;
   const void* w;
   int8_t* out;

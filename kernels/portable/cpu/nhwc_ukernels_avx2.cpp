@@ -79,14 +79,15 @@ void dw_block(const F32DwTile& t, int64_t c0, const float* block) {
   if (KS > 0)
     for (int k = 0; k < KS; ++k) w[k] = _mm256_loadu_ps(block + 8 * (k + 1));
   for (int64_t px = 0; px < t.pixels; ++px) {
-    const float* const* in = t.in + px * ks;
+    const float* const* in = t.in + (t.in_step ? 0 : px * ks);
+    const int64_t off = px * t.in_step;
     __m256 acc = bias;
     if (KS > 0 && full) {
 #pragma GCC unroll 16
-      for (int k = 0; k < KS; ++k) acc = _mm256_fmadd_ps(_mm256_loadu_ps(in[k] + c0), w[k], acc);
+      for (int k = 0; k < KS; ++k) acc = _mm256_fmadd_ps(_mm256_loadu_ps(in[k] + off + c0), w[k], acc);
     } else {
       for (int64_t k = 0; k < ks; ++k)
-        acc = _mm256_fmadd_ps(_mm256_maskload_ps(in[k] + c0, m),
+        acc = _mm256_fmadd_ps(_mm256_maskload_ps(in[k] + off + c0, m),
                               _mm256_loadu_ps(block + 8 * (k + 1)), acc);
     }
     const __m256 r = _mm256_min_ps(_mm256_max_ps(acc, lo), hi);
@@ -255,10 +256,11 @@ void qs8_dw_avx2(const Qs8DwTile& t) {
     const int32_t* w = bias + 2 * CB;
     const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias));
     for (int64_t px = 0; px < t.pixels; ++px) {
-      const int8_t* const* in = t.in + px * t.ks;
+      const int8_t* const* in = t.in + (t.in_step ? 0 : px * t.ks);
+      const int64_t off = px * t.in_step;
       __m256i acc = vb;
       for (int64_t k = 0; k < t.ks; ++k) {
-        const __m256i x = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(load8(in[k] + c0, cn)));
+        const __m256i x = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(load8(in[k] + off + c0, cn)));
         acc = _mm256_add_epi32(
             acc, _mm256_madd_epi16(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k * CB))));
       }

@@ -63,8 +63,9 @@ void gemm_rows(const F32GemmTile& p) {
   gemm_tile<MR, 1>(p);
 }
 
-// KS taps known at compile time keep the block's weights in registers across pixels.
-template <int KS>
+// KS taps known at compile time keep the block's weights in registers across pixels. P pixels
+// go at once so their FMA chains overlap (each pixel still sums its taps in order).
+template <int KS, int P>
 void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
   const int64_t ks = KS > 0 ? KS : t.ks;
   const __m512 lo = _mm512_set1_ps(t.min), hi = _mm512_set1_ps(t.max);
@@ -72,18 +73,32 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
   __m512 w[KS > 0 ? KS : 1];
   if (KS > 0)
     for (int k = 0; k < KS; ++k) w[k] = _mm512_loadu_ps(block + 16 * (k + 1));
-  for (int64_t px = 0; px < t.pixels; ++px) {
-    const float* const* in = t.in + px * ks;
-    __m512 acc = bias;
-    if (KS > 0) {
+  int64_t px = 0;
+  for (; px + P <= t.pixels; px += P) {
+    const float* const* in = t.in + (t.in_step ? 0 : px * ks);
+    const int64_t qs = t.in_step ? 0 : ks, off = px * t.in_step;
+    __m512 acc[P];
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) acc[q] = bias;
 #pragma GCC unroll 32
-      for (int k = 0; k < KS; ++k)
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + c0), w[k], acc);
-    } else {
-      for (int64_t k = 0; k < ks; ++k)
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + c0),
-                              _mm512_loadu_ps(block + 16 * (k + 1)), acc);
+    for (int64_t k = 0; k < ks; ++k) {
+      const __m512 wk = KS > 0 ? w[KS > 0 ? k : 0] : _mm512_loadu_ps(block + 16 * (k + 1));
+#pragma GCC unroll 4
+      for (int q = 0; q < P; ++q)
+        acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[q * qs + k] + off + q * t.in_step + c0), wk, acc[q]);
     }
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q)
+      _mm512_mask_storeu_ps(t.out + (px + q) * t.out_stride + c0, m,
+                            _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
+  }
+  for (; px < t.pixels; ++px) {
+    const float* const* in = t.in + (t.in_step ? 0 : px * ks);
+    const int64_t off = px * t.in_step;
+    __m512 acc = bias;
+    for (int64_t k = 0; k < ks; ++k)
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + off + c0),
+                            _mm512_loadu_ps(block + 16 * (k + 1)), acc);
     _mm512_mask_storeu_ps(t.out + px * t.out_stride + c0, m,
                           _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
   }
@@ -263,7 +278,49 @@ void qs8_gemm_avx512(const Qs8GemmTile& t) {
 }
 
 // Per tap, 16 channels' input bytes sign-extended to int32 lanes times their weights' 16 bits
-// zero-extended: vpmaddwd then forms exactly x * w per lane (the high halves multiply zero).
+// zero-extended: vpdpwssd then adds exactly x * w per lane (the high halves multiply zero).
+// As for floats, KS known at compile time keeps the weights in registers, and P pixels overlap.
+template <int KS, int P>
+static void qs8_dw_block(const Qs8DwTile& t, int64_t c0, __mmask16 m, const int32_t* bias) {
+  constexpr int CB = kQs8Avx512.dw_cb;
+  const int64_t ks = KS > 0 ? KS : t.ks;
+  const __m512 scale = _mm512_loadu_ps(reinterpret_cast<const float*>(bias + CB));
+  const int32_t* wp = bias + 2 * CB;
+  const __m512i vb = _mm512_loadu_si512(bias);
+  __m512i w[KS > 0 ? KS : 1];
+  if (KS > 0)
+    for (int k = 0; k < KS; ++k) w[k] = _mm512_loadu_si512(wp + k * CB);
+  int64_t px = 0;
+  for (; px + P <= t.pixels; px += P) {
+    const int8_t* const* in = t.in + (t.in_step ? 0 : px * ks);
+    const int64_t qs = t.in_step ? 0 : ks, off = px * t.in_step;
+    __m512i acc[P];
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) acc[q] = vb;
+#pragma GCC unroll 32
+    for (int64_t k = 0; k < ks; ++k) {
+      const __m512i wk = KS > 0 ? w[KS > 0 ? k : 0] : _mm512_loadu_si512(wp + k * CB);
+#pragma GCC unroll 4
+      for (int q = 0; q < P; ++q)
+        acc[q] = _mm512_dpwssd_epi32(
+            acc[q], _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, in[q * qs + k] + off + q * t.in_step + c0)), wk);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q)
+      _mm_mask_storeu_epi8(t.out + (px + q) * t.out_stride + c0, m,
+                           requantize16(acc[q], scale, t.rq));
+  }
+  for (; px < t.pixels; ++px) {
+    const int8_t* const* in = t.in + (t.in_step ? 0 : px * ks);
+    const int64_t off = px * t.in_step;
+    __m512i acc = vb;
+    for (int64_t k = 0; k < ks; ++k)
+      acc = _mm512_dpwssd_epi32(acc, _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, in[k] + off + c0)),
+                                _mm512_loadu_si512(wp + k * CB));
+    _mm_mask_storeu_epi8(t.out + px * t.out_stride + c0, m, requantize16(acc, scale, t.rq));
+  }
+}
+
 void qs8_dw_avx512(const Qs8DwTile& t) {
   constexpr int CB = kQs8Avx512.dw_cb;
   const char* block = static_cast<const char*>(t.w);
@@ -271,17 +328,10 @@ void qs8_dw_avx512(const Qs8DwTile& t) {
   for (int64_t c0 = 0; c0 < t.channels; c0 += CB, block += block_bytes) {
     const __mmask16 m = lanes(t.channels - c0);
     const int32_t* bias = reinterpret_cast<const int32_t*>(block);
-    const __m512 scale = _mm512_loadu_ps(reinterpret_cast<const float*>(bias + CB));
-    const int32_t* w = bias + 2 * CB;
-    const __m512i vb = _mm512_loadu_si512(bias);
-    for (int64_t px = 0; px < t.pixels; ++px) {
-      const int8_t* const* in = t.in + px * t.ks;
-      __m512i acc = vb;
-      for (int64_t k = 0; k < t.ks; ++k) {
-        const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, in[k] + c0));
-        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(x, _mm512_loadu_si512(w + k * CB)));
-      }
-      _mm_mask_storeu_epi8(t.out + px * t.out_stride + c0, m, requantize16(acc, scale, t.rq));
+    switch (t.ks) {
+      case 9: qs8_dw_block<9, 4>(t, c0, m, bias); break;
+      case 25: qs8_dw_block<25, 2>(t, c0, m, bias); break;
+      default: qs8_dw_block<0, 4>(t, c0, m, bias); break;
     }
   }
 }
@@ -309,9 +359,9 @@ void f32_dw_avx512(const F32DwTile& t) {
   for (int64_t c0 = 0; c0 < t.channels; c0 += 16, block += 16 * (t.ks + 1)) {
     const __mmask16 m = lanes(t.channels - c0);
     switch (t.ks) {
-      case 9: dw_block<9>(t, c0, m, block); break;
-      case 25: dw_block<25>(t, c0, m, block); break;
-      default: dw_block<0>(t, c0, m, block); break;
+      case 9: dw_block<9, 4>(t, c0, m, block); break;
+      case 25: dw_block<25, 2>(t, c0, m, block); break;
+      default: dw_block<0, 4>(t, c0, m, block); break;
     }
   }
 }

@@ -130,9 +130,10 @@ void qs8_dw_baseline(const Qs8DwTile& t) {
     for (int64_t px = 0; px < t.pixels; ++px) {
       int32_t acc[CB];
       for (int c = 0; c < CB; ++c) acc[c] = bias[c];
-      const int8_t* const* in = t.in + px * t.ks;
+      const int8_t* const* in = t.in + (t.in_step ? 0 : px * t.ks);
+      const int64_t off = px * t.in_step;
       for (int64_t k = 0; k < t.ks; ++k) {
-        const int8_t* x = in[k] + c0;
+        const int8_t* x = in[k] + off + c0;
         for (int64_t c = 0; c < cn; ++c) acc[c] += int32_t(x[c]) * w[k * CB + c];
       }
       int8_t* o = t.out + px * t.out_stride + c0;
@@ -163,16 +164,17 @@ void f32_dw_baseline(const F32DwTile& t) {
     for (int64_t px = 0; px < t.pixels; ++px) {
       float acc[CB];
       for (int c = 0; c < CB; ++c) acc[c] = block[c];
-      const float* const* in = t.in + px * t.ks;
+      const float* const* in = t.in + (t.in_step ? 0 : px * t.ks);
+      const int64_t off = px * t.in_step;
       if (cn == CB) {
         for (int64_t k = 0; k < t.ks; ++k) {
-          const float* x = in[k] + c0;
+          const float* x = in[k] + off + c0;
           const float* w = block + CB * (k + 1);
           for (int c = 0; c < CB; ++c) acc[c] += x[c] * w[c];
         }
       } else {
         for (int64_t k = 0; k < t.ks; ++k) {
-          const float* x = in[k] + c0;
+          const float* x = in[k] + off + c0;
           const float* w = block + CB * (k + 1);
           for (int64_t c = 0; c < cn; ++c) acc[c] += x[c] * w[c];
         }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/portable/cpu/nhwc_dw_driver.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
 #include "kernels/portable/cpu/parallel.h"
 
@@ -21,7 +22,7 @@ using ukernel::Qs8GemmTile;
 constexpr uint32_t kMagic = 0x38534351;  // "QCS8"
 enum Kind : int32_t { kGemm = 1, kDepthwise = 2 };
 constexpr int64_t kMaxTaps = 256;
-constexpr int64_t kDwPtrs = 512;
+using ukernel::kDwPtrs;
 constexpr int64_t kTaskMacs = int64_t(1) << 17;
 
 struct Header {
@@ -250,44 +251,14 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
 void run_depthwise(const Header& h, const Kernels& k, const char* w, const ConvNhwc& c,
                    int64_t batch, int64_t in_h, int64_t in_w, const int8_t* in, int8_t* out,
                    const ukernel::Qs8Requant& rq) {
-  const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w), ch = h.groups, ks = h.ks;
-  const int8_t* zero = reinterpret_cast<const int8_t*>(w + h.weight_bytes);
-  const int64_t rows_per =
-      std::clamp<int64_t>(kTaskMacs / std::max<int64_t>(1, ow * ch * ks), 1, batch * oh);
-  const int64_t chunk = std::max<int64_t>(1, kDwPtrs / ks);
-  parallel_for(0, ceil_div(batch * oh, rows_per), 1, [&](int64_t t0, int64_t t1) {
-    const int8_t* ptrs[kDwPtrs];
-    const int8_t* rows[kDwPtrs];
-    for (int64_t row = t0 * rows_per; row < std::min(batch * oh, t1 * rows_per); ++row) {
-      const int64_t n = row / oh, y = row % oh;
-      for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
-        const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
-        rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch : nullptr;
-      }
-      for (int64_t x0 = 0; x0 < ow; x0 += chunk) {
-        const int64_t px = std::min(chunk, ow - x0);
-        for (int64_t p = 0; p < px; ++p) {
-          const int64_t x = x0 + p;
-          for (int64_t kh = 0; kh < c.kernel_h; ++kh)
-            for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-              const int64_t iw = x * c.stride_w - c.pad_left + kw * c.dilation_w;
-              ptrs[p * ks + kh * c.kernel_w + kw] =
-                  rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero;
-            }
-        }
-        Qs8DwTile t;
-        t.pixels = px;
-        t.channels = ch;
-        t.ks = ks;
-        t.in = ptrs;
-        t.w = w;
-        t.out = out + (row * ow + x0) * ch;
-        t.out_stride = ch;
-        t.rq = rq;
-        k.dw(t);
-      }
-    }
-  });
+  Qs8DwTile t{};
+  t.channels = h.groups;
+  t.ks = h.ks;
+  t.w = w;
+  t.out_stride = h.groups;
+  t.rq = rq;
+  ukernel::depthwise_rows(c, batch, in_h, in_w, h.groups, in, out,
+                          reinterpret_cast<const int8_t*>(w + h.weight_bytes), kTaskMacs, t, k.dw);
 }
 
 bool is_depthwise(const ConvNhwc& c) {
