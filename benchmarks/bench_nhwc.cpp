@@ -3,13 +3,17 @@
 // "<model> <layer> <nhwc ms> <nchw ms> <nhwc GFLOP/s> <qs8 ms>", then a total per model (QS8: the
 // same layer in int8 with per-channel weights, on the best int8 ISA). Threads: the
 // kernel pool's size (EXECUTORCH_NUM_THREADS). Convolutions only (plus the classifier): the
-// elementwise adds and pooling of the models are left out of the totals.
+// elementwise adds and pooling of the models are left out of the totals. Then QD8 fully
+// connected layers at LLM decode (m = 1) and prefill (m = 32) shapes: "qd8 <weights> <m>x<n>x<k>
+// <ms> <weight GB/s>". --isa baseline|avx2|avx512 forces an ISA (default: the best).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <time.h>
 
 #include "kernels/portable/cpu/conv.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
@@ -20,18 +24,34 @@ namespace cpu = executorch::kernels::cpu;
 
 namespace {
 
+// --cpu-time: time with this thread's CPU clock instead of the wall clock. With one thread all
+// work runs on the calling thread, so this leaves out the time other processes held the core
+// (for figures taken on a shared, loaded machine; caches are still shared).
+bool g_cpu_time = false;
+
+double now_ms() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  }
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 template <typename F>
 double time_ms(F f) {
   f();
   double best = 1e30;
   for (int round = 0; round < 5; ++round) {
     int calls = 0;
-    const auto start = std::chrono::steady_clock::now();
+    const double start = now_ms();
     double elapsed = 0;
     do {
       f();
       ++calls;
-      elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      elapsed = now_ms() - start;
     } while (elapsed < 20);
     best = std::min(best, elapsed / calls);
   }
@@ -43,6 +63,9 @@ std::vector<float> filled(size_t n) {
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 1000.f - 0.5f;
   return v;
 }
+
+cpu::Isa g_float_isa = cpu::best_float_isa();
+cpu::Isa g_int8_isa = cpu::best_int8_isa();
 
 struct Layer {
   std::string name;
@@ -66,7 +89,7 @@ void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
   auto w = filled(l.cout * l.k * l.k * c.group_in_channels);
   auto bias = filled(l.cout);
   std::vector<float> out(oh * ow * l.cout);
-  const cpu::Isa isa = cpu::best_float_isa();
+  const cpu::Isa isa = g_float_isa;
   std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, isa) + 64);
   void* p = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
   cpu::conv2d_nhwc_f32_pack(c, cpu::ConvWeights::kOhwi, w.data(), bias.data(), isa, p);
@@ -90,7 +113,7 @@ void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
   q.in_zero_point = 3;
   q.weight_scales = ws.data();
   q.out_scale = 0.05f;
-  const cpu::Isa qisa = cpu::best_int8_isa();
+  const cpu::Isa qisa = g_int8_isa;
   std::vector<unsigned char> qpacked(cpu::conv2d_nhwc_qs8_packed_bytes(c, qisa) + 64);
   void* qp = qpacked.data() + (64 - reinterpret_cast<uintptr_t>(qpacked.data()) % 64) % 64;
   cpu::conv2d_nhwc_qs8_pack(c, cpu::ConvWeights::kOhwi, qw.data(), qb.data(), q, qisa, qp);
@@ -146,23 +169,65 @@ std::vector<Layer> resnet18() {
   return v;
 }
 
+void bench_qd8(int64_t m, int64_t n, int64_t k, int64_t group) {
+  auto in = filled(m * k);
+  std::vector<float> out(m * n), bias(n, 0.1f), scales(n * (k / group), 0.01f);
+  std::vector<int8_t> w8(n * k);
+  std::vector<uint8_t> w4(n * k / 2);
+  for (size_t i = 0; i < w8.size(); ++i) w8[i] = static_cast<int8_t>(i * 13 % 255 - 127);
+  for (size_t i = 0; i < w4.size(); ++i) w4[i] = static_cast<uint8_t>(i * 29);
+  std::vector<unsigned char> packed(cpu::fully_connected_qd8_packed_bytes(n, k, group, g_int8_isa));
+  const bool int4 = group != k;
+  if (int4) {
+    cpu::fully_connected_qd8_pack_qb4w(n, k, group, w4.data(), 8, scales.data(), false, bias.data(),
+                                       g_int8_isa, packed.data());
+  } else {
+    cpu::fully_connected_qd8_pack_qc8w(n, k, w8.data(), scales.data(), bias.data(), g_int8_isa,
+                                       packed.data());
+  }
+  std::vector<unsigned char> scratch(cpu::fully_connected_qd8_scratch_bytes(m, k));
+  const double ms = time_ms([&] {
+    cpu::fully_connected_qd8(packed.data(), m, in.data(), k, out.data(), n, -1e30f, 1e30f,
+                             scratch.data());
+  });
+  std::printf("qd8 %s %ldx%ldx%ld %.4f %.1f\n", int4 ? "qb4w-g32" : "qc8w", long(m), long(n),
+              long(k), ms, double(packed.size()) / ms / 1e6);
+}
+
 }  // namespace
 
-// Usage: bench_nhwc [--nhwc-only] [LAYER-SUBSTRING]
+// Usage: bench_nhwc [--nhwc-only] [--cpu-time] [--isa baseline|avx2|avx512] [LAYER-SUBSTRING]
 int main(int argc, char** argv) {
   bool with_nchw = true;
   const char* only = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--nhwc-only") == 0) {
       with_nchw = false;
+    } else if (std::strcmp(argv[i], "--cpu-time") == 0) {
+      g_cpu_time = true;
+    } else if (std::strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+      ++i;
+      const cpu::Isa want = std::strcmp(argv[i], "avx512") == 0 ? cpu::Isa::kAvx512
+                            : std::strcmp(argv[i], "avx2") == 0 ? cpu::Isa::kAvx2
+                                                                 : cpu::Isa::kBaseline;
+      if (!cpu::float_isa_supported(want) || !cpu::int8_isa_supported(want)) {
+        std::fprintf(stderr, "bench_nhwc: this CPU lacks --isa %s\n", argv[i]);
+        return 1;
+      }
+      g_float_isa = g_int8_isa = want;
     } else {
       only = argv[i];
     }
   }
-  std::printf("# float isa %s, int8 isa %s, %zu threads; columns: model layer nhwc_ms nchw_ms "
+  if (g_cpu_time && executorch::extension::threadpool::get_threadpool()->get_thread_count() != 1) {
+    std::fprintf(stderr, "bench_nhwc: --cpu-time needs EXECUTORCH_NUM_THREADS=1\n");
+    return 1;
+  }
+  std::printf("# float isa %s, int8 isa %s, %zu threads%s; columns: model layer nhwc_ms nchw_ms "
               "nhwc_gflops qs8_ms\n",
-              cpu::isa_name(cpu::best_float_isa()), cpu::isa_name(cpu::best_int8_isa()),
-              executorch::extension::threadpool::get_threadpool()->get_thread_count());
+              cpu::isa_name(g_float_isa), cpu::isa_name(g_int8_isa),
+              executorch::extension::threadpool::get_threadpool()->get_thread_count(),
+              g_cpu_time ? ", thread CPU time" : "");
   const std::pair<const char*, std::vector<Layer>> models[] = {{"mobilenet_v2", mobilenet_v2()},
                                                                {"resnet18", resnet18()}};
   for (const auto& m : models) {
@@ -170,8 +235,16 @@ int main(int argc, char** argv) {
     for (const Layer& l : m.second)
       if (only == nullptr || (std::string(m.first) + " " + l.name).find(only) != std::string::npos)
         bench_layer(m.first, l, &t, with_nchw);
-    std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms, qs8 %.3f ms (%.2fx fp32 nhwc)\n",
+    if (t.flops > 0)
+      std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms, qs8 %.3f ms (%.2fx fp32 nhwc)\n",
                 m.first, t.nhwc, t.flops / t.nhwc / 1e6, t.nchw, t.qs8, t.nhwc / t.qs8);
+  }
+  if (only == nullptr || std::strstr("qd8", only) != nullptr) {
+    for (int64_t m : {1, 32}) {
+      bench_qd8(m, 4096, 4096, 4096);
+      bench_qd8(m, 4096, 4096, 32);
+      bench_qd8(m, 11008, 4096, 32);
+    }
   }
   return 0;
 }
