@@ -89,12 +89,13 @@ struct Qs8AddParams {
 };
 
 // QD8 (dynamically quantized input) fully connected tile: the input rows are int8 with a scale
-// and zero point each; the weights come in groups of `group` reduction steps, each with a float
-// scale and the int32 sum of its weights per output column. For column j of row i:
-//   acc_g = sum_{k in g} a[i][k] * w[k][j]      (exact, int32)
-//   y = (sum_g float(acc_g - a_zp[i] * wsum_g[j]) * scale_g[j]) * a_scale[i] + bias[j]
-// clamped to [min, max]. `w` per block of NR columns: per group, its packed int8 steps (laid out
-// as the QS8 kernel of the ISA reads them), NR float scales, NR int32 sums; then NR float biases.
+// and zero point each; the weights come in groups of `group` reduction steps with a float scale
+// each per output column. For column j of row i, with o the ISA's input offset:
+//   acc_g = sum_{k in g} (a[i][k] + o) * w[k][j]      (exact, int32)
+//   y = (sum_g float(acc_g) * scale_g[j] - (a_zp[i] + o) * zsum[j]) * a_scale[i] + bias[j]
+// clamped to [min, max], where zsum[j] = sum_g float(sum_{k in g} w[k][j]) * scale_g[j].
+// `w` per block of NR columns: per group, its packed int8 steps (laid out as the QS8 kernel of
+// the ISA reads them) and NR float scales; then NR float biases and NR float zsums.
 struct Qd8GemmTile {
   int64_t mr, nr, kc, group;
   const int8_t* const* a;

@@ -185,8 +185,7 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
     const int64_t gk = p.kc - k0 < p.group ? p.kc - k0 : p.group;
     const int8_t* w = reinterpret_cast<const int8_t*>(blk);
     const float* scale = reinterpret_cast<const float*>(blk + (gk + 7) / 8 * 8 * NR);
-    const int32_t* wsum = reinterpret_cast<const int32_t*>(scale + NR);
-    blk = reinterpret_cast<const char*>(wsum + NR);
+    blk = reinterpret_cast<const char*>(scale + NR);
     __m256i acc[MR][4];
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i)
@@ -207,23 +206,23 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
           acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
       }
     }
-    const __m256i ws = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum));
     const __m256 sc = _mm256_loadu_ps(scale);
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]),
                                           _mm256_hadd_epi32(acc[i][2], acc[i][3]));
-      const __m256i corr =
-          _mm256_sub_epi32(s, _mm256_mullo_epi32(_mm256_set1_epi32(p.a_zero_point[i]), ws));
-      facc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr), sc, facc[i]);
+      facc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, facc[i]);
     }
   }
   const __m256 bias = _mm256_loadu_ps(reinterpret_cast<const float*>(blk));
+  const __m256 zsum = _mm256_loadu_ps(reinterpret_cast<const float*>(blk) + NR);
   const __m256 lo = _mm256_set1_ps(p.min), hi = _mm256_set1_ps(p.max);
   const __m256i m = lanes(p.nr);
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
-    const __m256 y = _mm256_fmadd_ps(facc[i], _mm256_set1_ps(p.a_scale[i]), bias);
+    const __m256 x = _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(p.a_zero_point[i])), zsum,
+                                      facc[i]);
+    const __m256 y = _mm256_fmadd_ps(x, _mm256_set1_ps(p.a_scale[i]), bias);
     _mm256_maskstore_ps(p.c + i * p.c_stride, m, _mm256_min_ps(_mm256_max_ps(y, lo), hi));
   }
 }

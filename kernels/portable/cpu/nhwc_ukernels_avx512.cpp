@@ -191,60 +191,69 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
   const __mmask16 m[2] = {lanes(p.nr), lanes(p.nr - 16)};
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 facc[MR][NV];
-  __m512i zp[MR];
 #pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-    // The kernel reads a + 128, so a zero point of zp is one of zp + 128.
-    zp[i] = _mm512_set1_epi32(p.a_zero_point[i] + kQs8Avx512InputOffset);
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) facc[i][v] = _mm512_setzero_ps();
-  }
   for (int64_t k0 = 0; k0 < p.kc; k0 += p.group) {
     const int64_t gk = p.kc - k0 < p.group ? p.kc - k0 : p.group;
     const int64_t steps = gk / 4, rem = gk % 4;
     const int8_t* w = reinterpret_cast<const int8_t*>(blk);
     const float* scale = reinterpret_cast<const float*>(blk + (steps + (rem != 0)) * 4 * NR);
-    const int32_t* wsum = reinterpret_cast<const int32_t*>(scale + NR);
-    blk = reinterpret_cast<const char*>(wsum + NR);
+    blk = reinterpret_cast<const char*>(scale + NR);
     __m512i acc[MR][NV];
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_si512();
-    for (int64_t s = 0; s <= steps; ++s, w += 4 * NR) {
-      if (s == steps && rem == 0) break;
+    for (int64_t s = 0; s < steps; ++s, w += 4 * NR) {
       const __m512i b0 = _mm512_loadu_si512(w);
       const __m512i b1 = NV > 1 ? _mm512_loadu_si512(w + 64) : b0;
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i) {
-        const __m512i ai = _mm512_xor_si512(
-            _mm512_set1_epi32(load4(p.a[i] + k0 + 4 * s, s < steps ? 4 : rem)), flip);
+        int32_t v;
+        __builtin_memcpy(&v, p.a[i] + k0 + 4 * s, 4);
+        const __m512i ai = _mm512_xor_si512(_mm512_set1_epi32(v), flip);
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
+        if (NV > 1) acc[i][NV - 1] = _mm512_dpbusd_epi32(acc[i][NV - 1], ai, b1);
+      }
+    }
+    if (rem != 0) {
+      const __m512i b0 = _mm512_loadu_si512(w);
+      const __m512i b1 = NV > 1 ? _mm512_loadu_si512(w + 64) : b0;
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m512i ai =
+            _mm512_xor_si512(_mm512_set1_epi32(load4(p.a[i] + k0 + 4 * steps, rem)), flip);
         acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
         if (NV > 1) acc[i][NV - 1] = _mm512_dpbusd_epi32(acc[i][NV - 1], ai, b1);
       }
     }
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
-      const __m512i ws = _mm512_loadu_si512(wsum + 16 * v);
       const __m512 sc = _mm512_loadu_ps(scale + 16 * v);
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) {
-        const __m512i corr = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(zp[i], ws));
-        facc[i][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(corr), sc, facc[i][v]);
-      }
+      for (int i = 0; i < MR; ++i)
+        facc[i][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][v]), sc, facc[i][v]);
     }
   }
   const float* bias = reinterpret_cast<const float*>(blk);
+  const float* zsum = bias + NR;
   const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
 #pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < MR; ++i) {
+    // The kernel read a + 128, so the zero point to remove is zp + 128.
+    const __m512 zp =
+        _mm512_set1_ps(static_cast<float>(p.a_zero_point[i] + kQs8Avx512InputOffset));
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
-      const __m512 y = _mm512_fmadd_ps(facc[i][v], _mm512_set1_ps(p.a_scale[i]),
-                                       _mm512_loadu_ps(bias + 16 * v));
+      const __m512 x = _mm512_fnmadd_ps(zp, _mm512_loadu_ps(zsum + 16 * v), facc[i][v]);
+      const __m512 y =
+          _mm512_fmadd_ps(x, _mm512_set1_ps(p.a_scale[i]), _mm512_loadu_ps(bias + 16 * v));
       _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
                             _mm512_min_ps(_mm512_max_ps(y, lo), hi));
     }
+  }
 }
 
 template <int MR>

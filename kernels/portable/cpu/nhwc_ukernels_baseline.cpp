@@ -81,21 +81,23 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
     const int64_t gk = p.kc - k0 < p.group ? p.kc - k0 : p.group;
     const int8_t* w = reinterpret_cast<const int8_t*>(blk);
     const float* scale = reinterpret_cast<const float*>(blk + gk * NR);
-    const int32_t* wsum = reinterpret_cast<const int32_t*>(scale + NR);
-    blk = reinterpret_cast<const char*>(wsum + NR);
+    blk = reinterpret_cast<const char*>(scale + NR);
     for (int i = 0; i < MR; ++i) {
       int32_t acc[NR] = {};
       const int8_t* a = p.a[i] + k0;
       for (int64_t k = 0; k < gk; ++k)
         for (int j = 0; j < NR; ++j) acc[j] += int32_t(a[k]) * w[k * NR + j];
-      for (int j = 0; j < NR; ++j)
-        facc[i][j] += static_cast<float>(acc[j] - p.a_zero_point[i] * wsum[j]) * scale[j];
+      for (int j = 0; j < NR; ++j) facc[i][j] += static_cast<float>(acc[j]) * scale[j];
     }
   }
   const float* bias = reinterpret_cast<const float*>(blk);
-  for (int i = 0; i < MR; ++i)
+  const float* zsum = bias + NR;
+  for (int i = 0; i < MR; ++i) {
+    const float zp = static_cast<float>(p.a_zero_point[i]);
     for (int64_t j = 0; j < p.nr; ++j)
-      p.c[i * p.c_stride + j] = clampf(facc[i][j] * p.a_scale[i] + bias[j], p.min, p.max);
+      p.c[i * p.c_stride + j] =
+          clampf((facc[i][j] - zp * zsum[j]) * p.a_scale[i] + bias[j], p.min, p.max);
+  }
 }
 
 }  // namespace

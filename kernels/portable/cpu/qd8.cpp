@@ -55,6 +55,7 @@ bool plan(int64_t n, int64_t k, int64_t group, Isa isa, Header* h) {
       !kernels_for(isa, &kk))
     return false;
   if (group != k && (group % 8 != 0)) return false;
+  if (kk.geo.nr > 64) return false;
   std::memset(h, 0, sizeof(*h));
   h->magic = kMagic;
   h->isa = static_cast<int32_t>(isa);
@@ -64,7 +65,7 @@ bool plan(int64_t n, int64_t k, int64_t group, Isa isa, Header* h) {
   h->k = k;
   h->group = group;
   const int64_t groups = k / group;
-  h->block_bytes = groups * (group_weight_bytes(*h, group) + 8 * h->nr) + 4 * h->nr;
+  h->block_bytes = groups * (group_weight_bytes(*h, group) + 4 * h->nr) + 8 * h->nr;
   return true;
 }
 
@@ -84,6 +85,7 @@ void pack(const Header& h, const Value& value, const Scale& scale, const float* 
   for (int64_t j0 = 0; j0 < h.n; j0 += nr, blk += h.block_bytes) {
     const int64_t cols = std::min(nr, h.n - j0);
     char* g_base = blk;
+    double zsum[64] = {};  // nr <= 32 on every ISA
     for (int64_t g = 0; g < groups; ++g) {
       int8_t* w = reinterpret_cast<int8_t*>(g_base);
       char* tail = g_base + group_weight_bytes(h, h.group);
@@ -97,13 +99,14 @@ void pack(const Header& h, const Value& value, const Scale& scale, const float* 
         }
         const float s = scale(j0 + j, g);
         std::memcpy(tail + 4 * j, &s, 4);
-        std::memcpy(tail + 4 * (nr + j), &sum, 4);
+        zsum[j] += double(sum) * s;
       }
-      g_base = tail + 8 * nr;
+      g_base = tail + 4 * nr;
     }
     for (int64_t j = 0; j < cols; ++j) {
-      const float b = bias ? bias[j0 + j] : 0.f;
+      const float b = bias ? bias[j0 + j] : 0.f, z = static_cast<float>(zsum[j]);
       std::memcpy(g_base + 4 * j, &b, 4);
+      std::memcpy(g_base + 4 * (nr + j), &z, 4);
     }
   }
 }

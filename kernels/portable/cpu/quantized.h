@@ -72,10 +72,13 @@ bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8
 // input must be finite): lo = min(0, min x), hi = max(0, max x); with hi == lo the row is all
 // zeros (scale 1, zero point 0); else inv = 255 / (hi - lo), scale = (hi - lo) / 255,
 // zp = clamp(rne(-128 - lo * inv), -128, 127), q = clamp(rne(x * inv) + zp, -128, 127).
-// Output: out[m, n] = clamp((sum_g float(sum_{k in g} (q - zp) * w[n, k]) * wscale[n, g])
+// Output: out[m, n] = clamp(sum_g float(sum_{k in g} (q - zp) * w[n, k]) * wscale[n, g]
 //                           * scale_m + bias[n])
-// where g runs over the weight groups (one group of k for per-channel weights). The integer sums
-// are exact on every ISA; the float epilogue may round differently per ISA (FMA), as float GEMMs.
+// where g runs over the weight groups (one group of k for per-channel weights). The kernels sum
+// each group's q * w exactly in int32 and take the zero point off once per output in float, as
+// zp * sum_g float(sum_{k in g} w[n, k]) * wscale[n, g] (precomputed at packing), so results
+// agree with the formula to float rounding and may differ across ISAs by it (FMA), as float
+// GEMMs do; for one ISA they are bit-identical for any thread count.
 //
 // Weights, packed once:
 // - qc8w: int8 [n, k] with one float scale per output channel;
