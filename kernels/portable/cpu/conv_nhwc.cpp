@@ -23,7 +23,10 @@ bool ConvNhwc::valid() const {
     if (v < 1 || v > kMax) return false;
   for (int64_t v : {pad_top, pad_left, pad_bottom, pad_right})
     if (v < 0 || v > kMax) return false;
-  return kernel_h * kernel_w <= kMax && in_channels() <= kMax && out_channels() <= kMax;
+  // Each output channel's reduction, and the whole weight tensor, stay far from int64 overflow.
+  const int64_t reduction = kernel_h * kernel_w * group_in_channels;
+  return kernel_h * kernel_w <= kMax && in_channels() <= kMax && out_channels() <= kMax &&
+         reduction <= kMax && out_channels() * reduction <= (int64_t(1) << 40);
 }
 
 namespace {

@@ -42,8 +42,9 @@ struct ConvNhwc {
   int64_t out_w(int64_t in_w) const {
     return out_len(in_w + pad_left + pad_right, kernel_w, stride_w, dilation_w);
   }
-  // Sizes positive, pads non-negative, and every product the kernels form fits in int64_t
-  // (each field at most 2^24, channel and tap counts at most 2^24).
+  // Sizes positive, pads non-negative, and every product the kernels form fits in int64_t:
+  // each field, the channel and tap counts and the reduction per output (taps x group_in) at
+  // most 2^24, the weight count at most 2^40.
   bool valid() const;
 
   static int64_t out_len(int64_t padded, int64_t kernel, int64_t stride, int64_t dilation) {

@@ -194,6 +194,9 @@ KTEST(conv_nhwc_f32_refuses_mismatched_or_invalid_geometry) {
   ConvNhwc bad = c;
   bad.stride_h = 0;
   CHECK(!bad.valid());
+  ConvNhwc huge = geometry(4096, 1, 0, 1, 1, 4096, 4096);  // each field fine, products not
+  CHECK(!huge.valid());
+  CHECK(cpu::conv2d_nhwc_f32_packed_bytes(huge, Isa::kBaseline) == 0);
   CHECK(cpu::conv2d_nhwc_f32_packed_bytes(bad, Isa::kBaseline) == 0);
   // depthwise-only layout for a non-depthwise conv is refused
   CHECK(!cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kHwo, wt.data(), nullptr, Isa::kBaseline,
