@@ -159,12 +159,36 @@ const float* weights_of(const void* packed) {
 // Floats of the per-task stack buffer that holds merged kernel rows patched with zero padding.
 constexpr int64_t kPatchFloats = 8192;
 
-// Indirect GEMM over M output rows: row_ptr(r, tap, g, slot) gives row r's input row for one tap
+// Indirect GEMM over M output rows (`plane` per image, `ow` per output row; 1 and 1 for a plain
+// matrix): row_ptr(pos, tap, g, slot) gives the input row of the output row at `pos` for one tap
 // (the zero row for padding), or builds it in `slot` (room for kc floats) and returns that.
 // Tasks are (group, span of MR-row tiles, span of NR-column blocks).
+// An output row's position: image n, output row y, output column x.
+struct Pos {
+  int64_t n, y, x;
+};
+
+// Positions of rows [r0, r0 + count) of an output of `plane` = oh * ow pixels per image: one
+// division for the tile, then steps (a division per row and tap used to dominate small-K convs).
+inline void locate(int64_t r0, int64_t count, int64_t plane, int64_t ow, Pos* pos) {
+  Pos p{r0 / plane, r0 % plane / ow, r0 % ow};
+  const int64_t oh = plane / ow;
+  for (int64_t i = 0; i < count; ++i) {
+    pos[i] = p;
+    if (++p.x == ow) {
+      p.x = 0;
+      if (++p.y == oh) {
+        p.y = 0;
+        ++p.n;
+      }
+    }
+  }
+}
+
 template <typename RowPtr>
 void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
-              int64_t out_stride, float out_min, float out_max, const RowPtr& row_ptr) {
+              int64_t out_stride, float out_min, float out_max, int64_t plane, int64_t ow,
+              const RowPtr& row_ptr) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = ceil_div(h.ocg, NR), tiles = ceil_div(m, MR);
   const int64_t block_floats = NR * (1 + h.ks * h.cg);
@@ -183,12 +207,14 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
       const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
       for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
         const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
+        Pos pos[kMaxMR];
+        locate(r0, mr, plane, ow, pos);
         for (int64_t tap0 = 0; tap0 < h.ks; tap0 += kTapChunk) {
           const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
           const bool last = tap0 + taps == h.ks;
           for (int64_t t = 0; t < taps; ++t)
             for (int64_t i = 0; i < mr; ++i)
-              a[t * kMaxMR + i] = row_ptr(r0 + i, tap0 + t, g, patch + (t * kMaxMR + i) * h.cg);
+              a[t * kMaxMR + i] = row_ptr(pos[i], tap0 + t, g, patch + (t * kMaxMR + i) * h.cg);
           for (int64_t b = bt * blocks_per; b < b_end; ++b) {
             const float* blk = w + (g * blocks + b) * block_floats;
             F32GemmTile p;
@@ -289,9 +315,9 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
     Header merged = *h;
     merged.ks = c.kernel_h;
     merged.cg = c.kernel_w * cg;
-    run_gemm(merged, k, w, batch * plane, out, c.out_channels(), out_min, out_max,
-             [&](int64_t r, int64_t kh, int64_t, float* slot) -> const float* {
-               const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+    run_gemm(merged, k, w, batch * plane, out, c.out_channels(), out_min, out_max, plane, ow,
+             [&](const Pos& p, int64_t kh, int64_t, float* slot) -> const float* {
+               const int64_t n = p.n, y = p.y, x = p.x;
                const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
                if (ih < 0 || ih >= in_h) return zero;
                const int64_t iw0 = x * c.stride_w - c.pad_left;
@@ -309,9 +335,9 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
              });
     return true;
   }
-  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max,
-           [&](int64_t r, int64_t tap, int64_t g, float*) -> const float* {
-             const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max, plane, ow,
+           [&](const Pos& p, int64_t tap, int64_t g, float*) -> const float* {
+             const int64_t n = p.n, y = p.y, x = p.x;
              const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
              const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
              if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) return zero;
@@ -349,8 +375,8 @@ bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t
   if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 ||
       !kernels_for(static_cast<Isa>(h->isa), &k) || m < 0)
     return false;
-  run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max,
-           [&](int64_t r, int64_t, int64_t, float*) { return in + r * in_stride; });
+  run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max, 1, 1,
+           [&](const Pos& p, int64_t, int64_t, float*) { return in + p.n * in_stride; });
   return true;
 }
 

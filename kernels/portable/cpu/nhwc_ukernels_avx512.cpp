@@ -106,13 +106,13 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
 
 // Four input bytes from p (fewer at a row's end: the rest read as zero, times zero weights).
 inline int32_t load4(const int8_t* p, int64_t n) {
-  int32_t v = 0;
   if (n >= 4) {
+    int32_t v;
     __builtin_memcpy(&v, p, 4);
-  } else {
-    for (int64_t r = 0; r < n; ++r) reinterpret_cast<int8_t*>(&v)[r] = p[r];
+    return v;
   }
-  return v;
+  // A masked load: bytes past n are neither read (no fault) nor kept.
+  return _mm_cvtsi128_si32(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1), p));
 }
 
 // Requantizes 16 int32 sums to int8 (see Qs8Requant); cvtps rounds to nearest-even.

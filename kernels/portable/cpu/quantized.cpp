@@ -208,9 +208,32 @@ int64_t merged_kw(const ConvNhwc& c, Isa isa) {
   return kernels_for(isa, &k) && merge_rows(c, k.geo.mr) ? c.kernel_w : 1;
 }
 
+// An output row's position: image n, output row y, output column x.
+struct Pos {
+  int64_t n, y, x;
+};
+
+// Positions of rows [r0, r0 + count) of an output of `plane` = oh * ow pixels per image: one
+// division for the tile, then steps (a division per row and tap used to dominate small-K convs).
+inline void locate(int64_t r0, int64_t count, int64_t plane, int64_t ow, Pos* pos) {
+  Pos p{r0 / plane, r0 % plane / ow, r0 % ow};
+  const int64_t oh = plane / ow;
+  for (int64_t i = 0; i < count; ++i) {
+    pos[i] = p;
+    if (++p.x == ow) {
+      p.x = 0;
+      if (++p.y == oh) {
+        p.y = 0;
+        ++p.n;
+      }
+    }
+  }
+}
+
 template <typename RowPtr>
 void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_t* out,
-              int64_t out_stride, const ukernel::Qs8Requant& rq, const RowPtr& row_ptr) {
+              int64_t out_stride, const ukernel::Qs8Requant& rq, int64_t plane, int64_t ow,
+              const RowPtr& row_ptr) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = h.blocks_per_group, tiles = ceil_div(m, MR);
   const int64_t tile_macs = std::max<int64_t>(1, MR * h.ks * h.cg * NR);
@@ -227,9 +250,11 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
       const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
       for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
         const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
+        Pos pos[kMaxMR];
+        locate(r0, mr, plane, ow, pos);
         for (int64_t t = 0; t < h.ks; ++t)
           for (int64_t i = 0; i < mr; ++i)
-            a[t * kMaxMR + i] = row_ptr(r0 + i, t, g, patch + (t * kMaxMR + i) * h.cg);
+            a[t * kMaxMR + i] = row_ptr(pos[i], t, g, patch + (t * kMaxMR + i) * h.cg);
         for (int64_t b = bt * blocks_per; b < b_end; ++b) {
           Qs8GemmTile p;
           p.mr = mr;
@@ -320,9 +345,9 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
   const int8_t* zero = reinterpret_cast<const int8_t*>(w + h->weight_bytes);
   const int64_t cin = c.in_channels(), cg = c.group_in_channels, plane = oh * ow;
   if (mk > 1) {
-    run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq,
-             [&](int64_t r, int64_t kh, int64_t, int8_t* slot) -> const int8_t* {
-               const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+    run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq, plane, ow,
+             [&](const Pos& p, int64_t kh, int64_t, int8_t* slot) -> const int8_t* {
+               const int64_t n = p.n, y = p.y, x = p.x;
                const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
                if (ih < 0 || ih >= in_h) return zero;
                const int64_t iw0 = x * c.stride_w - c.pad_left;
@@ -340,9 +365,9 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
              });
     return true;
   }
-  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq,
-           [&](int64_t r, int64_t tap, int64_t g, int8_t*) -> const int8_t* {
-             const int64_t n = r / plane, y = r % plane / ow, x = r % ow;
+  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq, plane, ow,
+           [&](const Pos& p, int64_t tap, int64_t g, int8_t*) -> const int8_t* {
+             const int64_t n = p.n, y = p.y, x = p.x;
              const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
              const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
              if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) return zero;
@@ -382,8 +407,8 @@ bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_
       out_min > out_max || !kernels_for(static_cast<Isa>(h->isa), &k))
     return false;
   run_gemm(*h, k, weights_of(packed), m, out, out_stride,
-           requant(out_min, out_max, h->out_zero_point),
-           [&](int64_t r, int64_t, int64_t, int8_t*) { return in + r * in_stride; });
+           requant(out_min, out_max, h->out_zero_point), 1, 1,
+           [&](const Pos& p, int64_t, int64_t, int8_t*) { return in + p.n * in_stride; });
   return true;
 }
 
