@@ -84,7 +84,8 @@ std::vector<Case> cases() {
       {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},     // grouped
       {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem (49 taps: chunked)
       {1, 6, 6, geometry(3, 3, 0, 1, 1, 3, 4)},      // stride 3
-      {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},    // 3x3 with ragged channels
+      {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},
+      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},      // one input channel: merged rows, both layouts    // 3x3 with ragged channels
   };
   Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
   asym.c.pad_top = 1;

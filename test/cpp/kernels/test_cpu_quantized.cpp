@@ -107,6 +107,7 @@ std::vector<Case> cases() {
       {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},     // grouped
       {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem
       {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},
+      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},      // one input channel: merged rows, both layouts
   };
   Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
   asym.c.pad_top = 1;
