@@ -5,8 +5,10 @@
 #include <immintrin.h>
 
 // GCC 12's AVX-512 headers start some intrinsics from an undefined vector and then warn about it.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "kernels/portable/cpu/nhwc_ukernels.h"
 
