@@ -18,17 +18,17 @@ aten = torch.ops.aten
 
 _WEIGHTED = {aten.conv1d.default, aten.conv2d.default, aten.linear.default}
 _ADD = {aten.add.Tensor, aten.add_.Tensor, operator.add}
-_EPS = 2 ** -12  # smallest scale: keeps an all-zero tensor from dividing by zero
+SCALE_EPS = 2 ** -12  # smallest scale: keeps an all-zero tensor from dividing by zero
 
 
 def _activation() -> QuantizationSpec:
     return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
-                            observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=_EPS))
+                            observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=SCALE_EPS))
 
 
 def _weight() -> QuantizationSpec:
     return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
-                            ch_axis=0, observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=_EPS))
+                            ch_axis=0, observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=SCALE_EPS))
 
 
 class Int8Quantizer(Quantizer):
@@ -48,9 +48,9 @@ class Int8Quantizer(Quantizer):
         for node in model.graph.nodes:
             if node.op != "call_function" or "quantization_annotation" in node.meta:
                 continue
-            if node.target in _WEIGHTED and _is_float_tensor(node.args[0]) and _is_float_tensor(node.args[1]):
+            if node.target in _WEIGHTED and is_float_tensor(node.args[0]) and is_float_tensor(node.args[1]):
                 qspecs = {node.args[0]: _activation(), node.args[1]: _weight()}
-            elif node.target in _ADD and all(_is_float_tensor(a) for a in node.args[:2]):
+            elif node.target in _ADD and all(is_float_tensor(a) for a in node.args[:2]):
                 qspecs = {node.args[0]: _activation(), node.args[1]: _activation()}
             else:
                 continue
@@ -62,6 +62,7 @@ class Int8Quantizer(Quantizer):
         """Nothing to check: every annotation this quantizer makes is one the runtime kernels run."""
 
 
-def _is_float_tensor(arg) -> bool:
+def is_float_tensor(arg) -> bool:
+    """Whether a graph argument is a float32 tensor node (what the int8 observers can observe)."""
     val = arg.meta.get("val") if isinstance(arg, fx.Node) else None
     return isinstance(val, torch.Tensor) and val.dtype == torch.float32
