@@ -10,8 +10,14 @@ from typing import Any, Optional, Sequence
 
 from executorch.cli.errors import CliError
 
-# Short names; any recipe type's value (`portable_fp32`, `executor_backend_fp32`, ...) works too.
-_ALIASES = {"portable": "portable_fp32"}
+# Short names; any recipe type's value (`portable_fp32`, `xnnpack_pt2e_int8_dynamic_per_channel`,
+# `executor_backend_fp32`, ...) works too.
+_ALIASES = {
+    "portable": "portable_fp32",
+    "xnnpack": "xnnpack_fp32",
+    "xnnpack_int8": "xnnpack_pt2e_int8_static_per_channel",  # what the published examples' --quantize does
+    "xnnpack_8da4w": "xnnpack_torchao_int8da_int4w_per_tensor",  # int4 weights in groups of 32
+}
 
 
 def _recipe_types() -> dict[str, Any]:

@@ -45,7 +45,8 @@ class RecipeRegistry:
 
 
 def _load_builtin_providers() -> None:
-    # The portable recipes ship with this package; importing the module registers them.
+    # The portable and XNNPACK recipes ship in every wheel; importing their modules registers them.
+    import executorch.backends.xnnpack.recipes  # noqa: F401
     import executorch.export.portable_recipes  # noqa: F401
 
 

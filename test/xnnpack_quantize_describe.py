@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import torch
 
@@ -38,12 +39,16 @@ def _setup(quantizer, get_config, name: str):
 
 
 def load_factory(spec: str):
+    """The factory of `FILE.py:FACTORY`; each file is loaded once per process, under its own module name
+    (torch.export's guards look source modules up by name)."""
     path, _, name = spec.rpartition(":")
-    module_spec = importlib.util.spec_from_file_location("zoo_model", path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules["zoo_model"] = module  # torch.export looks source modules up by name
-    module_spec.loader.exec_module(module)
-    return getattr(module, name)
+    module_name = f"quant_model_{Path(path).stem}"
+    if module_name not in sys.modules:
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        module_spec.loader.exec_module(module)
+    return getattr(sys.modules[module_name], name)
 
 
 def _value(arg, gm):
