@@ -19,8 +19,9 @@ TORCH_INDEX=()
 [ -z "${TORCH_INDEX_URL:-}" ] || TORCH_INDEX=(--index-url "$TORCH_INDEX_URL")
 say "torch 2.13.0${TORCH_INDEX_URL:+ from $TORCH_INDEX_URL}"
 pip_quiet torch==2.13.0 "${TORCH_INDEX[@]}"
-say "dev tools (requirements-dev.txt)"
+say "dev tools (requirements-dev.txt, requirements-dev-nodeps.txt)"
 pip_quiet -r "$ROOT/requirements-dev.txt"
+pip_quiet --no-deps -r "$ROOT/requirements-dev-nodeps.txt"
 say "this project, editable"
 "$VENV/bin/python" -m pip install -q --no-build-isolation -e "$ROOT" 2>&1 | grep -v '^WARNING: Location' || true
 # torch warns at import when NumPy is absent; nothing here needs NumPy.
