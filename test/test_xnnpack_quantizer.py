@@ -175,3 +175,13 @@ def test_qat_conv_bn_pattern():
     # input, weight (per channel) and the relu's output: the batch norm sits inside the pattern.
     assert ops.count(f"{Q}.dequantize_per_channel.default") == 1
     assert ops.count(f"{Q}.quantize_per_tensor.default") == 2
+
+
+def test_missing_torchao_is_named_with_its_install():
+    code = ("import sys; sys.modules['torchao'] = None\n"
+            "import executorch.backends.xnnpack.quantizer.xnnpack_quantizer")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ModuleNotFoundError: executorch.backends.xnnpack.quantizer needs the torchao package, which is not "
+        "installed; pip install torchao==0.18.0")

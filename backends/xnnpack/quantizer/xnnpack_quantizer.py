@@ -16,6 +16,11 @@ from typing import Any, Callable, Dict, List, Optional, Set
 import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
+
+from executorch.export._torchao import require_torchao
+
+require_torchao("executorch.backends.xnnpack.quantizer")  # one line naming the install, not a bare ImportError
+
 from torchao.quantization.pt2e import (
     FakeQuantize,
     FusedMovingAvgObsFakeQuantize,

@@ -15,6 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 from torch.fx.passes.utils.matcher_with_name_node_map_utils import SubgraphMatcherWithNameNodeMap
+
+from executorch.export._torchao import require_torchao
+
+require_torchao("executorch.backends.xnnpack.quantizer")  # one line naming the install, not a bare ImportError
+
 from torchao.quantization.pt2e import WrapperModule
 from torchao.quantization.pt2e.quantizer import (
     OperatorConfig,
