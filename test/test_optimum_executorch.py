@@ -29,8 +29,13 @@ ARCHS = {
     "llama": lambda: (transformers.LlamaConfig(**_TINY), transformers.LlamaForCausalLM),
     "qwen2": lambda: (transformers.Qwen2Config(**_TINY, use_sliding_window=False), transformers.Qwen2ForCausalLM),
 }
+# optimum's xnnpack recipe lowers with ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True), which
+# to_executorch refuses until it fuses leftover quantize/dequantize patterns and folds constants.
+_XNNPACK_CONFIG = pytest.mark.xfail(strict=True, reason="do_quant_fusion_and_const_prop=True is refused by "
+                                    "ExecutorchBackendConfig; remove this mark once to_executorch does it")
 # (optimum recipe, --qlinear)
-EXPORTS = [("portable", None), ("xnnpack", None), ("portable", "8da4w"), ("xnnpack", "8da4w")]
+EXPORTS = [("portable", None), pytest.param("xnnpack", None, marks=_XNNPACK_CONFIG), ("portable", "8da4w"),
+           pytest.param("xnnpack", "8da4w", marks=_XNNPACK_CONFIG)]
 
 
 def _needs_native() -> None:
@@ -40,9 +45,11 @@ def _needs_native() -> None:
                     "optimum-executorch runs programs through portable_lib")
 
 
-def _needs_partitioner(recipe: str) -> None:
-    if recipe == "xnnpack" and importlib.util.find_spec("executorch.backends.xnnpack.partition") is None:
-        pytest.skip("executorch.backends.xnnpack.partition (XnnpackPartitioner) is not in this tree yet")
+def _needs_partitioner() -> None:
+    # optimum-executorch imports every one of its recipe modules at start-up, xnnpack's included.
+    if importlib.util.find_spec("executorch.backends.xnnpack.partition") is None:
+        pytest.skip("optimum-executorch imports executorch.backends.xnnpack.partition.xnnpack_partitioner at "
+                    "start-up, and XnnpackPartitioner is not in this tree yet")
 
 
 def _env() -> dict:
@@ -108,11 +115,12 @@ def _et_logits(et_model, tokens: list) -> torch.Tensor:
     return torch.stack(steps)
 
 
-@pytest.mark.parametrize("recipe,qlinear", EXPORTS, ids=[f"{r}-{q or 'fp32'}" for r, q in EXPORTS])
+@pytest.mark.parametrize("recipe,qlinear", EXPORTS,
+                         ids=["portable-fp32", "xnnpack-fp32", "portable-8da4w", "xnnpack-8da4w"])
 @pytest.mark.parametrize("arch", list(ARCHS))
 def test_export_load_and_decode_like_eager(checkpoints, tmp_path, arch, recipe, qlinear):
     _needs_native()
-    _needs_partitioner(recipe)
+    _needs_partitioner()
     if qlinear and importlib.util.find_spec("torchao") is None:
         pytest.skip("torchao is not installed (pip install torchao==0.18.0)")
     from optimum.executorch import ExecuTorchModelForCausalLM
