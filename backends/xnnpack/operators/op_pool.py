@@ -1,0 +1,71 @@
+"""Pools and means: max/avg pooling and the mean over H and W on NHWC values; a mean over the last
+dim as a fully connected node with a constant 1/n filter."""
+
+from __future__ import annotations
+
+import torch
+
+from executorch.backends.xnnpack.operators.node_visitor import (
+    INVALID, NHWC, XnnGraphBuilder, node_val, register, shape,
+)
+from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+
+aten = torch.ops.aten
+XNN_FLAG_KEEP_DIMS = 0x40
+
+
+def _pair(v, default):
+    v = list(v) if v else list(default)
+    return v * 2 if len(v) == 1 else v
+
+
+def _arg(node, i, name, default):
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def _pool_geometry(node):
+    k = _pair(node.args[1], None)
+    stride = _pair(_arg(node, 2, "stride", None), k)
+    pad = _pair(_arg(node, 3, "padding", None), [0, 0])
+    return k, stride, pad
+
+
+@register(aten.max_pool2d.default, aten.max_pool2d_with_indices.default)
+def max_pool(b: XnnGraphBuilder, node) -> None:
+    k, stride, pad = _pool_geometry(node)
+    dil = _pair(_arg(node, 4, "dilation", None), [1, 1])
+    inp = b.tensor(node.args[0], NHWC)
+    out = b.output(node, NHWC)
+    b.add(xs.XNNMaxPooling2d(padding_top=pad[0], padding_right=pad[1], padding_bottom=pad[0], padding_left=pad[1],
+                             pooling_height=k[0], pooling_width=k[1], stride_height=stride[0],
+                             stride_width=stride[1], dilation_height=dil[0], dilation_width=dil[1], input_id=inp,
+                             output_id=out), node)
+
+
+@register(aten.avg_pool2d.default)
+def avg_pool(b: XnnGraphBuilder, node) -> None:
+    k, stride, pad = _pool_geometry(node)
+    inp = b.tensor(node.args[0], NHWC)
+    out = b.output(node, NHWC)
+    b.add(xs.XNNAvgPooling2d(padding_top=pad[0], padding_right=pad[1], padding_bottom=pad[0], padding_left=pad[1],
+                             pooling_height=k[0], pooling_width=k[1], stride_height=stride[0],
+                             stride_width=stride[1], dilation_height=1, dilation_width=1, input_id=inp,
+                             output_id=out), node)
+
+
+@register(aten.mean.dim)
+def mean(b: XnnGraphBuilder, node) -> None:
+    x = node.args[0]
+    rank = node_val(x).dim()
+    dims = sorted(d % rank for d in node.args[1])
+    if rank == 4 and dims == [2, 3]:
+        inp = b.tensor(x, NHWC)
+        out = b.output(node, NHWC)
+        b.add(xs.XNNGlobalAvgPooling2d(input_id=inp, output_id=out, flags=XNN_FLAG_KEEP_DIMS), node)
+        return
+    n = shape(x)[-1]
+    filt = torch.full((1, n), 1.0 / n, dtype=node_val(x).dtype)
+    inp = b.tensor(x)
+    filter_id = b.constant(filt)
+    out = b.output(node)
+    b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=INVALID, output_id=out), node)
