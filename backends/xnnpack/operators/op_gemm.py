@@ -10,31 +10,41 @@ from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 aten = torch.ops.aten
 
 
-def fully_connected(b: XnnGraphBuilder, node, x, weight: torch.Tensor, bias) -> None:
-    """`node = x @ weight.T + bias` with `weight` [out, in]."""
+XNN_FLAG_TRANSPOSE_WEIGHTS = 0x1
+
+
+def fully_connected(b: XnnGraphBuilder, node, x, weight, bias, transposed: bool = False) -> None:
+    """`node = x @ weight.T + bias` with `weight` [out, in] ([in, out] when `transposed`). A weight
+    that is no constant of this partition (a tied weight another partition also reads) is a
+    runtime value, which XNNPACK's fully connected takes too."""
     inp = b.tensor(x)
-    filter_id = b.constant(weight)
-    bias_id = INVALID if bias is None else b.constant(bias)
+    if weight in b.consts:
+        w = b.consts[weight]
+        filter_id, flags = b.constant(w.t() if transposed else w), 0
+    else:
+        filter_id, flags = b.tensor(weight), XNN_FLAG_TRANSPOSE_WEIGHTS if transposed else 0
+    bias_id = INVALID if bias is None else b.tensor(bias)
     out = b.output(node)
-    b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=bias_id, output_id=out), node)
+    b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=bias_id, output_id=out, flags=flags),
+          node)
 
 
 @register(aten.linear.default)
 def linear(b: XnnGraphBuilder, node) -> None:
     bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
-    fully_connected(b, node, node.args[0], b.consts[node.args[1]], None if bias is None else b.consts[bias])
+    fully_connected(b, node, node.args[0], node.args[1], bias)
 
 
 @register(aten.addmm.default)
 def addmm(b: XnnGraphBuilder, node) -> None:
     bias, x, mat2 = node.args
-    fully_connected(b, node, x, b.consts[mat2].t(), b.consts[bias])
+    fully_connected(b, node, x, mat2, bias, transposed=True)
 
 
 @register(aten.mm.default)
 def mm(b: XnnGraphBuilder, node) -> None:
     x, mat2 = node.args
-    fully_connected(b, node, x, b.consts[mat2].t(), None)
+    fully_connected(b, node, x, mat2, None, transposed=True)
 
 
 @register(aten.bmm.default)

@@ -1,12 +1,12 @@
 """Pools and means: max/avg pooling and the mean over H and W on NHWC values; a mean over the last
-dim as a fully connected node with a constant 1/n filter."""
+dim as a fully connected node with a constant 1/n filter (one node, no reduction op needed)."""
 
 from __future__ import annotations
 
 import torch
 
 from executorch.backends.xnnpack.operators.node_visitor import (
-    INVALID, NHWC, XnnGraphBuilder, node_val, register, shape,
+    INVALID, NHWC, PERM_NCHW_TO_NHWC, XnnGraphBuilder, node_val, register, shape,
 )
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 
@@ -56,16 +56,28 @@ def avg_pool(b: XnnGraphBuilder, node) -> None:
 @register(aten.mean.dim)
 def mean(b: XnnGraphBuilder, node) -> None:
     x = node.args[0]
-    rank = node_val(x).dim()
+    in_dims = shape(x)
+    rank = len(in_dims)
     dims = sorted(d % rank for d in node.args[1])
+    keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    kept = list(in_dims)
+    for d in dims:
+        kept[d] = 1
     if rank == 4 and dims == [2, 3]:
         inp = b.tensor(x, NHWC)
-        out = b.output(node, NHWC)
+        if keepdim:
+            out = b.output(node, NHWC)
+        else:
+            out = b._define([kept[i] for i in PERM_NCHW_TO_NHWC], b.dtype(node))
         b.add(xs.XNNGlobalAvgPooling2d(input_id=inp, output_id=out, flags=XNN_FLAG_KEEP_DIMS), node)
-        return
-    n = shape(x)[-1]
-    filt = torch.full((1, n), 1.0 / n, dtype=node_val(x).dtype)
-    inp = b.tensor(x)
-    filter_id = b.constant(filt)
-    out = b.output(node)
-    b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=INVALID, output_id=out), node)
+    else:
+        n = in_dims[-1]
+        inp = b.tensor(x)
+        filter_id = b.constant(torch.full((1, n), 1.0 / n, dtype=node_val(x).dtype))
+        out = b.output(node) if keepdim else b._define(kept, b.dtype(node))
+        b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=INVALID, output_id=out), node)
+    if not keepdim:
+        # [N, 1, 1, C] in NHWC and [N, C, 1, 1] hold the same bytes, as do [..., 1] and [...].
+        final = b.output(node)
+        new_shape = shape(node) or [1]
+        b.add(xs.XNNStaticReshape(num_dims=len(new_shape), new_shape=new_shape, input_id=out, output_id=final), node)

@@ -13,7 +13,7 @@ import torch
 from torch.export import ExportedProgram
 
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
-from executorch.backends.xnnpack.utils.utils import get_param_tensor, is_param_node
+from executorch.backends.xnnpack.utils.utils import is_param_node
 
 FP32 = [ConfigPrecisionType.FP32]
 FP32_QS8 = [ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT]
@@ -58,12 +58,15 @@ def _alpha_one(node, ep) -> bool:
     return node.kwargs.get("alpha", 1) == 1
 
 
+def _own_constant(node, ep) -> bool:
+    """A constant only this node reads: it moves into the node's partition whatever the partitioning
+    (XNNPACK needs convolution filters and folded batch norm statistics at build time)."""
+    return node is None or (is_param_node(ep, node) and len(node.users) == 1)
+
+
 def _conv(node, ep) -> bool:
     weight = node.args[1]
-    if not is_param_node(ep, weight) or weight.meta["val"].dim() != 4:
-        return False
-    bias = node.args[2]
-    return bias is None or is_param_node(ep, bias)
+    return weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
 
 
 def _gemm(node, ep) -> bool:
@@ -95,7 +98,7 @@ def _batch_norm_deps(node, ep):
         return None
     if not _conv(conv, ep) or conv.args[6]:
         return None
-    if not all(a is None or is_param_node(ep, a) for a in node.args[1:5]):
+    if not all(_own_constant(a, ep) for a in node.args[1:5]):
         return None
     users = list(node.users)
     if not all(u.target is operator.getitem and u.args[1] == 0 for u in users):
@@ -142,8 +145,8 @@ def _mean_dims(node):
 
 
 def _mean(node, ep) -> bool:
-    """Mean over H and W of a 4-D value, or over the last dim of any value, keeping dims."""
-    if not _arg(node, 2, "keepdim", False) or node.kwargs.get("dtype") is not None:
+    """Mean over H and W of a 4-D value, or over the last dim of any value."""
+    if node.kwargs.get("dtype") is not None:
         return False
     dims, rank = _mean_dims(node)
     return (rank == 4 and dims == [2, 3]) or dims == [rank - 1]
@@ -181,10 +184,6 @@ def _same_layout_copy(node, ep) -> bool:
     return node.kwargs.get("dtype") in (None, node.args[0].meta["val"].dtype)
 
 
-def _leaky(node, ep) -> bool:
-    return True
-
-
 # The table ---------------------------------------------------------------------------------------
 
 aten = torch.ops.aten
@@ -211,7 +210,7 @@ FloorConfig = _config("FloorConfig", "floor.default", FP32)
 GeluConfig = _config("GeluConfig", "gelu.default", FP32, _gelu)
 HardswishConfig = _config("HardswishConfig", "hardswish.default", FP32, keep=aten.hardswish.default)
 HardtanhConfig = _config("HardtanhConfig", "hardtanh.default", FP32_QS8)
-LeakyReLUConfig = _config("LeakyReLUConfig", "leaky_relu.default", FP32, _leaky)
+LeakyReLUConfig = _config("LeakyReLUConfig", "leaky_relu.default", FP32)
 LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=aten.linear.default)
 LogConfig = _config("LogConfig", "log.default", FP32)
 MaximumConfig = _config("MaximumConfig", "maximum.default", FP32)
