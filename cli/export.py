@@ -175,7 +175,8 @@ def _verify(path: Path, method_name: str, model: Any, inputs: tuple) -> tuple[Op
     with torch.no_grad():
         expected = model(*inputs)
     runtime = Runtime.get()
-    missing = sorted(_delegate_ids(path) - set(runtime.backend_registry.registered_backend_names))
+    ids = _delegate_ids(path)
+    missing = sorted(ids - set(runtime.backend_registry.registered_backend_names)) if ids else []
     if missing:
         return None, f"the {runtime.backend} runtime has no {', '.join(missing)}; run the file where it is registered"
     try:
