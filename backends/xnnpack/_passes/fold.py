@@ -70,9 +70,11 @@ def fuse_batch_norm(graph: fx.Graph, consts: dict) -> None:
 
 
 def remove_first_output_getitems(graph: fx.Graph, consts: dict) -> None:
-    """max_pool2d_with_indices read only through getitem 0: the pool node stands for its output."""
+    """max_pool2d_with_indices and native_layer_norm read only through getitem 0: the node stands
+    for its first output."""
+    multi = (aten.max_pool2d_with_indices.default, aten.native_layer_norm.default)
     for node in list(graph.nodes):
-        if node.target is operator.getitem and node.args[0].target == aten.max_pool2d_with_indices.default:
+        if node.target is operator.getitem and node.args[0].target in multi:
             node.replace_all_uses_with(node.args[0])
             graph.erase_node(node)
 

@@ -81,3 +81,38 @@ def mean(b: XnnGraphBuilder, node) -> None:
         final = b.output(node)
         new_shape = shape(node) or [1]
         b.add(xs.XNNStaticReshape(num_dims=len(new_shape), new_shape=new_shape, input_id=out, output_id=final), node)
+
+
+@register(aten.native_layer_norm.default)
+def layer_norm(b: XnnGraphBuilder, node) -> None:
+    """(x - mean) * rsqrt(var + eps) * weight + bias over the last dim: two 1/n fully connected
+    means and element-wise nodes, so the transformer around it stays in one delegate."""
+    x, _shape, weight, bias, eps = node.args
+    dims = shape(node)
+    n = dims[-1]
+    stat_dims = dims[:-1] + [1]
+    dtype = b.dtype(node)
+    mean_filter = b.constant(torch.full((1, n), 1.0 / n, dtype=node_val(x).dtype))
+
+    def value(d):
+        return b._define(d, dtype)
+
+    inp = b.tensor(x)
+    mean_id, centred, squared, var = value(stat_dims), value(dims), value(dims), value(stat_dims)
+    b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=mean_filter, bias_id=INVALID, output_id=mean_id), node)
+    b.add(xs.XNNSubtract(input1_id=inp, input2_id=mean_id, output_id=centred), node)
+    b.add(xs.XNNSquare(input_id=centred, output_id=squared), node)
+    b.add(xs.XNNFullyConnected(input1_id=squared, filter_id=mean_filter, bias_id=INVALID, output_id=var), node)
+    shifted, inv_std = value(stat_dims), value(stat_dims)
+    b.add(xs.XNNAdd(input1_id=var, input2_id=b.scalar(eps, x), output_id=shifted), node)
+    b.add(xs.XNNReciprocalSquareRoot(input_id=shifted, output_id=inv_std), node)
+    steps = [(xs.XNNMultiply, inv_std)]
+    if weight is not None:
+        steps.append((xs.XNNMultiply, b.tensor(weight)))
+    if bias is not None:
+        steps.append((xs.XNNAdd, b.tensor(bias)))
+    cur = centred
+    for i, (kind, operand) in enumerate(steps):
+        out = b.output(node) if i == len(steps) - 1 else value(dims)
+        b.add(kind(input1_id=cur, input2_id=operand, output_id=out), node)
+        cur = out

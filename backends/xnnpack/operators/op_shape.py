@@ -71,6 +71,25 @@ def slice_copy(b: XnnGraphBuilder, node) -> None:
                             output_id=out), node)
 
 
+@register(aten.select_copy.int)
+def select_copy(b: XnnGraphBuilder, node) -> None:
+    """A slice of length 1 along the dim, then a reshape dropping it."""
+    x, dim, index = node.args
+    in_dims = shape(x)
+    dim %= len(in_dims)
+    index %= in_dims[dim]
+    offsets = [0] * len(in_dims)
+    offsets[dim] = index
+    sizes = list(in_dims)
+    sizes[dim] = 1
+    inp = b.tensor(x)
+    part = b._define(sizes, b.dtype(node))
+    b.add(xs.XNNStaticSlice(num_dims=len(sizes), offsets=offsets, sizes=sizes, input_id=inp, output_id=part), node)
+    dims = shape(node) or [1]
+    out = b.output(node)
+    b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims, input_id=part, output_id=out), node)
+
+
 @register(aten.cat.default)
 def cat(b: XnnGraphBuilder, node) -> None:
     parts = list(node.args[0])

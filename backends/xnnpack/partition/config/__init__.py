@@ -113,6 +113,13 @@ def _first_output_only(node, ep):
     return users
 
 
+def _layer_norm_deps(node, ep):
+    """Layer norm over the last dim, written as XNNPACK arithmetic; only its output may be used."""
+    if len(node.args[1]) != 1:
+        return None
+    return _first_output_only(node, ep)
+
+
 def _pool_args(node):
     k = list(node.args[1])
     stride = list(_arg(node, 2, "stride", []) or k)
@@ -209,6 +216,7 @@ ExpConfig = _config("ExpConfig", "exp.default", FP32)
 FloorConfig = _config("FloorConfig", "floor.default", FP32)
 GeluConfig = _config("GeluConfig", "gelu.default", FP32, _gelu)
 HardswishConfig = _config("HardswishConfig", "hardswish.default", FP32, keep=aten.hardswish.default)
+LayerNormConfig = _config("LayerNormConfig", "native_layer_norm.default", FP32, deps=_layer_norm_deps)
 HardtanhConfig = _config("HardtanhConfig", "hardtanh.default", FP32_QS8)
 LeakyReLUConfig = _config("LeakyReLUConfig", "leaky_relu.default", FP32)
 LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=aten.linear.default)
@@ -227,6 +235,7 @@ PermuteConfig = _config("PermuteConfig", "permute_copy.default", FP32_QS8)
 PowConfig = _config("PowConfig", "pow.Tensor_Scalar", FP32, _square)
 ReciprocalSquareRootConfig = _config("ReciprocalSquareRootConfig", "rsqrt.default", FP32)
 ReLUConfig = _config("ReLUConfig", "relu.default", FP32_QS8)
+SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8)
 SigmoidConfig = _config("SigmoidConfig", "sigmoid.default", FP32)
 SinConfig = _config("SinConfig", "sin.default", FP32)
 SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice)
@@ -242,10 +251,11 @@ ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8)
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
     CeilConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
-    DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LeakyReLUConfig, LinearConfig,
+    DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
     MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, ReciprocalSquareRootConfig, ReLUConfig,
-    SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig, SubConfig,
+    SelectCopyConfig, SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig, SubConfig,
     TanhConfig, ToDimOrderCopyConfig, UnsqueezeCopyConfig, ViewCopyConfig,
 ]
 
