@@ -54,9 +54,9 @@ def fuse_batch_norm(graph: fx.Graph, consts: dict) -> None:
         one = torch.ones(w.shape[0], dtype=w.dtype)
         g = consts[gamma] if gamma is not None else one
         beta_t = consts[beta] if beta is not None else torch.zeros_like(one)
-        scale = g.double() / torch.sqrt(consts[var].double() + eps)
-        new_w = (w.double() * scale.reshape(-1, 1, 1, 1)).to(w.dtype)
-        new_b = ((b.double() - consts[mean].double()) * scale + beta_t.double()).to(w.dtype)
+        scale = g * torch.rsqrt(consts[var] + eps)
+        new_w = w * scale.reshape(-1, 1, 1, 1)
+        new_b = (b - consts[mean]) * scale + beta_t
         args = list(conv.args)
         args[1] = _new_constant(graph, consts, f"{conv.name}_bn_weight", new_w)
         args[2] = _new_constant(graph, consts, f"{conv.name}_bn_bias", new_b)

@@ -77,10 +77,12 @@ class XnnpackPartitioner(Partitioner):
         self, ep: ExportedProgram
     ) -> tuple[list[torch._ops.OpOverload], Optional[Callable[[torch.fx.Node], bool]]]:
         """Ops XNNPACK takes whole (linear, hardswish, max_pool2d), kept only where a config claims them."""
+        present = {n.target for n in ep.graph.nodes if n.op == "call_function"}
         keep = {}
         for config in self.configs:
             op = config.get_original_aten()
-            if op is not None:
+            # Only ops the program has: keeping an op whole sends to_edge down a slower path.
+            if op is not None and op in present:
                 keep.setdefault(op, []).append(config)
 
         def claimed(node: torch.fx.Node) -> bool:
