@@ -24,3 +24,14 @@ def make_vit_b16():
     torch.manual_seed(0)
     model = vit.VisionTransformer(image=224, patch=16, dim=768, depth=12, heads=12, classes=1000)
     return model.eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def make_llama_100m():
+    """A ~100 M-parameter Llama-style decoder (vocab 32000, width 768, 8 layers, 12 heads, 4 KV heads),
+    from the zoo's decoder code."""
+    from _zoo import zoo_file
+
+    llama = zoo_file("llama_decoder")
+    torch.manual_seed(0)
+    model = llama.LlamaDecoder(vocab=32000, dim=768, layers=8, heads=12, kv_heads=4, hidden=2048, max_seq=64)
+    return model.eval(), (torch.randint(0, 32000, (1, 32)),)

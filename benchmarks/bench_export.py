@@ -6,6 +6,7 @@ and the published ExecuTorch are measured by one script, in the same run:
     python benchmarks/bench_export.py                      # this project (source tree)
     python benchmarks/bench_export.py --compare REF_PYTHON # and the published exporter beside it
     python benchmarks/bench_export.py --model resnet50,vit_tiny,mlp_512mb --runs 3 --compare REF_PYTHON
+    python benchmarks/bench_export.py --model mobilenet_v2,llama_100m --xnnpack --runs 3 --compare REF_PYTHON
 
 Figures: lowering = to_edge_transform_and_lower + to_executorch + .buffer after torch.export
 (median of --runs in one process, after a warm-up); import = `import executorch.exir` after
@@ -38,7 +39,7 @@ def _model(name: str):
     """A zoo model (loaded by path, so the published package's python can run it too), or one of
     benchmarks/_large_models.py (mlp_512mb, vit_b16)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    if name in ("mlp_512mb", "vit_b16"):
+    if name in ("mlp_512mb", "vit_b16", "llama_100m"):
         import _large_models
 
         return getattr(_large_models, f"make_{name}")()
@@ -47,7 +48,15 @@ def _model(name: str):
     return load_models()[name]()
 
 
-def measure_lowering(runs: int, name: str = "mobilenet_v2") -> dict:
+def _partitioners(xnnpack: bool) -> list:
+    if not xnnpack:
+        return []
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    return [XnnpackPartitioner()]
+
+
+def measure_lowering(runs: int, name: str = "mobilenet_v2", xnnpack: bool = False) -> dict:
     import torch
 
     model, inputs = _model(name)
@@ -63,7 +72,7 @@ def measure_lowering(runs: int, name: str = "mobilenet_v2") -> dict:
         Path("/proc/self/clear_refs").write_text("5")  # reset the peak-RSS mark
         before = _rss_kib("VmRSS")
         t0 = time.perf_counter()
-        buf = to_edge_transform_and_lower(ep).to_executorch().buffer
+        buf = to_edge_transform_and_lower(ep, partitioner=_partitioners(xnnpack)).to_executorch().buffer
         elapsed = time.perf_counter() - t0
         peak = _rss_kib("VmHWM")
         size = len(buf)
@@ -72,7 +81,7 @@ def measure_lowering(runs: int, name: str = "mobilenet_v2") -> dict:
         Path("/proc/self/clear_refs").write_text("5")
         before_file = _rss_kib("VmRSS")
         with open(out, "wb") as f:
-            to_edge_transform_and_lower(ep).to_executorch().write_to_file(f)
+            to_edge_transform_and_lower(ep, partitioner=_partitioners(xnnpack)).to_executorch().write_to_file(f)
         peak_file = _rss_kib("VmHWM")
         if i:  # the first run warms up caches (op lookups, imports)
             times.append(elapsed)
@@ -110,8 +119,9 @@ def measure_import(python: str, runs: int, first_use: bool) -> float:
     return statistics.median(out)
 
 
-def run(python: str, runs: int, name: str = "mobilenet_v2", imports: bool = True) -> dict:
-    proc = subprocess.run([python, __file__, "--child", "--runs", str(runs), "--model", name],
+def run(python: str, runs: int, name: str = "mobilenet_v2", imports: bool = True, xnnpack: bool = False) -> dict:
+    proc = subprocess.run([python, __file__, "--child", "--runs", str(runs), "--model", name]
+                          + (["--xnnpack"] if xnnpack else []),
                           capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{python} failed:\n{proc.stderr[-3000:]}")
@@ -126,20 +136,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--model", default="mobilenet_v2",
-                    help="comma-separated zoo names, mlp_512mb and/or vit_b16 (default: mobilenet_v2)")
+                    help="comma-separated zoo names, mlp_512mb, vit_b16 and/or llama_100m (default: mobilenet_v2)")
+    ap.add_argument("--xnnpack", action="store_true", help="lower with XnnpackPartitioner (both exporters)")
     ap.add_argument("--compare", metavar="REF_PYTHON", help="a python with the published executorch installed")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(measure_lowering(a.runs, a.model)))
+        print(json.dumps(measure_lowering(a.runs, a.model, a.xnnpack)))
         return
     names = a.model.split(",")
     for i, name in enumerate(names):
         imports = i == 0  # import time does not depend on the model
-        rows = {"this project": run(sys.executable, a.runs, name, imports)}
+        rows = {"this project": run(sys.executable, a.runs, name, imports, a.xnnpack)}
         if a.compare:
-            rows["published 1.5.1"] = run(a.compare, a.runs, name, imports)
-        print(f"{name} export, median of {a.runs} runs")
+            rows["published 1.5.1"] = run(a.compare, a.runs, name, imports, a.xnnpack)
+        print(f"{name} export{' lowered to XNNPACK' if a.xnnpack else ''}, median of {a.runs} runs")
         print(f"{'':16}{'lowering s':>11}{'import s':>9}{'+first use s':>13}{'.pte bytes':>14}"
               f"{'peak+ .buffer MB':>17}{'peak+ to file MB':>17}{'weights MB':>11}{'bytes floor s':>14}")
         for label, r in rows.items():

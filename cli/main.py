@@ -64,6 +64,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     export.add_argument("--seed", type=int, default=0, help="torch seed set before calling the factory (default: 0); factories that seed "
                         "themselves, as the zoo's do, override it")
     export.add_argument("--dynamic", action="store_true", help="export with the model's declared dynamic shapes")
+    export.add_argument("--backend", choices=("portable", "xnnpack"), default="portable",
+                        help="portable: every op a kernel call (default); xnnpack: what XNNPACK takes is delegated "
+                             "to it (XnnpackPartitioner), the rest stays on portable kernels")
     export.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip running the .pte on executorch.runtime and comparing with eager")
     export.add_argument("--bundled", metavar="FILE.bpte", type=Path,

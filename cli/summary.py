@@ -115,6 +115,39 @@ def _delegate_size(program: s.Program, ref: s.BackendDelegateDataReference) -> O
     return None
 
 
+def _payload(program: s.Program, ref: s.BackendDelegateDataReference) -> Optional[memoryview]:
+    pool = program.segment_data if ref.location == s.DataLocation.SEGMENT else [
+        d.data for d in program.backend_delegate_data]
+    return memoryview(pool[ref.index]).cast("B") if 0 <= ref.index < len(pool) else None
+
+
+def _xnnpack_graph(program: s.Program, ref: s.BackendDelegateDataReference):
+    """The XNNGraph of an XNNPACK payload (None when it does not decode)."""
+    data = _payload(program, ref)
+    if data is None:
+        return None
+    from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import deserialize_xnnpack_binary
+    from executorch.exir.error import SerializeError
+
+    try:
+        return deserialize_xnnpack_binary(data).graph
+    except SerializeError:
+        return None
+
+
+def _xnnpack_line(graph) -> str:
+    """Node kinds and counts, and the weight bytes (each named blob once) of an XNNGraph."""
+    kinds: dict[str, int] = {}
+    for node in graph.xnodes:
+        name = type(node.xnode_union).__name__.removeprefix("XNN")
+        kinds[name] = kinds.get(name, 0) + 1
+    sizes = {c.named_key or f"@{c.offset}": c.size for c in graph.constant_data[1:]}
+    text = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (f"        XNNPACK graph: {_count(len(graph.xnodes), 'node')} ({text or 'none'}), "
+            f"{_count(len(graph.xvalues), 'value')}, weights {sum(sizes.values()):,} bytes in "
+            f"{_count(len(sizes), 'constant')}")
+
+
 def _nested_kernel_calls(program: s.Program, ref: s.BackendDelegateDataReference) -> Optional[int]:
     """Kernel calls inside a payload that is itself a .pte (ExecutorBackend); None if opaque."""
     pool = program.segment_data if ref.location == s.DataLocation.SEGMENT else [
@@ -150,7 +183,10 @@ def _delegate_lines(program: s.Program, plan: s.ExecutionPlan, instructions: lis
         called = f"instruction{'s' if len(pcs) != 1 else ''} {', '.join(map(str, pcs))}" if pcs else "never"
         lines.append(f"    [{i}] {d.id}: {size_text} ({where} {d.processed.index}), compile specs: {specs}, "
                      f"called by {called}")
-        nested = _nested_kernel_calls(program, d.processed)
+        graph = _xnnpack_graph(program, d.processed) if d.id == "XnnpackBackend" else None
+        if graph is not None:
+            lines.append(_xnnpack_line(graph))
+        nested = len(graph.xnodes) if graph is not None else _nested_kernel_calls(program, d.processed)
         inside = None if inside is None or nested is None else inside + nested * len(pcs)
     portable = sum(isinstance(i, s.KernelCall) for i in instructions)
     if inside is None:

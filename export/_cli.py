@@ -44,6 +44,31 @@ def _recipe(name: str) -> Any:
         raise CliError(f"recipe {name!r}: {e}", 2) from None
 
 
+def _with_backend(recipe: Any, backend: str) -> Any:
+    """The recipe lowering to `backend` (`--backend`): XNNPACK's partitioner as its lowering step."""
+    if backend == "portable":
+        return recipe
+    import dataclasses
+
+    from executorch.backends.xnnpack import XnnpackPartitioner
+    from executorch.export.recipe import LoweringRecipe
+
+    lowering = recipe.lowering_recipe
+    if lowering is not None and lowering.partitioners:
+        raise CliError(f"--backend {backend}: recipe {recipe.name!r} already lowers with its own partitioners; "
+                       "drop --backend or pick a portable recipe", 2)
+    lowering = dataclasses.replace(lowering or LoweringRecipe(), partitioners=[XnnpackPartitioner()])
+    return dataclasses.replace(recipe, name=f"{recipe.name}+{backend}", lowering_recipe=lowering)
+
+
+def _missing_backends(path: Path) -> list:
+    from executorch.exir._serialize import read_program
+    from executorch.runtime import Runtime
+
+    ids = {d.id for plan in read_program(path.read_bytes()).execution_plan for d in plan.delegates}
+    return sorted(ids - set(Runtime.get().backend_registry.registered_backend_names))
+
+
 def _size(n: int) -> str:
     return f"{n} bytes" if n < 2**10 else f"{n / 2**10:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
 
@@ -108,6 +133,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         description="Export a model to a .pte with an export recipe, printing each stage as it runs.")
     parser.add_argument("model", help="a zoo name (source tree) or FILE.py:FACTORY returning (module, inputs)")
     parser.add_argument("--recipe", default="portable", help="recipe name (default: portable, the fp32 recipe)")
+    parser.add_argument("--backend", choices=("portable", "xnnpack"), default="portable",
+                        help="xnnpack: lower what XNNPACK takes with XnnpackPartitioner on top of the recipe "
+                             "(default: portable, the recipe as it is)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the .pte to write")
     parser.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip running the file and comparing it with eager")
@@ -126,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
     from executorch.exir.error import ExportError
     from executorch.export import ExportSession
 
-    recipe = _recipe(args.recipe)
+    recipe = _with_backend(_recipe(args.recipe), getattr(args, "backend", "portable"))
     source = _resolve_model(args.model)
     torch.manual_seed(0)
     model, inputs = _call_factory(source)
@@ -148,6 +176,11 @@ def _run(args: argparse.Namespace) -> int:
         print(line)
     if not args.verify:
         print(f"wrote {args.output}; not checked (--no-verify)")
+        return 0
+    missing = _missing_backends(args.output)
+    if missing:
+        print(f"wrote {args.output}; not checked: the runtime has no {', '.join(missing)}; run the file where it "
+              "is registered")
         return 0
     from executorch.devtools.compare import compare_outputs
     from executorch.runtime import Runtime

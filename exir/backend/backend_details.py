@@ -33,7 +33,8 @@ class BackendDetails(ABC):
 
 
 # Backends that ship with this package, imported when first named.
-_BUILTIN = {"ExecutorBackend": "executorch.exir.backend.test.demos.rpc.executor_backend_preprocess"}
+_BUILTIN = {"ExecutorBackend": "executorch.exir.backend.test.demos.rpc.executor_backend_preprocess",
+            "XnnpackBackend": "executorch.backends.xnnpack.xnnpack_preprocess"}
 
 
 def find_backend(backend_id: str) -> type:

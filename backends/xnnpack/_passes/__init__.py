@@ -1,0 +1,23 @@
+"""Graph rewrites preprocess runs on a partition before writing it, in this order (`XNNPACK_PASSES`).
+
+Each pass is `fn(graph, consts) -> None`: it edits the partition's fx graph in place, and `consts`
+(constant placeholder -> tensor) gains the constants it makes.
+"""
+
+from __future__ import annotations
+
+from executorch.backends.xnnpack._passes.fold import (
+    convert_to_linear, fold_constants, fuse_activations, fuse_batch_norm, remove_first_output_getitems,
+    remove_noop_copies,
+)
+
+XNNPACK_PASSES = [
+    convert_to_linear,
+    fuse_batch_norm,
+    remove_first_output_getitems,
+    remove_noop_copies,
+    fold_constants,
+    fuse_activations,
+]
+
+__all__ = ["XNNPACK_PASSES"]

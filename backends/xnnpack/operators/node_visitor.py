@@ -1,0 +1,215 @@
+"""`XnnGraphBuilder`: the XNNGraph under construction, its values, constants and NCHW/NHWC copies.
+
+XNNPACK's convolutions and pools read NHWC; a program's tensors are NCHW. Each fx value may
+exist in both layouts: the builder records the layout an op produced and inserts a transpose
+the first time a consumer asks for the other one, so a chain of NHWC ops pays for one
+transpose in and one out (a value whose moved dims are all 1 is reshaped, not transposed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Callable, Optional
+
+import torch
+
+from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import CONSTANT_TENSOR_ALIGNMENT
+from executorch.exir._serialize._named_data_store import NamedDataStore
+from executorch.exir._tensor_data import tensor_bytes
+from executorch.exir.error import ExportError
+
+NCHW, NHWC = "nchw", "nhwc"
+PERM_NCHW_TO_NHWC = [0, 2, 3, 1]
+PERM_NHWC_TO_NCHW = [0, 3, 1, 2]
+DEFAULT_DEBUG_HANDLE = 65535
+INVALID = xs.XNN_INVALID_VALUE_ID
+
+_DTYPES = {torch.float32: xs.XNNDatatype.xnn_datatype_fp32, torch.float16: xs.XNNDatatype.xnn_datatype_fp16}
+
+# op overload -> visitor(builder, node); filled by the op_* modules through `register`.
+VISITORS: dict = {}
+
+
+def register(*ops) -> Callable:
+    def deco(fn):
+        for op in ops:
+            VISITORS[op] = fn
+        return fn
+
+    return deco
+
+
+def node_val(node: torch.fx.Node):
+    val = node.meta["val"]
+    return val[0] if isinstance(val, (tuple, list)) else val
+
+
+def shape(node: torch.fx.Node) -> list[int]:
+    return [int(d) for d in node_val(node).shape]
+
+
+def to_layout(dims: list, layout: str) -> list:
+    return [dims[i] for i in PERM_NCHW_TO_NHWC] if layout == NHWC else list(dims)
+
+
+class XnnGraphBuilder:
+    """Builds one partition's XNNGraph; `consts` maps constant placeholders to their tensors."""
+
+    def __init__(self, graph: torch.fx.Graph, consts: dict, store: NamedDataStore) -> None:
+        self.fx_graph = graph
+        self.consts = consts
+        self.store = store
+        self.graph = xs.XNNGraph(version="0", xnodes=[], xvalues=[], num_externs=0, input_ids=[], output_ids=[],
+                                 constant_data=[xs.ConstantDataOffset(0, 0)])
+        self.values: dict[torch.fx.Node, dict[str, int]] = {}
+        self.native: dict[torch.fx.Node, str] = {}
+        self._const_idx: dict[str, int] = {}
+        self._const_vals: dict[tuple, int] = {}
+        inputs = [n for n in graph.nodes if n.op == "placeholder" and n not in consts]
+        out = next(n for n in graph.nodes if n.op == "output")
+        outputs = list(out.args[0]) if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+        self.outputs = outputs
+        self._out_ext = {n: len(inputs) + i for i, n in enumerate(outputs)}
+        self.graph.num_externs = len(inputs) + len(outputs)
+        for i, n in enumerate(inputs):
+            vid = self._define(shape(n), self.dtype(n), external_id=i, flags=xs.XNN_VALUE_FLAG_EXTERNAL_INPUT)
+            self.graph.input_ids.append(vid)
+            self.values[n] = {NCHW: vid}
+            self.native[n] = NCHW
+
+    # Values ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def dtype(node_or_tensor) -> xs.XNNDatatype:
+        t = node_or_tensor if isinstance(node_or_tensor, torch.Tensor) else node_val(node_or_tensor)
+        try:
+            return _DTYPES[t.dtype]
+        except KeyError:
+            raise ExportError(f"XNNPACK: a {t.dtype} value reached the payload writer; the partitioner takes only "
+                              "float32 and float16 tensors") from None
+
+    def _define(self, dims, datatype, *, external_id=INVALID, flags=0, constant_idx=0, quant=None) -> int:
+        vid = len(self.graph.xvalues)
+        dims = [int(d) for d in dims] or [1]
+        tv = xs.XNNTensorValue(datatype=datatype, num_dims=len(dims), dims=dims, constant_buffer_idx=constant_idx,
+                               external_id=external_id, flags=flags, id_out=vid)
+        self.graph.xvalues.append(xs.XValue(tv if quant is None else xs.XNNQuantizedTensorValue(tv, quant)))
+        return vid
+
+    def output(self, node: torch.fx.Node, layout: str = NCHW, dims: Optional[list] = None) -> int:
+        """A new value for `node`'s result in `layout` (an external output when the partition returns
+        it in NCHW)."""
+        dims = to_layout(shape(node), layout) if dims is None else dims
+        ext = self._out_ext.get(node) if layout == NCHW else None
+        if ext is not None and NCHW in self.values.get(node, {}):
+            ext = None
+        if ext is None:
+            vid = self._define(dims, self.dtype(node))
+        else:
+            vid = self._define(dims, self.dtype(node), external_id=ext, flags=xs.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
+            self.graph.output_ids.append(vid)
+        self.values.setdefault(node, {})[layout] = vid
+        self.native.setdefault(node, layout)
+        return vid
+
+    def alias(self, node: torch.fx.Node, source: torch.fx.Node) -> None:
+        """`node` is `source` (a no-op): share its values."""
+        self.values[node] = self.values[source]
+        self.native[node] = self.native[source]
+
+    def layout(self, node) -> Optional[str]:
+        """The layout `node` was produced in (None for constants and non-tensors)."""
+        return self.native.get(node) if isinstance(node, torch.fx.Node) else None
+
+    def tensor(self, node: torch.fx.Node, layout: str = NCHW) -> int:
+        """The id of `node`'s value in `layout`, transposing (once) from the other layout if needed."""
+        have = self.values.get(node)
+        if have and layout in have:
+            return have[layout]
+        if node in self.consts:
+            t = self.consts[node]
+            if layout == NHWC:
+                t = t.permute(PERM_NCHW_TO_NHWC)
+            vid = self.constant(t)
+            self.values.setdefault(node, {})[layout] = vid
+            return vid
+        if not have:
+            raise ExportError(f"XNNPACK: value '{node.name}' is used before it is defined; this is a bug in the "
+                              "payload writer, please report it")
+        src_layout = next(iter(have))
+        dims = shape(node)
+        perm = PERM_NCHW_TO_NHWC if layout == NHWC else PERM_NHWC_TO_NCHW
+        src = have[src_layout]
+        out = self.output(node, layout)
+        moved = [dims[1], dims[2], dims[3]]
+        if sum(d != 1 for d in moved) <= 1:
+            # The channel and spatial dims that swap places are all 1 but one: the bytes do not move.
+            self.add(xs.XNNStaticReshape(num_dims=4, new_shape=to_layout(dims, layout), input_id=src, output_id=out))
+        else:
+            self.add(xs.XNNStaticTranspose(num_dims=4, perm=perm, input_id=src, output_id=out))
+        return out
+
+    # Constants ------------------------------------------------------------------------------
+
+    def constant(self, t: torch.Tensor, quant=None, datatype=None) -> int:
+        """A constant value holding `t`'s elements (stored once per content, as named data)."""
+        t = t.detach().contiguous()
+        if t.dtype not in _DTYPES and datatype is None:
+            t = t.to(torch.float32)
+        data = tensor_bytes(t)
+        if len(data) == 0:
+            raise ExportError("XNNPACK: an empty constant reached the payload writer; the partitioner should not "
+                              "have taken its node")
+        key = hashlib.sha256(data).hexdigest()
+        idx = self._const_idx.get(key)
+        if idx is None:
+            idx = self._const_idx[key] = len(self.graph.constant_data)
+            self.graph.constant_data.append(xs.ConstantDataOffset(offset=xs.NAMED_DATA_OFFSET, size=len(data),
+                                                                 named_key=key))
+            self.store.add_named_data(key, data, alignment=CONSTANT_TENSOR_ALIGNMENT)
+        datatype = datatype or self.dtype(t)
+        vkey = (idx, tuple(t.shape), datatype, repr(quant))
+        vid = self._const_vals.get(vkey)
+        if vid is None:
+            vid = self._const_vals[vkey] = self._define(list(t.shape), datatype, constant_idx=idx, quant=quant)
+        return vid
+
+    def scalar(self, value, like: torch.fx.Node) -> int:
+        return self.constant(torch.tensor([value], dtype=node_val(like).dtype))
+
+    def operand(self, arg, like: torch.fx.Node, layout: str = NCHW) -> int:
+        """A node's value, or a Python number as a one-element constant."""
+        if isinstance(arg, torch.fx.Node):
+            return self.tensor(arg, layout)
+        return self.scalar(arg, like)
+
+    # Nodes ----------------------------------------------------------------------------------
+
+    def add(self, union, node: Optional[torch.fx.Node] = None, min_max: Optional[tuple] = None) -> None:
+        handle = node.meta.get("debug_handle", DEFAULT_DEBUG_HANDLE) if node is not None else DEFAULT_DEBUG_HANDLE
+        if min_max is None and node is not None:
+            min_max = node.meta.get("xnn_output_min_max")
+        mm = None if min_max is None else xs.OutputMinMax(float(min_max[0]), float(min_max[1]))
+        self.graph.xnodes.append(xs.XNode(xnode_union=union, debug_handle=handle, output_min_max=mm))
+
+    def finish(self) -> xs.XNNGraph:
+        """Give every partition output an external NCHW value (copying when it has none of its own)."""
+        for node in self.outputs:
+            have = self.values.get(node, {})
+            vid = have.get(NCHW)
+            if vid is not None and xs.tensor_value(self.graph.xvalues[vid]).external_id != INVALID:
+                continue
+            src = self.tensor(node, NCHW)
+            if xs.tensor_value(self.graph.xvalues[src]).external_id != INVALID and src in self.graph.output_ids:
+                continue
+            out = self._define(shape(node), self.dtype(node), external_id=self._out_ext[node],
+                               flags=xs.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
+            self.graph.output_ids.append(out)
+            self.add(xs.XNNCopy(input_id=src, output_id=out))
+        return self.graph
+
+
+def numel(dims) -> int:
+    return math.prod(dims)

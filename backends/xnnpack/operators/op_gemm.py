@@ -1,0 +1,54 @@
+"""Matrix products: fully connected (linear, addmm, mm with a constant weight) and batched matmul."""
+
+from __future__ import annotations
+
+import torch
+
+from executorch.backends.xnnpack.operators.node_visitor import INVALID, XnnGraphBuilder, register
+from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+
+aten = torch.ops.aten
+
+
+XNN_FLAG_TRANSPOSE_WEIGHTS = 0x1
+
+
+def fully_connected(b: XnnGraphBuilder, node, x, weight, bias, transposed: bool = False) -> None:
+    """`node = x @ weight.T + bias` with `weight` [out, in] ([in, out] when `transposed`). A weight
+    that is no constant of this partition (a tied weight another partition also reads) is a
+    runtime value, which XNNPACK's fully connected takes too."""
+    inp = b.tensor(x)
+    if weight in b.consts:
+        w = b.consts[weight]
+        filter_id, flags = b.constant(w.t() if transposed else w), 0
+    else:
+        filter_id, flags = b.tensor(weight), XNN_FLAG_TRANSPOSE_WEIGHTS if transposed else 0
+    bias_id = INVALID if bias is None else b.tensor(bias)
+    out = b.output(node)
+    b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=bias_id, output_id=out, flags=flags),
+          node)
+
+
+@register(aten.linear.default)
+def linear(b: XnnGraphBuilder, node) -> None:
+    bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+    fully_connected(b, node, node.args[0], node.args[1], bias)
+
+
+@register(aten.addmm.default)
+def addmm(b: XnnGraphBuilder, node) -> None:
+    bias, x, mat2 = node.args
+    fully_connected(b, node, x, mat2, bias, transposed=True)
+
+
+@register(aten.mm.default)
+def mm(b: XnnGraphBuilder, node) -> None:
+    x, mat2 = node.args
+    fully_connected(b, node, x, mat2, None, transposed=True)
+
+
+@register(aten.bmm.default)
+def bmm(b: XnnGraphBuilder, node) -> None:
+    a, c = (b.tensor(n) for n in node.args)
+    out = b.output(node)
+    b.add(xs.XNNBatchMatrixMultiply(input1_id=a, input2_id=c, output_id=out), node)

@@ -1,0 +1,263 @@
+"""The per-op configs XNNPACK claims by (named as ExecuTorch names them), and `ALL_PARTITIONER_CONFIGS`.
+
+Each config is one row: the op overload it claims, the precisions it takes and, where XNNPACK
+is narrower than the op, a check. What no row claims stays on the portable kernels.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable, List, Optional, Type
+
+import torch
+from torch.export import ExportedProgram
+
+from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
+from executorch.backends.xnnpack.utils.utils import is_param_node
+
+FP32 = [ConfigPrecisionType.FP32]
+FP32_QS8 = [ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT]
+GEMM = [ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT, ConfigPrecisionType.DYNAMIC_QUANT]
+
+Check = Callable[[torch.fx.Node, ExportedProgram], bool]
+
+
+def _config(name: str, target: str, precisions: list, check: Optional[Check] = None,
+            keep: Optional[torch._ops.OpOverload] = None, deps: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
+    """A config class for one op: `check` narrows what it claims, `keep` is an op kept whole through
+    to_edge for it, `deps(node, ep)` lists nodes claimed with it (None: the node is not taken)."""
+
+    def check_constraints(self, node, ep):
+        return self.check_common_constraints(node, ep) and (check is None or check(node, ep))
+
+    def get_node_and_deps(self, node, ep):
+        if deps is None:
+            return [node]
+        more = deps(node, ep)
+        return [] if more is None else [node, *more]
+
+    body = {"target_name": target, "__doc__": f"Claims `{target}` for XNNPACK.",
+            "supported_precision_types": lambda self: list(precisions),
+            "check_constraints": check_constraints, "get_node_and_deps": get_node_and_deps,
+            "get_original_aten": lambda self: keep}
+    return type(name, (XNNPartitionerConfig,), body)
+
+
+# Checks ------------------------------------------------------------------------------------------
+
+
+def _arg(node: torch.fx.Node, i: int, name: str, default):
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def _rank(node) -> int:
+    return node.meta["val"].dim()
+
+
+def _alpha_one(node, ep) -> bool:
+    return node.kwargs.get("alpha", 1) == 1
+
+
+def _own_constant(node, ep) -> bool:
+    """A constant only this node reads: it moves into the node's partition whatever the partitioning
+    (XNNPACK needs convolution filters and folded batch norm statistics at build time)."""
+    return node is None or (is_param_node(ep, node) and len(node.users) == 1)
+
+
+def _conv(node, ep) -> bool:
+    weight = node.args[1]
+    return weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
+
+
+def _gemm(node, ep) -> bool:
+    """addmm/mm: the weight is a constant (or a transpose of one), the batch operand 2-D."""
+    mat2 = node.args[-1]
+    if mat2.target == torch.ops.aten.permute_copy.default and list(mat2.args[1]) == [1, 0]:
+        mat2 = mat2.args[0]
+    if not is_param_node(ep, mat2):
+        return False
+    if node.target == torch.ops.aten.addmm.default:
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            return False
+        bias = node.args[0]
+        return is_param_node(ep, bias) and bias.meta["val"].dim() == 1
+    return True
+
+
+def _linear(node, ep) -> bool:
+    weight = node.args[1]
+    bias = _arg(node, 2, "bias", None)
+    return is_param_node(ep, weight) and (bias is None or is_param_node(ep, bias))
+
+
+def _batch_norm_deps(node, ep):
+    """A batch norm is folded into the convolution before it, so it is taken only after one that
+    it alone reads, and only when its statistics are constants and only its output is used."""
+    conv = node.args[0]
+    if conv.op != "call_function" or conv.target != torch.ops.aten.convolution.default or len(conv.users) != 1:
+        return None
+    if not _conv(conv, ep) or conv.args[6]:
+        return None
+    if not all(_own_constant(a, ep) for a in node.args[1:5]):
+        return None
+    users = list(node.users)
+    if not all(u.target is operator.getitem and u.args[1] == 0 for u in users):
+        return None
+    return [a for a in node.args[1:5] if a is not None] + users
+
+
+def _first_output_only(node, ep):
+    users = list(node.users)
+    if not all(u.target is operator.getitem and u.args[1] == 0 for u in users):
+        return None
+    return users
+
+
+def _layer_norm_deps(node, ep):
+    """Layer norm over the last dim, written as XNNPACK arithmetic; only its output may be used."""
+    if len(node.args[1]) != 1:
+        return None
+    return _first_output_only(node, ep)
+
+
+def _pool_args(node):
+    k = list(node.args[1])
+    stride = list(_arg(node, 2, "stride", []) or k)
+    pad = list(_arg(node, 3, "padding", [0, 0]))
+    k, stride, pad = [v * 2 if len(v) == 1 else v for v in (k, stride, pad)]
+    return k, stride, pad
+
+
+def _max_pool(node, ep) -> bool:
+    if _rank(node.args[0]) != 4:
+        return False
+    k, stride, _ = _pool_args(node)
+    ceil_mode = _arg(node, 5, "ceil_mode", False)
+    return not ceil_mode and stride[0] <= k[0] and stride[1] <= k[1]
+
+
+def _avg_pool(node, ep) -> bool:
+    if _rank(node.args[0]) != 4:
+        return False
+    k, _, pad = _pool_args(node)
+    ceil_mode = _arg(node, 4, "ceil_mode", False)
+    count_include_pad = _arg(node, 5, "count_include_pad", True)
+    divisor = _arg(node, 6, "divisor_override", None)
+    return not ceil_mode and not (count_include_pad and any(pad)) and divisor in (None, k[0] * k[1])
+
+
+def _mean_dims(node):
+    rank = _rank(node.args[0])
+    return sorted(d % rank for d in node.args[1]), rank
+
+
+def _mean(node, ep) -> bool:
+    """Mean over H and W of a 4-D value, or over the last dim of any value."""
+    if node.kwargs.get("dtype") is not None:
+        return False
+    dims, rank = _mean_dims(node)
+    return (rank == 4 and dims == [2, 3]) or dims == [rank - 1]
+
+
+def _softmax(node, ep) -> bool:
+    return node.args[1] % _rank(node.args[0]) == _rank(node.args[0]) - 1 and not node.args[2]
+
+
+def _square(node, ep) -> bool:
+    return node.args[1] == 2
+
+
+def _gelu(node, ep) -> bool:
+    return node.kwargs.get("approximate", "none") == "none" and node.meta["val"].dtype == torch.float32
+
+
+def _slice(node, ep) -> bool:
+    return _arg(node, 4, "step", 1) == 1
+
+
+def _cat(node, ep) -> bool:
+    return len(node.args[0]) >= 2
+
+
+def _pad(node, ep) -> bool:
+    return all(p >= 0 for p in node.args[1])
+
+
+def _same_layout_copy(node, ep) -> bool:
+    """Clones and dim-order copies that neither change dtype nor the contiguous layout."""
+    order = node.kwargs.get("dim_order")
+    if order is not None and list(order) != list(range(len(order))):
+        return False
+    return node.kwargs.get("dtype") in (None, node.args[0].meta["val"].dtype)
+
+
+# The table ---------------------------------------------------------------------------------------
+
+aten = torch.ops.aten
+
+AbsConfig = _config("AbsConfig", "abs.default", FP32)
+AddConfig = _config("AddConfig", "add.Tensor", FP32_QS8, _alpha_one)
+AddScalarConfig = _config("AddScalarConfig", "add.Scalar", FP32, _alpha_one)
+AddmmConfig = _config("AddmmConfig", "addmm.default", GEMM, _gemm)
+AvgPoolingConfig = _config("AvgPoolingConfig", "avg_pool2d.default", FP32, _avg_pool)
+BatchNormConfig = _config("BatchNormConfig", "_native_batch_norm_legit_no_training.default", FP32,
+                          deps=_batch_norm_deps)
+BMMConfig = _config("BMMConfig", "bmm.default", FP32)
+CatConfig = _config("CatConfig", "cat.default", FP32_QS8, _cat)
+CeilConfig = _config("CeilConfig", "ceil.default", FP32)
+ClampConfig = _config("ClampConfig", "clamp.default", FP32_QS8)
+CloneConfig = _config("CloneConfig", "clone.default", FP32, _same_layout_copy)
+CloneDimOrderConfig = _config("CloneDimOrderConfig", "_clone_dim_order.default", FP32, _same_layout_copy)
+ConstantPadConfig = _config("ConstantPadConfig", "constant_pad_nd.default", FP32, _pad)
+ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv)
+CosConfig = _config("CosConfig", "cos.default", FP32)
+DivConfig = _config("DivConfig", "div.Tensor", FP32)
+ExpConfig = _config("ExpConfig", "exp.default", FP32)
+FloorConfig = _config("FloorConfig", "floor.default", FP32)
+GeluConfig = _config("GeluConfig", "gelu.default", FP32, _gelu)
+HardswishConfig = _config("HardswishConfig", "hardswish.default", FP32, keep=aten.hardswish.default)
+LayerNormConfig = _config("LayerNormConfig", "native_layer_norm.default", FP32, deps=_layer_norm_deps)
+HardtanhConfig = _config("HardtanhConfig", "hardtanh.default", FP32_QS8)
+LeakyReLUConfig = _config("LeakyReLUConfig", "leaky_relu.default", FP32)
+LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=aten.linear.default)
+LogConfig = _config("LogConfig", "log.default", FP32)
+MaximumConfig = _config("MaximumConfig", "maximum.default", FP32)
+MaxPool2dConfig = _config("MaxPool2dConfig", "max_pool2d.default", FP32_QS8, _max_pool, keep=aten.max_pool2d.default)
+MaxPool2dWithIndicesConfig = _config("MaxPool2dWithIndicesConfig", "max_pool2d_with_indices.default", FP32_QS8,
+                                     _max_pool, deps=_first_output_only)
+MeanDimConfig = _config("MeanDimConfig", "mean.dim", FP32_QS8, _mean)
+MinimumConfig = _config("MinimumConfig", "minimum.default", FP32)
+MMConfig = _config("MMConfig", "mm.default", GEMM, _gemm)
+MulConfig = _config("MulConfig", "mul.Tensor", FP32_QS8)
+MulScalarConfig = _config("MulScalarConfig", "mul.Scalar", FP32)
+NegConfig = _config("NegConfig", "neg.default", FP32)
+PermuteConfig = _config("PermuteConfig", "permute_copy.default", FP32_QS8)
+PowConfig = _config("PowConfig", "pow.Tensor_Scalar", FP32, _square)
+ReciprocalSquareRootConfig = _config("ReciprocalSquareRootConfig", "rsqrt.default", FP32)
+ReLUConfig = _config("ReLUConfig", "relu.default", FP32_QS8)
+SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8)
+SigmoidConfig = _config("SigmoidConfig", "sigmoid.default", FP32)
+SinConfig = _config("SinConfig", "sin.default", FP32)
+SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice)
+SoftmaxConfig = _config("SoftmaxConfig", "_softmax.default", FP32, _softmax)
+SquareRootConfig = _config("SquareRootConfig", "sqrt.default", FP32)
+SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8)
+SubConfig = _config("SubConfig", "sub.Tensor", FP32_QS8, _alpha_one)
+TanhConfig = _config("TanhConfig", "tanh.default", FP32)
+ToDimOrderCopyConfig = _config("ToDimOrderCopyConfig", "_to_dim_order_copy.default", FP32_QS8, _same_layout_copy)
+UnsqueezeCopyConfig = _config("UnsqueezeCopyConfig", "unsqueeze_copy.default", FP32_QS8)
+ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8)
+
+ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
+    AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
+    CeilConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
+    DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    LinearConfig,
+    LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
+    MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, ReciprocalSquareRootConfig, ReLUConfig,
+    SelectCopyConfig, SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig, SubConfig,
+    TanhConfig, ToDimOrderCopyConfig, UnsqueezeCopyConfig, ViewCopyConfig,
+]
+
+__all__ = ["ALL_PARTITIONER_CONFIGS", "ConfigPrecisionType", "XNNPartitionerConfig"] + [
+    c.__name__ for c in ALL_PARTITIONER_CONFIGS]

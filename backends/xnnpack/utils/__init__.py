@@ -1,0 +1,1 @@
+"""Helpers of the XNNPACK backend: compile configs and graph queries shared by partitioner and preprocess."""

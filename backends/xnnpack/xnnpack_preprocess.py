@@ -1,0 +1,56 @@
+"""`XnnpackBackend.preprocess`: one partition's edge program -> the XNNPACK payload and its named weights."""
+
+from __future__ import annotations
+
+from typing import List, final
+
+from torch import fx
+from torch.export import ExportedProgram
+
+from executorch.backends.xnnpack._passes import XNNPACK_PASSES
+from executorch.backends.xnnpack.operators import visitors
+from executorch.backends.xnnpack.operators.node_visitor import XnnGraphBuilder
+from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import serialize_xnnpack_binary
+from executorch.backends.xnnpack.utils.utils import get_param_tensor, is_param_node
+from executorch.exir._serialize._named_data_store import NamedDataStore
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+from executorch.exir.error import ExportError
+
+
+def _private_graph(ep: ExportedProgram) -> tuple[fx.Graph, dict]:
+    """A copy of the partition's graph (the passes edit it; the lowered module keeps the original)
+    and its constant placeholders' tensors."""
+    graph = fx.Graph()
+    env: dict = {}
+    out = graph.graph_copy(ep.graph, env)
+    graph.output(out)
+    consts = {env[n]: get_param_tensor(ep, n) for n in ep.graph.nodes if n.op == "placeholder" and is_param_node(ep, n)}
+    return graph, consts
+
+
+@final
+class XnnpackBackend(BackendDetails):
+    """ExecuTorch's CPU backend; its payload is an `XH00`-headed XNNGraph with weights as named data."""
+
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
+        for spec in compile_specs:
+            raise ExportError(f"XnnpackBackend: compile spec {spec.key!r} is not supported; lower without it")
+        graph, consts = _private_graph(edge_program)
+        for rewrite in XNNPACK_PASSES:
+            rewrite(graph, consts)
+        store = NamedDataStore()
+        builder = XnnGraphBuilder(graph, consts, store)
+        table = visitors()
+        for node in graph.nodes:
+            if node.op != "call_function":
+                continue
+            visit = table.get(node.target)
+            if visit is None:
+                raise ExportError(f"XnnpackBackend: node '{node.name}' ({node.target}) has no XNNPACK form; the "
+                                  "partitioner should not have claimed it, please report this")
+            visit(builder, node)
+        payload = serialize_xnnpack_binary(builder.finish())
+        return PreprocessResult(processed_bytes=payload, debug_handle_map={},
+                                data_store_output=store.get_named_data_store_output())
