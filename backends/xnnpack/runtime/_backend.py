@@ -102,6 +102,8 @@ def _arg(args: list, v: Value) -> torch.Tensor:
 
 
 def _memory_order(t: torch.Tensor, v: Value) -> torch.Tensor:
+    if t.dim() == 0 and v.dims == (1,):  # XNNPACK holds a 0-dim tensor as one element
+        t = t.reshape(1)
     if t.dim() != len(v.dims) or t.dtype != STORAGE[v.dtype]:
         raise ExecuTorchError(
             f"XnnpackBackend: input {v.describe()} got a {t.dtype} tensor of shape {list(t.shape)}; the graph "
@@ -122,6 +124,9 @@ def _write_output(slot: torch.Tensor, r, v: Value) -> None:
     if isinstance(r, tuple):
         raise ExecuTorchError(f"XnnpackBackend: output {v.describe()} is dynamically quantized, which no "
                               "program output can hold; re-export the model")
+    if slot.dim() == 0 and r.shape == (1,):
+        slot.copy_(r.reshape(()))
+        return
     if slot.dim() != r.dim():
         raise ExecuTorchError(f"XnnpackBackend: output {v.describe()} has {r.dim()} dims, its program tensor "
                               f"{slot.dim()}; the file is corrupt, re-export it")

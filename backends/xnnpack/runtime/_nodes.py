@@ -221,6 +221,14 @@ def _weights(c: Compiler, kind: str, w: Value, bias: Optional[Value], x: Value, 
                               f"{bias.dtype.name if bias is not None else 'none'} and output {y.dtype.name}")
 
 
+def _exact_dtype(x_zero_point: int, x_range: tuple[int, int], w: torch.Tensor, depth: int) -> torch.dtype:
+    """float32 when no integer sum of `depth` products can pass 2**24 (where float32 stops being exact),
+    else float64: the accumulator is exact either way, as XNNPACK's int32 one is."""
+    x_max = max(abs(x_range[0] - x_zero_point), abs(x_range[1] - x_zero_point))
+    w_max = int(w.abs().max()) if w.numel() else 0
+    return torch.float32 if depth * x_max * w_max < 2 ** 24 else F64
+
+
 def _dequantized_weight(w: Value) -> torch.Tensor:
     if w.dtype in FLOATS:
         return w.const.to(torch.float32)
@@ -282,7 +290,9 @@ def _build_fc(c: Compiler, kind: str, n: xs.XNNFullyConnected, mm):
         return step, [y]
 
     if mode == "qs8":
-        w64 = (w.const.to(F64) - w.zero_point)
+        wc = w.const.to(torch.int32) - w.zero_point
+        acc_t = _exact_dtype(x.zero_point, x.qrange, wc, in_ch + 1)
+        w64 = wc.to(acc_t)
         scale = x.scale * _channel_scale(w, 0, kind) / y.scale
         b64 = None if bias is None else bias.const.to(F64)
         lo, hi = _minmax(mm)
@@ -290,8 +300,8 @@ def _build_fc(c: Compiler, kind: str, n: xs.XNNFullyConnected, mm):
         zx = x.zero_point
 
         def step(env):
-            acc = F.linear(env[sx].to(F64) - zx, w64, b64)
-            env[sy] = _quant.requantize(acc, scale, y, qlo, qhi)
+            acc = F.linear(env[sx].to(acc_t) - zx, w64).to(F64)
+            env[sy] = _quant.requantize(acc if b64 is None else acc + b64, scale, y, qlo, qhi)
         return step, [y]
 
     # qd8: per-row int8 input, 8- or 4-bit weights, float bias and output
@@ -406,9 +416,11 @@ def _build_conv(c: Compiler, kind: str, n: xs.XNNNodeConv, mm):
         b = None if bias is None else bias.const.to(torch.float32)
         dt = torch.float32
     else:
-        wt = w.const.to(F64) - w.zero_point
-        b = None if bias is None else bias.const.to(F64)
-        dt = F64
+        wt = w.const.to(torch.int32) - w.zero_point
+        dt = _exact_dtype(x.zero_point, x.qrange, wt, kh * kw * gin)
+        wt = wt.to(dt)
+        qbias = None if bias is None else bias.const.to(F64)
+        b = None
         scale = (x.scale * _channel_scale(w, out_dim, kind) / y.scale).reshape(1, 1, 1, -1)
     # to torch's layouts: conv OIHW, depthwise [C, 1, kh, kw], transposed [in, out / groups, kh, kw]
     if depthwise:
@@ -447,8 +459,8 @@ def _build_conv(c: Compiler, kind: str, n: xs.XNNNodeConv, mm):
     zx, sy = x.zero_point, y.slot
 
     def step(env):
-        acc = conv((env[sx].to(F64) - zx).permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
-        env[sy] = _quant.requantize(acc, scale, y, qlo, qhi)
+        acc = conv((env[sx].to(dt) - zx).permute(0, 3, 1, 2)).permute(0, 2, 3, 1).to(F64)
+        env[sy] = _quant.requantize(acc if qbias is None else acc + qbias, scale, y, qlo, qhi)
     return step, [y]
 
 
@@ -515,6 +527,18 @@ def _build_global_avg_pool(c: Compiler, kind: str, n, mm):
     want = (x.dims[0], 1, 1, x.dims[3]) if keep else (x.dims[0], x.dims[3])
     if y.dims != want:
         raise bad(f"{kind} of {x.describe()} writes {y.describe()}, expected dims {list(want)}")
+    if x.dtype in QS8 and y.dtype == x.dtype:
+        # XNNPACK sums the integers exactly, then requantizes by (input / output scale) / pixels
+        ratio = x.scale / y.scale
+        lo, hi = _minmax(mm)
+        qlo, qhi = _quant.bound(lo, y, False), _quant.bound(hi, y, True)
+        sx, sy, zx = x.slot, y.slot, x.zero_point
+
+        def step(env):
+            q = env[sx]
+            acc = (q.to(F64) - zx).sum(dim=(1, 2), keepdim=keep)
+            env[sy] = _quant.requantize(acc, ratio / float(q.shape[1] * q.shape[2]), y, qlo, qhi)
+        return step, [y]
     read, write = c.reader(x, kind), c.writer(y, kind, mm)
     return (lambda env: write(env, read(env).to(torch.float32).mean(dim=(1, 2), keepdim=keep))), [y]
 
@@ -664,7 +688,17 @@ def _build_copy(c: Compiler, kind: str, n, mm):
 
 
 def _build_clamp(c: Compiler, kind: str, n, mm):
-    return _unary(lambda x: x)(c, kind, n, mm)
+    x, y = c.val(n.input_id, kind, "input"), c.val(n.output_id, kind, "output")
+    if (x.dtype == y.dtype and x.dtype in QS8 and x.dims == y.dims and float(x.scale) == float(y.scale)
+            and x.zero_point == y.zero_point):
+        lo, hi = _minmax(mm)  # one quantization on both sides: clamp the integers
+        qlo, qhi = _quant.bound(lo, y, False), _quant.bound(hi, y, True)
+        sx, sy = x.slot, y.slot
+
+        def step(env):
+            env[sy] = torch.clamp(env[sx], qlo, qhi)
+        return step, [y]
+    return _unary(lambda t: t)(c, kind, n, mm)
 
 
 def _build_prelu(c: Compiler, kind: str, n, mm):

@@ -1,0 +1,267 @@
+"""XnnpackBackend on the pure-Python engine: the published exporter's XNNPACK files for the zoo (fp32,
+int8, 8da4w) against eager or the quantized reference, hand-made graphs against torch, and malformed
+payloads refused with an ExecuTorchError at load."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils._pytree import tree_flatten
+
+from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import (
+    deserialize_xnnpack_binary, serialize_xnnpack_binary)
+from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.exir import schema as s
+from executorch.exir._serialize._program import read_program, serialize_pte_binary
+from executorch.runtime import ExecuTorchError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
+from xnnpack_graphs import D, FP32, GraphBuilder, delegate_program  # noqa: E402
+
+PY = project_runtimes()["python"]
+ZOO = sorted(load_zoo().MODELS)
+INVALID = xs.XNN_INVALID_VALUE_ID
+
+
+def _run(pte, inputs: list) -> list:
+    return PY.load_program(pte).load_method("forward").execute(list(inputs))
+
+
+def _eager(name: str):
+    model, inputs = load_zoo().MODELS[name]()
+    with torch.no_grad():
+        return model, inputs, model(*inputs)
+
+
+def _delegates(pte: bytes) -> list[str]:
+    return [d.id for plan in read_program(pte).execution_plan for d in plan.delegates]
+
+
+# ---- the published exporter's files --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def published(reference_runtime, tmp_path_factory):
+    root = tmp_path_factory.mktemp("published-xnnpack")
+
+    def get(name: str, *flags: str) -> Path:
+        out = root / f"{name}{''.join(f.replace('--', '_') for f in flags)}.pte"
+        if not out.exists():
+            reference_runtime.export(zoo_factory_spec(name), out, *flags)
+        return out
+    return get
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_published_fp32_xnnpack_files_match_eager(published, name):
+    pte = published(name, "--xnnpack").read_bytes()
+    assert "XnnpackBackend" in _delegates(pte)
+    _, inputs, expected = _eager(name)
+    assert_outputs_close(_run(pte, inputs), expected)
+
+
+def _int8_tolerance(eager, converted) -> float:
+    """Half of what quantization moves the outputs (as the export CLI's check), but at least two steps
+    of the output's int8 grid: the published runtime itself lands a step or two from the converted
+    module, where float summation order puts an activation on the other side of a rounding boundary."""
+    moved = max(float((e - c).abs().max() / c.abs().max()) for e, c in zip(eager, converted))
+    return max(1e-3, moved / 2)
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_published_int8_xnnpack_files_match_the_converted_module(published, name):
+    path = published(name, "--xnnpack", "--int8")
+    pte = path.read_bytes()
+    assert "XnnpackBackend" in _delegates(pte)
+    converted = tree_flatten(torch.load(path.with_suffix(".ref.pt")))[0]
+    _, inputs, eager = _eager(name)
+    got = tree_flatten(_run(pte, inputs))[0]
+    tol = _int8_tolerance(tree_flatten(eager)[0], converted)
+    assert_outputs_close(got, converted, rtol=0.0, atol=tol)
+
+
+# ---- hand-made graphs against torch ----------------------------------------------------------------
+
+
+def _nhwc(t: torch.Tensor) -> torch.Tensor:
+    return t.permute(0, 2, 3, 1).contiguous()
+
+
+def _run_graph(g: GraphBuilder, inputs: list[torch.Tensor], out_shapes: list, **kw) -> list:
+    pte = delegate_program(g.payload(), [(list(t.shape), t.dtype) for t in inputs],
+                           [(shape, torch.float32) for shape in out_shapes], **kw)
+    return _run(pte, inputs)
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise", "transposed"])
+def test_convolutions_in_nhwc_with_asymmetric_padding_groups_and_fused_clamp(kind):
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 9, 10)
+    pads = (1, 0, 2, 1)  # top, right, bottom, left
+    stride, dil = (2, 3), (1, 2)
+    g = GraphBuilder()
+    xi = g.input([2, 9, 10, 4])
+    if kind == "conv":
+        w, b = torch.randn(6, 2, 3, 3), torch.randn(6)  # groups 2: 2 -> 3 channels each
+        xw = g.const(w.permute(0, 2, 3, 1).contiguous())
+        ref = F.conv2d(F.pad(x, (pads[3], pads[1], pads[0], pads[2])), w, b, stride, 0, dil, 2)
+        node = xs.XNNConv2d
+        gin, gout, groups, adj = 2, 3, 2, (0, 0)
+    elif kind == "depthwise":
+        w, b = torch.randn(8, 1, 3, 3), torch.randn(8)  # multiplier 2
+        xw = g.const(w.permute(1, 2, 3, 0).contiguous())  # 1HWO
+        ref = F.conv2d(F.pad(x, (pads[3], pads[1], pads[0], pads[2])), w, b, stride, 0, dil, 4)
+        node = xs.XNNDepthwiseConv2d
+        gin, gout, groups, adj = 1, 2, 4, (0, 0)
+    else:
+        w, b = torch.randn(4, 3, 3, 3), torch.randn(6)  # torch layout [in, out / groups, kh, kw], groups 2
+        adj = (1, 2)
+        full = F.conv_transpose2d(x, w, None, stride, 0, 0, 2, dil)
+        h = (9 - 1) * stride[0] + dil[0] * 2 + 1 + adj[0] - pads[0] - pads[2]
+        wd = (10 - 1) * stride[1] + dil[1] * 2 + 1 + adj[1] - pads[1] - pads[3]
+        full = F.pad(full, (0, max(0, pads[3] + wd - full.shape[3]), 0, max(0, pads[0] + h - full.shape[2])))
+        ref = full[:, :, pads[0]:pads[0] + h, pads[3]:pads[3] + wd] + b.reshape(1, -1, 1, 1)
+        # XNNPACK's filter: OHWI per group
+        ohwi = w.reshape(2, 2, 3, 3, 3).transpose(1, 2).reshape(6, 2, 3, 3).permute(0, 2, 3, 1).contiguous()
+        xw = g.const(ohwi)
+        node = xs.XNNConvTranspose2d
+        gin, gout, groups = 2, 3, 2
+    ref = ref.clamp(-0.5, 2.0)
+    xb = g.const(b)
+    y = g.output(list(_nhwc(ref).shape))
+    g.node(node(pads[0], pads[1], pads[2], pads[3], 3, 3, *stride, *dil, gin, gout, groups, *adj, xi, xw, xb, y),
+           mm=(-0.5, 2.0))
+    (got,) = _run_graph(g, [_nhwc(x)], [list(_nhwc(ref).shape)])
+    assert_outputs_close(got, _nhwc(ref))
+
+
+def test_pooling_counts_only_real_pixels_and_max_pooling_pads_with_minus_infinity():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 7, 8)
+    g = GraphBuilder()
+    xi = g.input([1, 7, 8, 3])
+    avg, mx, gap = g.output([1, 4, 5, 3]), g.output([1, 3, 3, 3]), g.output([1, 1, 1, 3])
+    g.node(xs.XNNAvgPooling2d(1, 1, 1, 1, 3, 3, 2, 2, 0, 0, xi, avg, xs.XNN_FLAG_KEEP_DIMS))
+    g.node(xs.XNNMaxPooling2d(1, 0, 1, 1, 3, 3, 2, 3, 2, 1, xi, mx), mm=(-1.0, 1.0))
+    g.node(xs.XNNGlobalAvgPooling2d(xi, gap, xs.XNN_FLAG_KEEP_DIMS))
+    got = _run_graph(g, [_nhwc(x)], [[1, 4, 5, 3], [1, 3, 3, 3], [1, 1, 1, 3]])
+    want_avg = F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)
+    want_max = F.max_pool2d(F.pad(x, (1, 0, 1, 1), value=-torch.inf), 3, (2, 3), 0, (2, 1)).clamp(-1.0, 1.0)
+    assert_outputs_close(got, [_nhwc(want_avg), _nhwc(want_max), _nhwc(x.mean((2, 3), keepdim=True))])
+
+
+def test_fully_connected_with_transposed_weights_and_no_bias_and_batched_matmul():
+    torch.manual_seed(0)
+    x, w, b = torch.randn(2, 3, 5), torch.randn(4, 5), torch.randn(4)
+    m = torch.randn(2, 5, 6)
+    g = GraphBuilder()
+    xi, mi = g.input([2, 3, 5]), g.input([2, 5, 6])
+    y1, y2, y3 = g.output([2, 3, 4]), g.output([2, 3, 4]), g.output([2, 3, 6])
+    g.node(xs.XNNFullyConnected(xi, g.const(w), g.const(b), y1), mm=(-1.0, float("inf")))
+    g.node(xs.XNNFullyConnected(xi, g.const(w.t().contiguous()), INVALID, y2, xs.XNN_FLAG_TRANSPOSE_WEIGHTS))
+    g.node(xs.XNNBatchMatrixMultiply(xi, mi, y3))
+    got = _run_graph(g, [x, m], [[2, 3, 4], [2, 3, 4], [2, 3, 6]])
+    assert_outputs_close(got, [F.linear(x, w, b).clamp(min=-1.0), x @ w.t(), x @ m])
+
+
+def test_data_movement_nodes():
+    torch.manual_seed(0)
+    x, z = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 2)
+    g = GraphBuilder()
+    xi, zi = g.input([2, 3, 4, 5]), g.input([2, 3, 4, 2])
+    outs = [g.output(d) for d in ([2, 5, 3, 4], [6, 20], [2, 2, 2, 3], [3, 5, 4, 6], [2, 3, 4, 9], [2, 6, 8, 5])]
+    g.node(xs.XNNStaticTranspose(4, [0, 3, 1, 2], xi, outs[0]))
+    g.node(xs.XNNStaticReshape(2, [6, 0], xi, outs[1]))
+    g.node(xs.XNNStaticSlice(4, [0, 1, 2, 1], [2, 2, 2, 3], xi, outs[2]))
+    g.node(xs.XNNStaticConstantPad([1, 1, 0, 0], [0, 1, 0, 1], 0.5, xi, outs[3]))
+    g.node(xs.XNNConcatenate3(3, xi, zi, zi, INVALID, outs[4]))
+    g.node(xs.XNNStaticResizeBilinear2D(6, 8, xi, outs[5], xs.XNN_FLAG_ALIGN_CORNERS))
+    got = _run_graph(g, [x, z], [[2, 5, 3, 4], [6, 20], [2, 2, 2, 3], [3, 5, 4, 6], [2, 3, 4, 9], [2, 6, 8, 5]])
+    resized = F.interpolate(x.permute(0, 3, 1, 2), size=(6, 8), mode="bilinear", align_corners=True)
+    assert_outputs_close(got, [x.permute(0, 3, 1, 2), x.reshape(6, 20), x[:, 1:3, 2:4, 1:4],
+                               F.pad(x, (0, 1, 0, 0, 1, 1, 1, 0), value=0.5), torch.cat([x, z, z], 3),
+                               resized.permute(0, 2, 3, 1)])
+
+
+UNARY = {
+    xs.XNNSigmoid: torch.sigmoid, xs.XNNFloor: torch.floor, xs.XNNCeiling: torch.ceil,
+    xs.XNNSquareRoot: lambda t: torch.sqrt(t.abs()), xs.XNNReciprocalSquareRoot: lambda t: torch.rsqrt(t.abs()),
+    xs.XNNHardswish: F.hardswish, xs.XNNNegate: torch.neg, xs.XNNSquare: torch.square, xs.XNNAbs: torch.abs,
+    xs.XNNLog: lambda t: torch.log(t.abs()), xs.XNNGelu: F.gelu, xs.XNNTanh: torch.tanh, xs.XNNExp: torch.exp,
+    xs.XNNSin: torch.sin, xs.XNNCos: torch.cos, xs.XNNCopy: lambda t: t, xs.XNNSoftmax: lambda t: t.softmax(-1),
+}
+
+
+@pytest.mark.parametrize("cls", list(UNARY), ids=lambda c: c.__name__[3:])
+def test_unary_nodes(cls):
+    torch.manual_seed(0)
+    x = torch.randn(3, 7) * 3
+    needs_positive = cls in (xs.XNNSquareRoot, xs.XNNReciprocalSquareRoot, xs.XNNLog)
+    g = GraphBuilder()
+    xi, y = g.input([3, 7]), g.output([3, 7])
+    src = xi
+    if needs_positive:
+        src = g.internal([3, 7])
+        g.node(xs.XNNAbs(xi, src))
+    g.node(cls(src, y))
+    assert_outputs_close(_run_graph(g, [x], [[3, 7]]), [UNARY[cls](x)])
+
+
+def test_parameterised_elementwise_nodes_and_fused_bounds():
+    torch.manual_seed(0)
+    a, b, slope = torch.randn(2, 3, 4), torch.randn(3, 1), torch.randn(4)
+    g = GraphBuilder()
+    ai, bi = g.input([2, 3, 4]), g.input([3, 1])
+    outs = [g.output([2, 3, 4]) for _ in range(9)]
+    g.node(xs.XNNAdd(ai, bi, outs[0]), mm=(-0.5, 0.5))
+    g.node(xs.XNNSubtract(ai, bi, outs[1]))
+    g.node(xs.XNNMultiply(ai, bi, outs[2]), mm=(0.0, float("inf")))
+    g.node(xs.XNNDiv(ai, bi, outs[3]))
+    g.node(xs.XNNMinimum(ai, bi, outs[4]))
+    g.node(xs.XNNMaximum(ai, bi, outs[5]))
+    g.node(xs.XNNPReLU(ai, g.const(slope), outs[6]))
+    g.node(xs.XNNLeakyReLU(0.25, ai, outs[7]))
+    g.node(xs.XNNELU(1.5, ai, outs[8]))
+    got = _run_graph(g, [a, b], [[2, 3, 4]] * 9)
+    assert_outputs_close(got, [(a + b).clamp(-0.5, 0.5), a - b, (a * b).clamp(min=0.0), a / b,
+                               torch.minimum(a, b), torch.maximum(a, b), torch.where(a >= 0, a, a * slope),
+                               F.leaky_relu(a, 0.25), F.elu(a, 1.5)])
+
+
+def test_dynamic_shapes_resize_outputs_and_infer_the_zero_dim():
+    torch.manual_seed(0)
+    w = torch.randn(4, 5)
+    g = GraphBuilder()
+    xi, y = g.input([8, 5]), g.output([2, 4, 4])
+    h = g.internal([8, 4])
+    g.node(xs.XNNFullyConnected(xi, g.const(w), INVALID, h))
+    g.node(xs.XNNStaticReshape(3, [2, 0, 4], h, y))
+    pte = delegate_program(g.payload(), [([8, 5], torch.float32)], [([2, 4, 4], torch.float32)], dynamic=True)
+    method = PY.load_program(pte).load_method("forward")
+    for rows in (8, 6, 2):
+        x = torch.randn(rows, 5)
+        (got,) = method.execute([x])
+        assert got.shape == (2, rows // 2, 4)
+        assert_outputs_close(got, (x @ w.t()).reshape(2, -1, 4))
+
+
+def test_a_channels_last_argument_is_seen_in_memory_order():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 4, 5)
+    g = GraphBuilder()
+    xi, y = g.input([1, 4, 5, 3]), g.output([1, 4, 5, 3])  # NHWC: the argument's memory order
+    g.node(xs.XNNMultiply(xi, g.const(torch.tensor([1.0, 10.0, 100.0])), y))
+    pte = delegate_program(g.payload(), [([1, 3, 4, 5], torch.float32, [0, 2, 3, 1])],
+                           [([1, 3, 4, 5], torch.float32, [0, 2, 3, 1])])
+    (got,) = _run(pte, [x])
+    assert_outputs_close(got, x * torch.tensor([1.0, 10.0, 100.0]).reshape(1, 3, 1, 1))
