@@ -1,7 +1,7 @@
 """Run with the reference python: FILE.py:FACTORY OUT.pte -> an 8da4w XNNPACK .pte from the published exporter.
 
 torchao's Int8DynamicActivationIntxWeightConfig (int8 per-token dynamic activations, int4 weights in
-groups of 32) quantizes the model's linear layers; the published XnnpackPartitioner lowers them.
+groups of 32) quantizes the model's linear layers (those with whole groups); the published XnnpackPartitioner lowers them.
 The quantized eager model's outputs on the factory's inputs are saved as OUT.ref.pt.
 """
 import importlib.util
@@ -22,7 +22,9 @@ from torchao.quantization.granularity import PerGroup  # noqa: E402
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner  # noqa: E402
 from executorch.exir import to_edge_transform_and_lower  # noqa: E402
 
-quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)))
+# Groups of 32 need whole groups: linear layers whose input width is not a multiple of 32 stay float.
+quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+          filter_fn=lambda m, _fqn: isinstance(m, torch.nn.Linear) and m.in_features % 32 == 0)
 with torch.no_grad():
     ref = model(*inputs)
 torch.save(list(ref) if isinstance(ref, tuple) else [ref], out[:-4] + ".ref.pt")

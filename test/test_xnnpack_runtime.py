@@ -265,3 +265,120 @@ def test_a_channels_last_argument_is_seen_in_memory_order():
                            [([1, 3, 4, 5], torch.float32, [0, 2, 3, 1])])
     (got,) = _run(pte, [x])
     assert_outputs_close(got, x * torch.tensor([1.0, 10.0, 100.0]).reshape(1, 3, 1, 1))
+
+
+# ---- what the runtime refuses ----------------------------------------------------------------------
+
+
+def _fc_graph() -> tuple[GraphBuilder, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    w, b = torch.randn(4, 5), torch.randn(4)
+    g = GraphBuilder()
+    xi, y = g.input([2, 5]), g.output([2, 4])
+    h = g.internal([2, 4])
+    g.node(xs.XNNFullyConnected(xi, g.const(w), g.const(b), h))
+    g.node(xs.XNNTanh(h, y))
+    return g, w, b
+
+
+def _load(payload: bytes):
+    pte = delegate_program(payload, [([2, 5], torch.float32)], [([2, 4], torch.float32)])
+    return PY.load_program(pte).load_method("forward")
+
+
+def test_the_fc_graph_runs():
+    g, w, b = _fc_graph()
+    x = torch.randn(2, 5)
+    assert_outputs_close(_load(g.payload()).execute([x]), [torch.tanh(F.linear(x, w, b))])
+
+
+def _mutated(mutate) -> bytes:
+    g, *_ = _fc_graph()
+    graph = g.graph()
+    mutate(graph)
+    return serialize_xnnpack_binary(graph, bytes(g.blob))
+
+
+def _tv(graph, i):
+    return xs.tensor_value(graph.xvalues[i])
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda g: setattr(g.xnodes[1].xnode_union, "input_id", 77), r"value id 77"),
+    (lambda g: setattr(g.xnodes[0].xnode_union, "filter_id", 1), r"filter .* should|input channels|ends? in"),
+    (lambda g: setattr(_tv(g, 3), "dims", [4, 6]), r"holds 80 bytes .* need 96"),
+    (lambda g: setattr(_tv(g, 2), "num_dims", 3), r"declares 3 dims"),
+    (lambda g: setattr(g.constant_data[1], "size", 10), r"holds 10 bytes"),
+    (lambda g: setattr(g.constant_data[1], "offset", 1 << 40), r"runs past"),
+    (lambda g: setattr(_tv(g, 2), "constant_buffer_idx", 9), r"constant index 9"),
+    (lambda g: setattr(_tv(g, 0), "external_id", 5), r"external with id 5"),
+    (lambda g: setattr(_tv(g, 1), "flags", 8), r"unknown flag bits"),
+    (lambda g: setattr(_tv(g, 4), "id_out", 2), r"two values have id 2"),
+    (lambda g: g.xnodes.reverse(), r"reads value 2 .* before any node writes it"),
+    (lambda g: g.xnodes.pop(), r"never written"),
+    (lambda g: setattr(g, "num_externs", 100000), r"num_externs"),
+    (lambda g: setattr(g.xnodes[0], "output_min_max", xs.OutputMinMax(1.0, -1.0)), r"not a range"),
+    (lambda g: setattr(_tv(g, 0), "datatype", D.xnn_datatype_qpint8), r"qpint8, which this runtime does not run"),
+])
+def test_inconsistent_graphs_are_refused_at_load(mutate, message):
+    with pytest.raises(ExecuTorchError, match=message) as info:
+        _load(_mutated(mutate))
+    assert "\n" not in str(info.value) and "XnnpackBackend" in str(info.value)
+
+
+def test_an_unsupported_datatype_combination_names_the_node_kind():
+    g = GraphBuilder()
+    q = xs.PerTensorQuant(0.1, 0)
+    a, b = g.input([2, 3], D.xnn_datatype_qint8, q), g.input([3, 2], D.xnn_datatype_qint8, q)
+    y = g.output([2, 2], D.xnn_datatype_qint8, q)
+    g.node(xs.XNNBatchMatrixMultiply(a, b, y))
+    pte = delegate_program(g.payload(), [([2, 3], torch.int8), ([3, 2], torch.int8)], [([2, 2], torch.int8)])
+    with pytest.raises(ExecuTorchError, match=r"node kind BatchMatrixMultiply with xnn_datatype_qint8"):
+        PY.load_program(pte).load_method("forward")
+
+
+def _abs_payload() -> bytes:
+    g = GraphBuilder()
+    xi, y = g.input([2, 5]), g.output([2, 4])
+    g.node(xs.XNNAbs(xi, y))
+    return g.payload()
+
+
+def test_an_unknown_node_tag_is_refused_naming_the_tag():
+    payload = _abs_payload()
+    abs_tag = xs.XNODE_UNION_TYPES.index(xs.XNNAbs) + 1
+    for pos in [i for i, byte in enumerate(payload) if byte == abs_tag]:
+        patched = payload[:pos] + bytes([200]) + payload[pos + 1:]
+        try:
+            deserialize_xnnpack_binary(patched)
+        except Exception as e:  # noqa: BLE001
+            if "union tag 200" in str(e):
+                break
+    else:
+        pytest.fail("no byte of the payload is the node's union tag")
+    with pytest.raises(ExecuTorchError, match=r"union tag 200"):
+        _load(patched)
+
+
+@pytest.mark.parametrize("cut", [0, 7, 31, 60, -9])
+def test_truncated_payloads_are_refused(cut):
+    payload = _fc_graph()[0].payload()
+    with pytest.raises(ExecuTorchError, match="XnnpackBackend"):
+        _load(payload[:cut] if cut >= 0 else payload[:len(payload) + cut])
+
+
+def test_random_corruption_raises_only_executorch_errors():
+    g, *_ = _fc_graph()
+    payload = g.payload()
+    rng = random.Random(0)
+    refused = 0
+    for _ in range(300):
+        data = bytearray(payload)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        try:
+            method = _load(bytes(data))
+            method.execute([torch.randn(2, 5)])
+        except ExecuTorchError:
+            refused += 1
+    assert refused > 100
