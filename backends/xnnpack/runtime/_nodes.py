@@ -139,11 +139,31 @@ def _unary(fn: Callable[[torch.Tensor], torch.Tensor]):
     return build
 
 
-def _binary(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]):
+def _binary(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], fixed_sign: int = 0):
     def build(c: Compiler, kind: str, n, mm):
         a, b = c.val(n.input1_id, kind, "input1"), c.val(n.input2_id, kind, "input2")
         y = c.val(n.output_id, kind, "output")
         _check_broadcast(kind, a, b, y)
+        if fn is torch.mul and a.dtype in QS8 and b.dtype == a.dtype and y.dtype == a.dtype:
+            # XNNPACK multiplies the centred integers exactly and requantizes the product in float32
+            scale = a.scale * b.scale / y.scale
+            lo, hi = _minmax(mm)
+            qlo, qhi = _quant.bound(lo, y, False), _quant.bound(hi, y, True)
+            sa, sb, sy, za, zb = a.slot, b.slot, y.slot, a.zero_point, b.zero_point
+
+            def step(env):
+                prod = (env[sa].to(F64) - za) * (env[sb].to(F64) - zb)
+                env[sy] = _quant.requantize(prod, scale, y, qlo, qhi)
+            return step, [y]
+        if fixed_sign and a.dtype in QS8 and b.dtype == a.dtype and y.dtype == a.dtype:
+            params = _quant.add_params(a, b, y, fixed_sign)
+            lo, hi = _minmax(mm)
+            qlo, qhi = _quant.bound(lo, y, False), _quant.bound(hi, y, True)
+            sa, sb, sy = a.slot, b.slot, y.slot
+
+            def step(env):
+                env[sy] = _quant.fixed_add(env[sa], env[sb], params, y, qlo, qhi)
+            return step, [y]
         ra, rb, write = c.reader(a, kind), c.reader(b, kind), c.writer(y, kind, mm)
         return (lambda env: write(env, fn(ra(env), rb(env)))), [y]
     return build
@@ -706,7 +726,7 @@ def _build_prelu(c: Compiler, kind: str, n, mm):
 
 
 _BUILDERS = {
-    xs.XNNAdd: _binary(torch.add), xs.XNNSubtract: _binary(torch.sub), xs.XNNMultiply: _binary(torch.mul),
+    xs.XNNAdd: _binary(torch.add, 1), xs.XNNSubtract: _binary(torch.sub, -1), xs.XNNMultiply: _binary(torch.mul),
     xs.XNNDiv: _binary(torch.div), xs.XNNMinimum: _binary(torch.minimum), xs.XNNMaximum: _binary(torch.maximum),
     xs.XNNPReLU: _build_prelu,
     xs.XNNSoftmax: _unary(lambda x: torch.softmax(x, dim=-1)), xs.XNNSigmoid: _unary(torch.sigmoid),

@@ -71,3 +71,29 @@ def dynamic_quantize(x: torch.Tensor, num_nonbatch_dims: int) -> tuple:
 
 def _int_dtype(v: Value) -> torch.dtype:
     return torch.uint8 if v.qrange[0] == 0 else (torch.int32 if v.qrange[1] > 255 else torch.int8)
+
+
+def add_params(a: Value, b: Value, out: Value, b_sign: int = 1) -> tuple[int, int, int, int]:
+    """XNNPACK's fixed-point QS8 add (subtract: b_sign -1): multipliers of 20 bits for the two input/output
+    scale ratios, a shift, and a bias holding the zero points and the rounding (half up)."""
+    ra = float(f32(float(a.scale)) / f32(float(out.scale)))
+    rb = float(f32(float(b.scale)) / f32(float(out.scale))) * b_sign
+    exponent = math.frexp(max(abs(ra), abs(rb)))[1] - 1
+    shift = 20 - exponent
+    if not 12 <= shift <= 30:
+        raise ValueError(f"input/output scale ratio {max(abs(ra), abs(rb)):.3g} is outside what XNNPACK's "
+                         "quantized add takes")
+    ma, mb = int(round_half_even(math.ldexp(ra, shift))), int(round_half_even(math.ldexp(rb, shift)))
+    bias = (1 << (shift - 1)) - ma * a.zero_point - mb * b.zero_point
+    return ma, mb, shift, bias
+
+
+def fixed_add(qa: torch.Tensor, qb: torch.Tensor, params: tuple, out: Value, lo: int, hi: int) -> torch.Tensor:
+    ma, mb, shift, bias = params
+    acc = qa.to(torch.int64) * ma + qb.to(torch.int64) * mb + bias
+    y = torch.bitwise_right_shift(acc, shift)
+    return torch.clamp(y, lo - out.zero_point, hi - out.zero_point).add_(out.zero_point).to(_int_dtype(out))
+
+
+def round_half_even(x: float) -> float:
+    return float(torch.round(torch.tensor(x, dtype=torch.float64)))
