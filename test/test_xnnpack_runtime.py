@@ -4,8 +4,6 @@ payloads refused with an ExecuTorchError at load."""
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import random
 import subprocess
 import sys
@@ -19,7 +17,7 @@ from torch.utils._pytree import tree_flatten
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import (
     deserialize_xnnpack_binary, serialize_xnnpack_binary)
-from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.devtools.compare import TOLERANCES, assert_outputs_close, compare_outputs
 from executorch.exir import schema as s
 from executorch.exir._serialize._program import read_program, serialize_pte_binary
 from executorch.runtime import ExecuTorchError
@@ -70,24 +68,95 @@ def test_published_fp32_xnnpack_files_match_eager(published, name):
     assert_outputs_close(_run(pte, inputs), expected)
 
 
-def _int8_tolerance(eager, converted) -> float:
-    """Half of what quantization moves the outputs (as the export CLI's check), but at least two steps
-    of the output's int8 grid: the published runtime itself lands a step or two from the converted
-    module, where float summation order puts an activation on the other side of a rounding boundary."""
-    moved = max(float((e - c).abs().max() / c.abs().max()) for e, c in zip(eager, converted))
-    return max(1e-3, moved / 2)
+def _moved(eager: list, reference: list) -> float:
+    """How far quantization itself moves the outputs, relative to the reference's largest value."""
+    return max(float((e - r).abs().max() / r.abs().max()) for e, r in zip(eager, reference))
 
 
 @pytest.mark.parametrize("name", ZOO)
-def test_published_int8_xnnpack_files_match_the_converted_module(published, name):
+def test_published_int8_xnnpack_files_match_the_published_runtime_and_the_converted_module(
+        published, reference_runtime, tmp_path, name):
     path = published(name, "--xnnpack", "--int8")
     pte = path.read_bytes()
     assert "XnnpackBackend" in _delegates(pte)
     converted = tree_flatten(torch.load(path.with_suffix(".ref.pt")))[0]
     _, inputs, eager = _eager(name)
     got = tree_flatten(_run(pte, inputs))[0]
-    tol = _int8_tolerance(tree_flatten(eager)[0], converted)
+    # XNNPACK's integer arithmetic (exact accumulators, float32 requantization, fixed-point adds) is
+    # reproduced, so the published runtime's outputs are met at float32's tolerance ...
+    theirs = tree_flatten(reference_runtime.run(path, inputs, tmp_path))[0]
+    assert_outputs_close(got, theirs)
+    # ... and the converted pt2e module's no further off than the float model or the published runtime
+    # is (XNNPACK's requantization is not pt2e's float arithmetic: on multi_io the published runtime
+    # lands 7e-2 from the converted module, twice as far as the float model).
+    tol = max(_moved(tree_flatten(eager)[0], converted), _moved(theirs, converted)) + 1e-5
     assert_outputs_close(got, converted, rtol=0.0, atol=tol)
+
+
+@pytest.fixture(scope="module")
+def published_8da4w(reference_runtime, tmp_path_factory):
+    out = tmp_path_factory.mktemp("8da4w") / "llama_decoder_8da4w.pte"
+    proc = subprocess.run([reference_runtime.python, str(Path(__file__).with_name("reference_export_8da4w.py")),
+                           zoo_factory_spec("llama_decoder"), str(out)], capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        pytest.fail(f"the published exporter failed on the 8da4w decoder: {proc.stderr[-2000:]}")
+    return out
+
+
+def test_published_8da4w_decoder_matches_the_published_runtime_and_quantized_eager(
+        published_8da4w, reference_runtime, tmp_path):
+    pte = published_8da4w.read_bytes()
+    graphs = [deserialize_xnnpack_binary(read_program(pte).segment_data[d.processed.index]).graph
+              for d in read_program(pte).execution_plan[0].delegates]
+    kinds = {xs.tensor_value(v).datatype for g in graphs for v in g.xvalues}
+    assert {D.xnn_datatype_qdint8, D.xnn_datatype_qbint4} <= kinds
+    _, inputs, _ = _eager("llama_decoder")
+    got = _run(pte, inputs)
+    assert_outputs_close(got, reference_runtime.run(published_8da4w, inputs, tmp_path))
+    # The quantized eager model keeps its block scales in float32; XNNPACK holds them in bfloat16.
+    rtol, atol = TOLERANCES[torch.bfloat16]
+    assert_outputs_close(got, torch.load(published_8da4w.with_suffix(".ref.pt")), rtol=rtol, atol=atol)
+
+
+def _rewrite_payload(pte: bytes, mutate) -> bytes:
+    """`pte` with its first XNNPACK payload's graph changed by `mutate(graph)`."""
+    program = read_program(pte)
+    d = next(d for d in program.execution_plan[0].delegates if d.id == "XnnpackBackend")
+    payload = deserialize_xnnpack_binary(program.segment_data[d.processed.index])
+    mutate(payload.graph)
+    program.segment_data[d.processed.index] = serialize_xnnpack_binary(payload.graph, bytes(payload.constant_data))
+    return serialize_pte_binary(program)
+
+
+def test_the_int8_gate_fails_on_an_output_scale_five_percent_off(published, reference_runtime, tmp_path):
+    path = published("multi_io", "--xnnpack", "--int8")
+    _, inputs, _ = _eager("multi_io")
+    theirs = tree_flatten(reference_runtime.run(path, inputs, tmp_path))[0]
+
+    def scale_first_per_tensor(graph):
+        v = next(v.xvalue_union for v in graph.xvalues if isinstance(v.xvalue_union, xs.XNNQuantizedTensorValue)
+                 and isinstance(v.xvalue_union.quant_params, xs.PerTensorQuant))
+        v.quant_params.scale *= 1.05
+    wrong = tree_flatten(_run(_rewrite_payload(path.read_bytes(), scale_first_per_tensor), inputs))[0]
+    assert not compare_outputs(wrong, theirs).ok
+
+
+def test_published_payloads_survive_random_corruption(published):
+    pte = published("multi_io", "--xnnpack", "--int8").read_bytes()
+    program = read_program(pte)
+    d = program.execution_plan[0].delegates[0]
+    payload = bytes(program.segment_data[d.processed.index])
+    _, inputs, _ = _eager("multi_io")
+    rng = random.Random(1)
+    for _ in range(100):
+        data = bytearray(payload)
+        for _ in range(rng.randint(1, 3)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        program.segment_data[d.processed.index] = bytes(data)
+        try:
+            _run(serialize_pte_binary(program), inputs)
+        except ExecuTorchError:
+            pass
 
 
 # ---- hand-made graphs against torch ----------------------------------------------------------------
