@@ -4,6 +4,7 @@ payloads refused with an ExecuTorchError at load."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import subprocess
 import sys
@@ -157,6 +158,19 @@ def test_published_payloads_survive_random_corruption(published):
             _run(serialize_pte_binary(program), inputs)
         except ExecuTorchError:
             pass
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_our_exporters_xnnpack_files_match_eager(name):
+    partitioner = pytest.importorskip("executorch.backends.xnnpack.partition.xnnpack_partitioner",
+                                      reason="this tree has no XNNPACK partitioner yet")
+    from executorch.exir import to_edge_transform_and_lower
+
+    model, inputs, expected = _eager(name)
+    ep = torch.export.export(model, inputs)
+    pte = to_edge_transform_and_lower(ep, partitioner=[partitioner.XnnpackPartitioner()]).to_executorch().buffer
+    assert "XnnpackBackend" in _delegates(pte)
+    assert_outputs_close(_run(pte, inputs), expected)
 
 
 # ---- hand-made graphs against torch ----------------------------------------------------------------
@@ -451,3 +465,83 @@ def test_random_corruption_raises_only_executorch_errors():
         except ExecuTorchError:
             refused += 1
     assert refused > 100
+
+
+def test_scaled_dot_product_attention():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 6)
+    scale, mask = torch.full((8,), 0.3), torch.randn(4, 5)
+    g = GraphBuilder()
+    qi, ki, vi = g.input([2, 3, 4, 8]), g.input([2, 3, 5, 8]), g.input([2, 3, 5, 6])
+    y = g.output([2, 3, 4, 6])
+    g.node(xs.XNNScaledDotProductAttention(qi, ki, vi, g.const(scale), g.const(mask), y))
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
+    assert_outputs_close(_run_graph(g, [q, k, v], [[2, 3, 4, 6]]), [want])
+
+
+def test_a_bare_xn00_flatbuffer_with_inline_constants_runs():
+    from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import convert_to_flatbuffer
+
+    torch.manual_seed(0)
+    w = torch.randn(4, 5)
+    g = GraphBuilder()
+    xi, y = g.input([2, 5]), g.output([2, 4])
+    wv = g._add([4, 5], FP32, 0, 1, None)
+    g.node(xs.XNNFullyConnected(xi, wv, INVALID, y))
+    graph = dataclasses.replace(g.graph(), constant_data=[],
+                                constant_buffer=[xs.Buffer(b""), xs.Buffer(w.numpy().tobytes())])
+    fb = bytearray(convert_to_flatbuffer(graph))
+    fb[4:8] = b"XN00"
+    x = torch.randn(2, 5)
+    assert_outputs_close(_load(bytes(fb)).execute([x]), [x @ w.t()])
+
+
+def _q(x: torch.Tensor, scale: float, zp: int) -> torch.Tensor:
+    return torch.clamp(torch.round(x / scale) + zp, -128, 127)
+
+
+def test_static_int8_fully_connected_is_within_one_step_of_float_arithmetic():
+    torch.manual_seed(0)
+    x, w, b = torch.randn(3, 16), torch.randn(8, 16), torch.randn(8)
+    sx, zx, sy, zy = 0.03, 3, 0.05, -2
+    sw = w.abs().amax(1) / 127
+    wq = torch.round(w / sw[:, None]).to(torch.int8)
+    bq = torch.round(b / (sx * sw)).to(torch.int32)
+    g = GraphBuilder()
+    xi, y = g.input([3, 16]), g.output([3, 8])
+    qx = g.internal([3, 16], D.xnn_datatype_qint8, xs.PerTensorQuant(sx, zx))
+    qy = g.internal([3, 8], D.xnn_datatype_qint8, xs.PerTensorQuant(sy, zy))
+    wv = g.const(wq, D.xnn_datatype_qcint8, xs.PerChannelQuant(sw.tolist(), 0))
+    bv = g.const(bq, D.xnn_datatype_qcint32, xs.PerChannelQuant((sx * sw).tolist(), 0))
+    g.node(xs.XNNConvert(xi, qx))
+    g.node(xs.XNNFullyConnected(qx, wv, bv, qy), mm=(0.0, float("inf")))
+    g.node(xs.XNNConvert(qy, y))
+    (got,) = _run_graph(g, [x], [[3, 8]])
+    xd = (_q(x, sx, zx) - zx) * sx
+    want = (torch.clamp(_q(F.linear(xd, wq.float() * sw[:, None], bq.float() * sx * sw), sy, zy), zy, 127) - zy) * sy
+    assert float((got - want).abs().max()) <= sy * 1.001
+
+
+def test_dynamic_int8_fully_connected_with_4_bit_block_weights():
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 3, 64), torch.randn(8, 64)
+    blocks = w.reshape(8, 2, 32)
+    scale = (blocks.abs().amax(-1) / 7).to(torch.bfloat16).float()
+    wq = torch.clamp(torch.round(blocks / scale[..., None]), -8, 7).reshape(8, 64).to(torch.int8)
+    packed = (wq + 8).to(torch.uint8).reshape(8, 32, 2)
+    packed = (packed[..., 0] | (packed[..., 1] << 4)).contiguous()
+    g = GraphBuilder()
+    xi, y = g.input([2, 3, 64]), g.output([2, 3, 8])
+    qx = g.internal([2, 3, 64], D.xnn_datatype_qdint8, xs.PerTokenDynamicQuant(1))
+    sidx = g.data(scale.to(torch.bfloat16).view(torch.int16).numpy().tobytes())
+    wv = g.const(packed, D.xnn_datatype_qbint4, xs.PerChannelGroupQuant([], 0, 32, [], sidx, 16), dims=[8, 64])
+    g.node(xs.XNNConvert(xi, qx))
+    g.node(xs.XNNFullyConnected(qx, wv, INVALID, y))
+    (got,) = _run_graph(g, [x], [[2, 3, 8]])
+    wd = (wq.float().reshape(8, 2, 32) * scale[..., None]).reshape(8, 64)
+    exact = x @ wd.t()
+    # Per-token int8 activations: each row's error is within half a step times the weights' L1 norm.
+    step = (x.amax(-1, keepdim=True).clamp(min=0) - x.amin(-1, keepdim=True).clamp(max=0)) / 255
+    bound = step / 2 * wd.abs().sum(1) * 1.01
+    assert bool(((got - exact).abs() <= bound).all())
+    assert float((got - exact).abs().max()) > 0  # the activations really were quantized
