@@ -77,6 +77,9 @@ def test_export_path_is_complete(minimal_wheel):
                                                   "executorch/schema/scalar_type.fbs"}
     if (REPO / "runtime" / "__init__.py").is_file():
         expected |= _source_modules(REPO / "runtime")
+    # The Python engine's XnnpackBackend, so the minimal wheel's CLI can check an XNNPACK export.
+    expected |= _source_modules(REPO / "backends" / "xnnpack" / "runtime")
+    assert "executorch/backends/xnnpack/runtime/_backend.py" in expected
     assert expected <= names, sorted(expected - names)
 
 

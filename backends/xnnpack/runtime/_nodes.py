@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from executorch.backends.xnnpack.runtime import _quant
-from executorch.backends.xnnpack.runtime._values import FLOATS, Value, ValueTable, bad
+from executorch.backends.xnnpack.runtime._values import FLOATS, STORAGE, Value, ValueTable, bad
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 from executorch.runtime._errors import ExecuTorchError
 
@@ -59,13 +59,12 @@ class Compiler:
             return lambda env: (env[s][0].to(torch.float32) - env[s][2]) * env[s][1]
         raise self.unsupported(kind, f"with a {v.dtype.name} operand ({v.describe()})")
 
-    def writer(self, v: Value, kind: str, mm: Optional[xs.OutputMinMax], like: Optional[Value] = None
-               ) -> Callable[[list, torch.Tensor], None]:
+    def writer(self, v: Value, kind: str, mm: Optional[xs.OutputMinMax]) -> Callable[[list, torch.Tensor], None]:
         """(env, float result) -> stored in v's representation, clamped to the node's output min/max."""
         s = v.slot
         lo, hi = _minmax(mm)
         if v.dtype in FLOATS:
-            dt = _STORE[v.dtype]
+            dt = STORAGE[v.dtype]
             if lo == -math.inf and hi == math.inf:
                 def write(env, y):
                     env[s] = y if y.dtype == dt else y.to(dt)
@@ -111,10 +110,6 @@ class Compiler:
         step, outs = build(self, kind, n, node.output_min_max)
         ins = [v for v in self._used if all(v is not o for o in outs)]
         return kind, step, ins, outs
-
-
-_STORE = {D.xnn_datatype_fp32: torch.float32, D.xnn_datatype_fp16: torch.float16,
-          D.xnn_datatype_bf16: torch.bfloat16}
 
 
 def _minmax(mm: Optional[xs.OutputMinMax]) -> tuple[float, float]:
@@ -372,7 +367,8 @@ def _build_bmm(c: Compiler, kind: str, n, mm):
 
 def _build_sdpa(c: Compiler, kind: str, n, mm):
     q, k, v = (c.val(n.query_id, kind, "query"), c.val(n.key_id, kind, "key"), c.val(n.value_id, kind, "value"))
-    scale, mask, y = c.val(n.scale_id, kind, "scale"), c.val(n.mask_id, kind, "mask"), c.val(n.output_id, kind, "output")
+    scale, mask = c.val(n.scale_id, kind, "scale"), c.val(n.mask_id, kind, "mask")
+    y = c.val(n.output_id, kind, "output")
     for t in (q, k, v, scale, mask):
         if t.dtype not in FLOATS:
             raise c.unsupported(kind, f"with a {t.dtype.name} operand")
