@@ -74,6 +74,19 @@ def _moved(eager: list, reference: list) -> float:
     return max(float((e - r).abs().max() / r.abs().max()) for e, r in zip(eager, reference))
 
 
+# Zoo models whose int8 graphs are integer from input to output (one XNNPACK delegate, no float op
+# between quantized ones): XNNPACK's integer arithmetic (exact accumulators, float32 requantization,
+# fixed-point adds) is reproduced, so their outputs are the published runtime's to float32 tolerance.
+INTEGER_THROUGHOUT = {"mobilenet_v2", "resnet18", "resnet50", "multi_io"}
+
+
+def _int8_atol(name: str, eager: list, converted: list) -> float:
+    """Elsewhere float ops sit between quantized ones (softmax, GELU, the portable layer norm), and their
+    last-bit differences put an activation on the other side of a rounding boundary now and then: half
+    of what quantization itself moves the outputs, the export CLI's rule."""
+    return 1e-5 if name in INTEGER_THROUGHOUT else max(1e-5, _moved(eager, converted) / 2)
+
+
 @pytest.mark.parametrize("name", ZOO)
 def test_published_int8_xnnpack_files_match_the_published_runtime_and_the_converted_module(
         published, reference_runtime, tmp_path, name):
@@ -82,15 +95,14 @@ def test_published_int8_xnnpack_files_match_the_published_runtime_and_the_conver
     assert "XnnpackBackend" in _delegates(pte)
     converted = tree_flatten(torch.load(path.with_suffix(".ref.pt")))[0]
     _, inputs, eager = _eager(name)
+    eager = tree_flatten(eager)[0]
     got = tree_flatten(_run(pte, inputs))[0]
-    # XNNPACK's integer arithmetic (exact accumulators, float32 requantization, fixed-point adds) is
-    # reproduced, so the published runtime's outputs are met at float32's tolerance ...
     theirs = tree_flatten(reference_runtime.run(path, inputs, tmp_path))[0]
-    assert_outputs_close(got, theirs)
-    # ... and the converted pt2e module's no further off than the float model or the published runtime
-    # is (XNNPACK's requantization is not pt2e's float arithmetic: on multi_io the published runtime
+    assert_outputs_close(got, theirs, atol=_int8_atol(name, eager, converted))
+    # The converted pt2e module: no further off than the float model or the published runtime is
+    # (XNNPACK's requantization is not pt2e's float arithmetic: on multi_io the published runtime
     # lands 7e-2 from the converted module, twice as far as the float model).
-    tol = max(_moved(tree_flatten(eager)[0], converted), _moved(theirs, converted)) + 1e-5
+    tol = max(_moved(eager, converted), _moved(theirs, converted)) + _int8_atol(name, eager, converted)
     assert_outputs_close(got, converted, rtol=0.0, atol=tol)
 
 
@@ -129,17 +141,19 @@ def _rewrite_payload(pte: bytes, mutate) -> bytes:
     return serialize_pte_binary(program)
 
 
-def test_the_int8_gate_fails_on_an_output_scale_five_percent_off(published, reference_runtime, tmp_path):
-    path = published("multi_io", "--xnnpack", "--int8")
-    _, inputs, _ = _eager("multi_io")
+@pytest.mark.parametrize("name", ["multi_io", "transformer_encoder"])
+def test_the_int8_gate_fails_on_a_scale_five_percent_off(published, reference_runtime, tmp_path, name):
+    path = published(name, "--xnnpack", "--int8")
+    _, inputs, eager = _eager(name)
     theirs = tree_flatten(reference_runtime.run(path, inputs, tmp_path))[0]
+    atol = _int8_atol(name, tree_flatten(eager)[0], tree_flatten(torch.load(path.with_suffix(".ref.pt")))[0])
 
     def scale_first_per_tensor(graph):
         v = next(v.xvalue_union for v in graph.xvalues if isinstance(v.xvalue_union, xs.XNNQuantizedTensorValue)
                  and isinstance(v.xvalue_union.quant_params, xs.PerTensorQuant))
         v.quant_params.scale *= 1.05
     wrong = tree_flatten(_run(_rewrite_payload(path.read_bytes(), scale_first_per_tensor), inputs))[0]
-    assert not compare_outputs(wrong, theirs).ok
+    assert not compare_outputs(wrong, theirs, atol=atol).ok
 
 
 def test_published_payloads_survive_random_corruption(published):
