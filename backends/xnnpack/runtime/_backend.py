@@ -50,7 +50,7 @@ class XnnpackBackend(python_backend.PythonBackend):
         except ExecuTorchError:
             raise
         except Exception as e:  # noqa: BLE001 - any other fault is the payload's
-            raise bad(f"{type(e).__name__}: {e}") from None
+            raise bad(f"{type(e).__name__}: {_first_line(e)}") from None
         env = [None] * len(table.values)
         for v in table.values:
             env[v.slot] = v.const
@@ -66,12 +66,16 @@ class XnnpackBackend(python_backend.PythonBackend):
             except ExecuTorchError:
                 raise
             except Exception as e:  # noqa: BLE001 - a shape the graph cannot take
-                detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise ExecuTorchError(f"XnnpackBackend: node {i} ({kind}) failed: {detail}") from e
+                raise ExecuTorchError(f"XnnpackBackend: node {i} ({kind}) failed: {_first_line(e)}") from e
             for v in outs:
                 _check_shape(env[v.slot], v, i, kind)
         for v in handle.outputs:
             _write_output(_arg(args, v), env[v.slot], v)
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _check_written(table: ValueTable, steps: list) -> list:
