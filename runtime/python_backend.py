@@ -63,6 +63,8 @@ def get_backend(name: str) -> PythonBackend | None:
 
 
 def _builtin() -> None:
-    # The backend every build ships; imported on first use so plain runs stay light.
+    # The backends every build ships; imported on first use so plain runs stay light.
     if "ExecutorBackend" not in _registry:
         from executorch.runtime._python import _executor_backend  # noqa: F401  (registers itself)
+    if "XnnpackBackend" not in _registry:
+        from executorch.backends.xnnpack.runtime import _backend  # noqa: F401  (registers itself)

@@ -9,7 +9,8 @@ import torch
 from executorch.exir import schema as s
 
 _CODES = {torch.float32: s.ScalarType.FLOAT, torch.int64: s.ScalarType.LONG, torch.bool: s.ScalarType.BOOL,
-          torch.int32: s.ScalarType.INT, torch.float64: s.ScalarType.DOUBLE}
+          torch.int32: s.ScalarType.INT, torch.float64: s.ScalarType.DOUBLE, torch.int8: s.ScalarType.CHAR,
+          torch.uint8: s.ScalarType.BYTE}
 
 
 class PlanBuilder:

@@ -77,6 +77,11 @@ def test_export_path_is_complete(minimal_wheel):
                                                   "executorch/schema/scalar_type.fbs"}
     if (REPO / "runtime" / "__init__.py").is_file():
         expected |= _source_modules(REPO / "runtime")
+    # The Python engine's XnnpackBackend, so the minimal wheel's CLI can check an XNNPACK export.
+    xnnpack_runtime = {"executorch/" + p.relative_to(REPO).as_posix()
+                       for p in (REPO / "backends" / "xnnpack" / "runtime").glob("*.py")}
+    assert "executorch/backends/xnnpack/runtime/_backend.py" in xnnpack_runtime
+    expected |= xnnpack_runtime
     assert expected <= names, sorted(expected - names)
 
 

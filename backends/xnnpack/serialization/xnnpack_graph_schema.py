@@ -21,6 +21,13 @@ XNN_INVALID_VALUE_ID = 0xFFFFFFFF
 # XNNTensorValue.flags bits.
 XNN_VALUE_FLAG_EXTERNAL_INPUT = 0x1
 XNN_VALUE_FLAG_EXTERNAL_OUTPUT = 0x2
+# XNode flags bits (each node kind reads only its own).
+XNN_FLAG_TRANSPOSE_WEIGHTS = 0x1  # FullyConnected: the filter is [in, out]
+XNN_FLAG_TRANSPOSE_B = 0x1  # BatchMatrixMultiply: input2 is [..., N, K]
+XNN_FLAG_TENSORFLOW_SAME_PADDING = 0x4  # Conv/pooling: padding chosen at run time (not written here)
+XNN_FLAG_TENSORFLOW_LEGACY_MODE = 0x4  # ResizeBilinear2D: neither corner-aligned nor half-pixel
+XNN_FLAG_ALIGN_CORNERS = 0x8  # ResizeBilinear2D
+XNN_FLAG_KEEP_DIMS = 0x40  # GlobalAvgPooling2d (and pooling): keep the reduced dims as 1
 # ConstantDataOffset.offset of a constant that lives in the program's named data.
 NAMED_DATA_OFFSET = 0xFFFFFFFFFFFFFFFF
 
