@@ -334,10 +334,11 @@ Error bind_output(const Op& op, Plan& plan, Span<EValue*> args) {
   runtime::Tensor t = args[out.external]->toTensor();
   int64_t sizes[kMaxDims];
   std::copy(out.dims, out.dims + out.rank, sizes);
-  ET_CHECK_OR_RETURN(t.dim() == out.rank, InvalidArgument,
+  const bool scalar = t.dim() == 0 && out.rank == 1 && out.dims[0] == 1;
+  ET_CHECK_OR_RETURN(t.dim() == out.rank || scalar, InvalidArgument,
                      "XnnpackBackend: output %u of the call is %" PRId64 "-D; the graph makes %d-D", out.external,
                      t.dim(), out.rank);
-  ET_TRY(t.resize(Span<const int64_t>(sizes, static_cast<size_t>(out.rank))));
+  if (!scalar) ET_TRY(t.resize(Span<const int64_t>(sizes, static_cast<size_t>(out.rank))));
   out.data = t.mutable_data_ptr();
   return Error::Ok;
 }
@@ -478,10 +479,12 @@ Error execute(Plan& plan, Span<EValue*> args) {
     ET_CHECK_OR_RETURN(t.scalar_type() == scalar_type_of(v.dtype), InvalidArgument,
                        "XnnpackBackend: argument %u has dtype %d; the graph expects %d", v.external,
                        static_cast<int>(t.scalar_type()), static_cast<int>(scalar_type_of(v.dtype)));
-    ET_CHECK_OR_RETURN(t.dim() == v.rank && t.is_contiguous(), InvalidArgument,
+    // The format writes a scalar as [1].
+    const bool scalar = t.dim() == 0 && v.rank == 1 && v.max_dims[0] == 1;
+    ET_CHECK_OR_RETURN((t.dim() == v.rank || scalar) && t.is_contiguous(), InvalidArgument,
                        "XnnpackBackend: argument %u is a %" PRId64 "-D%s tensor; the graph expects a contiguous %d-D one",
                        v.external, t.dim(), t.is_contiguous() ? "" : " non-contiguous", v.rank);
-    for (int d = 0; d < v.rank; ++d) v.dims[d] = t.size(d);
+    for (int d = 0; d < v.rank; ++d) v.dims[d] = scalar ? 1 : t.size(d);
     v.data = t.mutable_data_ptr();
   }
   for (uint32_t vi : plan.outputs) {
