@@ -60,10 +60,44 @@ def test_published_fp32_xnnpack_zoo_runs_natively(reference_runtime, tmp_path, n
     assert_outputs_close(_run(pte, inputs), want)
 
 
-# Static int8 against the converted pt2e module (fake-quantized float math): the integer path may
-# land one quantization step away where a value sits on a rounding boundary, so the absolute term
-# is a few output steps of the largest value rather than float32's 1e-5.
-INT8_ATOL = 2e-2
+FIXTURES = Path(__file__).parent / "fixtures" / "xnnpack"
+
+
+def _ops_net():
+    sys.path.insert(0, str(FIXTURES))
+    import make_seeds
+
+    with torch.no_grad():
+        return make_seeds.inputs(), list(make_seeds.model()(*make_seeds.inputs()))
+
+
+def test_node_kinds_beyond_the_zoo_run_natively():
+    # Grouped and dilated depthwise convolution, pools, pad, slice, concat, activations (see make_seeds.py).
+    pte = (FIXTURES / "ops_fp32.pte").read_bytes()
+    assert "XnnpackBackend" in _backends(pte)
+    inputs, want = _ops_net()
+    assert_outputs_close(_run(pte, inputs), want)
+
+
+def test_quantized_node_kinds_beyond_the_zoo_run_natively():
+    pte = (FIXTURES / "ops_int8.pte").read_bytes()
+    inputs, want = _ops_net()
+    # Against the float model: int8 activations cost about 1% here. The published runtime has no
+    # figure to offer for this file: its XNNPACK refuses the pad that quantizes as it pads.
+    assert_outputs_close(_run(pte, inputs), want, rtol=2e-2, atol=2e-2)
+
+
+# Quantized files against their reference (the converted pt2e module, or the quantized eager module
+# for 8da4w): the float math of the reference and integer rounding part ways by a quantization step
+# here and there, which the float32 tolerance cannot absorb; the published XNNPACK runtime is itself
+# that far away. The gate is the comparison helper's, with its tolerance set to 1.5x the published
+# runtime's own error on the same file and inputs (and never below float32's).
+def _assert_as_close_as_published(reference_runtime, tmp_path, pte: bytes, inputs, want) -> None:
+    path = tmp_path / "quantized.pte"
+    path.write_bytes(pte)
+    published = reference_runtime.run(path, inputs, tmp_path)
+    tol = max(1.5 * compare_outputs(list(published), want).max_rel_err, 1e-5)
+    assert_outputs_close(_run(pte, inputs), want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("name", INT8_ZOO)
@@ -71,23 +105,26 @@ def test_published_int8_xnnpack_zoo_runs_natively(reference_runtime, tmp_path, n
     pte, want = _published(reference_runtime, tmp_path, name, "--xnnpack", "--int8")
     assert _backends(pte) == {"XnnpackBackend"}
     inputs, _ = _eager(name)
-    assert_outputs_close(_run(pte, inputs), want, rtol=INT8_ATOL, atol=INT8_ATOL)
+    _assert_as_close_as_published(reference_runtime, tmp_path, pte, inputs, want)
 
 
 def test_published_8da4w_decoder_runs_natively(reference_runtime, tmp_path):
     pte, want = _published(reference_runtime, tmp_path, "llama_decoder", script=EXPORT_8DA4W)
     assert _backends(pte) == {"XnnpackBackend"}
     inputs, _ = _eager("llama_decoder")
-    # Activations are quantized per token at run time, as the quantized eager module does.
-    assert_outputs_close(_run(pte, inputs), want, rtol=INT8_ATOL, atol=INT8_ATOL)
+    _assert_as_close_as_published(reference_runtime, tmp_path, pte, inputs, want)
 
 
-def test_int8_gate_fails_on_a_wrong_answer(reference_runtime, tmp_path):
-    pte, want = _published(reference_runtime, tmp_path, "multi_io", "--xnnpack", "--int8")
-    inputs, _ = _eager("multi_io")
+def test_quantized_gate_fails_on_a_wrong_answer(reference_runtime, tmp_path):
+    pte, want = _published(reference_runtime, tmp_path, "resnet18", "--xnnpack", "--int8")
+    inputs, _ = _eager("resnet18")
+    path = tmp_path / "quantized.pte"
+    path.write_bytes(pte)
+    tol = max(1.5 * compare_outputs(list(reference_runtime.run(path, inputs, tmp_path)), want).max_rel_err, 1e-5)
     got = _run(pte, inputs)
-    got[0] = got[0] + 0.05 * got[0].abs().max()
-    assert not compare_outputs(got, want, rtol=INT8_ATOL, atol=INT8_ATOL).ok
+    assert compare_outputs(got, want, rtol=tol, atol=tol).ok
+    got[0] = got[0] + 3 * tol * got[0].abs().max()
+    assert not compare_outputs(got, want, rtol=tol, atol=tol).ok
 
 
 # ---- malformed payloads ----------------------------------------------------------------------

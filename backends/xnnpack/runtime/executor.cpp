@@ -85,11 +85,10 @@ Error infer_shape(const Op& op, Plan& plan) {
   for (int i = 0; i < op.n_in; ++i) {
     const Value& v = plan.values[op.in[i]];
     if (moves_bytes(op.kind)) {
-      ET_CHECK_OR_RETURN(v.dtype == out.dtype && v.scale == out.scale && v.zero_point == out.zero_point &&
-                             v.dtype != DType::kQD8,
+      ET_CHECK_OR_RETURN(v.dtype != DType::kQD8 && out.dtype != DType::kQD8 && v.dtype != DType::kI32 &&
+                             (v.dtype == out.dtype || v.dtype == DType::kF32 || out.dtype == DType::kF32),
                          NotImplemented,
-                         "XnnpackBackend: node %u (%s) changes the element type or quantization of its data; "
-                         "not supported",
+                         "XnnpackBackend: node %u (%s) converts between element types it cannot; not supported",
                          op.node_index, op.name);
     } else {
       ET_CHECK_OR_RETURN(v.dtype != DType::kI32 && out.dtype != DType::kI32, NotImplemented,
@@ -270,8 +269,22 @@ bool float_compute(const Op& op) { return !moves_bytes(op.kind); }
 
 }  // namespace
 
+// An input of a data-movement op whose element type or quantization differs from the output's is
+// converted into scratch first (the exporter folds a quantize or dequantize into these ops).
+bool needs_requantize(const Value& in, const Value& out) {
+  return in.dtype != out.dtype ||
+         (is_quantized(in.dtype) && (in.scale != out.scale || in.zero_point != out.zero_point));
+}
+
 Error scratch_bytes(const Op& op, const Plan& plan, size_t* need) {
   size_t total = 0;
+  if (moves_bytes(op.kind)) {
+    for (int i = 0; i < op.n_in; ++i) {
+      const Value& v = plan.values[op.in[i]];
+      const Value& out = plan.values[op.out];
+      if (needs_requantize(v, out)) total += align_up(static_cast<size_t>(v.numel()) * dtype_size(out.dtype));
+    }
+  }
   if (float_compute(op)) {
     for (int i = 0; i < op.n_in; ++i) {
       const Value& v = plan.values[op.in[i]];
@@ -348,12 +361,37 @@ Error run_op(const Op& op, Plan& plan) {
   const Value& a = plan.values[op.in[0]];
   if (moves_bytes(op.kind)) {
     const size_t elem = dtype_size(out.dtype);
+    const void* data[5];
+    uint8_t* s = plan.scratch;
+    for (int i = 0; i < op.n_in; ++i) {
+      const Value& v = plan.values[op.in[i]];
+      data[i] = v.data;
+      if (!needs_requantize(v, out)) continue;
+      const int64_t n = v.numel();
+      // Into scratch, through float: q_out = round(deq_in(q) / s_out) + zp_out.
+      float f;
+      for (int64_t j = 0; j < n; ++j) {
+        if (v.dtype == DType::kF32) {
+          f = static_cast<const float*>(v.data)[j];
+        } else {
+          dequantize(static_cast<const uint8_t*>(v.data) + j, 1, v.scale, v.zero_point, v.dtype == DType::kQS8, &f);
+        }
+        if (out.dtype == DType::kF32) {
+          reinterpret_cast<float*>(s)[j] = f;
+        } else {
+          const bool is_signed = out.dtype == DType::kQS8;
+          quantize(&f, 1, out.scale, out.zero_point, is_signed ? -128 : 0, is_signed ? 127 : 255, s + j, is_signed);
+        }
+      }
+      data[i] = s;
+      s += align_up(static_cast<size_t>(n) * elem);
+    }
     switch (op.kind) {
       case OpKind::kCopy:
-        if (out.data != a.data) std::memmove(out.data, a.data, static_cast<size_t>(a.numel()) * elem);
+        if (out.data != data[0]) std::memmove(out.data, data[0], static_cast<size_t>(a.numel()) * elem);
         return Error::Ok;
-      case OpKind::kTranspose: transpose(elem, a.rank, a.dims, op.params, a.data, out.data); return Error::Ok;
-      case OpKind::kSlice: slice(elem, a.rank, a.dims, op.params, out.dims, a.data, out.data); return Error::Ok;
+      case OpKind::kTranspose: transpose(elem, a.rank, a.dims, op.params, data[0], out.data); return Error::Ok;
+      case OpKind::kSlice: slice(elem, a.rank, a.dims, op.params, out.dims, data[0], out.data); return Error::Ok;
       case OpKind::kPad: {
         uint8_t value[4];
         if (out.dtype == DType::kF32) {
@@ -362,26 +400,25 @@ Error run_op(const Op& op, Plan& plan) {
           quantize(&op.alpha, 1, out.scale, out.zero_point, out.dtype == DType::kQS8 ? -128 : 0,
                    out.dtype == DType::kQS8 ? 127 : 255, value, out.dtype == DType::kQS8);
         }
-        pad(elem, a.rank, a.dims, op.params, out.dims, value, a.data, out.data);
+        pad(elem, a.rank, a.dims, op.params, out.dims, value, data[0], out.data);
         return Error::Ok;
       }
       case OpKind::kConcat: {
         const int64_t* dims[5];
-        const void* data[5];
-        for (int i = 0; i < op.n_in; ++i) dims[i] = plan.values[op.in[i]].dims, data[i] = plan.values[op.in[i]].data;
+        for (int i = 0; i < op.n_in; ++i) dims[i] = plan.values[op.in[i]].dims;
         concat(elem, a.rank, op.axis, op.n_in, dims, data, out.data);
         return Error::Ok;
       }
       case OpKind::kMaxPool:
         if (out.dtype == DType::kF32) {
           max_pool_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], a.dims[3], out.dims[1], out.dims[2],
-                        static_cast<const float*>(a.data), static_cast<float*>(out.data), op.out_min, op.out_max);
+                        static_cast<const float*>(data[0]), static_cast<float*>(out.data), op.out_min, op.out_max);
         } else if (out.dtype == DType::kQS8) {
           max_pool_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], a.dims[3], out.dims[1], out.dims[2],
-                        static_cast<const int8_t*>(a.data), static_cast<int8_t*>(out.data), op.out_min, op.out_max);
+                        static_cast<const int8_t*>(data[0]), static_cast<int8_t*>(out.data), op.out_min, op.out_max);
         } else {
           max_pool_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], a.dims[3], out.dims[1], out.dims[2],
-                        static_cast<const uint8_t*>(a.data), static_cast<uint8_t*>(out.data), op.out_min,
+                        static_cast<const uint8_t*>(data[0]), static_cast<uint8_t*>(out.data), op.out_min,
                         op.out_max);
         }
         return Error::Ok;
