@@ -90,13 +90,13 @@ def test_quantized_node_kinds_beyond_the_zoo_run_natively():
 # Quantized files against their reference (the converted pt2e module, or the quantized eager module
 # for 8da4w): the float math of the reference and integer rounding part ways by a quantization step
 # here and there, which the float32 tolerance cannot absorb; the published XNNPACK runtime is itself
-# that far away. The gate is the comparison helper's, with its tolerance set to 1.5x the published
+# that far away. The gate is the comparison helper's, with its tolerance set to 2x the published
 # runtime's own error on the same file and inputs (and never below float32's).
 def _assert_as_close_as_published(reference_runtime, tmp_path, pte: bytes, inputs, want) -> None:
     path = tmp_path / "quantized.pte"
     path.write_bytes(pte)
     published = reference_runtime.run(path, inputs, tmp_path)
-    tol = max(1.5 * compare_outputs(list(published), want).max_rel_err, 1e-5)
+    tol = max(2 * compare_outputs(list(published), want).max_rel_err, 1e-5)
     assert_outputs_close(_run(pte, inputs), want, rtol=tol, atol=tol)
 
 
@@ -120,7 +120,7 @@ def test_quantized_gate_fails_on_a_wrong_answer(reference_runtime, tmp_path):
     inputs, _ = _eager("resnet18")
     path = tmp_path / "quantized.pte"
     path.write_bytes(pte)
-    tol = max(1.5 * compare_outputs(list(reference_runtime.run(path, inputs, tmp_path)), want).max_rel_err, 1e-5)
+    tol = max(2 * compare_outputs(list(reference_runtime.run(path, inputs, tmp_path)), want).max_rel_err, 1e-5)
     got = _run(pte, inputs)
     assert compare_outputs(got, want, rtol=tol, atol=tol).ok
     got[0] = got[0] + 3 * tol * got[0].abs().max()
