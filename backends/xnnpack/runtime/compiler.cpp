@@ -78,6 +78,7 @@ class Compiler {
       ET_TRY(define_node(i, graph_->xnodes()->Get(i)));
     }
     ET_TRY(check_externals());
+    fuse_input_transposes();
     ET_TRY(copy_loose_constants());
     ET_TRY(dry_run());
     return plan_memory();
@@ -785,6 +786,40 @@ class Compiler {
       (plan_.values[by_ext[e]].is_input ? plan_.inputs : plan_.outputs).push_back(by_ext[e]);
     }
     return Error::Ok;
+  }
+
+  // An NCHW -> NHWC transpose read only by a convolution vanishes: the convolution gathers its
+  // patches from the NCHW data (the boundary transpose of image models).
+  void fuse_input_transposes() {
+    std::vector<int> readers(plan_.values.size(), 0);
+    for (const Op& op : plan_.ops) {
+      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
+    }
+    std::vector<Op> kept;
+    kept.reserve(plan_.ops.size());
+    for (size_t k = 0; k < plan_.ops.size(); ++k) {
+      const Op& t = plan_.ops[k];
+      const bool to_nhwc = t.kind == OpKind::kTranspose && t.n_params == 4 && t.params[0] == 0 && t.params[1] == 2 &&
+                           t.params[2] == 3 && t.params[3] == 1;
+      const Value& src = plan_.values[t.in[0]];
+      const Value& dst = plan_.values[t.out];
+      if (!to_nhwc || dst.is_output || readers[t.out] != 1 || src.dtype != dst.dtype || src.scale != dst.scale ||
+          src.zero_point != dst.zero_point) {
+        kept.push_back(t);
+        continue;
+      }
+      Op* conv = nullptr;
+      for (size_t j = k + 1; j < plan_.ops.size() && conv == nullptr; ++j) {
+        if (plan_.ops[j].kind == OpKind::kConv && plan_.ops[j].in[0] == t.out) conv = &plan_.ops[j];
+      }
+      if (conv == nullptr) {
+        kept.push_back(t);
+        continue;
+      }
+      conv->in[0] = t.in[0];
+      conv->conv.nchw_input = true;
+    }
+    plan_.ops.swap(kept);
   }
 
   // Runs shape inference on the upper-bound shapes: every node's shapes are checked here, at init,

@@ -63,13 +63,24 @@ Error check_nhwc(const Op& op, const Value& in) {
   return Error::Ok;
 }
 
+// N, H, W, C of a window op's input (which a convolution may read in NCHW).
+void nhwc_of(const Op& op, const Value& in, int64_t* d) {
+  if (op.conv.nchw_input) {
+    d[0] = in.dims[0], d[1] = in.dims[2], d[2] = in.dims[3], d[3] = in.dims[1];
+  } else {
+    std::copy(in.dims, in.dims + 4, d);
+  }
+}
+
 Error window_shape(const Op& op, Plan& plan, int64_t out_c) {
   const Value& in = plan.values[op.in[0]];
   ET_TRY(check_nhwc(op, in));
   const ConvParams& p = op.conv;
-  const int64_t oh = window_out(in.dims[1], p.pad_top, p.pad_bottom, p.kernel_h, p.dilation_h, p.stride_h);
-  const int64_t ow = window_out(in.dims[2], p.pad_left, p.pad_right, p.kernel_w, p.dilation_w, p.stride_w);
-  const int64_t dims[4] = {in.dims[0], oh, ow, out_c};
+  int64_t d[4] = {};
+  nhwc_of(op, in, d);
+  const int64_t oh = window_out(d[1], p.pad_top, p.pad_bottom, p.kernel_h, p.dilation_h, p.stride_h);
+  const int64_t ow = window_out(d[2], p.pad_left, p.pad_right, p.kernel_w, p.dilation_w, p.stride_w);
+  const int64_t dims[4] = {d[0], oh, ow, out_c};
   return set_out(op, plan, 4, dims);
 }
 
@@ -96,12 +107,15 @@ Error infer_shape(const Op& op, Plan& plan) {
     }
   }
   switch (op.kind) {
-    case OpKind::kConv:
+    case OpKind::kConv: {
       ET_TRY(check_nhwc(op, a));
-      ET_CHECK_OR_RETURN(a.dims[3] == op.conv.groups * op.conv.group_in, InvalidProgram,
+      int64_t d[4] = {};
+      nhwc_of(op, a, d);
+      ET_CHECK_OR_RETURN(d[3] == op.conv.groups * op.conv.group_in, InvalidProgram,
                          "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64,
-                         op.node_index, op.name, op.conv.groups * op.conv.group_in, a.dims[3]);
+                         op.node_index, op.name, op.conv.groups * op.conv.group_in, d[3]);
       return window_shape(op, plan, op.conv.groups * op.conv.group_out);
+    }
     case OpKind::kDepthwiseConv:
       ET_TRY(check_nhwc(op, a));
       ET_CHECK_OR_RETURN(a.dims[3] == op.conv.groups, InvalidProgram,
@@ -254,8 +268,11 @@ size_t kernel_floats(const Op& op, const Plan& plan) {
   const Value& a = plan.values[op.in[0]];
   const Value& out = plan.values[op.out];
   switch (op.kind) {
-    case OpKind::kConv:
-      return conv_scratch_floats(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2]);
+    case OpKind::kConv: {
+      int64_t d[4] = {};
+      nhwc_of(op, a, d);
+      return conv_scratch_floats(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2]);
+    }
     case OpKind::kFullyConnected:
       return fc_scratch_floats(a.numel() / std::max<int64_t>(1, op.conv.group_in), op.conv.group_in,
                                op.conv.group_out);
@@ -437,10 +454,13 @@ Error run_op(const Op& op, Plan& plan) {
   }
   float* ws = reinterpret_cast<float*>(s);
   switch (op.kind) {
-    case OpKind::kConv:
-      conv_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o,
-                op.out_min, op.out_max, ws);
+    case OpKind::kConv: {
+      int64_t d[4] = {};
+      nhwc_of(op, a, d);
+      conv_nhwc(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o, op.out_min,
+                op.out_max, ws);
       break;
+    }
     case OpKind::kDepthwiseConv:
       depthwise_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias,
                      o, op.out_min, op.out_max);

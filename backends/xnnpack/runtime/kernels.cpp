@@ -64,7 +64,7 @@ int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t ke
 }
 
 static bool conv_is_pointwise(const ConvParams& p) {
-  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+  return !p.nchw_input && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.groups == 1;
 }
 
@@ -99,6 +99,9 @@ void conv_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh,
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
             if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
               std::memset(dst, 0, sizeof(float) * p.group_in);
+            } else if (p.nchw_input) {
+              const float* src = in + ((b * c + g * p.group_in) * h + iy) * w + ix;
+              for (int64_t ch = 0; ch < p.group_in; ++ch) dst[ch] = src[ch * h * w];
             } else {
               std::memcpy(dst, in + ((b * h + iy) * w + ix) * c + g * p.group_in, sizeof(float) * p.group_in);
             }
@@ -332,6 +335,18 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
   for (int d = rank - 1; d >= 0; --d) in_str[d] = s, s *= in_dims[d];
   for (int d = 0; d < rank; ++d) out_dims[d] = in_dims[perm[d]], str[d] = in_str[perm[d]], total *= out_dims[d];
   if (total == 0) return;
+  // Moving only dims of size 1 leaves the bytes in place (e.g. NHWC [N, 1, 1, C] back to NCHW).
+  int64_t prev = -1;
+  bool in_order = true;
+  for (int d = 0; d < rank && in_order; ++d) {
+    if (out_dims[d] == 1) continue;
+    in_order = perm[d] > prev;
+    prev = perm[d];
+  }
+  if (in_order) {
+    std::memcpy(out, in, static_cast<size_t>(total) * elem);
+    return;
+  }
   const int64_t inner = rank ? out_dims[rank - 1] : 1, inner_str = rank ? str[rank - 1] : 1;
   const uint8_t* src = static_cast<const uint8_t*>(in);
   uint8_t* dst = static_cast<uint8_t*>(out);

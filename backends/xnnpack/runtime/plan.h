@@ -90,6 +90,8 @@ struct ConvParams {
   int64_t pad_top, pad_left, pad_bottom, pad_right;
   int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
   int64_t groups, group_in, group_out;
+  // Convolution reading an NCHW input directly (the NCHW -> NHWC transpose before it removed).
+  bool nchw_input = false;
 };
 
 struct Op {
