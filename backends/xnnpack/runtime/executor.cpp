@@ -54,6 +54,10 @@ Error set_out(const Op& op, Plan& plan, int rank, const int64_t* dims) {
                      "XnnpackBackend: node %u (%s) makes %" PRId64 " elements; the plan holds %" PRId64
                      " (inputs larger than the upper bounds the model was exported with?)",
                      op.node_index, op.name, numel, out.max_numel());
+  ET_CHECK_OR_RETURN(out.dtype != DType::kQD8 || qd8_rows(out, out.dims) <= qd8_rows_max(out), InvalidArgument,
+                     "XnnpackBackend: node %u (%s) makes more rows than the plan holds quantization parameters for "
+                     "(inputs larger than the upper bounds the model was exported with?)",
+                     op.node_index, op.name);
   return Error::Ok;
 }
 
