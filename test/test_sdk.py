@@ -189,6 +189,17 @@ def test_example_app_runs_mobilenet_v2_from_the_published_exporter(run_pte, refe
     assert_outputs_close(_run_app(run_pte, pte, inputs, tmp_path), want)
 
 
+def test_example_app_runs_a_published_xnnpack_file_on_the_sdk_xnnpack_backend(run_pte, tmp_path):
+    fixtures = HERE / "fixtures" / "xnnpack"
+    sys.path.insert(0, str(fixtures))
+    import make_seeds
+
+    inputs = make_seeds.inputs()
+    with torch.no_grad():
+        want = list(make_seeds.model()(*inputs))
+    assert_outputs_close(_run_app(run_pte, fixtures / "ops_fp32.pte", inputs, tmp_path), want)
+
+
 def test_the_static_archives_build_the_same_app(sdk_prefix, tmp_path):
     build = tmp_path / "static_build"
     _configure_and_build(REPO / "examples" / "cpp", build, sdk_prefix, "-DEXECUTORCH_EXAMPLE_STATIC=ON")
