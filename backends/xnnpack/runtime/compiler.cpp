@@ -11,6 +11,8 @@
 #include <unordered_set>
 
 #include "backends/xnnpack/runtime/executor.h"
+#include "backends/xnnpack/runtime/kernels.h"
+#include "kernels/portable/cpu/conv_nhwc.h"
 #include "xnnpack/schema_generated.h"
 
 namespace executorch {
@@ -79,6 +81,7 @@ class Compiler {
     }
     ET_TRY(check_externals());
     fuse_input_transposes();
+    ET_TRY(pack_weights());
     ET_TRY(copy_loose_constants());
     ET_TRY(dry_run());
     return plan_memory();
@@ -820,6 +823,51 @@ class Compiler {
       conv->conv.nchw_input = true;
     }
     plan_.ops.swap(kept);
+  }
+
+  // Convolutions and fully connected layers get their weights packed once for the NHWC
+  // micro-kernels (quantized ones too: they compute in float); the float copies are then dropped.
+  Error pack_weights() {
+    namespace cpu = kernels::cpu;
+    const cpu::Isa isa = cpu::best_float_isa();
+    for (Op& op : plan_.ops) {
+      size_t bytes = 0;
+      cpu::ConvNhwc c;
+      const bool conv = op.kind == OpKind::kConv || op.kind == OpKind::kDepthwiseConv;
+      if (conv) {
+        if (op.conv.nchw_input) continue;
+        c = to_conv_nhwc(op.conv);
+        if (!c.valid()) continue;
+        bytes = cpu::conv2d_nhwc_f32_packed_bytes(c, isa);
+      } else if (op.kind == OpKind::kFullyConnected) {
+        bytes = cpu::fully_connected_f32_packed_bytes(op.conv.group_out, op.conv.group_in, isa);
+      } else {
+        continue;
+      }
+      if (bytes == 0) continue;
+      std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[bytes + 64]);
+      ET_CHECK_OR_RETURN(buf != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory packing weights");
+      void* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+      const bool ok = conv ? cpu::conv2d_nhwc_f32_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi
+                                                                                    : cpu::ConvWeights::kHwo,
+                                                       op.weights, op.bias, isa, at)
+                           : cpu::fully_connected_f32_pack(op.conv.group_out, op.conv.group_in, op.weights,
+                                                           (op.flags & 1) != 0, op.bias, isa, at);
+      if (!ok) continue;
+      release_floats(op.weights);
+      release_floats(op.bias);
+      op.weights = op.bias = nullptr;
+      op.packed = at;
+      plan_.owned_bytes.push_back(std::move(buf));
+    }
+    return Error::Ok;
+  }
+
+  void release_floats(const float* p) {
+    if (p == nullptr) return;
+    for (auto& f : plan_.owned_floats) {
+      if (f.get() == p) f.reset();
+    }
   }
 
   // Runs shape inference on the upper-bound shapes: every node's shapes are checked here, at init,

@@ -269,6 +269,7 @@ namespace {
 
 // Floats an op's kernel needs as workspace beyond its (float) operands.
 size_t kernel_floats(const Op& op, const Plan& plan) {
+  if (op.packed != nullptr) return 0;
   const Value& a = plan.values[op.in[0]];
   const Value& out = plan.values[op.out];
   switch (op.kind) {
@@ -458,18 +459,35 @@ Error run_op(const Op& op, Plan& plan) {
   }
   float* ws = reinterpret_cast<float*>(s);
   switch (op.kind) {
-    case OpKind::kConv: {
-      int64_t d[4] = {};
-      nhwc_of(op, a, d);
-      conv_nhwc(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o, op.out_min,
-                op.out_max, ws);
-      break;
-    }
+    case OpKind::kConv:
     case OpKind::kDepthwiseConv:
-      depthwise_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias,
-                     o, op.out_min, op.out_max);
+      if (op.packed != nullptr) {
+        ET_CHECK_OR_RETURN(kernels::cpu::conv2d_nhwc_f32(to_conv_nhwc(op.conv), op.packed, a.dims[0], a.dims[1],
+                                                         a.dims[2], in[0], o, op.out_min, op.out_max) ||
+                               out.numel() == 0,
+                           Internal, "XnnpackBackend: node %u (%s): the packed convolution refused its shapes",
+                           op.node_index, op.name);
+        break;
+      }
+      if (op.kind == OpKind::kDepthwiseConv) {
+        depthwise_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights,
+                       op.bias, o, op.out_min, op.out_max);
+      } else {
+        int64_t d[4] = {};
+        nhwc_of(op, a, d);
+        conv_nhwc(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o, op.out_min,
+                  op.out_max, ws);
+      }
       break;
     case OpKind::kFullyConnected:
+      if (op.packed != nullptr) {
+        const int64_t rows = a.numel() / op.conv.group_in;
+        ET_CHECK_OR_RETURN(rows == 0 || kernels::cpu::fully_connected_f32(op.packed, rows, in[0], op.conv.group_in, o,
+                                                                          op.conv.group_out, op.out_min, op.out_max),
+                           Internal, "XnnpackBackend: node %u (%s): the packed fully connected layer refused its shapes",
+                           op.node_index, op.name);
+        break;
+      }
       fully_connected(a.numel() / op.conv.group_in, op.conv.group_in, op.conv.group_out, in[0], op.weights,
                       (op.flags & 1) != 0, op.bias, o, op.out_min, op.out_max, ws);
       break;

@@ -57,6 +57,15 @@ size_t gemm_scratch(int64_t m, int64_t n, int64_t k) {
 
 }  // namespace
 
+kernels::cpu::ConvNhwc to_conv_nhwc(const ConvParams& p) {
+  kernels::cpu::ConvNhwc c;
+  c.kernel_h = p.kernel_h, c.kernel_w = p.kernel_w, c.stride_h = p.stride_h, c.stride_w = p.stride_w;
+  c.dilation_h = p.dilation_h, c.dilation_w = p.dilation_w;
+  c.pad_top = p.pad_top, c.pad_left = p.pad_left, c.pad_bottom = p.pad_bottom, c.pad_right = p.pad_right;
+  c.groups = p.groups, c.group_in_channels = p.group_in, c.group_out_channels = p.group_out;
+  return c;
+}
+
 int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
                    int64_t stride) {
   const int64_t span = in + pad_before + pad_after - dilation * (kernel - 1) - 1;

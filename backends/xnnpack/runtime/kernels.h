@@ -6,10 +6,14 @@
 #include <cstdint>
 
 #include "backends/xnnpack/runtime/plan.h"
+#include "kernels/portable/cpu/conv_nhwc.h"
 
 namespace executorch {
 namespace backends {
 namespace xnnpack {
+
+// The micro-kernels' description of a convolution.
+kernels::cpu::ConvNhwc to_conv_nhwc(const ConvParams& p);
 
 // Output length of a window sweep (convolution or pooling); < 1 when the input is too small.
 int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,

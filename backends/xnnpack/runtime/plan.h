@@ -113,6 +113,9 @@ struct Op {
   // Weights of conv / depthwise / fully connected, in float, laid out for the kernel.
   const float* weights = nullptr;
   const float* bias = nullptr;
+  // The same weights and bias packed once for the NHWC micro-kernels (kernels/portable/cpu/conv_nhwc.h);
+  // null where the op runs on the generic path instead.
+  const void* packed = nullptr;
   int64_t scratch_offset = 0;      // this op's scratch (inside the plan's scratch region)
 };
 
