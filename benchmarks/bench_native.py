@@ -3,6 +3,7 @@ executor's own cost per instruction; prints the figures.
 
     python benchmarks/bench_native.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N] [--published REFPY]
     python benchmarks/bench_native.py --table [--table-models a,b] [--repeat N] [--xnnpack XNNPY]
+    python benchmarks/bench_native.py --same-xnnpack-file XNNPY [--table-models a,b] [--int8] [--repeat N]
 
 Without --pte the model is exported with this package's exporter; with it (e.g. a file from
 the published exporter made from the same zoo factory) that file is run. Runs of the three
@@ -16,6 +17,12 @@ threads vs eager at 1 and all threads, interleaved in one process, medians; with
 same model exported by the published exporter with its XNNPACK partitioner and timed on the
 published runtime at 1 and all threads, in a separate process right after (the python of an
 environment with executorch 1.5.1 and torchao). The load average is printed before and after.
+
+--same-xnnpack-file runs one file on both runtimes: each model is exported once by the published
+exporter with its XNNPACK partitioner (--int8: quantized first with its XNNPACKQuantizer), then that
+file is timed on this native runtime (its XnnpackBackend, on our kernels) and on the published
+runtime (the real XNNPACK), at 1 and 2 threads, runs interleaved between the two processes
+(published pool resized with _unsafe_reset_threadpool), medians.
 """
 
 from __future__ import annotations
@@ -184,6 +191,77 @@ def _table(args) -> None:
     print(f"load average after: {os.getloadavg()}")
 
 
+_XNNPACK_STEPPER = """
+import statistics, sys, time, torch
+from executorch.extension.pybindings.portable_lib import _load_for_executorch, _unsafe_reset_threadpool
+module = _load_for_executorch(sys.argv[1])
+inputs = list(torch.load(sys.argv[2]))
+print("ready", flush=True)
+for line in sys.stdin:
+    _unsafe_reset_threadpool(int(line))
+    module.forward(inputs)  # after a resize: one untimed run
+    start = time.perf_counter()
+    module.forward(inputs)
+    print("result-ms", (time.perf_counter() - start) * 1e3, flush=True)
+"""
+
+
+def _same_xnnpack_file(args) -> None:
+    from executorch.extension.pybindings import portable_lib
+
+    python = args.same_xnnpack_file
+    tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "reference-runtime" / "export_pte.py"
+    names = args.table_models.split(",") if args.table_models else ["mobilenet_v2", "resnet50", "vit_small",
+                                                                       "transformer_encoder"]
+    print(f"load average before: {os.getloadavg()}, {len(os.sched_getaffinity(0))} CPUs available, "
+          f"{args.repeat} interleaved runs each, {'int8 (XNNPACKQuantizer)' if args.int8 else 'fp32'}")
+    print("| model | ours 1T | published 1T | ours 2T | published 2T | ours/published 1T | ours/published 2T | check |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        model, inputs = _bench_models.MODELS[name]()
+        with tempfile.TemporaryDirectory() as tmp:
+            pte, inp = Path(tmp) / f"{name}.pte", Path(tmp) / "in.pt"
+            flags = ["--xnnpack", "--int8"] if args.int8 else ["--xnnpack"]
+            subprocess.run([python, str(tool), f"{Path(__file__).parent / '_bench_models.py'}:"
+                            f"{_bench_models.MODELS[name].__name__}", str(pte), *flags],
+                           check=True, capture_output=True, text=True)
+            torch.save(list(inputs), inp)
+            data = pte.read_bytes()
+            method = _native.load_program(data, Verification.InternalConsistency).load_method("forward")
+            ref = pte.with_name(pte.stem + ".ref.pt")
+            if ref.is_file():
+                want = torch.load(ref)
+            else:
+                with torch.no_grad():
+                    want = model(*inputs)
+            check = compare_outputs(method.execute(list(inputs)), want)
+            proc = subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            while not proc.stdout.readline().startswith("ready"):
+                pass
+            times: dict = {}
+            for _ in range(args.repeat):
+                for threads in (1, 2):
+                    portable_lib._unsafe_reset_threadpool(threads)
+                    method.execute(list(inputs))
+                    start = time.perf_counter()
+                    method.execute(list(inputs))
+                    times.setdefault(("ours", threads), []).append((time.perf_counter() - start) * 1e3)
+                    proc.stdin.write(f"{threads}\n")
+                    proc.stdin.flush()
+                    line = proc.stdout.readline()
+                    while not line.startswith("result-ms"):
+                        line = proc.stdout.readline()
+                    times.setdefault(("published", threads), []).append(float(line.split()[1]))
+            proc.stdin.close()
+            proc.wait()
+        med = {key: statistics.median(ts) for key, ts in times.items()}
+        print(f"| {name} | {med[('ours', 1)]:.1f} | {med[('published', 1)]:.1f} | {med[('ours', 2)]:.1f} | "
+              f"{med[('published', 2)]:.1f} | {med[('ours', 1)] / med[('published', 1)]:.2f} | "
+              f"{med[('ours', 2)] / med[('published', 2)]:.2f} | {check} |", flush=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="mobilenet_v2", choices=sorted(MODELS))
@@ -194,7 +272,13 @@ def main() -> None:
     ap.add_argument("--table", action="store_true", help="time the thread-scaling table instead")
     ap.add_argument("--table-models", help=f"comma-separated subset of {','.join(_bench_models.MODELS)}")
     ap.add_argument("--xnnpack", metavar="XNNPY", help="with --table: a python with executorch 1.5.1 and torchao")
+    ap.add_argument("--same-xnnpack-file", metavar="XNNPY",
+                    help="time the published exporter's XNNPACK file on both runtimes (XNNPY: the published python)")
+    ap.add_argument("--int8", action="store_true", help="with --same-xnnpack-file: quantize first (XNNPACKQuantizer)")
     args = ap.parse_args()
+    if args.same_xnnpack_file:
+        _same_xnnpack_file(args)
+        return
     if args.table:
         _table(args)
         return

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import torch
@@ -63,21 +64,22 @@ class ReferenceRuntime:
                 failures[name] = err.read_text()
         return failures
 
-    def export(self, factory: str, out: Path, *flags: str) -> Path:
+    def export(self, factory: str, out: Path, *flags: str, script: Optional[Path] = None) -> Path:
         """`out` written by the published exporter from `FILE.py:FACTORY`; `flags` go to
         export_pte.py (`--xnnpack`, `--int8`; with --int8 the converted pt2e module's outputs are
-        saved beside `out` as OUT.ref.pt)."""
+        saved beside `out` as OUT.ref.pt), or `script` (taking FACTORY OUT) writes it instead."""
         path, _, name = factory.rpartition(":")
         stat = Path(path).stat()
-        key = f"{Path(path).resolve()}|{stat.st_mtime_ns}|{stat.st_size}|{name}|{' '.join(flags)}"
+        tool = script or self.tools / "export_pte.py"
+        key = f"{Path(path).resolve()}|{stat.st_mtime_ns}|{stat.st_size}|{name}|{' '.join(flags)}|{tool}"
         made = self._export_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.pte"
         # One worker exports a factory while the others wait for its file.
         with open(made.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not made.is_file():
                 proc = subprocess.run(
-                    [self.python, str(self.tools / "export_pte.py"), factory, str(out), *flags],
-                    capture_output=True, text=True, timeout=900,
+                    [self.python, str(tool), factory, str(out), *flags],
+                    capture_output=True, text=True, timeout=1800,
                 )
                 if proc.returncode != 0:
                     raise AssertionError(f"reference exporter failed on {factory}: {proc.stderr[-2000:]}")
@@ -88,6 +90,12 @@ class ReferenceRuntime:
                 if out.with_suffix(".ref.pt").is_file():
                     shutil.copyfile(out.with_suffix(".ref.pt"), made.with_suffix(".ref.pt"))
                 return out
+        shutil.copyfile(made, out)
+        if made.with_suffix(".ref.pt").is_file():
+            shutil.copyfile(made.with_suffix(".ref.pt"), out.with_suffix(".ref.pt"))
+        return out
+        if made_ref.is_file():
+            shutil.copyfile(made_ref, ref)
         shutil.copyfile(made, out)
         if made.with_suffix(".ref.pt").is_file():
             shutil.copyfile(made.with_suffix(".ref.pt"), out.with_suffix(".ref.pt"))

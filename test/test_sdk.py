@@ -108,6 +108,7 @@ def test_layout_headers_and_package_files(sdk_prefix):
     for name in ("libexecutorch.so", "libportable_kernels.so", "libextension_module.so",
                  "libextension_data_loader.so", "libexecutorch.a",
                  "libexecutorch_core.a", "libexecutor_backend.a", "libportable_kernels.a", "libportable_kernels_cpu.a",
+                 "libxnnpack_backend.a",
                  "cmake/executorch/executorch-config.cmake", "cmake/executorch/executorch-config-version.cmake"):
         assert (lib / name).is_file(), name
     include = sdk_prefix / "include" / "executorch"
@@ -186,6 +187,17 @@ def test_example_app_runs_mobilenet_v2_from_the_published_exporter(run_pte, refe
     with torch.no_grad():
         want = [model(*inputs)]
     assert_outputs_close(_run_app(run_pte, pte, inputs, tmp_path), want)
+
+
+def test_example_app_runs_a_published_xnnpack_file_on_the_sdk_xnnpack_backend(run_pte, tmp_path):
+    fixtures = HERE / "fixtures" / "xnnpack"
+    sys.path.insert(0, str(fixtures))
+    import make_seeds
+
+    inputs = make_seeds.inputs()
+    with torch.no_grad():
+        want = list(make_seeds.model()(*inputs))
+    assert_outputs_close(_run_app(run_pte, fixtures / "ops_fp32.pte", inputs, tmp_path), want)
 
 
 def test_the_static_archives_build_the_same_app(sdk_prefix, tmp_path):

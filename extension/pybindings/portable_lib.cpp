@@ -25,15 +25,20 @@ using namespace executorch::runtime;
 
 namespace {
 
-// The last error logged by the runtime on this thread: the cause to put in exceptions.
+// The last error logged by the runtime on this thread, and the first since the call began: a
+// backend logs the cause, then the runtime logs what failed; exceptions carry both.
 thread_local std::string g_last_error;
+thread_local std::string g_first_error;
 bool g_echo_logs = false;
 
 }  // namespace
 
 extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message,
                                 size_t length) {
-  if (level == 'E' || level == 'F') g_last_error.assign(message, length);
+  if (level == 'E' || level == 'F') {
+    g_last_error.assign(message, length);
+    if (g_first_error.empty()) g_first_error = g_last_error;
+  }
   if (g_echo_logs) std::fprintf(stderr, "%c %s:%d] %.*s\n", level, file, line, static_cast<int>(length), message);
 }
 
@@ -48,7 +53,9 @@ struct NativeError {
 [[noreturn]] void raise(Error error, const std::string& what) {
   std::string message = what;
   if (!g_last_error.empty()) message += ": " + g_last_error;
+  if (g_first_error != g_last_error) message += " (cause: " + g_first_error + ")";
   g_last_error.clear();
+  g_first_error.clear();
   throw NativeError{error, message};
 }
 
@@ -56,7 +63,10 @@ void check(Error error, const std::string& what) {
   if (error != Error::Ok) raise(error, what);
 }
 
-void begin() { g_last_error.clear(); }
+void begin() {
+  g_last_error.clear();
+  g_first_error.clear();
+}
 
 struct OwnedProgram {
   std::unique_ptr<uint8_t, void (*)(void*)> data{nullptr, std::free};

@@ -51,13 +51,17 @@ endif()
 
 install(PROGRAMS "${EXECUTORCH_FLATC}" DESTINATION bin COMPONENT flatc EXCLUDE_FROM_ALL)
 
-# Generates C++ readers for `schemas` into <build>/schema/, as target `name`
-# (an INTERFACE library carrying the include path).
+# Generates C++ readers for `schemas` into <build>/generated/schema/ (or OUT_SUBDIR instead of
+# schema/, for a backend's own schema), as target `name` (an INTERFACE library carrying the include path).
 function(executorch_generate_schema name)
-  set(_out_dir "${CMAKE_BINARY_DIR}/generated/schema")
+  cmake_parse_arguments(PARSE_ARGV 1 _gen "" "OUT_SUBDIR" "")
+  if(NOT _gen_OUT_SUBDIR)
+    set(_gen_OUT_SUBDIR schema)
+  endif()
+  set(_out_dir "${CMAKE_BINARY_DIR}/generated/${_gen_OUT_SUBDIR}")
   set(_outputs)
   set(_inputs)
-  foreach(_fbs ${ARGN})
+  foreach(_fbs ${_gen_UNPARSED_ARGUMENTS})
     get_filename_component(_stem "${_fbs}" NAME_WE)
     list(APPEND _outputs "${_out_dir}/${_stem}_generated.h")
     list(APPEND _inputs "${_fbs}")

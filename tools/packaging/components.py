@@ -126,7 +126,9 @@ COMPONENTS: tuple[Component, ...] = (
         cmake_targets=("executorch_core", "executorch"),
         sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "devtools/etdump/*.h", "devtools/etdump/*.cpp",
                                    "backends/executor_backend/CMakeLists.txt",
-                                   "backends/executor_backend/*.cpp", "extension/flat_tensor/*.h",
+                                   "backends/executor_backend/*.cpp", "backends/xnnpack/runtime/CMakeLists.txt",
+                                   "backends/xnnpack/runtime/*.h", "backends/xnnpack/runtime/*.cpp",
+                                   "backends/xnnpack/serialization/schema.fbs", "extension/flat_tensor/*.h",
                                    "extension/flat_tensor/*.cpp"),
     ),
     Component(
@@ -174,11 +176,11 @@ COMPONENTS: tuple[Component, ...] = (
         sources=CMAKE_SOURCES + ("tools/cmake/sdk/*",),
     ),
     Component(
-        "sdk_kernels", "C++ SDK: the portable kernels and prim ops as libportable_kernels.so "
-        "(registers on load) and a static archive to link whole",
+        "sdk_kernels", "C++ SDK: the portable kernels and prim ops, and the XnnpackBackend that runs on "
+        "them, as libportable_kernels.so (registers on load) and static archives to link whole",
         frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
-        cmake_targets=("portable_kernels_shared", "portable_kernels_static", "portable_kernels_cpu"),
+        cmake_targets=("portable_kernels_shared", "portable_kernels_static", "portable_kernels_cpu", "xnnpack_backend"),
         install_component="sdk_kernels",
     ),
     Component(

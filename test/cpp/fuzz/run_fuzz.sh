@@ -48,7 +48,7 @@ for f in $(find "$root/test/fixtures" "$root/../shared/fixtures" ${FUZZ_SEEDS:-}
   cp "$f" "$work/corpus/$(sha1sum "$f" | cut -c1-16).${f##*.}"
 done
 seeds=$(ls "$work/corpus" | wc -l)
-printf '"ET12"\n"eh00"\n"FT01"\n"FH01"\n' > "$work/dict"
+printf '"ET12"\n"eh00"\n"FT01"\n"FH01"\n"XH00"\n"XN00"\n"XN01"\n' > "$work/dict"
 
 status=0
 start=$(date +%s)

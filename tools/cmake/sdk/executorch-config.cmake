@@ -37,7 +37,7 @@ set(_et_files_kernels_portable libportable_kernels.so)
 set(_et_files_extension_module libextension_module.so)
 set(_et_files_extension_data_loader libextension_data_loader.so)
 set(_et_files_runtime_static libexecutorch.a libexecutor_backend.a libexecutorch_core.a)
-set(_et_files_kernels_portable_static libportable_kernels.a libportable_kernels_cpu.a)
+set(_et_files_kernels_portable_static libportable_kernels.a libxnnpack_backend.a libportable_kernels_cpu.a)
 set(_et_known runtime kernels_portable extension_module extension_data_loader runtime_static kernels_portable_static)
 
 set(_et_wanted ${executorch_FIND_COMPONENTS})
@@ -100,11 +100,15 @@ foreach(_c IN LISTS _et_wanted)
     if(_c MATCHES "^kernels_portable")
       # Linked only for its registrations: nothing references it, so keep the linker from dropping it.
       if(_c STREQUAL "kernels_portable_static")
-        list(GET _libs 0 _whole)
-        list(REMOVE_AT _libs 0)
+        # The kernels and the XnnpackBackend (both register themselves) whole; their CPU routines after.
+        list(GET _libs 0 1 2 _parts)
+        list(GET _parts 0 _kernels)
+        list(GET _parts 1 _xnnpack)
+        list(GET _parts 2 _cpu)
         # The kernels' thread pool calls pthreads, which older glibc keeps out of libc.
         find_package(Threads REQUIRED)
-        set(_libs "$<LINK_LIBRARY:WHOLE_ARCHIVE,${_whole}>" ${_libs} Threads::Threads)
+        set(_libs "$<LINK_LIBRARY:WHOLE_ARCHIVE,${_kernels}>" "$<LINK_LIBRARY:WHOLE_ARCHIVE,${_xnnpack}>" ${_cpu}
+                  Threads::Threads)
       else()
         set(_libs "$<LINK_LIBRARY:EXECUTORCH_NO_AS_NEEDED,${_libs}>")
       endif()

@@ -1,0 +1,977 @@
+// Turns an XNNPACK graph into a Plan: values with upper-bound shapes and storage, constants decoded
+// (dequantized weights folded to float, laid out for our GEMM and depthwise kernels), ops in graph
+// order, and one arena whose slots are reused between values whose lifetimes do not overlap.
+#include "backends/xnnpack/runtime/compiler.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "backends/xnnpack/runtime/executor.h"
+#include "backends/xnnpack/runtime/kernels.h"
+#include "kernels/portable/cpu/conv_nhwc.h"
+#include "xnnpack/schema_generated.h"
+
+namespace executorch {
+namespace backends {
+namespace xnnpack {
+
+using runtime::Error;
+using runtime::FreeableBuffer;
+using runtime::NamedDataMap;
+using runtime::Result;
+namespace fb = fb_xnnpack;
+
+namespace {
+
+// Value flags of the format.
+constexpr uint32_t kExternalInput = 1, kExternalOutput = 2;
+// Node flags of the format.
+constexpr uint32_t kFlagTransposeWeights = 1;  // fully connected: filter is [in, out]; bmm: B is [.., n, k]
+constexpr uint32_t kFlagSamePadding = 4;       // convolution/pooling: TensorFlow SAME padding
+constexpr uint32_t kFlagKeepDims = 0x40;
+// Largest element count of any one value: far above any real model, low enough that byte counts
+// computed from it cannot overflow.
+constexpr int64_t kMaxNumel = int64_t(1) << 40;
+constexpr int64_t kMaxWindow = int64_t(1) << 20;
+constexpr size_t kAlign = 64;
+
+size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
+
+float bf16_to_float(uint16_t v) {
+  uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// What compile() knows about one value beyond the Value itself.
+struct ValueInfo {
+  fb::XNNDatatype datatype = fb::XNNDatatype::xnn_datatype_invalid;
+  uint32_t id = 0;
+  const uint8_t* raw = nullptr;  // constant bytes (valid during compile)
+  uint64_t raw_size = 0;
+  // Quantization of a constant weight/bias.
+  enum class Quant { kNone, kTensor, kChannel, kBlock, kDynamic } quant = Quant::kNone;
+  const float* channel_scales = nullptr;  // kChannel (may be unaligned in the file: read with memcpy)
+  const uint8_t* block_scales = nullptr;  // kBlock: bf16 values; or float when block_scales_f32
+  bool block_scales_f32 = false;
+  uint32_t num_scales = 0;
+  int32_t channel_dim = 0;
+  uint32_t block_size = 0;
+};
+
+class Compiler {
+ public:
+  Compiler(const Payload& p, const NamedDataMap* nd, Plan* plan) : payload_(p), named_(nd), plan_(*plan) {}
+
+  Error run() {
+    graph_ = fb::GetXNNGraph(payload_.flatbuffer);
+    ET_CHECK_OR_RETURN(graph_ != nullptr && graph_->xvalues() != nullptr && graph_->xnodes() != nullptr,
+                       InvalidProgram, "XnnpackBackend: the XNNPACK graph has no values or no nodes");
+    ET_CHECK_OR_RETURN(graph_->num_externs() <= 4096, InvalidProgram,
+                       "XnnpackBackend: the graph declares %u external values (at most 4096)", graph_->num_externs());
+    plan_.num_externs = graph_->num_externs();
+    ET_TRY(define_values());
+    for (uint32_t i = 0; i < graph_->xnodes()->size(); ++i) {
+      ET_TRY(define_node(i, graph_->xnodes()->Get(i)));
+    }
+    ET_TRY(check_externals());
+    fuse_input_transposes();
+    ET_TRY(pack_weights());
+    ET_TRY(copy_loose_constants());
+    ET_TRY(dry_run());
+    return plan_memory();
+  }
+
+ private:
+  // ---- values ---------------------------------------------------------------------------------
+  Result<const uint8_t*> constant_bytes(uint32_t idx, uint64_t* size, uint32_t value_id) {
+    if (payload_.constant_data != nullptr || graph_->constant_data() != nullptr) {
+      const auto* table = graph_->constant_data();
+      ET_CHECK_OR_RETURN(table != nullptr && idx < table->size(), InvalidProgram,
+                         "XnnpackBackend: value %u refers to constant %u; the graph has %u", value_id, idx,
+                         table ? table->size() : 0u);
+      const fb::ConstantDataOffset* entry = table->Get(idx);
+      ET_CHECK_OR_RETURN(entry != nullptr, InvalidProgram, "XnnpackBackend: constant %u is empty", idx);
+      // An empty key (written for the unused entry 0) means the bytes are in the payload.
+      if (entry->named_key() != nullptr && entry->named_key()->size() != 0) {
+        ET_CHECK_OR_RETURN(named_ != nullptr, InvalidProgram,
+                           "XnnpackBackend: constant %u is named data '%s' but the program has no named data", idx,
+                           entry->named_key()->c_str());
+        Result<FreeableBuffer> buf = named_->get_data(entry->named_key()->c_str());
+        ET_CHECK_OR_RETURN(buf.ok(), InvalidProgram,
+                           "XnnpackBackend: constant %u names '%s', which the program's named data lacks", idx,
+                           entry->named_key()->c_str());
+        buffers_.push_back(std::move(*buf));
+        *size = buffers_.back().size();
+        return static_cast<const uint8_t*>(buffers_.back().data());
+      }
+      const uint64_t off = entry->offset(), n = entry->size();
+      ET_CHECK_OR_RETURN(payload_.constant_data != nullptr && off <= payload_.constant_data_size &&
+                             n <= payload_.constant_data_size - off,
+                         InvalidProgram,
+                         "XnnpackBackend: constant %u [%" PRIu64 ", +%" PRIu64
+                         ") lies outside the payload's %" PRIu64 "-byte constant region",
+                         idx, off, n, payload_.constant_data_size);
+      *size = n;
+      return payload_.constant_data + off;
+    }
+    const auto* legacy = graph_->constant_buffer();
+    ET_CHECK_OR_RETURN(legacy != nullptr && idx < legacy->size() && legacy->Get(idx) != nullptr &&
+                           legacy->Get(idx)->storage() != nullptr,
+                       InvalidProgram, "XnnpackBackend: value %u refers to constant buffer %u, which is missing",
+                       value_id, idx);
+    *size = legacy->Get(idx)->storage()->size();
+    return legacy->Get(idx)->storage()->data();
+  }
+
+  Error define_values() {
+    const auto* xvalues = graph_->xvalues();
+    plan_.values.reserve(xvalues->size());
+    info_.reserve(xvalues->size());
+    for (uint32_t i = 0; i < xvalues->size(); ++i) {
+      const fb::XValue* xv = xvalues->Get(i);
+      const fb::XNNTensorValue* tv = nullptr;
+      const fb::XNNQuantizedTensorValue* qv = nullptr;
+      if (xv != nullptr && xv->xvalue_union_type() == fb::XValueUnion::XNNTensorValue) {
+        tv = xv->xvalue_union_as_XNNTensorValue();
+      } else if (xv != nullptr && xv->xvalue_union_type() == fb::XValueUnion::XNNQuantizedTensorValue) {
+        qv = xv->xvalue_union_as_XNNQuantizedTensorValue();
+        tv = qv ? qv->tensor_value() : nullptr;
+      }
+      ET_CHECK_OR_RETURN(tv != nullptr, InvalidProgram, "XnnpackBackend: value %u is not a tensor value", i);
+      Value v;
+      ValueInfo vi;
+      vi.id = tv->id_out();
+      vi.datatype = tv->datatype();
+      ET_CHECK_OR_RETURN(ids_.emplace(vi.id, static_cast<uint32_t>(i)).second, InvalidProgram,
+                         "XnnpackBackend: value id %u is defined twice", vi.id);
+      ET_CHECK_OR_RETURN((tv->flags() & ~(kExternalInput | kExternalOutput)) == 0, InvalidProgram,
+                         "XnnpackBackend: value %u has unknown flags 0x%x", vi.id, tv->flags());
+      const auto* dims = tv->dims();
+      const uint32_t rank = dims ? dims->size() : 0;
+      ET_CHECK_OR_RETURN(rank <= kMaxDims, NotImplemented,
+                         "XnnpackBackend: value %u has %u dims; this backend handles at most %d", vi.id, rank, kMaxDims);
+      v.rank = static_cast<int>(rank);
+      int64_t numel = 1;
+      for (uint32_t d = 0; d < rank; ++d) {
+        const int64_t n = dims->Get(d);
+        v.max_dims[d] = v.dims[d] = n;
+        ET_CHECK_OR_RETURN(n == 0 || numel <= kMaxNumel / n, InvalidProgram,
+                           "XnnpackBackend: value %u's shape has more than 2^40 elements", vi.id);
+        numel *= n;
+      }
+      ET_TRY(set_dtype(v, vi, tv, qv));
+      if (tv->flags() & (kExternalInput | kExternalOutput)) {
+        ET_CHECK_OR_RETURN(tv->external_id() < plan_.num_externs, InvalidProgram,
+                           "XnnpackBackend: value %u has external id %u; the graph declares %u externals", vi.id,
+                           tv->external_id(), plan_.num_externs);
+        v.external = tv->external_id();
+        v.is_input = (tv->flags() & kExternalInput) != 0;
+        v.is_output = (tv->flags() & kExternalOutput) != 0;
+        ET_CHECK_OR_RETURN(!(v.is_input && v.is_output), NotImplemented,
+                           "XnnpackBackend: value %u is both an input and an output of the graph", vi.id);
+      }
+      if (tv->constant_buffer_idx() != 0) {
+        ET_CHECK_OR_RETURN(v.external == kNoValue, InvalidProgram,
+                           "XnnpackBackend: value %u is both external and constant", vi.id);
+        ET_UNWRAP(raw, constant_bytes(tv->constant_buffer_idx(), &vi.raw_size, vi.id));
+        vi.raw = raw;
+        const uint64_t need = raw_bytes(v, vi);
+        ET_CHECK_OR_RETURN(vi.raw_size >= need, InvalidProgram,
+                           "XnnpackBackend: constant value %u holds %" PRIu64 " bytes; its shape needs %" PRIu64,
+                           vi.id, vi.raw_size, need);
+      }
+      plan_.values.push_back(v);
+      info_.push_back(vi);
+    }
+    return Error::Ok;
+  }
+
+  // Bytes of a constant in the file's layout.
+  static uint64_t raw_bytes(const Value& v, const ValueInfo& vi) {
+    const uint64_t n = static_cast<uint64_t>(v.max_numel());
+    switch (vi.datatype) {
+      case fb::XNNDatatype::xnn_datatype_qcint4:
+      case fb::XNNDatatype::xnn_datatype_qbint4: {
+        // Rows of the last dim, two values a byte, each row padded to a whole byte.
+        const uint64_t cols = v.rank ? static_cast<uint64_t>(v.max_dims[v.rank - 1]) : 1;
+        return cols == 0 ? 0 : (n / cols) * ((cols + 1) / 2);
+      }
+      case fb::XNNDatatype::xnn_datatype_qint8:
+      case fb::XNNDatatype::xnn_datatype_quint8:
+      case fb::XNNDatatype::xnn_datatype_qcint8: return n;
+      default: return n * 4;
+    }
+  }
+
+  Error set_dtype(Value& v, ValueInfo& vi, const fb::XNNTensorValue* tv, const fb::XNNQuantizedTensorValue* qv) {
+    using D = fb::XNNDatatype;
+    const D d = tv->datatype();
+    const bool constant = tv->constant_buffer_idx() != 0;
+    switch (d) {
+      case D::xnn_datatype_fp32: v.dtype = DType::kF32; break;
+      case D::xnn_datatype_int32: v.dtype = DType::kI32; break;
+      case D::xnn_datatype_qint8:
+      case D::xnn_datatype_quint8:
+        v.dtype = d == D::xnn_datatype_qint8 ? DType::kQS8 : DType::kQU8;
+        break;
+      case D::xnn_datatype_qdint8: v.dtype = DType::kQD8; break;
+      case D::xnn_datatype_qint32:
+      case D::xnn_datatype_qcint32:
+      case D::xnn_datatype_qcint8:
+      case D::xnn_datatype_qcint4:
+      case D::xnn_datatype_qbint4:
+        ET_CHECK_OR_RETURN(constant, NotImplemented,
+                           "XnnpackBackend: value %u has datatype %s, supported here for constant weights only",
+                           vi.id, fb::EnumNameXNNDatatype(d));
+        v.dtype = DType::kF32;  // decoded to float when the weights are packed
+        break;
+      default:
+        ET_CHECK_OR_RETURN(false, NotImplemented,
+                           "XnnpackBackend: value %u has datatype %s, which this backend does not support", vi.id,
+                           fb::EnumNameXNNDatatype(d));
+    }
+    const bool quantized = d != D::xnn_datatype_fp32 && d != D::xnn_datatype_int32;
+    ET_CHECK_OR_RETURN(quantized == (qv != nullptr), InvalidProgram,
+                       "XnnpackBackend: value %u of datatype %s %s quantization parameters", vi.id,
+                       fb::EnumNameXNNDatatype(d), qv ? "has unexpected" : "lacks");
+    if (!qv) return Error::Ok;
+    switch (qv->quant_params_type()) {
+      case fb::XNNQuantParams::PerTensorQuant: {
+        const fb::PerTensorQuant* q = qv->quant_params_as_PerTensorQuant();
+        ET_CHECK_OR_RETURN(q != nullptr && std::isfinite(q->scale()) && q->scale() > 0, InvalidProgram,
+                           "XnnpackBackend: value %u has a per-tensor scale that is not a positive number", vi.id);
+        ET_CHECK_OR_RETURN(d == D::xnn_datatype_qint8 || d == D::xnn_datatype_quint8 || d == D::xnn_datatype_qint32,
+                           NotImplemented, "XnnpackBackend: value %u: per-tensor quantization of %s is not supported",
+                           vi.id, fb::EnumNameXNNDatatype(d));
+        const int32_t lo = d == D::xnn_datatype_quint8 ? 0 : -128, hi = d == D::xnn_datatype_quint8 ? 255 : 127;
+        ET_CHECK_OR_RETURN(d == D::xnn_datatype_qint32 || (q->zero_point() >= lo && q->zero_point() <= hi),
+                           InvalidProgram, "XnnpackBackend: value %u has zero point %d outside [%d, %d]", vi.id,
+                           q->zero_point(), lo, hi);
+        v.scale = q->scale();
+        v.zero_point = q->zero_point();
+        vi.quant = ValueInfo::Quant::kTensor;
+        return Error::Ok;
+      }
+      case fb::XNNQuantParams::PerChannelQuant: {
+        const fb::PerChannelQuant* q = qv->quant_params_as_PerChannelQuant();
+        ET_CHECK_OR_RETURN(q != nullptr && q->channel_dim() >= 0 && q->channel_dim() < v.rank, InvalidProgram,
+                           "XnnpackBackend: value %u's channel dim is outside its %d dims", vi.id, v.rank);
+        ET_CHECK_OR_RETURN(d == D::xnn_datatype_qcint8 || d == D::xnn_datatype_qcint32 || d == D::xnn_datatype_qcint4,
+                           NotImplemented, "XnnpackBackend: value %u: per-channel quantization of %s is not supported",
+                           vi.id, fb::EnumNameXNNDatatype(d));
+        vi.quant = ValueInfo::Quant::kChannel;
+        vi.channel_dim = q->channel_dim();
+        const uint64_t channels = static_cast<uint64_t>(v.max_dims[vi.channel_dim]);
+        if (q->scale_buffer_idx() != 0) {
+          uint64_t size = 0;
+          ET_UNWRAP(bytes, constant_bytes(q->scale_buffer_idx(), &size, vi.id));
+          ET_CHECK_OR_RETURN(size >= channels * 4, InvalidProgram,
+                             "XnnpackBackend: value %u's scales hold %" PRIu64 " bytes for %" PRIu64 " channels",
+                             vi.id, size, channels);
+          vi.channel_scales = reinterpret_cast<const float*>(bytes);
+        } else {
+          ET_CHECK_OR_RETURN(q->scale() != nullptr && q->scale()->size() >= channels, InvalidProgram,
+                             "XnnpackBackend: value %u has %u scales for %" PRIu64 " channels", vi.id,
+                             q->scale() ? q->scale()->size() : 0u, channels);
+          vi.channel_scales = q->scale()->data();
+        }
+        vi.num_scales = static_cast<uint32_t>(channels);
+        return Error::Ok;
+      }
+      case fb::XNNQuantParams::PerChannelGroupQuant: {
+        const fb::PerChannelGroupQuant* q = qv->quant_params_as_PerChannelGroupQuant();
+        ET_CHECK_OR_RETURN(d == D::xnn_datatype_qbint4, NotImplemented,
+                           "XnnpackBackend: value %u: blockwise quantization of %s is not supported", vi.id,
+                           fb::EnumNameXNNDatatype(d));
+        ET_CHECK_OR_RETURN(q != nullptr && v.rank == 2 && q->channel_dim() == 0 && q->group_size() > 0 &&
+                               v.max_dims[1] % q->group_size() == 0,
+                           InvalidProgram,
+                           "XnnpackBackend: value %u: blockwise weights must be 2-D, blocked along dim 1 by a "
+                           "block size dividing it",
+                           vi.id);
+        const uint64_t n = static_cast<uint64_t>(v.max_dims[0]) * (v.max_dims[1] / q->group_size());
+        vi.quant = ValueInfo::Quant::kBlock;
+        vi.block_size = static_cast<uint32_t>(q->group_size());
+        if (q->scale_buffer_idx() != 0) {
+          uint64_t size = 0;
+          ET_UNWRAP(bytes, constant_bytes(q->scale_buffer_idx(), &size, vi.id));
+          ET_CHECK_OR_RETURN(q->num_scales() == n && size >= n * 2, InvalidProgram,
+                             "XnnpackBackend: value %u has %u block scales (%" PRIu64 " bytes); its shape needs %" PRIu64,
+                             vi.id, q->num_scales(), size, n);
+          vi.block_scales = bytes;
+        } else {
+          ET_CHECK_OR_RETURN(q->scale() != nullptr && q->scale()->size() == n, InvalidProgram,
+                             "XnnpackBackend: value %u has %u block scales; its shape needs %" PRIu64, vi.id,
+                             q->scale() ? q->scale()->size() : 0u, n);
+          vi.block_scales = reinterpret_cast<const uint8_t*>(q->scale()->data());
+          vi.block_scales_f32 = true;
+        }
+        vi.num_scales = static_cast<uint32_t>(n);
+        return Error::Ok;
+      }
+      case fb::XNNQuantParams::PerTokenDynamicQuant: {
+        const fb::PerTokenDynamicQuant* q = qv->quant_params_as_PerTokenDynamicQuant();
+        ET_CHECK_OR_RETURN(d == D::xnn_datatype_qdint8 && !constant, NotImplemented,
+                           "XnnpackBackend: value %u: dynamic quantization of %s%s is not supported", vi.id,
+                           fb::EnumNameXNNDatatype(d), constant ? " constants" : "");
+        ET_CHECK_OR_RETURN(q != nullptr && q->num_nonbatch_dims() >= 0 && q->num_nonbatch_dims() <= v.rank,
+                           InvalidProgram, "XnnpackBackend: value %u has %d non-batch dims of %d", vi.id,
+                           q ? q->num_nonbatch_dims() : -1, v.rank);
+        v.nonbatch_dims = q->num_nonbatch_dims();
+        vi.quant = ValueInfo::Quant::kDynamic;
+        return Error::Ok;
+      }
+      default:
+        ET_CHECK_OR_RETURN(false, NotImplemented, "XnnpackBackend: value %u has unsupported quantization %s", vi.id,
+                           fb::EnumNameXNNQuantParams(qv->quant_params_type()));
+    }
+  }
+
+  // The constant's values as float, in the file's element order (numel floats).
+  Result<float*> decode_constant(uint32_t vidx) {
+    const Value& v = plan_.values[vidx];
+    const ValueInfo& vi = info_[vidx];
+    const int64_t n = v.max_numel();
+    std::unique_ptr<float[]> out(new (std::nothrow) float[n > 0 ? n : 1]);
+    ET_CHECK_OR_RETURN(out != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory decoding value %u",
+                       vi.id);
+    float* o = out.get();
+    const uint8_t* raw = vi.raw;
+    using D = fb::XNNDatatype;
+    int64_t inner = 1, channels = 1;
+    if (vi.quant == ValueInfo::Quant::kChannel) {
+      channels = v.max_dims[vi.channel_dim];
+      for (int d = vi.channel_dim + 1; d < v.rank; ++d) inner *= v.max_dims[d];
+    }
+    auto channel_scale = [&](int64_t i) {
+      float s;
+      std::memcpy(&s, vi.channel_scales + ((i / inner) % channels), 4);
+      return s;
+    };
+    switch (vi.datatype) {
+      case D::xnn_datatype_fp32: std::memcpy(o, raw, static_cast<size_t>(n) * 4); break;
+      case D::xnn_datatype_int32:
+        for (int64_t i = 0; i < n; ++i) {
+          int32_t q;
+          std::memcpy(&q, raw + 4 * i, 4);
+          o[i] = static_cast<float>(q);
+        }
+        break;
+      case D::xnn_datatype_qint8:
+        for (int64_t i = 0; i < n; ++i) o[i] = (int32_t(int8_t(raw[i])) - v.zero_point) * v.scale;
+        break;
+      case D::xnn_datatype_quint8:
+        for (int64_t i = 0; i < n; ++i) o[i] = (int32_t(raw[i]) - v.zero_point) * v.scale;
+        break;
+      case D::xnn_datatype_qint32:
+      case D::xnn_datatype_qcint32:
+        for (int64_t i = 0; i < n; ++i) {
+          int32_t q;
+          std::memcpy(&q, raw + 4 * i, 4);
+          o[i] = static_cast<float>(q) * (vi.quant == ValueInfo::Quant::kChannel ? channel_scale(i) : v.scale);
+        }
+        break;
+      case D::xnn_datatype_qcint8:
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(int8_t(raw[i])) * channel_scale(i);
+        break;
+      case D::xnn_datatype_qcint4:
+      case D::xnn_datatype_qbint4: {
+        const int64_t cols = v.max_dims[v.rank - 1], row_bytes = (cols + 1) / 2;
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t r = i / cols, c = i % cols;
+          const uint8_t byte = raw[r * row_bytes + c / 2];
+          const int32_t q = int32_t((c & 1) ? (byte >> 4) : (byte & 15)) - 8;
+          float s;
+          if (vi.quant == ValueInfo::Quant::kBlock) {
+            const int64_t b = r * (cols / vi.block_size) + c / vi.block_size;
+            if (vi.block_scales_f32) {
+              std::memcpy(&s, vi.block_scales + 4 * b, 4);
+            } else {
+              uint16_t h;
+              std::memcpy(&h, vi.block_scales + 2 * b, 2);
+              s = bf16_to_float(h);
+            }
+          } else {
+            s = channel_scale(i);
+          }
+          o[i] = static_cast<float>(q) * s;
+        }
+        break;
+      }
+      default:
+        ET_CHECK_OR_RETURN(false, NotImplemented, "XnnpackBackend: cannot decode constant %u of datatype %s", vi.id,
+                           fb::EnumNameXNNDatatype(vi.datatype));
+    }
+    plan_.owned_floats.push_back(std::move(out));
+    return o;
+  }
+
+  // Constants read directly by kernels (not conv/FC weights): copied, since named data is only
+  // valid during init. Quantized ones stay in their integer form.
+  Error copy_loose_constants() {
+    for (uint32_t i = 0; i < plan_.values.size(); ++i) {
+      Value& v = plan_.values[i];
+      if (info_[i].raw == nullptr || v.constant != nullptr) continue;
+      if (!used_loose_.count(i)) continue;
+      if (v.dtype == DType::kF32 && info_[i].datatype != fb::XNNDatatype::xnn_datatype_fp32) {
+        ET_UNWRAP(f, decode_constant(i));
+        v.constant = f;
+      } else {
+        const size_t bytes = static_cast<size_t>(v.max_numel()) * dtype_size(v.dtype);
+        std::unique_ptr<uint8_t[]> copy(new (std::nothrow) uint8_t[bytes ? bytes : 1]);
+        ET_CHECK_OR_RETURN(copy != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory");
+        std::memcpy(copy.get(), info_[i].raw, bytes);
+        v.constant = copy.get();
+        plan_.owned_bytes.push_back(std::move(copy));
+      }
+      v.data = const_cast<void*>(v.constant);
+    }
+    return Error::Ok;
+  }
+
+  // ---- nodes ----------------------------------------------------------------------------------
+  Error lookup(uint32_t id, const Op& op, const char* role, uint32_t* out) {
+    auto it = ids_.find(id);
+    ET_CHECK_OR_RETURN(it != ids_.end(), InvalidProgram,
+                       "XnnpackBackend: node %u (%s) names %s value %u, which the graph does not define",
+                       op.node_index, op.name, role, id);
+    *out = it->second;
+    return Error::Ok;
+  }
+
+  Error add_input(Op& op, uint32_t id, const char* role) {
+    uint32_t idx;
+    ET_TRY(lookup(id, op, role, &idx));
+    ET_CHECK_OR_RETURN(info_[idx].raw != nullptr || plan_.values[idx].is_input || written_.count(idx), InvalidProgram,
+                       "XnnpackBackend: node %u (%s) reads value %u before any node writes it", op.node_index,
+                       op.name, id);
+    op.in[op.n_in++] = idx;
+    if (info_[idx].raw != nullptr) used_loose_.insert(idx);
+    return Error::Ok;
+  }
+
+  Error set_output(Op& op, uint32_t id) {
+    ET_TRY(lookup(id, op, "output", &op.out));
+    const Value& v = plan_.values[op.out];
+    ET_CHECK_OR_RETURN(info_[op.out].raw == nullptr && !v.is_input, InvalidProgram,
+                       "XnnpackBackend: node %u (%s) writes value %u, which is a constant or a graph input",
+                       op.node_index, op.name, info_[op.out].id);
+    ET_CHECK_OR_RETURN(!written_.count(op.out), InvalidProgram,
+                       "XnnpackBackend: value %u is written by two nodes (the second: node %u, %s)",
+                       info_[op.out].id, op.node_index, op.name);
+    written_.insert(op.out);
+    return Error::Ok;
+  }
+
+  // Weights of conv/FC: decoded to float, in the file's layout (OHWI / 1HWO / [out, in]).
+  Error weights(Op& op, uint32_t filter_id, uint32_t bias_id, int64_t out_channels, int64_t per_channel) {
+    uint32_t f;
+    ET_TRY(lookup(filter_id, op, "filter", &f));
+    ET_CHECK_OR_RETURN(info_[f].raw != nullptr, NotImplemented,
+                       "XnnpackBackend: node %u (%s) has a filter computed at run time; only constant filters are "
+                       "supported",
+                       op.node_index, op.name);
+    ET_CHECK_OR_RETURN(plan_.values[f].max_numel() == out_channels * per_channel, InvalidProgram,
+                       "XnnpackBackend: node %u (%s): filter %u has %" PRId64 " elements, expected %" PRId64 " x %" PRId64,
+                       op.node_index, op.name, info_[f].id, plan_.values[f].max_numel(), out_channels, per_channel);
+    ET_UNWRAP(w, decode_constant(f));
+    op.weights = w;
+    if (bias_id != kNoValue) {
+      uint32_t b;
+      ET_TRY(lookup(bias_id, op, "bias", &b));
+      ET_CHECK_OR_RETURN(info_[b].raw != nullptr && plan_.values[b].max_numel() == out_channels, NotImplemented,
+                         "XnnpackBackend: node %u (%s): the bias must be a constant of %" PRId64 " elements",
+                         op.node_index, op.name, out_channels);
+      ET_UNWRAP(bf, decode_constant(b));
+      op.bias = bf;
+    }
+    return Error::Ok;
+  }
+
+  void set_min_max(Op& op, const fb::XNode* node) {
+    if (const fb::OutputMinMax* mm = node->output_min_max()) {
+      op.out_min = mm->output_min();
+      op.out_max = mm->output_max();
+    }
+  }
+
+  Error check_window(const Op& op, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                     const int64_t* pads) {
+    const int64_t vals[6] = {kh, kw, sh, sw, dh, dw};
+    for (int64_t x : vals) {
+      ET_CHECK_OR_RETURN(x >= 1 && x <= kMaxWindow, InvalidProgram,
+                         "XnnpackBackend: node %u (%s) has a kernel, stride or dilation of %" PRId64
+                         " (must be 1..2^20)",
+                         op.node_index, op.name, x);
+    }
+    for (int i = 0; i < 4; ++i) {
+      ET_CHECK_OR_RETURN(pads[i] >= 0 && pads[i] <= kMaxWindow, InvalidProgram,
+                         "XnnpackBackend: node %u (%s) has padding %" PRId64, op.node_index, op.name, pads[i]);
+    }
+    return Error::Ok;
+  }
+
+  Error conv_node(Op& op, const fb::_XNNNodeConv* c, bool depthwise) {
+    ET_CHECK_OR_RETURN((c->flags() & kFlagSamePadding) == 0, NotImplemented,
+                       "XnnpackBackend: node %u (%s) asks for TensorFlow SAME padding, which is not supported",
+                       op.node_index, op.name);
+    ConvParams& p = op.conv;
+    p.pad_top = c->padding_top(), p.pad_right = c->padding_right();
+    p.pad_bottom = c->padding_bottom(), p.pad_left = c->padding_left();
+    p.kernel_h = c->kernel_height(), p.kernel_w = c->kernel_width();
+    p.stride_h = c->subsampling_height(), p.stride_w = c->subsampling_width();
+    p.dilation_h = c->dilation_height(), p.dilation_w = c->dilation_width();
+    p.groups = c->groups(), p.group_in = c->group_input_channels(), p.group_out = c->group_output_channels();
+    const int64_t pads[4] = {p.pad_top, p.pad_right, p.pad_bottom, p.pad_left};
+    ET_TRY(check_window(op, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, pads));
+    ET_CHECK_OR_RETURN(p.groups >= 1 && p.group_in >= 1 && p.group_out >= 1 && p.groups <= kMaxWindow &&
+                           p.group_in <= kMaxWindow && p.group_out <= kMaxWindow,
+                       InvalidProgram, "XnnpackBackend: node %u (%s) has invalid groups/channels", op.node_index,
+                       op.name);
+    ET_CHECK_OR_RETURN(!depthwise || p.group_in == 1, InvalidProgram,
+                       "XnnpackBackend: node %u (%s): a depthwise convolution has one input channel per group",
+                       op.node_index, op.name);
+    ET_TRY(add_input(op, c->input1_id(), "input"));
+    ET_TRY(set_output(op, c->output_id()));
+    const int64_t oc = p.groups * p.group_out;
+    return weights(op, c->filter_id(), c->bias_id(), oc, p.kernel_h * p.kernel_w * p.group_in);
+  }
+
+  Error pool_node(Op& op, const fb::_XNNPooling2D* pl) {
+    ET_CHECK_OR_RETURN((pl->flags() & ~kFlagKeepDims) == 0, NotImplemented,
+                       "XnnpackBackend: node %u (%s) has unsupported flags 0x%x", op.node_index, op.name, pl->flags());
+    ConvParams& p = op.conv;
+    p.pad_top = pl->padding_top(), p.pad_right = pl->padding_right();
+    p.pad_bottom = pl->padding_bottom(), p.pad_left = pl->padding_left();
+    p.kernel_h = pl->pooling_height(), p.kernel_w = pl->pooling_width();
+    p.stride_h = pl->stride_height(), p.stride_w = pl->stride_width();
+    p.dilation_h = std::max<int64_t>(1, pl->dilation_height()), p.dilation_w = std::max<int64_t>(1, pl->dilation_width());
+    const int64_t pads[4] = {p.pad_top, p.pad_right, p.pad_bottom, p.pad_left};
+    ET_TRY(check_window(op, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, pads));
+    ET_TRY(add_input(op, pl->input_id(), "input"));
+    return set_output(op, pl->output_id());
+  }
+
+  template <typename T>
+  Error unary(Op& op, const T* n) {
+    ET_TRY(add_input(op, n->input_id(), "input"));
+    return set_output(op, n->output_id());
+  }
+
+  template <typename T>
+  Error binary(Op& op, const T* n) {
+    ET_TRY(add_input(op, n->input1_id(), "first input"));
+    ET_TRY(add_input(op, n->input2_id(), "second input"));
+    return set_output(op, n->output_id());
+  }
+
+  Error dims_param(Op& op, const flatbuffers::Vector<uint32_t>* v, int64_t* dst, const char* what) {
+    ET_CHECK_OR_RETURN(v != nullptr && v->size() <= static_cast<uint32_t>(kMaxDims), InvalidProgram,
+                       "XnnpackBackend: node %u (%s) has %u %s (at most %d)", op.node_index, op.name,
+                       v ? v->size() : 0u, what, kMaxDims);
+    for (uint32_t i = 0; i < v->size(); ++i) {
+      dst[i] = v->Get(i);
+      ET_CHECK_OR_RETURN(dst[i] <= kMaxNumel, InvalidProgram, "XnnpackBackend: node %u (%s) has %s entry %" PRId64,
+                         op.node_index, op.name, what, dst[i]);
+    }
+    op.n_params = static_cast<int>(v->size());
+    return Error::Ok;
+  }
+
+  Error define_node(uint32_t index, const fb::XNode* node) {
+    ET_CHECK_OR_RETURN(node != nullptr, InvalidProgram, "XnnpackBackend: node %u is empty", index);
+    Op op;
+    op.node_index = index;
+    const fb::XNodeUnion type = node->xnode_union_type();
+    op.name = fb::EnumNameXNodeUnion(type);
+    if (op.name == nullptr || *op.name == '\0') op.name = "unknown";
+    ET_CHECK_OR_RETURN(node->xnode_union() != nullptr, InvalidProgram, "XnnpackBackend: node %u (%s) is empty",
+                       index, op.name);
+    set_min_max(op, node);
+    using U = fb::XNodeUnion;
+    auto bin = [&](BinaryKind k, const fb::_XNNNode2x1* n) {
+      op.kind = OpKind::kBinary;
+      op.sub = static_cast<uint8_t>(k);
+      op.flags = n->flags();
+      return binary(op, n);
+    };
+    auto un = [&](UnaryKind k, const fb::_XNNNode1x1* n) {
+      op.kind = OpKind::kUnary;
+      op.sub = static_cast<uint8_t>(k);
+      return unary(op, n);
+    };
+    Error err = Error::Ok;
+    switch (type) {
+      case U::XNNConv2d:
+        op.kind = OpKind::kConv;
+        err = conv_node(op, node->xnode_union_as_XNNConv2d(), false);
+        break;
+      case U::XNNDepthwiseConv2d:
+        op.kind = OpKind::kDepthwiseConv;
+        err = conv_node(op, node->xnode_union_as_XNNDepthwiseConv2d(), true);
+        break;
+      case U::XNNFullyConnected: {
+        const fb::XNNFullyConnected* f = node->xnode_union_as_XNNFullyConnected();
+        op.kind = OpKind::kFullyConnected;
+        op.flags = f->flags();
+        ET_CHECK_OR_RETURN((f->flags() & ~kFlagTransposeWeights) == 0, NotImplemented,
+                           "XnnpackBackend: node %u (%s) has unsupported flags 0x%x", index, op.name, f->flags());
+        ET_TRY(add_input(op, f->input1_id(), "input"));
+        ET_TRY(set_output(op, f->output_id()));
+        uint32_t fi;
+        ET_TRY(lookup(f->filter_id(), op, "filter", &fi));
+        const Value& w = plan_.values[fi];
+        ET_CHECK_OR_RETURN(w.rank == 2, InvalidProgram, "XnnpackBackend: node %u (%s): the filter is not 2-D", index,
+                           op.name);
+        const bool transposed = (f->flags() & kFlagTransposeWeights) != 0;
+        const int64_t oc = transposed ? w.max_dims[1] : w.max_dims[0];
+        const int64_t ic = transposed ? w.max_dims[0] : w.max_dims[1];
+        op.conv.group_in = ic;
+        op.conv.group_out = oc;
+        err = weights(op, f->filter_id(), f->bias_id(), oc, ic);
+        break;
+      }
+      case U::XNNAdd: err = bin(BinaryKind::kAdd, node->xnode_union_as_XNNAdd()); break;
+      case U::XNNSubtract: err = bin(BinaryKind::kSub, node->xnode_union_as_XNNSubtract()); break;
+      case U::XNNMultiply: err = bin(BinaryKind::kMul, node->xnode_union_as_XNNMultiply()); break;
+      case U::XNNDiv: err = bin(BinaryKind::kDiv, node->xnode_union_as_XNNDiv()); break;
+      case U::XNNMinimum: err = bin(BinaryKind::kMin, node->xnode_union_as_XNNMinimum()); break;
+      case U::XNNMaximum: err = bin(BinaryKind::kMax, node->xnode_union_as_XNNMaximum()); break;
+      case U::XNNPReLU: err = bin(BinaryKind::kPrelu, node->xnode_union_as_XNNPReLU()); break;
+      case U::XNNClamp: err = un(UnaryKind::kClamp, node->xnode_union_as_XNNClamp()); break;
+      case U::XNNHardswish: err = un(UnaryKind::kHardswish, node->xnode_union_as_XNNHardswish()); break;
+      case U::XNNSigmoid: err = un(UnaryKind::kSigmoid, node->xnode_union_as_XNNSigmoid()); break;
+      case U::XNNTanh: err = un(UnaryKind::kTanh, node->xnode_union_as_XNNTanh()); break;
+      case U::XNNGelu: err = un(UnaryKind::kGelu, node->xnode_union_as_XNNGelu()); break;
+      case U::XNNSquareRoot: err = un(UnaryKind::kSqrt, node->xnode_union_as_XNNSquareRoot()); break;
+      case U::XNNReciprocalSquareRoot:
+        err = un(UnaryKind::kRsqrt, node->xnode_union_as_XNNReciprocalSquareRoot());
+        break;
+      case U::XNNAbs: err = un(UnaryKind::kAbs, node->xnode_union_as_XNNAbs()); break;
+      case U::XNNNegate: err = un(UnaryKind::kNeg, node->xnode_union_as_XNNNegate()); break;
+      case U::XNNSquare: err = un(UnaryKind::kSquare, node->xnode_union_as_XNNSquare()); break;
+      case U::XNNFloor: err = un(UnaryKind::kFloor, node->xnode_union_as_XNNFloor()); break;
+      case U::XNNCeiling: err = un(UnaryKind::kCeil, node->xnode_union_as_XNNCeiling()); break;
+      case U::XNNExp: err = un(UnaryKind::kExp, node->xnode_union_as_XNNExp()); break;
+      case U::XNNLog: err = un(UnaryKind::kLog, node->xnode_union_as_XNNLog()); break;
+      case U::XNNSin: err = un(UnaryKind::kSin, node->xnode_union_as_XNNSin()); break;
+      case U::XNNCos: err = un(UnaryKind::kCos, node->xnode_union_as_XNNCos()); break;
+      case U::XNNELU: {
+        const fb::XNNELU* n = node->xnode_union_as_XNNELU();
+        op.kind = OpKind::kUnary, op.sub = static_cast<uint8_t>(UnaryKind::kElu), op.alpha = n->alpha();
+        err = unary(op, n);
+        break;
+      }
+      case U::XNNLeakyReLU: {
+        const fb::XNNLeakyReLU* n = node->xnode_union_as_XNNLeakyReLU();
+        op.kind = OpKind::kUnary, op.sub = static_cast<uint8_t>(UnaryKind::kLeakyRelu);
+        op.alpha = n->negative_slope();
+        err = unary(op, n);
+        break;
+      }
+      case U::XNNSoftmax: op.kind = OpKind::kSoftmax; err = unary(op, node->xnode_union_as_XNNSoftmax()); break;
+      case U::XNNCopy: op.kind = OpKind::kCopy; err = unary(op, node->xnode_union_as_XNNCopy()); break;
+      case U::XNNConvert: op.kind = OpKind::kConvert; err = unary(op, node->xnode_union_as_XNNConvert()); break;
+      case U::XNNGlobalAvgPooling2d:
+        op.kind = OpKind::kGlobalAvgPool;
+        err = unary(op, node->xnode_union_as_XNNGlobalAvgPooling2d());
+        break;
+      case U::XNNStaticTranspose: {
+        const fb::XNNStaticTranspose* n = node->xnode_union_as_XNNStaticTranspose();
+        op.kind = OpKind::kTranspose;
+        ET_TRY(dims_param(op, n->perm(), op.params, "permutation entries"));
+        err = unary(op, n);
+        break;
+      }
+      case U::XNNStaticReshape: {
+        const fb::XNNStaticReshape* n = node->xnode_union_as_XNNStaticReshape();
+        op.kind = OpKind::kCopy;
+        ET_TRY(dims_param(op, n->new_shape(), op.params, "shape entries"));
+        op.flags = 1;  // reshape: dims from params
+        err = unary(op, n);
+        break;
+      }
+      case U::XNNStaticSlice: {
+        const fb::XNNStaticSlice* n = node->xnode_union_as_XNNStaticSlice();
+        op.kind = OpKind::kSlice;
+        ET_TRY(dims_param(op, n->sizes(), op.params2, "slice sizes"));
+        const int sizes = op.n_params;
+        ET_TRY(dims_param(op, n->offsets(), op.params, "slice offsets"));
+        ET_CHECK_OR_RETURN(sizes == op.n_params, InvalidProgram,
+                           "XnnpackBackend: node %u (%s) has %d offsets but %d sizes", index, op.name, op.n_params,
+                           sizes);
+        err = unary(op, n);
+        break;
+      }
+      case U::XNNStaticConstantPad: {
+        const fb::XNNStaticConstantPad* n = node->xnode_union_as_XNNStaticConstantPad();
+        op.kind = OpKind::kPad;
+        op.alpha = n->padding_value();
+        ET_TRY(dims_param(op, n->post_paddings(), op.params2, "paddings"));
+        const int post = op.n_params;
+        ET_TRY(dims_param(op, n->pre_paddings(), op.params, "paddings"));
+        ET_CHECK_OR_RETURN(post == op.n_params, InvalidProgram,
+                           "XnnpackBackend: node %u (%s) has %d pre- but %d post-paddings", index, op.name,
+                           op.n_params, post);
+        err = unary(op, n);
+        break;
+      }
+      case U::XNNConcatenate2:
+      case U::XNNConcatenate3:
+      case U::XNNConcatenate4:
+      case U::XNNConcatenate5: {
+        const fb::_XNNCat* n = type == U::XNNConcatenate2   ? node->xnode_union_as_XNNConcatenate2()
+                               : type == U::XNNConcatenate3 ? node->xnode_union_as_XNNConcatenate3()
+                               : type == U::XNNConcatenate4 ? node->xnode_union_as_XNNConcatenate4()
+                                                            : node->xnode_union_as_XNNConcatenate5();
+        op.kind = OpKind::kConcat;
+        op.axis = n->axis();
+        const int count = type == U::XNNConcatenate2 ? 2 : type == U::XNNConcatenate3 ? 3
+                           : type == U::XNNConcatenate4 ? 4 : 5;
+        const uint32_t ids[5] = {n->input1_id(), n->input2_id(), n->input3_id(), n->input4_id(), n->input5_id()};
+        for (int i = 0; i < count; ++i) ET_TRY(add_input(op, ids[i], "input"));
+        err = set_output(op, n->output_id());
+        break;
+      }
+      case U::XNNMaxPooling2d:
+        op.kind = OpKind::kMaxPool;
+        err = pool_node(op, node->xnode_union_as_XNNMaxPooling2d());
+        break;
+      case U::XNNAvgPooling2d:
+        op.kind = OpKind::kAvgPool;
+        err = pool_node(op, node->xnode_union_as_XNNAvgPooling2d());
+        break;
+      case U::XNNBatchMatrixMultiply: {
+        const fb::_XNNNode2x1* n = node->xnode_union_as_XNNBatchMatrixMultiply();
+        op.kind = OpKind::kBatchMatMul;
+        op.flags = n->flags();
+        ET_CHECK_OR_RETURN((n->flags() & ~kFlagTransposeWeights) == 0, NotImplemented,
+                           "XnnpackBackend: node %u (%s) has unsupported flags 0x%x", index, op.name, n->flags());
+        err = binary(op, n);
+        break;
+      }
+      default:
+        ET_CHECK_OR_RETURN(false, NotImplemented,
+                           "XnnpackBackend: node %u is %s, a node kind this backend does not implement; lower that "
+                           "operator outside the delegate or run the file on a runtime with XNNPACK",
+                           index, op.name);
+    }
+    ET_TRY(err);
+    plan_.ops.push_back(op);
+    return Error::Ok;
+  }
+
+  // Every external id is one value, used once; inputs and outputs in external-id order.
+  Error check_externals() {
+    std::vector<uint32_t> by_ext(plan_.num_externs, kNoValue);
+    for (uint32_t i = 0; i < plan_.values.size(); ++i) {
+      const Value& v = plan_.values[i];
+      if (v.external == kNoValue) continue;
+      ET_CHECK_OR_RETURN(by_ext[v.external] == kNoValue, InvalidProgram,
+                         "XnnpackBackend: external id %u is given to two values (%u and %u)", v.external,
+                         info_[by_ext[v.external]].id, info_[i].id);
+      by_ext[v.external] = i;
+      ET_CHECK_OR_RETURN(v.dtype == DType::kF32 || v.dtype == DType::kI32 || v.dtype == DType::kQS8 ||
+                             v.dtype == DType::kQU8,
+                         NotImplemented, "XnnpackBackend: external value %u has a datatype the call cannot pass",
+                         info_[i].id);
+      ET_CHECK_OR_RETURN(!v.is_output || written_.count(i), InvalidProgram,
+                         "XnnpackBackend: graph output %u is written by no node", info_[i].id);
+    }
+    for (uint32_t e = 0; e < plan_.num_externs; ++e) {
+      if (by_ext[e] == kNoValue) continue;
+      (plan_.values[by_ext[e]].is_input ? plan_.inputs : plan_.outputs).push_back(by_ext[e]);
+    }
+    return Error::Ok;
+  }
+
+  // An NCHW -> NHWC transpose read only by a convolution vanishes: the convolution gathers its
+  // patches from the NCHW data (the boundary transpose of image models).
+  void fuse_input_transposes() {
+    std::vector<int> readers(plan_.values.size(), 0);
+    for (const Op& op : plan_.ops) {
+      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
+    }
+    std::vector<Op> kept;
+    kept.reserve(plan_.ops.size());
+    for (size_t k = 0; k < plan_.ops.size(); ++k) {
+      const Op& t = plan_.ops[k];
+      const bool to_nhwc = t.kind == OpKind::kTranspose && t.n_params == 4 && t.params[0] == 0 && t.params[1] == 2 &&
+                           t.params[2] == 3 && t.params[3] == 1;
+      const Value& src = plan_.values[t.in[0]];
+      const Value& dst = plan_.values[t.out];
+      if (!to_nhwc || dst.is_output || readers[t.out] != 1 || src.dtype != dst.dtype || src.scale != dst.scale ||
+          src.zero_point != dst.zero_point) {
+        kept.push_back(t);
+        continue;
+      }
+      Op* conv = nullptr;
+      for (size_t j = k + 1; j < plan_.ops.size() && conv == nullptr; ++j) {
+        if (plan_.ops[j].kind == OpKind::kConv && plan_.ops[j].in[0] == t.out) conv = &plan_.ops[j];
+      }
+      if (conv == nullptr) {
+        kept.push_back(t);
+        continue;
+      }
+      conv->in[0] = t.in[0];
+      conv->conv.nchw_input = true;
+    }
+    plan_.ops.swap(kept);
+  }
+
+  // Convolutions and fully connected layers get their weights packed once for the NHWC
+  // micro-kernels (quantized ones too: they compute in float); the float copies are then dropped.
+  Error pack_weights() {
+    namespace cpu = kernels::cpu;
+    const cpu::Isa isa = cpu::best_float_isa();
+    for (Op& op : plan_.ops) {
+      size_t bytes = 0;
+      cpu::ConvNhwc c;
+      const bool conv = op.kind == OpKind::kConv || op.kind == OpKind::kDepthwiseConv;
+      if (conv) {
+        if (op.conv.nchw_input) continue;
+        c = to_conv_nhwc(op.conv);
+        if (!c.valid()) continue;
+        bytes = cpu::conv2d_nhwc_f32_packed_bytes(c, isa);
+      } else if (op.kind == OpKind::kFullyConnected) {
+        bytes = cpu::fully_connected_f32_packed_bytes(op.conv.group_out, op.conv.group_in, isa);
+      } else {
+        continue;
+      }
+      if (bytes == 0) continue;
+      std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[bytes + 64]);
+      ET_CHECK_OR_RETURN(buf != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory packing weights");
+      void* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+      const bool ok = conv ? cpu::conv2d_nhwc_f32_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi
+                                                                                    : cpu::ConvWeights::kHwo,
+                                                       op.weights, op.bias, isa, at)
+                           : cpu::fully_connected_f32_pack(op.conv.group_out, op.conv.group_in, op.weights,
+                                                           (op.flags & 1) != 0, op.bias, isa, at);
+      if (!ok) continue;
+      release_floats(op.weights);
+      release_floats(op.bias);
+      op.weights = op.bias = nullptr;
+      op.packed = at;
+      plan_.owned_bytes.push_back(std::move(buf));
+    }
+    return Error::Ok;
+  }
+
+  void release_floats(const float* p) {
+    if (p == nullptr) return;
+    for (auto& f : plan_.owned_floats) {
+      if (f.get() == p) f.reset();
+    }
+  }
+
+  // Runs shape inference on the upper-bound shapes: every node's shapes are checked here, at init,
+  // and scratch is sized for the largest call.
+  Error dry_run() {
+    size_t scratch = 0;
+    for (Op& op : plan_.ops) {
+      ET_TRY(infer_shape(op, plan_));
+      size_t need = 0;
+      ET_TRY(scratch_bytes(op, plan_, &need));
+      scratch = std::max(scratch, align_up(need));
+    }
+    plan_.scratch_bytes = scratch;
+    return Error::Ok;
+  }
+
+  // Internal values share one arena: a value's slot is free again after its last reader.
+  Error plan_memory() {
+    const size_t nv = plan_.values.size();
+    std::vector<int64_t> first(nv, -1), last(nv, -1);
+    for (size_t k = 0; k < plan_.ops.size(); ++k) {
+      const Op& op = plan_.ops[k];
+      if (first[op.out] < 0) first[op.out] = static_cast<int64_t>(k);
+      last[op.out] = std::max<int64_t>(last[op.out], static_cast<int64_t>(k));
+      for (int i = 0; i < op.n_in; ++i) last[op.in[i]] = static_cast<int64_t>(k);
+    }
+    struct Slot {
+      size_t offset, size;
+      int64_t free_after;
+    };
+    std::vector<Slot> slots;
+    size_t total = 0;
+    for (size_t k = 0; k < plan_.ops.size(); ++k) {
+      const uint32_t vi = plan_.ops[k].out;
+      Value& v = plan_.values[vi];
+      if (first[vi] != static_cast<int64_t>(k)) continue;
+      size_t bytes = align_up(static_cast<size_t>(v.max_numel()) * dtype_size(v.dtype));
+      if (v.dtype == DType::kQD8) bytes += align_up(static_cast<size_t>(qd8_rows_max(v)) * 8);
+      v.max_bytes = bytes;
+      if (v.is_output) continue;
+      // Best fit among free slots; a new slot at the end otherwise.
+      Slot* best = nullptr;
+      for (Slot& s : slots) {
+        if (s.free_after < static_cast<int64_t>(k) && s.size >= bytes && (!best || s.size < best->size)) best = &s;
+      }
+      if (best == nullptr) {
+        slots.push_back(Slot{total, bytes, -1});
+        total += bytes;
+        best = &slots.back();
+      }
+      best->free_after = last[vi] < 0 ? static_cast<int64_t>(k) : last[vi];
+      v.arena_offset = static_cast<int64_t>(best->offset);
+    }
+    // QD8 outputs of the graph (never seen) would need row parameters too.
+    for (size_t i = 0; i < nv; ++i) {
+      ET_CHECK_OR_RETURN(!(plan_.values[i].is_output && plan_.values[i].dtype == DType::kQD8), NotImplemented,
+                         "XnnpackBackend: value %u is a dynamically quantized graph output", info_[i].id);
+    }
+    plan_.arena_bytes = total;
+    const size_t all = total + plan_.scratch_bytes + kAlign;
+    plan_.arena_storage.reset(new (std::nothrow) uint8_t[all]);
+    ET_CHECK_OR_RETURN(plan_.arena_storage != nullptr, MemoryAllocationFailed,
+                       "XnnpackBackend: out of memory for %zu bytes of activations", all);
+    uint8_t* base = plan_.arena_storage.get();
+    base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
+    plan_.arena = base;
+    plan_.scratch = base + total;
+    for (Value& v : plan_.values) {
+      if (v.arena_offset < 0) continue;
+      v.data = plan_.arena + v.arena_offset;
+      if (v.dtype == DType::kQD8) {
+        const size_t payload = align_up(static_cast<size_t>(v.max_numel()));
+        v.row_scale = reinterpret_cast<float*>(plan_.arena + v.arena_offset + payload);
+        v.row_zero_point = reinterpret_cast<int32_t*>(v.row_scale + qd8_rows_max(v));
+      }
+    }
+    return Error::Ok;
+  }
+
+  const Payload& payload_;
+  const NamedDataMap* named_;
+  Plan& plan_;
+  const fb::XNNGraph* graph_ = nullptr;
+  std::vector<ValueInfo> info_;
+  std::unordered_map<uint32_t, uint32_t> ids_;
+  std::unordered_set<uint32_t> used_loose_, written_;
+  std::vector<FreeableBuffer> buffers_;
+};
+
+}  // namespace
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kI32: return 4;
+    default: return 1;
+  }
+}
+
+Error compile(const Payload& payload, const NamedDataMap* named_data, Plan* plan) {
+  Compiler c(payload, named_data, plan);
+  return c.run();
+}
+
+}  // namespace xnnpack
+}  // namespace backends
+}  // namespace executorch

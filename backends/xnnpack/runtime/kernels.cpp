@@ -1,0 +1,561 @@
+// NHWC convolution as im2col + sgemm, depthwise and pooling loops over channels (contiguous in
+// NHWC, so they vectorise), broadcasting elementwise ops and (de)quantization.
+#include "backends/xnnpack/runtime/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/portable/cpu/activation.h"
+#include "kernels/portable/cpu/gemm.h"
+#include "kernels/portable/cpu/gemv.h"
+#include "kernels/portable/cpu/parallel.h"
+#include "kernels/portable/cpu/vmath.h"
+
+namespace executorch {
+namespace backends {
+namespace xnnpack {
+
+using kernels::cpu::ConstMatrix;
+using kernels::cpu::parallel_for;
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+inline float clampf(float v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
+
+// out[r, c] = clamp(out[r, c] + bias[c]) over a row-major [rows, cols] block with row stride ld.
+void bias_clamp(float* out, int64_t rows, int64_t cols, int64_t ld, const float* bias, float lo, float hi) {
+  const bool clamp = lo > -INFINITY || hi < INFINITY;
+  if (!bias && !clamp) return;
+  parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* o = out + r * ld;
+      if (bias) {
+        for (int64_t c = 0; c < cols; ++c) o[c] = clampf(o[c] + bias[c], lo, hi);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) o[c] = clampf(o[c], lo, hi);
+      }
+    }
+  });
+}
+
+void gemm_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, ConstMatrix b, float* c, int64_t ldc,
+               float* scratch) {
+  const ConstMatrix am{a, lda, 1};
+  if (kernels::cpu::gemv_supports(m, b)) {
+    kernels::cpu::gemv(m, n, k, 1.f, am, b, 0.f, c, ldc, scratch);
+  } else {
+    kernels::cpu::sgemm(m, n, k, 1.f, am, b, 0.f, nullptr, c, ldc, scratch);
+  }
+}
+
+size_t gemm_scratch(int64_t m, int64_t n, int64_t k) {
+  return std::max(kernels::cpu::sgemm_workspace_floats(m, n, k), static_cast<size_t>(m * k));
+}
+
+}  // namespace
+
+kernels::cpu::ConvNhwc to_conv_nhwc(const ConvParams& p) {
+  kernels::cpu::ConvNhwc c;
+  c.kernel_h = p.kernel_h, c.kernel_w = p.kernel_w, c.stride_h = p.stride_h, c.stride_w = p.stride_w;
+  c.dilation_h = p.dilation_h, c.dilation_w = p.dilation_w;
+  c.pad_top = p.pad_top, c.pad_left = p.pad_left, c.pad_bottom = p.pad_bottom, c.pad_right = p.pad_right;
+  c.groups = p.groups, c.group_in_channels = p.group_in, c.group_out_channels = p.group_out;
+  return c;
+}
+
+int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
+                   int64_t stride) {
+  const int64_t span = in + pad_before + pad_after - dilation * (kernel - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+static bool conv_is_pointwise(const ConvParams& p) {
+  return !p.nchw_input && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.groups == 1;
+}
+
+size_t conv_scratch_floats(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  (void)h, (void)w;
+  const int64_t rows = n * oh * ow, k = p.kernel_h * p.kernel_w * p.group_in;
+  const size_t cols = conv_is_pointwise(p) ? 0 : static_cast<size_t>(rows * k);
+  return cols + gemm_scratch(rows, p.group_out, k);
+}
+
+void conv_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, const float* in,
+               const float* weights, const float* bias, float* out, float lo, float hi, float* scratch) {
+  const int64_t c = p.groups * p.group_in, oc = p.groups * p.group_out;
+  const int64_t rows = n * oh * ow, k = p.kernel_h * p.kernel_w * p.group_in;
+  if (rows == 0) return;
+  if (conv_is_pointwise(p)) {
+    gemm_rows(rows, oc, k, in, c, ConstMatrix{weights, 1, k}, out, oc, scratch);
+    bias_clamp(out, rows, oc, oc, bias, lo, hi);
+    return;
+  }
+  float* cols = scratch;
+  float* gemm_ws = scratch + rows * k;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    // One row per output pixel: the (kh, kw, channel) patch, zeros where it falls in the padding.
+    parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(k, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / (oh * ow), y = (r / ow) % oh, x = r % ow;
+        float* dst = cols + r * k;
+        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+          const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
+          for (int64_t kx = 0; kx < p.kernel_w; ++kx, dst += p.group_in) {
+            const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+              std::memset(dst, 0, sizeof(float) * p.group_in);
+            } else if (p.nchw_input) {
+              const float* src = in + ((b * c + g * p.group_in) * h + iy) * w + ix;
+              for (int64_t ch = 0; ch < p.group_in; ++ch) dst[ch] = src[ch * h * w];
+            } else {
+              std::memcpy(dst, in + ((b * h + iy) * w + ix) * c + g * p.group_in, sizeof(float) * p.group_in);
+            }
+          }
+        }
+      }
+    });
+    gemm_rows(rows, p.group_out, k, cols, k, ConstMatrix{weights + g * p.group_out * k, 1, k}, out + g * p.group_out,
+              oc, gemm_ws);
+  }
+  bias_clamp(out, rows, oc, oc, bias, lo, hi);
+}
+
+void depthwise_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, const float* in,
+                    const float* weights, const float* bias, float* out, float lo, float hi) {
+  const int64_t c = p.groups, mult = p.group_out, oc = c * mult;
+  parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / oh, y = r % oh;
+      for (int64_t x = 0; x < ow; ++x) {
+        float* o = out + ((b * oh + y) * ow + x) * oc;
+        if (bias) {
+          std::memcpy(o, bias, sizeof(float) * oc);
+        } else {
+          std::memset(o, 0, sizeof(float) * oc);
+        }
+        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+          const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
+          if (iy < 0 || iy >= h) continue;
+          for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+            const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
+            if (ix < 0 || ix >= w) continue;
+            const float* src = in + ((b * h + iy) * w + ix) * c;
+            const float* wk = weights + (ky * p.kernel_w + kx) * oc;
+            if (mult == 1) {
+              for (int64_t ch = 0; ch < oc; ++ch) o[ch] += src[ch] * wk[ch];
+            } else {
+              for (int64_t ch = 0; ch < oc; ++ch) o[ch] += src[ch / mult] * wk[ch];
+            }
+          }
+        }
+        for (int64_t ch = 0; ch < oc; ++ch) o[ch] = clampf(o[ch], lo, hi);
+      }
+    }
+  });
+}
+
+size_t fc_scratch_floats(int64_t rows, int64_t in, int64_t out) { return gemm_scratch(rows, out, in); }
+
+void fully_connected(int64_t rows, int64_t ic, int64_t oc, const float* in, const float* weights, bool transposed,
+                     const float* bias, float* out, float lo, float hi, float* scratch) {
+  if (rows == 0) return;
+  const ConstMatrix b = transposed ? ConstMatrix{weights, oc, 1} : ConstMatrix{weights, 1, ic};
+  gemm_rows(rows, oc, ic, in, ic, b, out, oc, scratch);
+  bias_clamp(out, rows, oc, oc, bias, lo, hi);
+}
+
+size_t bmm_scratch_floats(int64_t m, int64_t n, int64_t k) { return gemm_scratch(m, n, k); }
+
+void batch_matmul(int rank, const int64_t* a_dims, const int64_t* b_dims, const int64_t* out_dims, const float* a,
+                  const float* b, bool transpose_b, float* out, float* scratch) {
+  const int64_t m = out_dims[rank - 2], n = out_dims[rank - 1], k = a_dims[rank - 1];
+  int64_t batches = 1;
+  for (int d = 0; d < rank - 2; ++d) batches *= out_dims[d];
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    // Offsets of this batch in A and B, whose batch dims may be 1 (broadcast).
+    int64_t rem = bi, a_off = 0, b_off = 0, a_stride = m * k, b_stride = k * n;
+    for (int d = rank - 3; d >= 0; --d) {
+      const int64_t idx = rem % out_dims[d];
+      rem /= out_dims[d];
+      a_off += (a_dims[d] == 1 ? 0 : idx) * a_stride;
+      b_off += (b_dims[d] == 1 ? 0 : idx) * b_stride;
+      a_stride *= a_dims[d];
+      b_stride *= b_dims[d];
+    }
+    const ConstMatrix bm = transpose_b ? ConstMatrix{b + b_off, 1, k} : ConstMatrix{b + b_off, n, 1};
+    gemm_rows(m, n, k, a + a_off, k, bm, out + bi * m * n, n, scratch);
+  }
+}
+
+namespace {
+
+template <typename F>
+void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
+                 const int64_t* out_dims, float* out, float lo, float hi, F f) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= out_dims[d];
+  if (total == 0) return;
+  const int64_t inner = rank ? out_dims[rank - 1] : 1;
+  const int64_t as = rank && a_dims[rank - 1] != 1 ? 1 : 0, bs = rank && b_dims[rank - 1] != 1 ? 1 : 0;
+  // Strides of A and B per output dim (0 where broadcast).
+  int64_t a_str[kMaxDims] = {}, b_str[kMaxDims] = {};
+  int64_t sa = 1, sb = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    a_str[d] = a_dims[d] == 1 ? 0 : sa;
+    b_str[d] = b_dims[d] == 1 ? 0 : sb;
+    sa *= a_dims[d];
+    sb *= b_dims[d];
+  }
+  const int64_t lines = total / inner;
+  parallel_for(0, lines, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      int64_t rem = l, ao = 0, bo = 0;
+      for (int d = rank - 2; d >= 0; --d) {
+        const int64_t idx = rem % out_dims[d];
+        rem /= out_dims[d];
+        ao += idx * a_str[d];
+        bo += idx * b_str[d];
+      }
+      const float* pa = a + ao;
+      const float* pb = b + bo;
+      float* po = out + l * inner;
+      if (as && bs) {
+        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(pa[i], pb[i]), lo, hi);
+      } else if (as) {
+        const float vb = pb[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(pa[i], vb), lo, hi);
+      } else if (bs) {
+        const float va = pa[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(va, pb[i]), lo, hi);
+      } else {
+        const float v = clampf(f(pa[0], pb[0]), lo, hi);
+        for (int64_t i = 0; i < inner; ++i) po[i] = v;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void binary(BinaryKind kind, int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims,
+            const float* b, const int64_t* out_dims, float* out, float lo, float hi) {
+  switch (kind) {
+    case BinaryKind::kAdd:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi, [](float x, float y) { return x + y; });
+    case BinaryKind::kSub:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi, [](float x, float y) { return x - y; });
+    case BinaryKind::kMul:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi, [](float x, float y) { return x * y; });
+    case BinaryKind::kDiv:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi, [](float x, float y) { return x / y; });
+    case BinaryKind::kMin:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi,
+                         [](float x, float y) { return x != x || y != y ? x + y : std::min(x, y); });
+    case BinaryKind::kMax:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi,
+                         [](float x, float y) { return x != x || y != y ? x + y : std::max(x, y); });
+    case BinaryKind::kPrelu:
+      return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi,
+                         [](float x, float s) { return x < 0 ? x * s : x; });
+  }
+}
+
+void unary(UnaryKind kind, const float* x, float* y, int64_t n, float alpha, float lo, float hi) {
+  using kernels::cpu::vexp;
+  if (kind == UnaryKind::kGelu) {
+    kernels::cpu::gelu(x, y, n, false);
+    if (lo > -INFINITY || hi < INFINITY) {
+      for (int64_t i = 0; i < n; ++i) y[i] = clampf(y[i], lo, hi);
+    }
+    return;
+  }
+  parallel_for(0, n, kGrain, [&](int64_t i0, int64_t i1) {
+    const float* xs = x + i0;
+    float* ys = y + i0;
+    const int64_t m = i1 - i0;
+    switch (kind) {
+      case UnaryKind::kClamp:
+        for (int64_t i = 0; i < m; ++i) ys[i] = clampf(xs[i], lo, hi);
+        return;
+      case UnaryKind::kHardswish:
+        for (int64_t i = 0; i < m; ++i) ys[i] = xs[i] * std::min(std::max(xs[i] + 3.f, 0.f), 6.f) * (1.f / 6.f);
+        break;
+      case UnaryKind::kSigmoid:
+        for (int64_t i = 0; i < m; ++i) ys[i] = 1.f / (1.f + vexp(-xs[i]));
+        break;
+      case UnaryKind::kTanh:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::tanh(xs[i]);
+        break;
+      case UnaryKind::kSqrt:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::sqrt(xs[i]);
+        break;
+      case UnaryKind::kRsqrt:
+        for (int64_t i = 0; i < m; ++i) ys[i] = 1.f / std::sqrt(xs[i]);
+        break;
+      case UnaryKind::kAbs:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::fabs(xs[i]);
+        break;
+      case UnaryKind::kNeg:
+        for (int64_t i = 0; i < m; ++i) ys[i] = -xs[i];
+        break;
+      case UnaryKind::kSquare:
+        for (int64_t i = 0; i < m; ++i) ys[i] = xs[i] * xs[i];
+        break;
+      case UnaryKind::kFloor:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::floor(xs[i]);
+        break;
+      case UnaryKind::kCeil:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::ceil(xs[i]);
+        break;
+      case UnaryKind::kExp:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::exp(xs[i]);
+        break;
+      case UnaryKind::kLog:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::log(xs[i]);
+        break;
+      case UnaryKind::kSin:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::sin(xs[i]);
+        break;
+      case UnaryKind::kCos:
+        for (int64_t i = 0; i < m; ++i) ys[i] = std::cos(xs[i]);
+        break;
+      case UnaryKind::kElu:
+        for (int64_t i = 0; i < m; ++i) ys[i] = xs[i] > 0 ? xs[i] : alpha * std::expm1(xs[i]);
+        break;
+      case UnaryKind::kLeakyRelu:
+        for (int64_t i = 0; i < m; ++i) ys[i] = xs[i] > 0 ? xs[i] : alpha * xs[i];
+        break;
+      case UnaryKind::kGelu:
+        break;
+    }
+    if (lo > -INFINITY || hi < INFINITY) {
+      for (int64_t i = 0; i < m; ++i) ys[i] = clampf(ys[i], lo, hi);
+    }
+  });
+}
+
+void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* perm, const void* in, void* out) {
+  int64_t in_str[kMaxDims], out_dims[kMaxDims], str[kMaxDims];
+  int64_t s = 1, total = 1;
+  for (int d = rank - 1; d >= 0; --d) in_str[d] = s, s *= in_dims[d];
+  for (int d = 0; d < rank; ++d) out_dims[d] = in_dims[perm[d]], str[d] = in_str[perm[d]], total *= out_dims[d];
+  if (total == 0) return;
+  // Moving only dims of size 1 leaves the bytes in place (e.g. NHWC [N, 1, 1, C] back to NCHW).
+  int64_t prev = -1;
+  bool in_order = true;
+  for (int d = 0; d < rank && in_order; ++d) {
+    if (out_dims[d] == 1) continue;
+    in_order = perm[d] > prev;
+    prev = perm[d];
+  }
+  if (in_order) {
+    std::memcpy(out, in, static_cast<size_t>(total) * elem);
+    return;
+  }
+  const int64_t inner = rank ? out_dims[rank - 1] : 1, inner_str = rank ? str[rank - 1] : 1;
+  const uint8_t* src = static_cast<const uint8_t*>(in);
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      int64_t rem = l, off = 0;
+      for (int d = rank - 2; d >= 0; --d) off += (rem % out_dims[d]) * str[d], rem /= out_dims[d];
+      uint8_t* o = dst + l * inner * elem;
+      if (elem == 4) {
+        const float* sp = reinterpret_cast<const float*>(src) + off;
+        float* op = reinterpret_cast<float*>(o);
+        for (int64_t i = 0; i < inner; ++i) op[i] = sp[i * inner_str];
+      } else {
+        for (int64_t i = 0; i < inner; ++i) std::memcpy(o + i * elem, src + (off + i * inner_str) * elem, elem);
+      }
+    }
+  });
+}
+
+void slice(size_t elem, int rank, const int64_t* in_dims, const int64_t* offsets, const int64_t* out_dims,
+           const void* in, void* out) {
+  int64_t in_str[kMaxDims], total = 1, s = 1;
+  for (int d = rank - 1; d >= 0; --d) in_str[d] = s, s *= in_dims[d];
+  for (int d = 0; d < rank; ++d) total *= out_dims[d];
+  if (total == 0) return;
+  const int64_t inner = out_dims[rank - 1];
+  const uint8_t* src = static_cast<const uint8_t*>(in);
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  for (int64_t l = 0; l < total / inner; ++l) {
+    int64_t rem = l, off = offsets[rank - 1];
+    for (int d = rank - 2; d >= 0; --d) off += (rem % out_dims[d] + offsets[d]) * in_str[d], rem /= out_dims[d];
+    std::memcpy(dst + l * inner * elem, src + off * elem, inner * elem);
+  }
+}
+
+void pad(size_t elem, int rank, const int64_t* in_dims, const int64_t* before, const int64_t* out_dims,
+         const void* value, const void* in, void* out) {
+  int64_t total = 1, in_total = 1;
+  for (int d = 0; d < rank; ++d) total *= out_dims[d], in_total *= in_dims[d];
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  for (int64_t i = 0; i < total; ++i) std::memcpy(dst + i * elem, value, elem);
+  if (in_total == 0) return;
+  int64_t out_str[kMaxDims], s = 1;
+  for (int d = rank - 1; d >= 0; --d) out_str[d] = s, s *= out_dims[d];
+  const int64_t inner = in_dims[rank - 1];
+  const uint8_t* src = static_cast<const uint8_t*>(in);
+  for (int64_t l = 0; l < in_total / inner; ++l) {
+    int64_t rem = l, off = before[rank - 1];
+    for (int d = rank - 2; d >= 0; --d) off += (rem % in_dims[d] + before[d]) * out_str[d], rem /= in_dims[d];
+    std::memcpy(dst + off * elem, src + l * inner * elem, inner * elem);
+  }
+}
+
+void concat(size_t elem, int rank, int64_t axis, int count, const int64_t* const* in_dims, const void* const* in,
+            void* out) {
+  int64_t outer = 1, out_axis = 0;
+  for (int d = 0; d < axis; ++d) outer *= in_dims[0][d];
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < rank; ++d) inner *= in_dims[0][d];
+  for (int i = 0; i < count; ++i) out_axis += in_dims[i][axis];
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t at = 0;
+    for (int i = 0; i < count; ++i) {
+      const int64_t chunk = in_dims[i][axis] * inner * static_cast<int64_t>(elem);
+      std::memcpy(dst + (o * out_axis * inner) * elem + at, static_cast<const uint8_t*>(in[i]) + o * chunk, chunk);
+      at += chunk;
+    }
+  }
+}
+
+template <typename T>
+void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
+                   const T* in, T* out, float lo, float hi) {
+  parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / oh, y = r % oh;
+      for (int64_t x = 0; x < ow; ++x) {
+        T* o = out + ((b * oh + y) * ow + x) * c;
+        bool first = true;
+        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+          const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
+          if (iy < 0 || iy >= h) continue;
+          for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+            const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
+            if (ix < 0 || ix >= w) continue;
+            const T* s = in + ((b * h + iy) * w + ix) * c;
+            if (first) {
+              std::memcpy(o, s, sizeof(T) * c);
+              first = false;
+            } else {
+              for (int64_t ch = 0; ch < c; ++ch) o[ch] = s[ch] > o[ch] ? s[ch] : o[ch];
+            }
+          }
+        }
+        if (first) std::memset(o, 0, sizeof(T) * c);
+        if (sizeof(T) == 4 && (lo > -INFINITY || hi < INFINITY)) {
+          for (int64_t ch = 0; ch < c; ++ch) o[ch] = static_cast<T>(clampf(static_cast<float>(o[ch]), lo, hi));
+        }
+      }
+    }
+  });
+}
+
+template void max_pool_nhwc<float>(const ConvParams&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                   const float*, float*, float, float);
+template void max_pool_nhwc<int8_t>(const ConvParams&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                    const int8_t*, int8_t*, float, float);
+template void max_pool_nhwc<uint8_t>(const ConvParams&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                     const uint8_t*, uint8_t*, float, float);
+
+void avg_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
+                   const float* in, float* out, float lo, float hi) {
+  parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / oh, y = r % oh;
+      for (int64_t x = 0; x < ow; ++x) {
+        float* o = out + ((b * oh + y) * ow + x) * c;
+        std::memset(o, 0, sizeof(float) * c);
+        int64_t count = 0;
+        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+          const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
+          if (iy < 0 || iy >= h) continue;
+          for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+            const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
+            if (ix < 0 || ix >= w) continue;
+            const float* s = in + ((b * h + iy) * w + ix) * c;
+            for (int64_t ch = 0; ch < c; ++ch) o[ch] += s[ch];
+            ++count;
+          }
+        }
+        const float inv = count ? 1.f / static_cast<float>(count) : 0.f;
+        for (int64_t ch = 0; ch < c; ++ch) o[ch] = clampf(o[ch] * inv, lo, hi);
+      }
+    }
+  });
+}
+
+void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo, float hi) {
+  parallel_for(0, n, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      float* o = out + b * c;
+      std::memset(o, 0, sizeof(float) * c);
+      for (int64_t i = 0; i < hw; ++i) {
+        const float* s = in + (b * hw + i) * c;
+        for (int64_t ch = 0; ch < c; ++ch) o[ch] += s[ch];
+      }
+      const float inv = hw ? 1.f / static_cast<float>(hw) : 0.f;
+      for (int64_t ch = 0; ch < c; ++ch) o[ch] = clampf(o[ch] * inv, lo, hi);
+    }
+  });
+}
+
+void quantize(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax, void* out,
+              bool is_signed) {
+  const float inv = 1.f / scale;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::nearbyint(x[i] * inv) + static_cast<float>(zero_point);
+    v = std::min(std::max(v, static_cast<float>(qmin)), static_cast<float>(qmax));
+    if (v != v) v = static_cast<float>(zero_point);
+    if (is_signed) {
+      static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
+    } else {
+      static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
+    }
+  }
+}
+
+void dequantize(const void* q, int64_t n, float scale, int32_t zero_point, bool is_signed, float* out) {
+  if (is_signed) {
+    const int8_t* s = static_cast<const int8_t*>(q);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(int32_t(s[i]) - zero_point) * scale;
+  } else {
+    const uint8_t* s = static_cast<const uint8_t*>(q);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(int32_t(s[i]) - zero_point) * scale;
+  }
+}
+
+void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* out, float* scale, int32_t* zero_point) {
+  parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * cols;
+      float mn = 0.f, mx = 0.f;
+      for (int64_t i = 0; i < cols; ++i) mn = std::min(mn, xr[i]), mx = std::max(mx, xr[i]);
+      float s = (mx - mn) / 255.f;
+      if (!(s > 0.f) || !std::isfinite(s)) s = 1.f;
+      const float zp_f = std::nearbyint(-128.f - mn / s);
+      const int32_t zp = static_cast<int32_t>(std::min(std::max(zp_f, -128.f), 127.f));
+      scale[r] = s;
+      zero_point[r] = zp;
+      quantize(xr, cols, s, zp, -128, 127, out + r * cols, true);
+    }
+  });
+}
+
+void dequantize_rows(const int8_t* q, int64_t rows, int64_t cols, const float* scale, const int32_t* zero_point,
+                     float* out) {
+  for (int64_t r = 0; r < rows; ++r) dequantize(q + r * cols, cols, scale[r], zero_point[r], true, out + r * cols);
+}
+
+}  // namespace xnnpack
+}  // namespace backends
+}  // namespace executorch
