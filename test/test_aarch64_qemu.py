@@ -15,8 +15,9 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
+from _packaging import REPO  # noqa: E402, F401  (puts the source root on sys.path)
 from conftest import load_zoo, zoo_factory_spec  # noqa: E402
+from test_native_smoke import SMOKE_SCRIPT, smoke_case  # noqa: E402
 from tools.packaging.check_manylinux import elf_files, elf_needs, problems  # noqa: E402
 
 PLAT = "manylinux_2_28_aarch64"
@@ -98,61 +99,18 @@ def test_executor_runner_runs_the_published_exporters_mobilenet_v2(unpacked, tmp
     assert_outputs_close([got.reshape(expected.shape)], [expected])
 
 
-# Runs inside the arm64 CPython: loads the wheel's extension and runs a program on raw float32
-# buffers (no torch needed for that). With torch in the sysroot it is imported first, so the
-# extension is shown to load beside torch's own libraries.
-_SMOKE = r"""
-import array, importlib.util, platform, sys, sysconfig
-if importlib.util.find_spec("torch"):
-    import torch
-    print("torch", torch.__version__)
-from executorch.extension.pybindings import _portable_lib as lib
-assert platform.machine() == "aarch64", platform.machine()
-assert lib.__file__.endswith(sysconfig.get_config_var("EXT_SUFFIX")), lib.__file__
-pte, inp, out = sys.argv[1:4]
-shape = [int(d) for d in sys.argv[4].split(",")]
-method = lib.Program(open(pte, "rb").read()).load_method("forward")
-x = array.array("f", open(inp, "rb").read())
-method.set_input_tensor(0, x.buffer_info()[0], len(x) * 4, 6, shape)
-method.execute()
-kind, code, sizes, order, nbytes = method.output(0)
-y = array.array("f", bytes(nbytes))
-method.copy_output(0, y.buffer_info()[0], nbytes)
-open(out, "wb").write(y.tobytes())
-print("ran", list(sizes))
-"""
-
-
-class _Small(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.dw = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
-        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
-
-    def forward(self, x):
-        return self.fc(torch.relu(self.dw(torch.relu(self.conv(x)))).flatten(1))
-
-
 @needs_qemu
 @pytest.mark.skipif(not SYSROOT, reason="set ET_AARCH64_SYSROOT to an arm64 CPython (.ci/scripts/test_aarch64.sh --sysroot)")
 def test_python_extension_runs_a_model_in_arm64_cpython(unpacked, tmp_path):
-    from executorch.exir import to_edge_transform_and_lower
-
-    torch.manual_seed(0)
-    model, x = _Small().eval(), torch.randn(1, 3, 16, 16)
-    expected = model(x)
-    pte = tmp_path / "small.pte"
-    pte.write_bytes(to_edge_transform_and_lower(torch.export.export(model, (x,))).to_executorch().buffer)
-    (tmp_path / "x.bin").write_bytes(x.numpy().tobytes())
-    script = tmp_path / "smoke.py"
-    script.write_text(_SMOKE)
+    pte, x, expected = smoke_case(tmp_path)
     site = Path(SYSROOT) / "site"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (unpacked, site) if p.is_dir()),
                PYTHONNOUSERSITE="1")
-    proc = _qemu(str(Path(SYSROOT) / "usr/bin/python3.11"), str(script), str(pte), str(tmp_path / "x.bin"),
-                 str(tmp_path / "y.bin"), "1,3,16,16", sysroot=SYSROOT, env=env, timeout=1800)
+    proc = _qemu(str(Path(SYSROOT) / "usr/bin/python3.11"), str(SMOKE_SCRIPT), str(pte), str(x),
+                 str(tmp_path / "y.bin"), ",".join(map(str, expected["input_shape"])), sysroot=SYSROOT, env=env,
+                 timeout=1800)
     assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-3000:]
-    assert "ran [1, 10]" in proc.stdout, proc.stdout
+    print(proc.stdout)
+    assert "ran on aarch64" in proc.stdout, proc.stdout
     got = torch.frombuffer(bytearray((tmp_path / "y.bin").read_bytes()), dtype=torch.float32)
-    assert_outputs_close([got.reshape(expected.shape)], [expected])
+    assert_outputs_close([got.reshape(expected["output"].shape)], [expected["output"]])

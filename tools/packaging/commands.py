@@ -142,7 +142,10 @@ class BuildNative(build_ext):
         root = Path.cwd()
         target = self.plan.target
         cross = f"-{target.machine}" if target.cross else ""
-        build_dir = Path(self.build_temp).resolve() / f"cmake-{self.plan.mode.value}{cross}"
+        # One CMake tree per mode and target CPU, shared by every Python that builds from this
+        # checkout (setuptools' build_temp is per Python): a wheel for another CPython reconfigures
+        # it and recompiles only the extension module.
+        build_dir = Path(self.build_temp).resolve().parent / f"cmake-{self.plan.mode.value}{cross}"
         prefix = Path(self.build_lib).resolve() / ROOT_PACKAGE
         configure = [
             tools["cmake"], "-S", str(root), "-B", str(build_dir), "-G", "Ninja",
