@@ -64,7 +64,7 @@ for v in $VERSIONS; do
   named=$(grep -o 'manylinux_2_[0-9]*_' "$raw/show.txt" | head -1 | cut -d_ -f3)
   [ -n "$named" ] && [ "$named" -le 28 ] || { cat "$raw/show.txt"; echo "FAIL: auditwheel does not find it within $PLAT"; exit 1; }
   if [ "$ARCH" = "$HOST" ]; then
-    auditwheel repair -q --plat "$PLAT" -w "$OUT" "$wheel"
+    auditwheel repair --plat "$PLAT" -w "$OUT" "$wheel" >"$raw/repair.log" 2>&1 || { cat "$raw/repair.log"; exit 1; }
   else
     # auditwheel repairs only for this machine's CPU; the wheel bundles no outside library, so
     # a retag is all a repair would do.
