@@ -71,8 +71,7 @@ for v in $VERSIONS; do
     "$PYTHON" -m wheel tags --remove --platform-tag "$PLAT" "$wheel" >/dev/null
     mv "$raw"/executorch-*"$PLAT".whl "$OUT/"
   fi
-  tag="cp${v/./}-cp${v/./}-$PLAT"
-  fixed=$(ls "$OUT"/executorch-*-"$tag".whl)
+  fixed=$(ls "$OUT"/executorch-*-"cp${v/./}-cp${v/./}"-*"$PLAT".whl)  # a repair may add older tags
   "$PYTHON" "$ROOT/tools/packaging/inspect_wheel.py" "$fixed" --requires flatbuffers torch >/dev/null
   echo "ok: $(basename "$fixed")"
   if [ "$ARCH" = "$HOST" ] && [ "${SMOKE:-1}" != 0 ]; then
