@@ -6,8 +6,9 @@
 #   EXECUTORCH_TARGET_ARCH=aarch64 bash tools/build_wheels.sh 3.11    # cross-built for aarch64
 #
 # Per version: a build venv (build-setuptools/buildenv-<version>, kept) with the plan's build
-# requirements, `pip wheel` (the CMake tree build-setuptools/cmake-full[-<arch>] is shared, so
-# after the first Python only the extension module compiles), then check_manylinux.py,
+# requirements, `pip wheel` (the CMake tree build-setuptools/cmake-full[-<arch>] is shared: a
+# later Python recompiles its extension and what includes its venv's FlatBuffers headers, not the
+# kernels), then check_manylinux.py,
 # auditwheel show, the repair/retag to manylinux_2_28_<arch>, inspect_wheel.py, and for this
 # machine's CPU test/test_native_smoke.py against a fresh venv of that Python.
 # The extension is one module per CPython: pybind11 has no stable-ABI (abi3) build.

@@ -144,7 +144,7 @@ class BuildNative(build_ext):
         cross = f"-{target.machine}" if target.cross else ""
         # One CMake tree per mode and target CPU, shared by every Python that builds from this
         # checkout (setuptools' build_temp is per Python): a wheel for another CPython reconfigures
-        # it and recompiles only the extension module.
+        # it and recompiles the extension module, not the kernels.
         build_dir = Path(self.build_temp).resolve().parent / f"cmake-{self.plan.mode.value}{cross}"
         prefix = Path(self.build_lib).resolve() / ROOT_PACKAGE
         configure = [
