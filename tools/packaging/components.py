@@ -19,7 +19,7 @@ NATIVE_BUILD = ("cmake>=3.24", "ninja")
 # What every build reads, whichever rows it selects: the PEP 517 backend and the project metadata.
 BUILD_SOURCES = ("setup.py", "pyproject.toml", "README-wheel.md", "version.txt", "tools/packaging/*.py")
 # What every CMake build reads: the top CMakeLists, its modules, the size probes it always adds.
-CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*", "benchmarks/CMakeLists.txt",
+CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*", "tools/cmake/toolchains/*.cmake", "benchmarks/CMakeLists.txt",
                  "benchmarks/size_probe.cpp", "benchmarks/size_report.sh")
 # The compiled rows link for an older glibc on Linux (EXECUTORCH_GLIBC_TARGET) with zig's stub libraries.
 GLIBC_TARGET_BUILD = ('ziglang; sys_platform == "linux"',)
@@ -44,6 +44,9 @@ class Component:
     install_component: str | None = None
     scripts: tuple[str, ...] = ()
     python_extension: bool = False
+    # The row ships a binary copied from a package for the build machine, so a cross build
+    # (EXECUTORCH_TARGET_ARCH) leaves it out rather than ship a program the target cannot run.
+    host_binary: bool = False
     # Source-tree files (globs from the root, `**` for any depth) the row's build reads besides its
     # packages and data: C++ sources, CMake files, build-time helpers. The sdist holds these.
     sources: tuple[str, ...] = ()
@@ -116,13 +119,14 @@ COMPONENTS: tuple[Component, ...] = (
         "flatbuffers_ep", "flatc: the schema compiler, for the native build and for vendors who want it",
         frozenset({MINIMAL_FLATC, FULL}),
         build_requires=NATIVE_BUILD + ("flatc",),
-        cmake_targets=("flatbuffers_ep",), install_component="flatc",
+        cmake_targets=("flatbuffers_ep",), install_component="flatc", host_binary=True,
         sources=CMAKE_SOURCES,
     ),
     Component(
         "runtime", "C++ core and executor, linked into the bindings and the runner",
         frozenset({FULL}),
-        build_requires=NATIVE_BUILD + GLIBC_TARGET_BUILD, cmake_option="EXECUTORCH_BUILD_RUNTIME",
+        # flatc (the build machine's, also in a cross build) generates the program schema's readers.
+        build_requires=NATIVE_BUILD + GLIBC_TARGET_BUILD + ("flatc",), cmake_option="EXECUTORCH_BUILD_RUNTIME",
         cmake_targets=("executorch_core", "executorch"),
         sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "devtools/etdump/*.h", "devtools/etdump/*.cpp",
                                    "backends/executor_backend/CMakeLists.txt",

@@ -10,6 +10,7 @@ from pathlib import Path
 from . import sourcetree
 from .components import COMPONENTS, EXCLUDED, Component
 from .mode import FLATC_VAR, BuildConfigError, Mode
+from .target import TARGET_VAR, Target, host_machine
 
 
 class WheelKind(str, Enum):
@@ -25,6 +26,7 @@ class BuildPlan:
     """Everything setup.py and the build commands need, computed once from the table."""
 
     mode: Mode
+    target: Target
     rows: tuple[Component, ...]
     skipped: tuple[tuple[str, str], ...]
     absent: tuple[tuple[str, str], ...]
@@ -88,6 +90,13 @@ def _skip_reason(root: Path, row: Component, targets: set[str] | None) -> str | 
     return None
 
 
+def _cross_reason(row: Component, target: Target) -> str | None:
+    if row.host_binary and target.cross:
+        return (f"it copies the build machine's {target.host} binary from a package, which cannot run on "
+                f"{target.machine} ({TARGET_VAR}={target.machine})")
+    return None
+
+
 def _module_file(root: Path, module: str) -> Path:
     return root.joinpath(*module.split(".")[1:]).with_suffix(".py")
 
@@ -113,16 +122,24 @@ def _package_data(root: Path, rows: list[Component], packages: set[str]) -> dict
     return {package: sorted(set(files)) for package, files in sorted(data.items())}
 
 
-def plan(root: Path, mode: Mode) -> BuildPlan:
-    """Select the rows for `mode`, drop native rows the CMake files cannot build yet, derive the rest.
+def plan(root: Path, mode: Mode, target: Target | None = None) -> BuildPlan:
+    """Select the rows for `mode`, drop native rows the CMake files cannot build (for `target`), derive the rest.
 
     A dropped row is a note in the full mode; in the flatc mode, whose point is that row, it is an error.
+    `target` is the CPU the compiled rows run on (default: this machine).
     """
+    target = target or Target(machine=host_machine(), host=host_machine())
+    if target.cross and mode is not Mode.FULL:
+        # The flatc mode's one native part is the build machine's flatc binary; the minimal one has none.
+        raise BuildConfigError(
+            f"{TARGET_VAR}={target.machine} cross-compiles the full wheel's native code, but the {mode.value} "
+            f"wheel compiles nothing for it: unset {TARGET_VAR}, or build the full wheel"
+        )
     wanted = [row for row in COMPONENTS if mode in row.modes]
     targets = sourcetree.defined_cmake_targets(root) if any(r.cmake_targets for r in wanted) else set()
     rows, skipped = [], []
     for row in wanted:
-        reason = _skip_reason(root, row, targets)
+        reason = _skip_reason(root, row, targets) or _cross_reason(row, target)
         if reason:
             skipped.append((row.name, reason))
         else:
@@ -141,6 +158,7 @@ def plan(root: Path, mode: Mode) -> BuildPlan:
     options = {row.cmake_option: row in rows for row in COMPONENTS if row.cmake_option}
     return BuildPlan(
         mode=mode,
+        target=target,
         rows=tuple(rows),
         skipped=tuple(skipped),
         absent=tuple((row.name, ", ".join(missing)) for row in rows if (missing := absent_packages(root, row))),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT_PACKAGE = "executorch"
 # Build and environment folders at the source root that are never source.
-_TOP_LEVEL_JUNK = {"build", "dist", "cmake-out", "venv", "pip-out"}
+_TOP_LEVEL_JUNK = {"build", "dist", "cmake-out", "venv", "pip-out", "build-setuptools", "wheelhouse"}
 _TARGET_DEF = re.compile(
     r"\b(?:add_library|add_executable|add_custom_target|pybind11_add_module|python_add_library"
     r"|ExternalProject_Add)\s*\(\s*([A-Za-z0-9_.+-]+)",
@@ -21,7 +21,8 @@ def _skip(rel: Path) -> bool:
     name = rel.name
     if name.startswith(".") or name == "__pycache__" or name.endswith(".egg-info"):
         return True
-    return len(rel.parts) == 1 and name in _TOP_LEVEL_JUNK
+    # cmake-out-aarch64 and the like: one build folder per target CPU.
+    return len(rel.parts) == 1 and (name in _TOP_LEVEL_JUNK or name.startswith("cmake-out-"))
 
 
 def _source_dirs(root: Path):

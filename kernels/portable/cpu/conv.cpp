@@ -1,8 +1,14 @@
-// Convolution algorithms: 1x1 as one GEMM, depthwise as direct row sweeps (3x3 fused), the rest
-// as im2col + GEMM, with a direct fallback when no scratch memory is available.
+// Convolution algorithms: 1x1 as one GEMM, depthwise as direct row sweeps (3x3 fused; NEON
+// intrinsics on aarch64), the rest as im2col + GEMM, with a direct fallback when no scratch
+// memory is available.
 #include "kernels/portable/cpu/conv.h"
 
 #include <algorithm>
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define ET_CONV_NEON 1
+#include <arm_neon.h>
+#endif
 
 #include "kernels/portable/cpu/gemm.h"
 #include "kernels/portable/cpu/parallel.h"
@@ -97,6 +103,36 @@ void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count
   }
 }
 
+#ifdef ET_CONV_NEON
+// out[i] = bias + sum over t of w[t] * taps[t][i], four outputs per vector, for the leading
+// multiple of four of [0, n); returns where the caller's scalar loop picks up. Each tap pointer
+// is read at most up to taps[t][n - 1], as the scalar loop reads it.
+int64_t depthwise3x3_neon(const float* const (&taps)[9], const float* w, float bias, float* out,
+                          int64_t n) {
+  float32x4_t wv[9];
+  for (int t = 0; t < 9; ++t) wv[t] = vdupq_n_f32(w[t]);
+  const float32x4_t vb = vdupq_n_f32(bias);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float32x4_t lo = vb, hi = vb;
+#pragma GCC unroll 9
+    for (int t = 0; t < 9; ++t) {
+      lo = vfmaq_f32(lo, vld1q_f32(taps[t] + i), wv[t]);
+      hi = vfmaq_f32(hi, vld1q_f32(taps[t] + i + 4), wv[t]);
+    }
+    vst1q_f32(out + i, lo);
+    vst1q_f32(out + i + 4, hi);
+  }
+  for (; i + 4 <= n; i += 4) {
+    float32x4_t acc = vb;
+#pragma GCC unroll 9
+    for (int t = 0; t < 9; ++t) acc = vfmaq_f32(acc, vld1q_f32(taps[t] + i), wv[t]);
+    vst1q_f32(out + i, acc);
+  }
+  return i;
+}
+#endif
+
 // Copies one plane into a zero-bordered buffer of (in_h + 2 pad_h) rows of (in_w + 2 pad_w).
 // For stride 2 each row is stored as its even columns then its odd ones, so the three taps of
 // output column ow are even[ow], odd[ow] and even[ow + 1]: all unit-stride loads.
@@ -141,14 +177,23 @@ ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count,
     const float* r1 = r0 + wp;
     const float* r2 = r1 + wp;
     float* orow = out + oh * ow_count;
+    int64_t ow = 0;
     if (s.stride_w == 1) {
-      for (int64_t ow = 0; ow < ow_count; ++ow)
+#ifdef ET_CONV_NEON
+      const float* const taps[9] = {r0, r0 + 1, r0 + 2, r1, r1 + 1, r1 + 2, r2, r2 + 1, r2 + 2};
+      ow = depthwise3x3_neon(taps, w, bias, orow, ow_count);
+#endif
+      for (; ow < ow_count; ++ow)
         orow[ow] = bias + w0 * r0[ow] + w1 * r0[ow + 1] + w2 * r0[ow + 2] + w3 * r1[ow] +
                    w4 * r1[ow + 1] + w5 * r1[ow + 2] + w6 * r2[ow] + w7 * r2[ow + 1] +
                    w8 * r2[ow + 2];
     } else {
       const float *o0 = r0 + half, *o1 = r1 + half, *o2 = r2 + half;
-      for (int64_t ow = 0; ow < ow_count; ++ow)
+#ifdef ET_CONV_NEON
+      const float* const taps[9] = {r0, o0, r0 + 1, r1, o1, r1 + 1, r2, o2, r2 + 1};
+      ow = depthwise3x3_neon(taps, w, bias, orow, ow_count);
+#endif
+      for (; ow < ow_count; ++ow)
         orow[ow] = bias + w0 * r0[ow] + w1 * o0[ow] + w2 * r0[ow + 1] + w3 * r1[ow] +
                    w4 * o1[ow] + w5 * r1[ow + 1] + w6 * r2[ow] + w7 * o2[ow] + w8 * r2[ow + 1];
     }
@@ -168,7 +213,12 @@ ET_MULTIVERSION void depthwise3x3_flat(const Conv2dShape& s, int64_t oh_count, i
   const float* r0 = padded;
   const float* r1 = r0 + wp;
   const float* r2 = r1 + wp;
-  for (int64_t p = 0; p < n; ++p)
+  int64_t p = 0;
+#ifdef ET_CONV_NEON
+  const float* const taps[9] = {r0, r0 + 1, r0 + 2, r1, r1 + 1, r1 + 2, r2, r2 + 1, r2 + 2};
+  p = depthwise3x3_neon(taps, w, bias, wide, n);
+#endif
+  for (; p < n; ++p)
     wide[p] = bias + w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2] + w3 * r1[p] + w4 * r1[p + 1] +
               w5 * r1[p + 2] + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2];
   for (int64_t oh = 0; oh < oh_count; ++oh)

@@ -1,6 +1,7 @@
 // Goto-style blocked GEMM: pack panels of B (and of A unless the kernel reads it in place), then
-// run a register-tiled micro-kernel: AVX2/FMA intrinsics on x86, compiler-vectorized loops for
-// the baseline and AVX-512 builds; picked at run time so the library targets the baseline ISA.
+// run a register-tiled micro-kernel: AVX2/FMA intrinsics on x86 (picked at run time, so the
+// library targets the baseline ISA), NEON intrinsics on aarch64 (where NEON is the baseline, so
+// chosen at build time), compiler-vectorized loops for the baseline and AVX-512 builds.
 #include "kernels/portable/cpu/gemm.h"
 
 #include <algorithm>
@@ -9,6 +10,10 @@
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
 #include <immintrin.h>
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define ET_GEMM_NEON 1
+#include <arm_neon.h>
 #endif
 
 #include "kernels/portable/cpu/parallel.h"
@@ -360,6 +365,75 @@ __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc,
 }
 #endif
 
+#ifdef ET_GEMM_NEON
+// Applies alpha, beta and bias to one 6 x 16 tile of sums and stores rows [0, mr), columns
+// [0, nr) of it; a partial tile goes through a stack copy so no load or store leaves the tile.
+ET_ALWAYS_INLINE void store_tile_neon(const float32x4_t (&acc)[6][4], float alpha, float beta,
+                                      const float* bias, float* c, int64_t ldc, int64_t mr,
+                                      int64_t nr) {
+  if (mr == 6 && nr == 16) {
+    for (int i = 0; i < 6; ++i) {
+      float* ci = c + i * ldc;
+      const float32x4_t bi = vdupq_n_f32(bias ? bias[i] : 0.f);
+      for (int h = 0; h < 4; ++h) {
+        float32x4_t v = vfmaq_n_f32(bi, acc[i][h], alpha);
+        if (beta == 1.f) {
+          v = vaddq_f32(v, vld1q_f32(ci + 4 * h));
+        } else if (beta != 0.f) {
+          v = vfmaq_n_f32(v, vld1q_f32(ci + 4 * h), beta);
+        }
+        vst1q_f32(ci + 4 * h, v);
+      }
+    }
+    return;
+  }
+  float tile[16];
+  for (int64_t i = 0; i < mr; ++i) {
+    float* ci = c + i * ldc;
+    const float32x4_t bi = vdupq_n_f32(bias ? bias[i] : 0.f);
+    for (int h = 0; h < 4; ++h) vst1q_f32(tile + 4 * h, vfmaq_n_f32(bi, acc[i][h], alpha));
+    for (int64_t j = 0; j < nr; ++j) ci[j] = beta == 0.f ? tile[j] : tile[j] + beta * ci[j];
+  }
+}
+
+// A 6 x 16 tile over kc steps of a packed A sliver (six values per step) and a packed B sliver
+// (sixteen per step): 24 accumulators, four B vectors and two A vectors fill the 32 registers.
+// Named accumulators, as in the AVX2 kernel: GCC keeps an array of them in memory.
+void micro_kernel_neon(int64_t kc, const float* a, int64_t, const float* b, float alpha,
+                       float beta, const float* bias, float* c, int64_t ldc, int64_t mr,
+                       int64_t nr) {
+  const float32x4_t z = vdupq_n_f32(0.f);
+  float32x4_t c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;
+  float32x4_t c20 = z, c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;
+  float32x4_t c40 = z, c41 = z, c42 = z, c43 = z, c50 = z, c51 = z, c52 = z, c53 = z;
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8),
+                      b3 = vld1q_f32(b + 12);
+    const float32x4_t a03 = vld1q_f32(a);
+    const float32x2_t a45 = vld1_f32(a + 4);
+    c00 = vfmaq_laneq_f32(c00, b0, a03, 0), c01 = vfmaq_laneq_f32(c01, b1, a03, 0);
+    c02 = vfmaq_laneq_f32(c02, b2, a03, 0), c03 = vfmaq_laneq_f32(c03, b3, a03, 0);
+    c10 = vfmaq_laneq_f32(c10, b0, a03, 1), c11 = vfmaq_laneq_f32(c11, b1, a03, 1);
+    c12 = vfmaq_laneq_f32(c12, b2, a03, 1), c13 = vfmaq_laneq_f32(c13, b3, a03, 1);
+    c20 = vfmaq_laneq_f32(c20, b0, a03, 2), c21 = vfmaq_laneq_f32(c21, b1, a03, 2);
+    c22 = vfmaq_laneq_f32(c22, b2, a03, 2), c23 = vfmaq_laneq_f32(c23, b3, a03, 2);
+    c30 = vfmaq_laneq_f32(c30, b0, a03, 3), c31 = vfmaq_laneq_f32(c31, b1, a03, 3);
+    c32 = vfmaq_laneq_f32(c32, b2, a03, 3), c33 = vfmaq_laneq_f32(c33, b3, a03, 3);
+    c40 = vfmaq_lane_f32(c40, b0, a45, 0), c41 = vfmaq_lane_f32(c41, b1, a45, 0);
+    c42 = vfmaq_lane_f32(c42, b2, a45, 0), c43 = vfmaq_lane_f32(c43, b3, a45, 0);
+    c50 = vfmaq_lane_f32(c50, b0, a45, 1), c51 = vfmaq_lane_f32(c51, b1, a45, 1);
+    c52 = vfmaq_lane_f32(c52, b2, a45, 1), c53 = vfmaq_lane_f32(c53, b3, a45, 1);
+    a += 6;
+    b += 16;
+  }
+  const float32x4_t acc[6][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},
+                                 {c20, c21, c22, c23}, {c30, c31, c32, c33},
+                                 {c40, c41, c42, c43}, {c50, c51, c52, c53}};
+  store_tile_neon(acc, alpha, beta, bias, c, ldc, mr, nr);
+}
+#endif
+
 
 // Splits `extent` into `parts` spans, each a multiple of `quantum` (the last may be shorter).
 int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) {
@@ -496,23 +570,17 @@ void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
   });
 }
 
-bool has_avx512() {
 #ifdef ET_GEMM_X86_DISPATCH
+bool has_avx512() {
   static const bool supported = __builtin_cpu_supports("avx512f");
   return supported;
-#else
-  return false;
-#endif
 }
 
 bool has_avx2_fma() {
-#ifdef ET_GEMM_X86_DISPATCH
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return supported;
-#else
-  return false;
-#endif
 }
+#endif
 
 }  // namespace
 
@@ -550,6 +618,12 @@ bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, 
                            ldc, workspace);
       return true;
 #endif
+#ifdef ET_GEMM_NEON
+    case GemmPath::kNeon:
+      blocked_sgemm<6, 16>(micro_kernel_neon, false, false, m, n, k, alpha, a, b, beta, bias, c,
+                           ldc, workspace);
+      return true;
+#endif
     default:
       return false;
   }
@@ -577,8 +651,13 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMat
     return;
   }
 #endif
+#ifdef ET_GEMM_NEON
+  blocked_sgemm<6, 16>(micro_kernel_neon, false, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
+                       workspace);
+#else
   blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c,
                       ldc, workspace);
+#endif
 }
 
 }  // namespace cpu

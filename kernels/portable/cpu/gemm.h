@@ -31,7 +31,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMat
            float beta, const float* bias, float* c, int64_t ldc, float* workspace);
 
 // The code paths sgemm() chooses between, exposed so tests can cover each one.
-enum class GemmPath { kUnpacked, kBaseline, kAvx2, kAvx512 };
+enum class GemmPath { kUnpacked, kBaseline, kAvx2, kAvx512, kNeon };
 
 // sgemm() forced onto `path`; false (C untouched) when this CPU or build lacks it.
 bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,

@@ -58,12 +58,27 @@ const Shape kShapes[] = {{1, 1, 1},   {7, 13, 5},    {8, 32, 1},     {9, 33, 17}
 
 KTEST(gemm_all_paths_match_reference) {
   for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2,
-                        GemmPath::kAvx512})
+                        GemmPath::kAvx512, GemmPath::kNeon})
     for (const Shape& s : kShapes) {
       check_shape(path, s, false, false, 1.f, 0.f);
       check_shape(path, s, true, false, 0.5f, 1.f);
       check_shape(path, s, false, true, 2.f, -0.75f);
     }
+}
+
+// The other tests skip a path this CPU or build lacks; NEON must not be skipped where it is the
+// baseline (aarch64), nor claimed where it cannot be (x86).
+KTEST(gemm_neon_path_exists_exactly_on_aarch64) {
+  std::vector<float> ws(sgemm_workspace_floats(6, 16, 4));
+  std::vector<float> a(6 * 4, 1.f), b(4 * 16, 0.5f), c(6 * 16, 0.f);
+  const bool ran = sgemm_on_path(GemmPath::kNeon, 6, 16, 4, 1.f, {a.data(), 4, 1}, {b.data(), 16, 1}, 0.f,
+                                 nullptr, c.data(), 16, ws.data());
+#if defined(__aarch64__)
+  CHECK(ran);
+  for (float v : c) CHECK(v == 2.f);
+#else
+  CHECK(!ran);
+#endif
 }
 
 KTEST(gemm_default_dispatch_with_and_without_workspace) {
@@ -99,7 +114,7 @@ KTEST(gemm_row_bias_on_every_path) {
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] += bias[i];
   std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
-  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512}) {
+  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon}) {
     auto c = c0;
     if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.5f, bias.data(),
                        c.data(), s.n, ws.data()))
@@ -122,7 +137,7 @@ KTEST(gemm_windowed_operands_on_every_path) {
     std::vector<float> zero(s.m * s.n, 0.f);
     auto expected = reference(s, 1.f, a, false, b, true, 0.f, zero);
     std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
-    for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512}) {
+    for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon}) {
       std::vector<float> c(s.m * ldc, 42.f);
       if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a_wide.data() + pad, lda, 1}, {b.data(), 1, s.k}, 0.f,
                          nullptr, c.data(), ldc, ws.data()))
@@ -181,7 +196,7 @@ const Shape kPackShapes[] = {{7, 16, 8},   {7, 5, 3},    {13, 37, 300}, {6, 24, 
 }  // namespace
 
 KTEST(gemm_transposed_b_packs_bit_identically) {
-  for (GemmPath path : {GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512})
+  for (GemmPath path : {GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon})
     for (const Shape& s : kPackShapes) {
       check_transposed_b_packs_identically<float>(path, Elem::kF32, s);
       check_transposed_b_packs_identically<Half>(path, Elem::kF16, s);

@@ -124,7 +124,7 @@ KTEST(gemm_same_bits_for_any_thread_count) {
   const Case cases[] = {{197, 389, 301, false, 0.f}, {67, 2111, 45, true, 0.5f}, {512, 49, 600, false, 1.f},
                         {1601, 53, 29, false, 1.f},  {1, 3001, 257, false, 0.f},
                         {5, 700, 513, true, 0.f}};
-  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512})
+  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon})
     for (const Case& c : cases) {
       std::vector<float> first;
       for (uint32_t t : kThreadCounts) {

@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path, help="folder to write the stubs and linker scripts into")
     parser.add_argument("--nonshared", required=True, type=Path,
                         help="the compiler's libc_nonshared.a (gcc -print-file-name=libc_nonshared.a)")
+    parser.add_argument("--arch", default=platform.machine(),
+                        help="the CPU the stubs are for (default: this machine's; aarch64 for a cross build)")
     args = parser.parse_args(argv)
-    arch = platform.machine()
+    arch = args.arch
     if arch not in _LOADERS:
         raise SystemExit(f"error: EXECUTORCH_GLIBC_TARGET supports {', '.join(_LOADERS)}, not {arch}: "
                          f"configure with -DEXECUTORCH_GLIBC_TARGET= to link against this machine's glibc")
