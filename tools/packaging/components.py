@@ -98,7 +98,7 @@ COMPONENTS: tuple[Component, ...] = (
         data=("backends/xnnpack/serialization/*.fbs",),
     ),
     Component(
-        "executor_backend_aot", "ExecutorBackend's partitioner and preprocess, at the module paths the "
+        "executor_aot", "ExecutorBackend's partitioner and preprocess, at the module paths the "
         "published wheel ships them (the only modules under a test package that ship)",
         EVERY_MODE,
         modules=EXECUTOR_BACKEND_AOT,
