@@ -5,8 +5,8 @@
     pte.write_to_file("model.pte")
 
 Importing this package is cheap and needs no torch: the `.pte` reader (`executorch.exir.schema`,
-`executorch.exir._serialize`) works with flatbuffers alone; the lowering machinery checks for torch
-and loads on first use.
+`executorch.exir._serialize`) uses the standard library only; the lowering machinery checks for
+torch and loads on first use.
 """
 
 from __future__ import annotations
