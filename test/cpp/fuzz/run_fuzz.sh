@@ -50,8 +50,12 @@ fi
 if [ "${FUZZ_UNIT_TESTS:-1}" = 1 ]; then
   cmake --build "$build" --target fuzz_program kernels_test runtime_test -j 2
   echo "sanitized unit tests (ASan/UBSan):"
-  "$build/kernels/portable/kernels_test" 2>/dev/null | tail -1
-  (cd "$root" && "$build/test/cpp/runtime_test" 2>/dev/null | tail -1)
+  for t in "$build/kernels/portable/kernels_test" "$build/test/cpp/runtime_test"; do
+    log=$(mktemp)
+    (cd "$root" && "$t" >"$log" 2>&1) || { grep -v '^E ' "$log" | tail -30; rm -f "$log"; echo "FAIL: $(basename "$t") under ASan/UBSan" >&2; exit 1; }
+    tail -1 "$log"
+    rm -f "$log"
+  done
 else
   cmake --build "$build" --target fuzz_program -j 2
 fi
