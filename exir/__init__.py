@@ -4,7 +4,9 @@
     pte = to_edge_transform_and_lower(ep).to_executorch()
     pte.write_to_file("model.pte")
 
-Importing this package is cheap; the lowering machinery loads on first use.
+Importing this package is cheap and needs no torch: the `.pte` reader (`executorch.exir.schema`,
+`executorch.exir._serialize`) uses the standard library only; the lowering machinery checks for
+torch and loads on first use.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from typing import TYPE_CHECKING
 
 from executorch.exir._torch_check import require_torch
 from executorch.exir.error import ExportError, SerializeError
-
-require_torch()
 
 __all__ = [
     "EdgeCompileConfig",
@@ -56,6 +56,7 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'executorch.exir' has no attribute {name!r}")
+    require_torch()
     from importlib import import_module
 
     value = getattr(import_module(module), name)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from executorch.devtools.compare import assert_outputs_close, compare_outputs
-from executorch.exir import ExecutorchBackendConfig, to_edge
+from executorch.exir import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
 from executorch.exir import ExportError
 from executorch.exir import schema as S
 from executorch.exir.passes import MemoryPlanningPass
@@ -50,12 +50,20 @@ def _kv_steps(n: int) -> list:
     return [(torch.randn(1, 1, 4, generator=g), torch.tensor([i])) for i in range(n)]
 
 
+def _narrow_steps() -> list:
+    g = torch.Generator().manual_seed(3)
+    return [(torch.randn(1, 2, 3, 4, generator=g), torch.tensor([p])) for p in (0, 3, 5, 1)]
+
+
 CASES = {
     "accumulate": (sm.Accumulate, lambda: [(torch.ones(2, 3),), (torch.full((2, 3), 2.0),), (torch.ones(2, 3),)], None),
     "counter_initialized": (sm.Counter, lambda: [(torch.ones(4),), (torch.full((4,), 3.0),)],
                             ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["count"])])),
     "kv_cache": (lambda: sm.make_kv_cache()[0], lambda: _kv_steps(5), None),
     "mutate_input": (sm.MutateInput, lambda: [(torch.ones(3), torch.arange(3.0))], None),
+    # narrow().copy_() / slice assignment at the input position, the written views read by composite ops
+    "narrow_kv_cache": (lambda: sm.make_narrow_kv_cache()[0], _narrow_steps, None),
+    "slice_kv_cache": (lambda: sm.make_narrow_kv_cache(slice_v=True)[0], _narrow_steps, None),
 }
 
 
@@ -67,6 +75,41 @@ def test_state_persists_across_calls(case, engine):
     program = _lower(model, steps()[0], config)
     got = _run_steps(RUNTIMES[engine], program.buffer, steps())
     for i, (g, w) in enumerate(zip(got, _eager_steps(model, steps()))):
+        assert_outputs_close(g, w)
+
+
+@ENGINES
+def test_narrow_copy_cache_lowers_with_to_edge_transform_and_lower(engine):
+    model, example = sm.make_narrow_kv_cache()
+    ep = torch.export.export(copy.deepcopy(model), example)
+    program = to_edge_transform_and_lower(ep).to_executorch()
+    ops = {op.name for op in program.executorch_program.execution_plan[0].operators}
+    assert "aten::copy_" in ops or "aten::slice_scatter" in ops
+    got = _run_steps(RUNTIMES[engine], program.buffer, _narrow_steps())
+    for g, w in zip(got, _eager_steps(model, _narrow_steps())):
+        assert_outputs_close(g, w)
+
+
+@pytest.fixture(scope="module")
+def published_narrow(tmp_path_factory, reference_runtime) -> Path:
+    """The narrow().copy_() cache lowered by the published exporter."""
+    root = tmp_path_factory.mktemp("narrow_published")
+    model, example = sm.make_narrow_kv_cache()
+    torch.export.save(torch.export.export(copy.deepcopy(model), example), root / "narrow.pt2")
+    runner = Path(__file__).with_name("reference_stateful.py")
+    proc = subprocess.run([reference_runtime.python, str(runner), str(root), "narrow"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    err = root / "narrow.published.err.txt"
+    assert not err.exists(), err.read_text()
+    return root / "narrow.published.pte"
+
+
+@ENGINES
+def test_published_narrow_copy_cache_file_runs_here(published_narrow, engine):
+    model, _ = sm.make_narrow_kv_cache()
+    got = _run_steps(RUNTIMES[engine], published_narrow.read_bytes(), _narrow_steps())
+    for g, w in zip(got, _eager_steps(model, _narrow_steps())):
         assert_outputs_close(g, w)
 
 

@@ -82,6 +82,16 @@ def test_minimal_ships_exir_modules_but_parents_ship_only_init():
     assert not minimal.ships_module("executorch", "_launch")
 
 
+@pytest.mark.parametrize("mode", list(Mode))
+def test_every_mode_ships_executor_backend_partitioner_and_nothing_else_under_test(mode):
+    built = plan(REPO, mode)
+    rpc = "executorch.exir.backend.test.demos.rpc"
+    assert built.ships_module(rpc, "executor_backend_partitioner")
+    assert built.ships_module(rpc, "executor_backend_preprocess")
+    assert not built.ships_module(rpc, "executor_backend_recipes")
+    assert rpc in built.packages and rpc not in built.whole_packages
+
+
 def test_minimal_package_data_is_the_schema():
     data = plan(REPO, Mode.MINIMAL).package_data
     assert "schema/program.fbs" in data["executorch"] and "schema/scalar_type.fbs" in data["executorch"]

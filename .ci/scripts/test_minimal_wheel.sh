@@ -57,6 +57,8 @@ ADDED=$(comm -13 "$WORK/before.txt" "$WORK/after.txt" | cut -d= -f1 | tr 'A-Z_' 
 echo "installing the wheel added: $ADDED"
 [[ "$ADDED" == "executorch flatbuffers" ]] || fail "expected the wheel to add only executorch and flatbuffers"
 (cd "$WORK" && "$VPY" -c "import executorch.exir") || fail "the installed wheel does not import"
+(cd "$WORK" && "$VPY" -c "from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner") \
+  || fail "the installed wheel has no ExecutorBackendPartitioner at the published module path"
 
 step "export MobileNetV2 with the installed wheel"
 (cd "$WORK" && "$VPY" -m executorch.exir export "$MODEL" -o "$WORK/wheel.pte") || fail "export with the wheel failed"

@@ -4,6 +4,8 @@
 #   - examples/cpp configured with the README's commands against the installed wheel, run on
 #     MobileNetV2 from our exporter and from the published one (test/test_sdk.py, which also
 #     checks the layout, exported symbols, RPATHs, static linking and component errors);
+#   - examples/cpp/docs_app built exactly as ExecuTorch's C++ docs write it (find_package(executorch)
+#     with no components, ${EXECUTORCH_LIBRARIES}, CMAKE_PREFIX_PATH at executorch/share/cmake);
 #   - the vendor backend (test/vendor_npu) exporting through the MINIMAL wheel in a clean venv,
 #     its C++ backend built with find_package(executorch), run natively and compared with eager.
 # Usage: test_sdk.sh FULL_PYTHON SDIST
@@ -33,6 +35,17 @@ cmake -S "$ROOT/examples/cpp" -B "$WORK/example" -G Ninja -DCMAKE_BUILD_TYPE=Rel
 cmake --build "$WORK/example" >/dev/null || fail "build"
 "$WORK/example/run_pte" "$ROOT/test/fixtures/native/delegate_executor.pte" | tee "$WORK/run.txt" || fail "run_pte"
 grep -q "output 0: float32 \[2, 3\]" "$WORK/run.txt" || fail "run_pte printed no [2, 3] output"
+
+step "examples/cpp/docs_app exactly as ExecuTorch's docs build it (find_package(executorch), \${EXECUTORCH_LIBRARIES}, Module + from_blob)"
+mkdir -p "$WORK/docs_app"
+cp "$ROOT/examples/cpp/docs_app/CMakeLists.txt" "$ROOT/examples/cpp/docs_app/main.cpp" "$ROOT/examples/cpp/docs_app/export.py" "$WORK/docs_app/"
+(cd "$WORK/docs_app" && "$FULL_PY" export.py) || fail "docs_app: export.py"
+(cd "$WORK/docs_app" \
+  && cmake -S . -B build -DCMAKE_PREFIX_PATH="$("$FULL_PY" -c 'import executorch, pathlib; print(pathlib.Path(executorch.__path__[0]) / "share" / "cmake")')" \
+     >configure.log \
+  && cmake --build build >build.log) || { cat "$WORK/docs_app/configure.log" "$WORK/docs_app/build.log" 2>/dev/null; fail "docs_app: configure/build"; }
+(cd "$WORK/docs_app" && ./build/app) | tee "$WORK/docs_app/out.txt" || fail "docs_app: run"
+[[ "$(xargs <"$WORK/docs_app/out.txt")" == "11 22 33 44" ]] || fail "docs_app printed $(cat "$WORK/docs_app/out.txt"), expected 11 22 33 44"
 
 step "SDK tests against the installed wheel (MobileNetV2 matched to eager, both exporters)"
 cd "$ROOT"

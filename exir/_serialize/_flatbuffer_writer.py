@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import struct
 
-import flatbuffers
-
 from executorch.exir import schema as s
 from executorch.exir._serialize._field_check import find_bad_field
 from executorch.exir.error import SerializeError
@@ -45,6 +43,8 @@ def as_byte_view(data: s.BytesLike, what: str) -> memoryview:
 
 class _Writer:
     def __init__(self, tensor_alignment: int, delegate_alignment: int):
+        import flatbuffers  # writing only: reading a .pte needs no flatbuffers package
+
         self.b = flatbuffers.Builder(1 << 16)
         self.vtables: dict[tuple[int, ...], int] = {}
         self.tensor_alignment = tensor_alignment
@@ -316,13 +316,15 @@ class _Writer:
 
 def write_flatbuffer(program: s.Program, *, tensor_alignment: int, delegate_alignment: int) -> memoryview:
     """The FlatBuffer image of `program` (identifier "ET12"), as a view over the Builder's buffer."""
+    from flatbuffers.builder import BuilderSizeError
+
     writer = _Writer(tensor_alignment, delegate_alignment)
     try:
         root = writer.program(program)
         writer.b.Finish(root, file_identifier=FILE_IDENTIFIER)
     except SerializeError:
         raise
-    except flatbuffers.builder.BuilderSizeError:
+    except BuilderSizeError:
         raise SerializeError(
             "cannot write the Program: its FlatBuffer would exceed the format's 2 GB limit; keep large "
             "data out of the FlatBuffer (constants in constant_buffer, delegate blobs in segment_data)"

@@ -36,7 +36,9 @@ _NODE_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn", "
 
 
 def _static(v) -> bool:
-    return isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in (*v.shape, *v.stride()))
+    # The storage offset too: a narrow/slice at a symbolic start has static sizes and strides but
+    # not a static offset, and a symbolic value can neither key a signature nor be laid out alone.
+    return isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in (*v.shape, *v.stride(), v.storage_offset()))
 
 
 def _tensor_args(node: fx.Node) -> list[fx.Node]:

@@ -73,7 +73,7 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
       ET_KERNEL_CHECK_MSG(ctx, p[k][i] >= -kMaxParam && p[k][i] <= kMaxParam, InvalidArgument, ,
                           "convolution: stride/padding/dilation out of range");
   ET_KERNEL_CHECK_MSG(ctx,
-                      groups > 0 && s.stride_h > 0 && s.stride_w > 0 && s.dilation_h > 0 &&
+                      groups > 0 && groups <= kMaxParam && s.stride_h > 0 && s.stride_w > 0 && s.dilation_h > 0 &&
                           s.dilation_w > 0 && s.pad_h >= 0 && s.pad_w >= 0 &&
                           s.in_channels % groups == 0,
                       InvalidArgument, , "convolution: invalid groups/stride/padding/dilation");

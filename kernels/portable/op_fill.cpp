@@ -77,7 +77,9 @@ void arange(KernelRuntimeContext& ctx, const EValue& start, const EValue& end, c
   if (!fillable(ctx, out) || !resize_out(ctx, out, {&n, 1})) return;
   const bool ints = start.isInt() && step.isInt() && is_integral(out.scalar_type(), false);
   for (int64_t i = 0; i < n; ++i) {
-    if (ints) store_int(out.mutable_data_ptr(), out.scalar_type(), i, start.toInt() + i * step.toInt());
+    // The value lies between start and end, but i * step alone may not fit: compute through uint64.
+    if (ints) store_int(out.mutable_data_ptr(), out.scalar_type(), i, static_cast<int64_t>(
+        static_cast<uint64_t>(start.toInt()) + static_cast<uint64_t>(i) * static_cast<uint64_t>(step.toInt())));
     else store_double(out.mutable_data_ptr(), out.scalar_type(), i, s + static_cast<double>(i) * st);
   }
 }

@@ -58,8 +58,8 @@ void view_copy_out(KernelRuntimeContext& ctx, Args args) {
       ET_KERNEL_CHECK_MSG(ctx, infer < 0, InvalidArgument, , "view_copy: more than one -1 in size");
       infer = static_cast<int64_t>(i);
     } else {
-      ET_KERNEL_CHECK_MSG(ctx, req[i] >= 0, InvalidArgument, , "view_copy: negative size");
-      known *= req[i];
+      ET_KERNEL_CHECK_MSG(ctx, req[i] >= 0 && !mul_overflows(known, req[i], &known), InvalidArgument, ,
+                          "view_copy: negative size, or sizes whose product overflows int64");
     }
   }
   if (infer >= 0) {
@@ -192,7 +192,8 @@ int64_t slice_bounds(int64_t size, const EValue& start_v, const EValue& end_v, i
   s = s < 0 ? 0 : (s > size ? size : s);
   e = e < s ? s : (e > size ? size : e);
   *start = s;
-  return (e - s + step - 1) / step;
+  // e - s <= size, so this cannot overflow whatever the step (which can be any positive int64).
+  return e == s ? 0 : (e - s - 1) / step + 1;
 }
 
 // slice_copy.Tensor_out(self, dim, start?, end?, step, *, out)
@@ -209,7 +210,8 @@ void slice_copy_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t len = slice_bounds(v.sizes[d], *args[2], *args[3], step, &start);
   v.data = static_cast<const char*>(v.data) + start * v.strides[d] * static_cast<int64_t>(in.element_size());
   v.sizes[d] = len;
-  v.strides[d] *= step;
+  // With two or more elements step < size, so the product fits; one element needs no stride.
+  if (len > 1) v.strides[d] *= step;
   emit(ctx, v, args[5]->toTensor());
 }
 
@@ -268,7 +270,9 @@ void concat(KernelRuntimeContext& ctx, Span<Tensor> parts, int64_t dim_arg, bool
     }
     ET_KERNEL_CHECK_MSG(ctx, is_supported_dtype(t.scalar_type()) || t.scalar_type() == out.scalar_type(),
                         InvalidType, , "cat/stack: unsupported dtype");
-    total += v.sizes[d];
+    // Each size is below 2^31, but a list can hold many of them.
+    ET_KERNEL_CHECK_MSG(ctx, !add_overflows(total, v.sizes[d], &total), InvalidArgument, ,
+                        "cat/stack: the sizes along the dim overflow int64");
   }
   sizes[d] = total;
   if (!resize_out(ctx, out, {sizes, static_cast<size_t>(rank)})) return;
@@ -344,7 +348,7 @@ void split_copy_out(KernelRuntimeContext& ctx, Args args) {
                                outs.size() <= 1024,
                       InvalidArgument, , "split_copy: bad dim or split size");
   const int64_t n = in.size(d);
-  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(outs.size()) == (n + chunk - 1) / chunk, InvalidArgument, ,
+  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(outs.size()) == n / chunk + (n % chunk != 0), InvalidArgument, ,
                       "split_copy: output count does not match");
   int64_t sizes[1024];
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -435,7 +439,9 @@ void repeat_out(KernelRuntimeContext& ctx, Args args) {
   const size_t shift = nd - v.ndim;
   int64_t sizes[kMaxDim];
   for (size_t i = 0; i < nd; ++i) {
-    ET_KERNEL_CHECK_MSG(ctx, reps[i] >= 0, InvalidArgument, , "repeat: negative count");
+    // A count past int32 makes a dim no tensor can have (or tiles an empty dim to no end).
+    ET_KERNEL_CHECK_MSG(ctx, reps[i] >= 0 && reps[i] <= INT32_MAX, InvalidArgument, ,
+                        "repeat: count %lld is negative or past int32", static_cast<long long>(reps[i]));
     sizes[i] = reps[i] * (i >= shift ? v.sizes[i - shift] : 1);
   }
   if (!resize_out(ctx, out, {sizes, nd})) return;
@@ -473,6 +479,9 @@ void constant_pad_out(KernelRuntimeContext& ctx, Args args) {
   for (size_t k = 0; k < pad.size() / 2; ++k) {
     const size_t d = static_cast<size_t>(in.dim()) - 1 - k;
     const int64_t lo = pad[2 * k], hi = pad[2 * k + 1];
+    // Pads past +-int32 give a size no tensor can have; bounding them keeps the sums below in range.
+    ET_KERNEL_CHECK_MSG(ctx, lo >= INT32_MIN && lo <= INT32_MAX && hi >= INT32_MIN && hi <= INT32_MAX,
+                        InvalidArgument, , "constant_pad_nd: padding past int32");
     sizes[d] = in.size(d) + lo + hi;
     ET_KERNEL_CHECK_MSG(ctx, sizes[d] >= 0, InvalidArgument, , "constant_pad_nd: padding crops below zero");
     const int64_t crop_lo = lo < 0 ? -lo : 0, crop_hi = hi < 0 ? -hi : 0;

@@ -155,9 +155,12 @@ void group_norm_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t groups = args[6]->toInt();
   const double eps = args[7]->toDouble();
   if (!check_io(ctx, in, out, "group_norm")) return;
+  // N, C, HxW and group come from the program: each a dim (below 2^31), their product checked.
+  int64_t nc = 0, nchw = 0;
   ET_KERNEL_CHECK_MSG(ctx,
-                      groups > 0 && c % groups == 0 && n >= 0 && hw >= 0 &&
-                          in.numel() == n * c * hw,
+                      n >= 0 && n <= INT32_MAX && c >= 0 && c <= INT32_MAX && hw >= 0 && hw <= INT32_MAX &&
+                          groups > 0 && groups <= (c > 0 ? c : 1) && c % groups == 0 &&
+                          !mul_overflows(n, c, &nc) && !mul_overflows(nc, hw, &nchw) && in.numel() == nchw,
                       InvalidArgument, , "group_norm: N, C, HxW, group do not match the input");
   ET_KERNEL_CHECK_MSG(ctx, opt_float(weight, c) && opt_float(bias, c), InvalidArgument, ,
                       "group_norm: weight/bias must be float32 of size C");

@@ -22,11 +22,27 @@ bool same_layout(const Tensor& a, const Tensor& b) {
   return true;
 }
 
+// The dtype argument (any int64 in a malformed program) as a ScalarType: one outside int8 would
+// be narrowed to some other dtype, so it becomes -1, which names no dtype and prepare() refuses.
+ScalarType qtype_arg(const EValue& v) {
+  const int64_t t = v.toInt();
+  return static_cast<ScalarType>(t >= INT8_MIN && t <= INT8_MAX ? t : -1);
+}
+
+// The values `t` holds; quant_min/max outside them would make the float clamps below overflow the cast.
+bool range_fits(ScalarType t, int64_t qmin, int64_t qmax) {
+  int64_t lo = INT32_MIN, hi = INT32_MAX;
+  if (t == ScalarType::Byte) lo = 0, hi = 255;
+  if (t == ScalarType::Char) lo = -128, hi = 127;
+  if (t == ScalarType::Short) lo = -32768, hi = 32767;
+  return lo <= qmin && qmin <= qmax && qmax <= hi;
+}
+
 // Checks shared by every op: dtypes, the range, and `out` resized to the input's shape and layout.
 bool prepare(KernelRuntimeContext& ctx, const char* op, const Tensor& in, const Tensor& out, ScalarType qtype,
              int64_t qmin, int64_t qmax) {
-  ET_KERNEL_CHECK_MSG(ctx, quantized_dtype(qtype) && qmin <= qmax, InvalidArgument, false,
-                      "%s: dtype %s with range [%lld, %lld] is not an integer quantization", op,
+  ET_KERNEL_CHECK_MSG(ctx, quantized_dtype(qtype) && range_fits(qtype, qmin, qmax), InvalidArgument, false,
+                      "%s: dtype %s with range [%lld, %lld] is not an integer quantization within the dtype", op,
                       runtime::scalar_type_name(qtype), static_cast<long long>(qmin), static_cast<long long>(qmax));
   if (!resize_out(ctx, out, in)) return false;
   ET_KERNEL_CHECK_MSG(ctx, same_layout(in, out), InvalidArgument, false,
@@ -35,11 +51,14 @@ bool prepare(KernelRuntimeContext& ctx, const char* op, const Tensor& in, const 
 }
 
 template <typename Q>
-void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, float lo, float hi) {
+void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
+  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
   for (int64_t i = 0; i < n; ++i) {
     float v = std::nearbyint(in[i] * inv_scale) + zp;
     v = v < lo ? lo : (v > hi ? hi : v);
-    out[i] = static_cast<Q>(v == v ? v : lo);  // NaN maps to the low bound rather than to an undefined cast
+    // NaN maps to the low bound; int32's max rounds up to 2^31 as a float, so clamp again as an integer.
+    const int64_t q = v == v ? static_cast<int64_t>(v) : qmin;
+    out[i] = static_cast<Q>(q > qmax ? qmax : q);
   }
 }
 
@@ -50,7 +69,7 @@ void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, 
                       "quantize_per_tensor: takes float32 to the dtype argument, got %s -> %s",
                       runtime::scalar_type_name(in.scalar_type()), runtime::scalar_type_name(out.scalar_type()));
   const float inv = static_cast<float>(1.0 / scale), z = static_cast<float>(zp);
-  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
+  const int64_t lo = qmin, hi = qmax;
   const float* x = in.const_data_ptr<float>();
   const int64_t n = in.numel();
   switch (qtype) {
@@ -133,7 +152,8 @@ void quantize_channels(KernelRuntimeContext& ctx, const Tensor& in, const Tensor
     const S inv = static_cast<S>(1) / s[c];
     S v = std::nearbyint(static_cast<S>(x[i]) * inv) + static_cast<S>(load_int(zps.const_data_ptr(), zps.scalar_type(), c));
     v = v < qmin ? static_cast<S>(qmin) : (v > qmax ? static_cast<S>(qmax) : v);
-    store_int(out.mutable_data_ptr(), out.scalar_type(), i, v == v ? static_cast<int64_t>(v) : qmin);
+    const int64_t q = v == v ? static_cast<int64_t>(v) : qmin;  // |v| <= 2^31: prepare bounded the range
+    store_int(out.mutable_data_ptr(), out.scalar_type(), i, q > qmax ? qmax : q);
   }
   (void)ctx;
 }
@@ -144,7 +164,7 @@ void quantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
                                       Tag::Tensor}), InvalidArgument);
   const Tensor &in = args[0]->toTensor(), &scales = args[1]->toTensor(), &zps = args[2]->toTensor();
   const Tensor& out = args[7]->toTensor();
-  const auto qtype = static_cast<ScalarType>(args[6]->toInt());
+  const auto qtype = qtype_arg(*args[6]);
   const int64_t qmin = args[4]->toInt(), qmax = args[5]->toInt();
   if (!prepare(ctx, "quantize_per_channel", in, out, qtype, qmin, qmax)) return;
   ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == qtype, InvalidType, ,
@@ -166,7 +186,9 @@ void dequantize_channels(const Tensor& in, const Tensor& scales, const Tensor* z
     const int64_t c = ch.of(i);
     const int64_t q = load_int(in.const_data_ptr(), in.scalar_type(), i);
     const int64_t z = zps ? load_int(zps->const_data_ptr(), zps->scalar_type(), c) : 0;
-    y[i] = static_cast<float>(static_cast<S>(q - z) * s[c]);
+    // Zero points are file data: the difference wraps rather than overflow (in range it is exact).
+    const int64_t d = static_cast<int64_t>(static_cast<uint64_t>(q) - static_cast<uint64_t>(z));
+    y[i] = static_cast<float>(static_cast<S>(d) * s[c]);
   }
 }
 
@@ -179,7 +201,7 @@ void dequantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
   const Tensor &in = args[0]->toTensor(), &scales = args[1]->toTensor(), &out = args[8]->toTensor();
   const Tensor zp_tensor = args[2]->isTensor() ? args[2]->toTensor() : Tensor(nullptr);
   const Tensor* zps = args[2]->isTensor() ? &zp_tensor : nullptr;
-  const auto qtype = static_cast<ScalarType>(args[6]->toInt());
+  const auto qtype = qtype_arg(*args[6]);
   if (!prepare(ctx, "dequantize_per_channel", in, out, qtype, args[4]->toInt(), args[5]->toInt())) return;
   if (!dequant_types_ok(ctx, "dequantize_per_channel", in, qtype, *args[7], out)) return;
   Channels ch;
@@ -195,7 +217,7 @@ void quantize_per_tensor_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::Tensor}),
                   InvalidArgument);
   quantize_tensor(ctx, args[0]->toTensor(), args[1]->toDouble(), args[2]->toInt(), args[3]->toInt(), args[4]->toInt(),
-                  static_cast<ScalarType>(args[5]->toInt()), args[6]->toTensor());
+                  qtype_arg(*args[5]), args[6]->toTensor());
 }
 // quantize_per_tensor.Tensor_out: scale and zero point as one-element tensors.
 void quantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
@@ -205,15 +227,15 @@ void quantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
   if (!scalar_of(ctx, "quantize_per_tensor", args[1]->toTensor(), &scale) ||
       !scalar_of(ctx, "quantize_per_tensor", args[2]->toTensor(), &zp))
     return;
-  quantize_tensor(ctx, args[0]->toTensor(), scale, static_cast<int64_t>(zp), args[3]->toInt(), args[4]->toInt(),
-                  static_cast<ScalarType>(args[5]->toInt()), args[6]->toTensor());
+  quantize_tensor(ctx, args[0]->toTensor(), scale, saturating_int(zp), args[3]->toInt(), args[4]->toInt(),
+                  qtype_arg(*args[5]), args[6]->toTensor());
 }
 // dequantize_per_tensor.out(input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype, *, out_dtype, out)
 void dequantize_per_tensor_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::None,
                                       Tag::Tensor}), InvalidArgument);
   dequantize_tensor(ctx, args[0]->toTensor(), args[1]->toDouble(), args[2]->toInt(), args[3]->toInt(),
-                    args[4]->toInt(), static_cast<ScalarType>(args[5]->toInt()), *args[6], args[7]->toTensor());
+                    args[4]->toInt(), qtype_arg(*args[5]), *args[6], args[7]->toTensor());
 }
 void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::None,
@@ -222,8 +244,8 @@ void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
   if (!scalar_of(ctx, "dequantize_per_tensor", args[1]->toTensor(), &scale) ||
       !scalar_of(ctx, "dequantize_per_tensor", args[2]->toTensor(), &zp))
     return;
-  dequantize_tensor(ctx, args[0]->toTensor(), scale, static_cast<int64_t>(zp), args[3]->toInt(), args[4]->toInt(),
-                    static_cast<ScalarType>(args[5]->toInt()), *args[6], args[7]->toTensor());
+  dequantize_tensor(ctx, args[0]->toTensor(), scale, saturating_int(zp), args[3]->toInt(), args[4]->toInt(),
+                    qtype_arg(*args[5]), *args[6], args[7]->toTensor());
 }
 
 }  // namespace

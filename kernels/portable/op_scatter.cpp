@@ -44,7 +44,10 @@ void put(const Tensor& src, int64_t src_off, const Tensor& dst, int64_t dst_off,
   const ScalarType t = dst.scalar_type();
   void* data = dst.mutable_data_ptr();
   if (is_integral(t, true)) {
-    store_int(data, t, dst_off, load_int(data, t, dst_off) + load_int(src.const_data_ptr(), t, src_off));
+    // Through uint64: integer sums wrap as torch's do, with no signed overflow.
+    const uint64_t sum = static_cast<uint64_t>(load_int(data, t, dst_off)) +
+                         static_cast<uint64_t>(load_int(src.const_data_ptr(), t, src_off));
+    store_int(data, t, dst_off, static_cast<int64_t>(sum));
   } else {
     store_double(data, t, dst_off, load_double(data, t, dst_off) + load_double(src.const_data_ptr(), t, src_off));
   }
@@ -286,7 +289,8 @@ void slice_scatter_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t start = args[3]->isNone() ? 0 : clamp(args[3]->toInt());
   int64_t end = args[4]->isNone() ? n : clamp(args[4]->toInt());
   if (end < start) end = start;
-  const int64_t len = (end - start + step - 1) / step;
+  // end - start <= n, so this cannot overflow whatever the step (any positive int64).
+  const int64_t len = end == start ? 0 : (end - start - 1) / step + 1;
   ET_KERNEL_CHECK_MSG(ctx, src.scalar_type() == self.scalar_type() && src.dim() == self.dim(), InvalidArgument, ,
                       "slice_scatter: src must have self's dtype and rank");
   for (int64_t j = 0; j < self.dim(); ++j)
@@ -295,7 +299,7 @@ void slice_scatter_out(KernelRuntimeContext& ctx, Args args) {
   if (!start_from(ctx, self, out, "slice_scatter")) return;
   View dst = view_at(out, start * out.stride(d));
   dst.sizes[d] = len;
-  dst.strides[d] *= step;
+  if (len > 1) dst.strides[d] *= step;  // two or more elements: step < n, so the product fits
   copy_view(view_of(src), dst);
 }
 

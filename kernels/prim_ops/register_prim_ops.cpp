@@ -169,8 +169,8 @@ void et_view(KernelRuntimeContext& ctx, Args args) {
   for (size_t i = 0; i < req.size(); ++i) {
     sizes[i] = req[i];
     if (req[i] == -1 && infer < 0) infer = static_cast<int64_t>(i);
-    else if (req[i] >= 0) known *= req[i];
-    else ET_KERNEL_CHECK_MSG(ctx, false, InvalidArgument, , "et_view: bad size");
+    else ET_KERNEL_CHECK_MSG(ctx, req[i] >= 0 && !mul_overflows(known, req[i], &known), InvalidArgument, ,
+                             "et_view: bad size, or sizes whose product overflows int64");
   }
   if (infer >= 0) {
     ET_KERNEL_CHECK_MSG(ctx, known > 0 && self.numel() % known == 0, InvalidArgument, , "et_view: cannot infer -1");
@@ -192,9 +192,9 @@ void et_copy_index(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Int}), InvalidArgument);
   const Tensor to = args[0]->toTensor(), from = args[1]->toTensor();
   const int64_t index = args[2]->toInt();
-  ET_KERNEL_CHECK_MSG(ctx, index >= 0 && to.dim() == from.dim() + 1 && to.dim() <= static_cast<int64_t>(kMaxDim) &&
+  ET_KERNEL_CHECK_MSG(ctx, index >= 0 && index < INT32_MAX && to.dim() == from.dim() + 1 && to.dim() <= static_cast<int64_t>(kMaxDim) &&
                       to.scalar_type() == from.scalar_type() && from.is_contiguous(), InvalidArgument, ,
-                      "et_copy_index: needs a contiguous slice of one rank less, same dtype, index >= 0");
+                      "et_copy_index: needs a contiguous slice of one rank less, same dtype, 0 <= index < 2^31-1");
   int64_t sizes[kMaxDim];
   sizes[0] = index + 1;
   for (int64_t d = 0; d < from.dim(); ++d) {

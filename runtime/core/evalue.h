@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "runtime/core/span.h"
 #include "runtime/core/tensor.h"
@@ -57,6 +59,16 @@ class EValue final {
   EValue(double v) : tag_(Tag::Double) { payload_.d = v; }
   EValue(bool v) : tag_(Tag::Bool) { payload_.b = v; }
   EValue(Tensor t) : tag_(Tag::Tensor) { payload_.t = t; }
+  // What points at a Tensor (extension::TensorPtr), as ExecuTorch's EValue takes it: a null one is None.
+  template <typename P, typename = std::enable_if_t<
+                            std::is_same_v<std::decay_t<decltype(*std::declval<const P&>())>, Tensor>>>
+  EValue(const P& p) : tag_(p ? Tag::Tensor : Tag::None) {
+    if (p) {
+      payload_.t = *p;
+    } else {
+      payload_.i = 0;
+    }
+  }
   EValue(std::string_view s) : tag_(Tag::String) { payload_.s = s; }
   EValue(Span<const bool> v) : tag_(Tag::ListBool) { payload_.bools = v; }
   EValue(Span<const double> v) : tag_(Tag::ListDouble) { payload_.doubles = v; }

@@ -136,7 +136,7 @@ function(_executorch_model_ops models out_var)
     endif()
     list(APPEND _models "${_abs}")
   endforeach()
-  # The source tree imported as the `executorch` package; its .pte reader needs only the stdlib.
+  # The source tree imported as the `executorch` package; its .pte reader needs only the standard library.
   set(_pkg_root "${CMAKE_BINARY_DIR}/selective_build_py")
   file(MAKE_DIRECTORY "${_pkg_root}")
   file(CREATE_LINK "${PROJECT_SOURCE_DIR}" "${_pkg_root}/executorch" SYMBOLIC)
@@ -149,11 +149,6 @@ function(_executorch_model_ops models out_var)
     # The last line holds the reason (a traceback may precede it).
     string(STRIP "${_err}" _err)
     string(REGEX REPLACE ".*\n" "" _err "${_err}")
-    if(_err MATCHES "torch")
-      string(APPEND _err "\nThe .pte reader is part of executorch.exir, which needs torch: pass "
-                         "-DPython3_EXECUTABLE=<a python with torch>, or write the list with `python -m "
-                         "executorch.tools.selective_build gen-oplist` and pass -DEXECUTORCH_SELECT_OPS_YAML=<it>.")
-    endif()
     message(FATAL_ERROR "EXECUTORCH_SELECT_OPS_MODEL: reading the operators with ${_python} failed: ${_err}")
   endif()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_models})

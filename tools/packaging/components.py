@@ -23,6 +23,9 @@ CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*",
                  "benchmarks/size_probe.cpp", "benchmarks/size_report.sh")
 # The compiled rows link for an older glibc on Linux (EXECUTORCH_GLIBC_TARGET) with zig's stub libraries.
 GLIBC_TARGET_BUILD = ('ziglang; sys_platform == "linux"',)
+# ExecutorBackend ships with every build, so its ahead-of-time half does too, where upstream puts it.
+EXECUTOR_BACKEND_AOT = ("executorch.exir.backend.test.demos.rpc.executor_backend_partitioner",
+                        "executorch.exir.backend.test.demos.rpc.executor_backend_preprocess")
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,12 @@ COMPONENTS: tuple[Component, ...] = (
         EVERY_MODE,
         packages=("executorch.backends.xnnpack.**",),
         data=("backends/xnnpack/serialization/*.fbs",),
+    ),
+    Component(
+        "executor_aot", "ExecutorBackend's partitioner and preprocess, at the module paths the "
+        "published wheel ships them (the only modules under a test package that ship)",
+        EVERY_MODE,
+        modules=EXECUTOR_BACKEND_AOT,
     ),
     Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
@@ -215,7 +224,8 @@ COMPONENTS: tuple[Component, ...] = (
     ),
 )
 
-# Packages that are never shipped, and why. A pattern here wins over a row.
+# Packages that are never shipped, and why. A pattern here wins over a row's package patterns; a
+# module a row lists by name (EXECUTOR_BACKEND_AOT) ships with its parents' __init__.py only.
 EXCLUDED: dict[str, str] = {
     "executorch.**.test.**": "tests and their fixtures run from the source tree",
     "executorch.**.tests.**": "tests and their fixtures run from the source tree",

@@ -14,9 +14,25 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.packaging.components import EXECUTOR_BACKEND_AOT  # noqa: E402
+
 COMPILED = (".so", ".pyd", ".dylib", ".a", ".o", ".obj", ".dll", ".lib", ".exe")
 NATIVE_SOURCE = (".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".cxx", ".cu", ".cmake", ".yaml", "CMakeLists.txt")
 NEVER_IN_MINIMAL = ("kernels", "backends", "examples", "test", "tests", "benchmarks", "tools", "bin")
+
+
+def _listed_test_files() -> frozenset[str]:
+    # The table's explicitly listed modules under a test package, with their parents' __init__.py.
+    out = set()
+    for module in EXECUTOR_BACKEND_AOT:
+        parts = module.split(".")
+        out.add("/".join(parts) + ".py")
+        out.update("/".join(parts[:i]) + "/__init__.py" for i in range(1, len(parts)))
+    return frozenset(out)
+
+
+LISTED = _listed_test_files()
 
 
 def _metadata(zf: zipfile.ZipFile) -> tuple[str, dict, dict]:
@@ -48,9 +64,12 @@ def problems(wheel_path: Path, minimal: bool, requires: list[str] | None, max_kb
             out.append(f"compiled file {name}")
         elif name.endswith(NATIVE_SOURCE):
             out.append(f"native source, header or kernel list {name}")
+        elif name in LISTED:
+            continue
         elif any(part in NEVER_IN_MINIMAL for part in parts[1:-1]) or parts[-1].startswith("test_"):
             out.append(f"kernel, backend, example, test or tool content {name}")
-    for needed in ("executorch/__init__.py", "executorch/exir/__init__.py", "executorch/schema/program.fbs"):
+    for needed in ("executorch/__init__.py", "executorch/exir/__init__.py", "executorch/schema/program.fbs",
+                   *sorted(LISTED)):
         if needed not in files:
             out.append(f"missing {needed}")
     return out

@@ -70,6 +70,13 @@ inline int64_t scalar_int(const EValue& v) {
   return v.isDouble() ? saturating_int(v.toDouble()) : v.toScalarInt();
 }
 
+// Overflow-checked int64 arithmetic, for anything computed from a program's integers (sizes,
+// int lists, Int scalars, indices): true when the result does not fit (then *out is the wrapped
+// value and the kernel must refuse the call). Output shapes are bounded later by resize_out.
+inline bool add_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_add_overflow(a, b, out); }
+inline bool sub_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_sub_overflow(a, b, out); }
+inline bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
 // Resizes `out` to `sizes`; on failure records the error in `ctx` and returns false.
 bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, Span<const int64_t> sizes);
 bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, const Tensor& like);

@@ -483,3 +483,86 @@ KTEST(op_every_kernel_survives_malformed_arguments) {
     }
   }
 }
+
+KTEST(op_integer_arguments_at_the_int64_limits) {
+  // Ints, int lists and integer tensor data come from the program file: whatever a kernel
+  // computes from them (sizes, counts, offsets, sums) is overflow-checked. Run under UBSan
+  // (test/cpp/fuzz/run_fuzz.sh) a signed overflow aborts; here the results are checked.
+  constexpr int64_t kMax = INT64_MAX, kMin = INT64_MIN;
+  // 0x5555555555555556 * 3 * 3 wraps to 6 in int64: a size list whose product "is" 6.
+  constexpr int64_t kWrapsToTwo = 0x5555555555555556;
+  Call c;
+  auto& x6 = c.tensor(F32, {2, 3}, iota(6));
+  auto& o6 = c.out(F32, {6}, 64);
+  CHECK(c.run("aten::view_copy.out", {t(x6), c.ints({kWrapsToTwo, 3, 3}), t(o6)}) != Error::Ok);
+  CHECK(c.run("aten::view_copy.out", {t(x6), c.ints({kMax, kMax, -1}), t(o6)}) != Error::Ok);
+  CHECK(c.run("executorch_prim::et_view.default", {t(x6), c.ints({kWrapsToTwo, 3, 3}), t(o6)}) != Error::Ok);
+  auto& grow = c.out(F32, {1, 6}, 64);
+  CHECK(c.run("executorch_prim::et_copy_index.tensor", {t(grow), t(o6), i(kMax)}) != Error::Ok);
+  CHECK(c.run("aten::repeat.out", {t(x6), c.ints({kMax, 1}), t(o6)}) != Error::Ok);
+  CHECK(c.run("aten::constant_pad_nd.out", {t(x6), c.ints({kMax, kMax}), d(0), t(o6)}) != Error::Ok);
+  CHECK(c.run("aten::constant_pad_nd.out", {t(x6), c.ints({kMin, 0}), d(0), t(o6)}) != Error::Ok);
+
+  // A step past the end takes one element (torch's answer), whatever the step.
+  auto& x5 = c.tensor(F32, {5}, iota(5));
+  auto& one = c.out(F32, {1}, 5);
+  CHECK(c.run("aten::slice_copy.Tensor_out", {t(x5), i(0), i(1), i(kMax), i(kMax), t(one)}) == Error::Ok);
+  CHECK(one.tensor().numel() == 1 && one.data<float>()[0] == 1.f);
+  CHECK(c.run("aten::slice_copy.Tensor_out", {t(x5), i(0), i(kMin), i(kMin), i(kMax), t(one)}) == Error::Ok);
+  CHECK(one.tensor().numel() == 0);
+  auto& src1 = c.tensor(F32, {1}, std::vector<float>{-9.f});
+  auto& scattered = c.out(F32, {5}, 5);
+  CHECK(c.run("aten::slice_scatter.out", {t(x5), t(src1), i(0), i(2), EValue(), i(kMax), t(scattered)}) == Error::Ok);
+  CHECK(scattered.data<float>()[2] == -9.f && scattered.data<float>()[3] == 3.f);
+  auto& whole = c.out(F32, {5}, 5);
+  CHECK(c.run("aten::split_copy.Tensor_out", {t(x5), i(kMax), i(0), c.tensors({&whole})}) == Error::Ok);
+  CHECK(whole.data<float>()[4] == 4.f);
+
+  // N * C * HxW wraps to the input's 6 elements: refused, not a loop over 2^62 groups.
+  auto& gmean = c.out(F32, {1, 1}, 8);
+  auto& grstd = c.out(F32, {1, 1}, 8);
+  auto& gout = c.out(F32, {2, 3}, 6);
+  CHECK(c.run("aten::native_group_norm.out", {t(x6), EValue(), EValue(), i(kWrapsToTwo), i(3), i(3), i(1), d(1e-5),
+                                               t(gout), t(gmean), t(grstd)}) != Error::Ok);
+  auto& img = c.tensor(F32, {1, 1, 2, 2}, iota(4));
+  auto& wgt = c.tensor(F32, {1, 1, 1, 1}, iota(1, 0.f, 1.f));
+  auto& conv = c.out(F32, {1, 1, 2, 2}, 4);
+  CHECK(c.run("aten::convolution.out", {t(img), t(wgt), EValue(), c.ints({1, 1}), c.ints({0, 0}), c.ints({1, 1}),
+                                        b(false), c.ints({0, 0}), i(kMax), t(conv)}) != Error::Ok);
+
+  // Integer results that fit are computed exactly even when a product on the way would not.
+  auto& ar = c.out(I64, {4}, 4);
+  CHECK(c.run("aten::arange.start_out", {i(kMin), i(kMax), i(int64_t(1) << 62), t(ar)}) == Error::Ok);
+  CHECK(ar.tensor().numel() == 4 && ar.data<int64_t>()[0] == kMin && ar.data<int64_t>()[3] == int64_t(1) << 62);
+  auto& big = c.tensor<int64_t>(I64, {2}, {kMax, 5});
+  auto& idx = c.tensor<int64_t>(I64, {1}, {0});
+  auto& add1 = c.tensor<int64_t>(I64, {1}, {1});
+  auto& sums = c.out(I64, {2}, 2);
+  CHECK(c.run("aten::scatter_add.out", {t(big), i(0), t(idx), t(add1), t(sums)}) == Error::Ok);
+  CHECK(sums.data<int64_t>()[0] == kMin && sums.data<int64_t>()[1] == 5);  // wraps, as torch does
+
+  // Quantization ranges and dtypes outside the target dtype are refused (not a float-to-int overflow).
+  auto& q = c.out(ScalarType::Char, {2, 3}, 6);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(x6), d(0.1), i(0), i(-128), i(kMax),
+                                                                 i(static_cast<int64_t>(ScalarType::Char)), t(q)})
+        != Error::Ok);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(x6), d(0.1), i(0), i(-128), i(127),
+                                                                 i(256 + static_cast<int64_t>(ScalarType::Char)), t(q)})
+        != Error::Ok);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(x6), d(0.1), i(0), i(-128), i(127),
+                                                                 i(static_cast<int64_t>(ScalarType::Char)), t(q)})
+        == Error::Ok);
+  auto& q32 = c.out(ScalarType::Int, {2, 3}, 6);
+  auto& huge = c.tensor(F32, {2, 3}, iota(6, 1e30f));
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(huge), d(1.0), i(0), i(INT32_MIN), i(INT32_MAX),
+                                                                 i(static_cast<int64_t>(ScalarType::Int)), t(q32)})
+        == Error::Ok);
+  CHECK(q32.data<int32_t>()[5] == INT32_MAX && q32.data<int32_t>()[0] == 0);
+  auto& qin = c.tensor<int8_t>(ScalarType::Char, {2}, {1, -1});
+  auto& sc = c.tensor(F32, {2}, std::vector<float>{1.f, 1.f});
+  auto& zp = c.tensor<int64_t>(I64, {2}, {kMin, kMax});
+  auto& deq = c.out(F32, {2}, 2);
+  CHECK(c.run("quantized_decomposed::dequantize_per_channel.out",
+              {t(qin), t(sc), t(zp), i(0), i(-128), i(127), i(static_cast<int64_t>(ScalarType::Char)), EValue(), t(deq)})
+        == Error::Ok);
+}

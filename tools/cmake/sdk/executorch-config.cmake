@@ -14,13 +14,17 @@
 #                            header-only BufferDataLoader), for Program::load(DataLoader*)
 #   runtime_static           the same runtime as static archives
 #   kernels_portable_static  the portable kernels as a static archive, linked whole
-# With no COMPONENTS, runtime and kernels_portable are required. A component that is not
+# With no COMPONENTS (`find_package(executorch)`, as ExecuTorch's docs write it), runtime and
+# kernels_portable are required and every other shared-library component the wheel installed
+# (extension_module, extension_data_loader) is found too, so `${EXECUTORCH_LIBRARIES}` links
+# Module, TensorPtr/from_blob and the data loaders as the published package's does; the static
+# archives are opt-in (they hold the same runtime again). A named component that is not
 # installed fails the configure step naming it (or only sets executorch_<c>_FOUND to FALSE when
 # it is OPTIONAL_COMPONENTS).
 #
 # Variables, as ExecuTorch's own package sets them:
 #   EXECUTORCH_FOUND, EXECUTORCH_INCLUDE_DIRS, EXECUTORCH_LIBRARIES (the imported targets of the
-#   components found), EXECUTORCH_COMPILE_DEFINITIONS (what the libraries were built with),
+#   components found; with no COMPONENTS, every shared-library component installed), EXECUTORCH_COMPILE_DEFINITIONS (what the libraries were built with),
 #   EXECUTORCH_CXX_STANDARD (the C++ standard the headers need).
 cmake_minimum_required(VERSION 3.24)
 
@@ -42,7 +46,7 @@ set(_et_known runtime kernels_portable extension_module extension_data_loader ru
 
 set(_et_wanted ${executorch_FIND_COMPONENTS})
 if(NOT _et_wanted)
-  set(_et_wanted runtime kernels_portable)
+  set(_et_wanted runtime kernels_portable extension_module extension_data_loader)
   set(executorch_FIND_REQUIRED_runtime TRUE)
   set(executorch_FIND_REQUIRED_kernels_portable TRUE)
 endif()
