@@ -47,6 +47,7 @@ class Event:
     stack_traces: dict = dataclasses.field(default_factory=dict)
     module_hierarchy: dict = dataclasses.field(default_factory=dict)
     _ends: list = dataclasses.field(default_factory=list)
+    _runs: list = dataclasses.field(default_factory=list)  # per sample: its block's index in the ETDump
 
     def stats(self) -> list:
         d = sorted(self.perf_data)
@@ -70,6 +71,10 @@ class Inspector:
         data = etdump_data if etdump_data is not None else Path(etdump_path).read_bytes()
         self._etdump = deserialize_from_etdump_flatcc(data)
         scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+        if source_time_scale not in scale or target_time_scale not in scale:
+            raise ValueError(f"time scales are {source_time_scale!r} -> {target_time_scale!r}; each must be one of "
+                             f"{', '.join(scale)}")
+        self._tick_ns = scale[source_time_scale]  # nanoseconds per ETDump tick
         self._to_ms = scale[source_time_scale] / scale[target_time_scale] * 1.0
         self._to_ms = scale[source_time_scale] / scale["ms"] if target_time_scale == "ms" else self._to_ms
         self._debug = Path(debug_buffer_path).read_bytes() if debug_buffer_path else b""
@@ -111,7 +116,7 @@ class Inspector:
         delegates = (self._etrecord._delegate_map or {}).get("forward", {}) if self._etrecord else {}
         nodes = self._nodes_by_handle()
         grouped: dict = {}
-        for block in self._etdump.run_data:
+        for run, block in enumerate(self._etdump.run_data):
             events = grouped.setdefault(block.name, {})
             debug: dict = {}
             for ev in block.events or ():
@@ -139,6 +144,7 @@ class Inspector:
                 e.perf_data.append((p.end_time - p.start_time) * self._to_ms)
                 e.start_time.append(p.start_time)
                 e._ends.append(p.end_time)
+                e._runs.append(run)
                 if did is None and debug.get(p.instruction_id) and p.chain_index >= 0:
                     e.debug_data = [t for t in debug[p.instruction_id] if t is not None]
         return [EventBlock(name, list(events.values())) for name, events in grouped.items()]
