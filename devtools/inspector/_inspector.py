@@ -92,11 +92,19 @@ class Inspector:
         return edge.get("forward") if isinstance(edge, dict) else edge
 
     def _nodes_by_handle(self) -> dict:
+        """Operator nodes by debug handle, those inside delegated partitions included."""
         out: dict = {}
         graph = self._graph()
-        for node in (graph.graph.nodes if graph is not None else ()):
-            if node.op == "call_function" and "debug_handle" in node.meta:
-                out.setdefault(node.meta["debug_handle"], []).append(node)
+        todo = [graph.graph_module] if graph is not None else []
+        while todo:
+            gm = todo.pop()
+            for node in gm.graph.nodes:
+                if node.op == "get_attr":
+                    original = getattr(getattr(gm, node.target, None), "original_module", None)
+                    if original is not None:
+                        todo.append(original.graph_module)
+                elif node.op == "call_function" and "debug_handle" in node.meta and "call_delegate" not in str(node.target):
+                    out.setdefault(node.meta["debug_handle"], []).append(node)
         return out
 
     def _tensor(self, t: E.Tensor) -> Optional[torch.Tensor]:
@@ -134,13 +142,18 @@ class Inspector:
                     e = events[key] = Event(name, [], [], delegate_debug_identifier=did, is_delegated_op=did is not None,
                                             _instruction_id=p.instruction_id if p.chain_index >= 0 else None)
                     handle = handles.get(str(p.instruction_id)) if p.chain_index >= 0 else None
-                    e.debug_handles = handle
-                    if handle is not None:
-                        e.op_types = [str(n.target) for n in nodes.get(handle, [])]
-                        e.stack_traces = {n.name: n.meta.get("stack_trace") for n in nodes.get(handle, [])}
                     entry = delegates.get(str(p.instruction_id)) if p.chain_index >= 0 else None
                     if entry is not None:
                         e.delegate_backend_name = entry.get("name")
+                        if did is not None:  # a delegate's own event: its handles come from the delegate's map
+                            inner = (entry.get("delegate_map") or {}).get(str(did))
+                            handle = (inner[0] if len(inner) == 1 else tuple(inner)) if inner else None
+                    e.debug_handles = handle
+                    if handle is not None:
+                        found = [n for h in (handle if isinstance(handle, tuple) else (handle,))
+                                 for n in nodes.get(h, [])]
+                        e.op_types = [str(n.target) for n in found]
+                        e.stack_traces = {n.name: n.meta.get("stack_trace") for n in found}
                 e.perf_data.append((p.end_time - p.start_time) * self._to_ms)
                 e.start_time.append(p.start_time)
                 e._ends.append(p.end_time)
