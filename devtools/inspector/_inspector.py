@@ -211,8 +211,15 @@ class Inspector:
         aot = self._aot_outputs(self._etrecord._representative_inputs[0])
         rows = []
         for block in self.event_blocks[-1:]:
+            # A handle shared by a decomposition's pieces is compared once, at its last piece: the
+            # graph's output for the handle is that of its last node.
+            last: dict = {}
             for e in block.events:
-                if not e.name.startswith("native_call_") or not e.debug_data or e.debug_handles not in aot:
+                if e.name.startswith("native_call_") and e.debug_data and e.debug_handles in aot:
+                    if e.debug_handles not in last or e._instruction_id > last[e.debug_handles]._instruction_id:
+                        last[e.debug_handles] = e
+            for e in block.events:
+                if last.get(e.debug_handles) is not e:
                     continue
                 a, r = aot[e.debug_handles].float(), e.debug_data[-1].float()
                 gap = metrics[distance.upper()](a.reshape(-1), r.reshape(-1)) if a.numel() == r.numel() else float("nan")
