@@ -6,7 +6,9 @@
 Each (model, engine) loads the program three times: plain, `enable_etdump=True` (an event per
 instruction and kernel), and with a debug buffer large enough for every run's kernel outputs
 (each kernel's output copied into it). Runs of the three are interleaved so that load from other
-processes affects all alike; medians in ms, and each traced mode as a ratio of the plain one.
+processes affects all alike; medians and minimums in ms, and each traced mode's median as a ratio
+of the plain one (on a shared machine a run of a millisecond or two is often preempted: the
+minimum shows the cost without that).
 Thread counts are pinned (`--threads`): the native kernels' pool and torch's intra-op threads.
 """
 
@@ -103,7 +105,7 @@ def bench(runtime, pte: bytes, inputs: list, repeat: int, warmup: int) -> dict:
     logged = _logged_per_run(programs["intermediate outputs"])
     if len(set(logged)) != 1 or not logged[0]:
         raise SystemExit(f"the debug buffer dropped outputs (logged per run: {logged}); raise its size")
-    return {mode: statistics.median(t) for mode, t in times.items()}
+    return {mode: (statistics.median(t), min(t)) for mode, t in times.items()}
 
 
 def main() -> None:
@@ -131,16 +133,16 @@ def main() -> None:
         from executorch.extension.pybindings import portable_lib
 
         portable_lib._unsafe_reset_threadpool(args.threads)
-    print(f"medians of {args.repeat} interleaved runs in ms ({args.warmup} warm-up), {args.threads} thread(s); "
-          "ratio to tracing off in brackets")
-    print(f"{'model':<22} {'engine':<7} " + " ".join(f"{m:>26}" for m in MODES))
+    print(f"median and min of {args.repeat} interleaved runs in ms ({args.warmup} warm-up), {args.threads} "
+          "thread(s); the median's ratio to tracing off in brackets")
+    print(f"{'model':<20} {'engine':<7} " + " ".join(f"{m:>30}" for m in MODES))
     for name in args.model:
         model, inputs = MODELS[name]()
         pte = export_bytes(model, inputs)
         for engine, runtime in runtimes.items():
             med = bench(runtime, pte, list(inputs), args.repeat, args.warmup)
-            cells = [f"{med[m]:9.3f} ({med[m] / med['off']:.3f}x)" for m in MODES]
-            print(f"{name:<22} {engine:<7} " + " ".join(f"{c:>26}" for c in cells), flush=True)
+            cells = [f"{med[m][0]:.3f} / {med[m][1]:.3f} ({med[m][0] / med['off'][0]:.2f}x)" for m in MODES]
+            print(f"{name:<20} {engine:<7} " + " ".join(f"{c:>30}" for c in cells), flush=True)
 
 
 if __name__ == "__main__":
