@@ -106,7 +106,7 @@ else:
 """
 
 
-@pytest.mark.parametrize("delegated", [False, True], ids=["portable", "executor_backend"])
+@pytest.mark.parametrize("delegated", [None, "ExecutorBackend", "XnnpackBackend"])
 @pytest.mark.parametrize("engine", ["python", "native"])
 def test_published_inspector_reads_our_etdump_and_etrecord(engine, delegated, tmp_path):
     python = os.environ.get("ET_REFERENCE_PYTHON")
@@ -117,7 +117,7 @@ def test_published_inspector_reads_our_etdump_and_etrecord(engine, delegated, tm
     runtime = project_runtimes().get(engine)
     if runtime is None:
         pytest.skip(f"the {engine} runtime is not built")
-    _, _, et, inputs = _delegated() if delegated else _lowered()
+    _, _, et, inputs = _delegated(backend=delegated) if delegated else _lowered()
     record = et.get_etrecord()
     record.update_representative_inputs([inputs])
     record.save(tmp_path / "r.etrecord")
@@ -130,20 +130,26 @@ def test_published_inspector_reads_our_etdump_and_etrecord(engine, delegated, tm
     assert out.returncode == 0, out.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if line.startswith(("OPS", "GAP", "DELEGATED")))
     ops = set(lines["OPS"].split(","))
-    assert {"aten.convolution.default", "aten.sum.dim_IntList", "aten.addmm.default", "aten.relu.default",
-            "aten.mul.Tensor", "aten.add.Tensor"} <= ops
-    if delegated:  # every op is one of the delegate's events, named by the backend, under its call
-        assert set(lines["DELEGATED"].split(",")) == {"ExecutorBackend"}
+    want = {"aten.convolution.default", "aten.sum.dim_IntList", "aten.mul.Tensor", "aten.add.Tensor"}
+    assert want | ({"aten.linear.default"} if delegated == "XnnpackBackend" else {"aten.addmm.default",
+                                                                                 "aten.relu.default"}) <= ops
+    if delegated:  # the delegate's own events, named by its backend, carry their op types too
+        assert set(lines["DELEGATED"].split(",")) == {delegated}
     else:
         assert float(lines["GAP"]) < 1e-10
 
 
-def _delegated(generate=True):
-    from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
+def _delegated(generate=True, backend="ExecutorBackend"):
+    if backend == "ExecutorBackend":
+        from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import (
+            ExecutorBackendPartitioner as Partitioner,
+        )
+    else:
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner as Partitioner
 
     inputs = _inputs()
     ep = torch.export.export(ConvLinear(), inputs)
-    edge = to_edge_transform_and_lower(ep, partitioner=[ExecutorBackendPartitioner()], generate_etrecord=generate)
+    edge = to_edge_transform_and_lower(ep, partitioner=[Partitioner()], generate_etrecord=generate)
     return ep, edge, edge.to_executorch(), inputs
 
 

@@ -180,3 +180,42 @@ def test_timeline_command_errors_are_one_line(tmp_path):
                               str(tmp_path / "t.json")], capture_output=True, text=True)
         assert out.returncode == 1 and want in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("engine", sorted(RUNTIMES))
+def test_xnnpack_nodes_are_named_delegate_events_under_their_call(engine, tmp_path):
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.serialization.event_names import event_names
+    from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import deserialize_xnnpack_binary
+    from executorch.devtools.compare import assert_outputs_close
+
+    inputs = _inputs()
+    model = ConvLinear()
+    et = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[XnnpackPartitioner()],
+                                     generate_etrecord=True).to_executorch()
+    et.get_etrecord().save(tmp_path / "x.etrecord")
+    program = RUNTIMES[engine].load_program(et.buffer, enable_etdump=True)
+    method = program.load_method("forward")
+    for _ in range(2):
+        outputs = method.execute(list(inputs))
+    assert_outputs_close(outputs, list(model(*inputs)))
+    program.write_etdump_result_to_file(tmp_path / "x.etdp")
+    inspector = Inspector(tmp_path / "x.etdp", str(tmp_path / "x.etrecord"))
+    events = inspector.event_blocks[1].events
+    # Each delegate event is one payload node, named as event_names() names the payload's nodes.
+    lowered = [m for _, m in et.exported_program().graph_module.named_children() if hasattr(m, "processed_bytes")]
+    names = {n for m in lowered for n in event_names(deserialize_xnnpack_binary(m.processed_bytes).graph.xnodes)}
+    nodes = [e for e in events if e.is_delegated_op]
+    assert {e.name for e in nodes} <= names and {"Conv2d #1", "FullyConnected #1"} <= {e.name for e in nodes}
+    assert all(e.delegate_backend_name == "XnnpackBackend" and len(e.perf_data) == 2 for e in nodes)
+    # The ahead-of-time map gives the compute nodes their edge ops.
+    by_name = {e.name: e.op_types for e in nodes}
+    assert by_name["Conv2d #1"] == ["aten.convolution.default"]
+    assert by_name["FullyConnected #1"] == ["aten.linear.default"]
+    trace = build_trace(inspector)
+    check_trace_event_format(trace)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "delegate":
+            (call,) = [c for c in trace["traceEvents"] if c["name"] == "DELEGATE_CALL" and c["tid"] == e["tid"]
+                       and c["args"]["instruction_id"] == e["args"]["instruction_id"]]
+            assert call["ts"] <= e["ts"] and e["ts"] + e["dur"] <= call["ts"] + call["dur"]
