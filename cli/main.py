@@ -52,7 +52,7 @@ def _quiet_warnings() -> None:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Export a model to a .pte (and check it runs), or summarize a .pte.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect,bundled}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect,bundled,profile}")
 
     export = sub.add_parser(
         "export", help="export a model to a .pte and check it against eager",
@@ -84,7 +84,29 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     bundled.add_argument("--rtol", type=float, help="relative tolerance (default: per dtype, 1e-5 for float32)")
     bundled.add_argument("--atol", type=float, help="tolerance relative to the largest expected value")
     bundled.set_defaults(run=_run_bundled)
+
+    profile = sub.add_parser("profile", help="run a .pte N times with the event tracer on; print the time per "
+                             "instruction and the top operators by share of time")
+    profile.add_argument("pte", metavar="FILE.pte", type=Path)
+    profile.add_argument("-n", "--iterations", type=int, default=10, help="profiled runs (default: 10)")
+    profile.add_argument("--warmup", type=int, default=1, help="runs before those, not counted (default: 1)")
+    profile.add_argument("--method", default="forward", help="the method to run (default: forward)")
+    profile.add_argument("--inputs", type=Path, help="a torch.save'd list of inputs (default: random tensors of the "
+                         "method's input shapes and dtypes, seeded by --seed)")
+    profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    profile.add_argument("--data-path", type=Path, help="the .ptd holding tensors the program keeps outside it")
+    profile.add_argument("--top", type=int, default=10, help="how many operators to list and plot (default: 10)")
+    profile.add_argument("--plot", metavar="FILE.png", type=Path,
+                         help="also save the top operators as a bar chart (needs matplotlib: pip install "
+                         "executorch[devtools])")
+    profile.set_defaults(run=_run_profile)
     return parser
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    from executorch.cli.profile import run_profile
+
+    return run_profile(args)
 
 
 def _run_export(args: argparse.Namespace) -> int:

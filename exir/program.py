@@ -208,8 +208,11 @@ def to_edge(programs: Programs, constant_methods: Optional[Mapping[str, Any]] = 
         raise ExportError(f"compile_config must be an EdgeCompileConfig, not {type(config).__name__}")
     edge.check_preserve_ops(_user_preserved(config))
     consts = _check_constant_methods(constant_methods, progs)
-    return EdgeProgramManager({name: _to_edge_one(name, ep, config) for name, ep in progs.items()}, consts, config,
-                              etrecord)
+    manager = EdgeProgramManager({name: _to_edge_one(name, ep, config) for name, ep in progs.items()}, consts, config,
+                                 etrecord)
+    if etrecord is not None:
+        etrecord.record_edge(manager._programs)
+    return manager
 
 
 def _etrecord_source(programs: dict, generate_etrecord: bool):

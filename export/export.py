@@ -58,9 +58,8 @@ class ExportSession:
                  export_recipe: Optional[ExportRecipe] = None, name: Optional[str] = None, dynamic_shapes: Any = None,
                  constant_methods: Optional[Dict[str, Any]] = None, artifact_dir: Optional[str] = None,
                  generate_etrecord: Optional[bool] = False) -> None:
-        if generate_etrecord:
-            raise ValueError("generate_etrecord=True is not supported: this package writes no ETRecord; "
-                             "pass generate_etrecord=False")
+        if not isinstance(generate_etrecord, bool):
+            raise ValueError(f"generate_etrecord must be True or False, not {generate_etrecord!r}")
         if artifact_dir is not None:
             raise ValueError(f"artifact_dir={artifact_dir!r} is not supported: stages keep their products in "
                              "memory (get_stage_artifacts()); save the .pte with save_to_pte instead")
@@ -221,6 +220,11 @@ class ExportSession:
         if artifact is None or artifact.data is None:
             raise RuntimeError("no ExecuTorch program: the to_executorch stage has not run")
         return artifact.data
+
+    def get_etrecord(self) -> Any:
+        """The ETRecord of the exported program (export with `generate_etrecord=True`); save it with
+        `.save(path)` and read it, with the runtime's ETDump, in `executorch.devtools.Inspector`."""
+        return self.get_executorch_program_manager().get_etrecord()
 
     def get_executorch_program(self) -> Any:
         return self.get_executorch_program_manager().executorch_program

@@ -240,7 +240,7 @@ class EdgeTransformAndLowerStage(Stage):
         manager = to_edge_transform_and_lower(
             programs, transform_passes=_resolve_passes(self._transform_passes, programs),
             partitioner=self._partitioners, constant_methods=artifact.get_context("constant_methods"),
-            compile_config=self._compile_config)
+            compile_config=self._compile_config, generate_etrecord=artifact.get_context("generate_etrecord", False))
         self._artifact = artifact.copy_with_new_data(manager)
         _delegation_context(self._artifact, manager)
 
@@ -266,7 +266,7 @@ class ToEdgeStage(Stage):
 
     def run(self, artifact: PipelineArtifact) -> None:
         manager = to_edge(artifact.data, constant_methods=artifact.get_context("constant_methods"),
-                          compile_config=self._config)
+                          compile_config=self._config, generate_etrecord=artifact.get_context("generate_etrecord", False))
         self._artifact = artifact.copy_with_new_data(manager)
 
 

@@ -162,3 +162,42 @@ def test_no_etdump_means_no_tracer(tmp_path):
         with pytest.raises(Exception, match="records no ETDump"):
             program.write_etdump_result_to_file(tmp_path / "x.etdp")
         assert not (tmp_path / "x.etdp").exists()
+
+
+RUNNER = Path(__file__).resolve().parents[1] / "cmake-out" / "examples" / "executor_runner" / "executor_runner"
+
+
+@pytest.mark.skipif(not RUNNER.exists(), reason="executor_runner is not built (tools/run_tests.sh builds it)")
+def test_executor_runner_writes_etdump_and_debug_buffer(tmp_path):
+    import subprocess
+
+    from executorch.devtools import Inspector
+
+    ones = tuple(torch.ones_like(t) for t in _inputs())  # what the runner feeds by default (--fill ones)
+    et = to_edge_transform_and_lower(torch.export.export(ConvLinear(), ones), generate_etrecord=True).to_executorch()
+    et.write_to_file(tmp_path / "m.pte")
+    et.get_etrecord().save(tmp_path / "m.etrecord")
+    run = lambda *a: subprocess.run([str(RUNNER), "--model_path", str(tmp_path / "m.pte"), *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    out = run("--iterations", "3", "--etdump_path", str(tmp_path / "m.etdp"),
+              "--debug_output_path", str(tmp_path / "m.bin"), "--debug_buffer_size", str(1 << 16))
+    assert out.returncode == 0, out.stderr
+    assert "4 event blocks" in out.stdout
+    dump = deserialize_from_etdump_flatcc((tmp_path / "m.etdp").read_bytes())
+    assert [r.name for r in dump.run_data] == ["Default", "Execute", "Execute", "Execute"]
+    inspector = Inspector(tmp_path / "m.etdp", str(tmp_path / "m.etrecord"), tmp_path / "m.bin")
+    kernels = [e for e in inspector.event_blocks[1].events if e.name.startswith("native_call_")]
+    assert len(kernels) >= 6 and all(len(e.perf_data) == 3 and e.op_types for e in kernels)
+    # The debug buffer holds each kernel's output: the last one is the program's first output.
+    want = RUNTIMES["python"].load_program(et.buffer).load_method(
+        "forward").execute(list(ones))
+    assert_outputs_close([kernels[-1].debug_data[-1]], [want[0]])
+    conv = next(e for e in kernels if "convolution" in e.name)
+    ep = et.get_etrecord().exported_program
+    assert_outputs_close([conv.debug_data[-1]], [torch.nn.functional.conv2d(
+        ones[1], ep.state_dict["conv.weight"], ep.state_dict["conv.bias"])])
+    # The debug options need each other and --etdump_path; an unwritable path is an error, not a crash.
+    out = run("--debug_output_path", str(tmp_path / "x.bin"), "--debug_buffer_size", "64")
+    assert out.returncode != 0 and "--etdump_path" in out.stderr
+    out = run("--etdump_path", str(tmp_path / "no" / "such" / "dir.etdp"))
+    assert out.returncode != 0 and "cannot write" in out.stderr

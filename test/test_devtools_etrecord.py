@@ -96,14 +96,19 @@ from executorch.devtools import Inspector
 ins = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2], debug_buffer_path=sys.argv[3])
 df = ins.to_dataframe()
 ops = sorted({t for ts in df["op_types"] for t in ts})
-gap = ins.calculate_numeric_gap("MSE")
 print("OPS", ",".join(ops))
-print("GAP", max(float(g[0]) for g in gap["gap"]))
+delegated = df[df["is_delegated_op"]]
+if len(delegated):
+    print("DELEGATED", ",".join(sorted(set(delegated["delegate_backend_name"]))))
+else:
+    gap = ins.calculate_numeric_gap("MSE")
+    print("GAP", max(float(g[0]) for g in gap["gap"]))
 """
 
 
+@pytest.mark.parametrize("delegated", [None, "ExecutorBackend", "XnnpackBackend"])
 @pytest.mark.parametrize("engine", ["python", "native"])
-def test_published_inspector_reads_our_etdump_and_etrecord(engine, tmp_path):
+def test_published_inspector_reads_our_etdump_and_etrecord(engine, delegated, tmp_path):
     python = os.environ.get("ET_REFERENCE_PYTHON")
     if not python:
         pytest.skip("ET_REFERENCE_PYTHON is not set; see ../shared/tools/reference-runtime/README.md")
@@ -112,7 +117,7 @@ def test_published_inspector_reads_our_etdump_and_etrecord(engine, tmp_path):
     runtime = project_runtimes().get(engine)
     if runtime is None:
         pytest.skip(f"the {engine} runtime is not built")
-    _, _, et, inputs = _lowered()
+    _, _, et, inputs = _delegated(backend=delegated) if delegated else _lowered()
     record = et.get_etrecord()
     record.update_representative_inputs([inputs])
     record.save(tmp_path / "r.etrecord")
@@ -123,8 +128,73 @@ def test_published_inspector_reads_our_etdump_and_etrecord(engine, tmp_path):
     out = subprocess.run([python, str(tmp_path / "published_inspector.py"), str(tmp_path / "r.etdp"), str(tmp_path / "r.etrecord"),
                           str(tmp_path / "r.bin")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if line.startswith(("OPS", "GAP")))
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if line.startswith(("OPS", "GAP", "DELEGATED")))
     ops = set(lines["OPS"].split(","))
-    assert {"aten.convolution.default", "aten.sum.dim_IntList", "aten.addmm.default", "aten.relu.default",
-            "aten.mul.Tensor", "aten.add.Tensor"} <= ops
-    assert float(lines["GAP"]) < 1e-10
+    want = {"aten.convolution.default", "aten.sum.dim_IntList", "aten.mul.Tensor", "aten.add.Tensor"}
+    assert want | ({"aten.linear.default"} if delegated == "XnnpackBackend" else {"aten.addmm.default",
+                                                                                 "aten.relu.default"}) <= ops
+    if delegated:  # the delegate's own events, named by its backend, carry their op types too
+        assert set(lines["DELEGATED"].split(",")) == {delegated}
+    else:
+        assert float(lines["GAP"]) < 1e-10
+
+
+def _delegated(generate=True, backend="ExecutorBackend"):
+    if backend == "ExecutorBackend":
+        from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import (
+            ExecutorBackendPartitioner as Partitioner,
+        )
+    else:
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner as Partitioner
+
+    inputs = _inputs()
+    ep = torch.export.export(ConvLinear(), inputs)
+    edge = to_edge_transform_and_lower(ep, partitioner=[Partitioner()], generate_etrecord=generate)
+    return ep, edge, edge.to_executorch(), inputs
+
+
+def test_a_delegated_program_is_stored_in_the_published_layout_and_read_back(tmp_path):
+    ep, edge, et, inputs = _delegated(generate=False)
+    lowered_ep = edge.exported_program()
+    generate_etrecord(tmp_path / "d.etrecord", edge, et, ep)
+    with zipfile.ZipFile(tmp_path / "d.etrecord") as z:
+        layout = json.loads(z.read("edge_dialect_exported_program/forward"))
+    (call,) = [n for n in layout["graph_module"]["graph"]["nodes"] if "call_delegate" in n["target"]]
+    assert call["target"] == "torch.ops.higher_order.executorch_call_delegate"
+    assert call["inputs"][0]["name"] == "lowered_module_0" and "as_string" in call["inputs"][0]["arg"]
+    assert [a["name"] for a in call["inputs"][1:]] == ["delegate_arg_0", "delegate_arg_1"]
+    lowered = json.loads(call["inputs"][0]["arg"]["as_string"])
+    assert lowered["backend_id"] == "ExecutorBackend" and lowered["original_module"]["schema_version"] == {
+        "major": 5, "minor": 4}
+    back = parse_etrecord(tmp_path / "d.etrecord").edge_dialect_program
+    module = back.graph_module.lowered_module_0
+    original = lowered_ep.graph_module.lowered_module_0
+    assert module.backend_id == original.backend_id and module.processed_bytes == original.processed_bytes
+    inner = {n.meta.get("debug_handle") for n in module.original_module.graph.nodes if n.op == "call_function"}
+    assert inner == {n.meta.get("debug_handle") for n in original.original_module.graph.nodes
+                     if n.op == "call_function"} and None not in inner
+    # The program read back runs (the delegate's own graph, eagerly) and computes what the lowered one does.
+    assert_outputs_close(list(back.module()(*inputs)), list(lowered_ep.module()(*inputs)))
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_delegate_events_get_op_types_from_the_etrecord(engine, tmp_path):
+    from conftest import project_runtimes
+
+    from executorch.devtools import Inspector
+
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip(f"the {engine} runtime is not built")
+    _, _, et, inputs = _delegated()
+    et.get_etrecord().save(tmp_path / "d.etrecord")
+    program = runtime.load_program(et.buffer, enable_etdump=True)
+    program.load_method("forward").execute(list(inputs))
+    program.write_etdump_result_to_file(tmp_path / "d.etdp")
+    events = Inspector(tmp_path / "d.etdp", str(tmp_path / "d.etrecord")).event_blocks[1].events
+    nodes = [e for e in events if e.is_delegated_op]
+    assert len(nodes) >= 6 and all(e.delegate_backend_name == "ExecutorBackend" for e in nodes)
+    for e in nodes:  # `<op>.<overload>#<i>` is the edge node of that op
+        assert len(e.op_types) == 1 and e.op_types[0].split(".")[1] == e.name.split(".")[0], (e.name, e.op_types)
+    (call,) = [e for e in events if e.name == "DELEGATE_CALL"]
+    assert call.delegate_backend_name == "ExecutorBackend"

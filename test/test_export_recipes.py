@@ -176,10 +176,25 @@ def test_failing_stage_is_named_and_earlier_artifacts_stay_readable():
 
 def test_unsupported_options_are_refused_by_name():
     model, inputs = MODELS["multi_io"]()
-    with pytest.raises(ValueError, match="generate_etrecord"):
-        export(model, [inputs], generate_etrecord=True)
+    with pytest.raises(ValueError, match="generate_etrecord must be True or False"):
+        export(model, [inputs], generate_etrecord="yes")
     with pytest.raises(ValueError, match="artifact_dir"):
         export(model, [inputs], artifact_dir="/tmp")
+
+
+def test_generate_etrecord_gives_the_session_an_etrecord(tmp_path):
+    from executorch.devtools.etrecord import parse_etrecord
+
+    model, inputs = MODELS["multi_io"]()
+    session = export(model, [inputs], generate_etrecord=True)
+    session.get_etrecord().save(tmp_path / "s.etrecord")
+    record = parse_etrecord(tmp_path / "s.etrecord")
+    handles = set(record._debug_handle_map["forward"].values())
+    graph_handles = {n.meta.get("debug_handle") for n in record.edge_dialect_program.graph.nodes
+                     if n.op == "call_function"}
+    assert handles and handles <= graph_handles  # every kernel instruction maps to a recorded node
+    with pytest.raises(ExportError, match="generate_etrecord=True"):
+        export(model, [inputs]).get_etrecord()
 
 
 def test_cli_prints_each_stage_and_verifies(tmp_path):

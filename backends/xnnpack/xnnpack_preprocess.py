@@ -9,7 +9,8 @@ from torch.export import ExportedProgram
 
 from executorch.backends.xnnpack._passes import XNNPACK_PASSES
 from executorch.backends.xnnpack.operators import visitors
-from executorch.backends.xnnpack.operators.node_visitor import XnnGraphBuilder
+from executorch.backends.xnnpack.operators.node_visitor import DEFAULT_DEBUG_HANDLE, XnnGraphBuilder
+from executorch.backends.xnnpack.serialization.event_names import event_names
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import serialize_xnnpack_binary
 from executorch.backends.xnnpack.utils.utils import get_param_tensor, is_param_node
 from executorch.exir._serialize._named_data_store import NamedDataStore
@@ -51,6 +52,13 @@ class XnnpackBackend(BackendDetails):
                 raise ExportError(f"XnnpackBackend: node '{node.name}' ({node.target}) has no XNNPACK form; the "
                                   "partitioner should not have claimed it, please report this")
             visit(builder, node)
-        payload = serialize_xnnpack_binary(builder.finish())
-        return PreprocessResult(processed_bytes=payload, debug_handle_map={},
+        xnn_graph = builder.finish()
+        payload = serialize_xnnpack_binary(xnn_graph)
+        return PreprocessResult(processed_bytes=payload, debug_handle_map=_event_handles(xnn_graph.xnodes),
                                 data_store_output=store.get_named_data_store_output())
+
+
+def _event_handles(xnodes) -> dict:
+    """Each node's runtime event name -> the debug handle of the edge node it came from."""
+    return {name: [node.debug_handle] for name, node in zip(event_names(xnodes), xnodes)
+            if node.debug_handle != DEFAULT_DEBUG_HANDLE}

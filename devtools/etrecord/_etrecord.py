@@ -132,27 +132,37 @@ def _jsonable(handles: dict) -> dict:
 
 
 class ETRecordBuilder:
-    """What `generate_etrecord=True` keeps while the managers lower: the exported programs, then
-    the edge programs and the executorch maps."""
+    """What `generate_etrecord=True` keeps while the managers lower: the exported programs, the
+    edge programs as `to_edge` made them (before transforms and delegation, as the published
+    stack records them: a delegate's events name handles of nodes it took from that graph), then
+    the executorch maps."""
 
     def __init__(self, exported: dict) -> None:
         self.exported = exported
+        self.edge: Optional[dict] = None
+
+    def record_edge(self, edge_programs: dict) -> None:
+        from executorch.exir.program import _copy_program
+
+        # A snapshot: later passes and partitioners change the graphs.
+        self.edge = {name: _copy_program(p) for name, p in edge_programs.items()}
 
     def _exported(self) -> tuple:
         ep = self.exported.get("forward") or next(iter(self.exported.values()))
         return ep, id(ep.graph)
 
-    def for_edge(self, edge_programs: dict) -> ETRecord:
-        ep, graph_id = self._exported()
-        return ETRecord(ep, graph_id, dict(edge_programs))
-
-    def for_executorch(self, edge_programs: dict, manager) -> ETRecord:
+    def _edge(self, edge_programs: dict) -> dict:
         from executorch.exir.program import _copy_program
 
+        return dict(self.edge) if self.edge is not None else {n: _copy_program(p) for n, p in edge_programs.items()}
+
+    def for_edge(self, edge_programs: dict) -> ETRecord:
         ep, graph_id = self._exported()
-        # A snapshot: to_executorch's passes may change the graphs afterwards.
-        edges = {name: _copy_program(p) for name, p in edge_programs.items()}
-        return ETRecord(ep, graph_id, edges, None, _jsonable(manager.debug_handle_map),
+        return ETRecord(ep, graph_id, self._edge(edge_programs))
+
+    def for_executorch(self, edge_programs: dict, manager) -> ETRecord:
+        ep, graph_id = self._exported()
+        return ETRecord(ep, graph_id, self._edge(edge_programs), None, _jsonable(manager.debug_handle_map),
                         _jsonable(manager.delegate_map), {m: {} for m in manager.methods})
 
 

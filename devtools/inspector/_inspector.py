@@ -47,6 +47,7 @@ class Event:
     stack_traces: dict = dataclasses.field(default_factory=dict)
     module_hierarchy: dict = dataclasses.field(default_factory=dict)
     _ends: list = dataclasses.field(default_factory=list)
+    _runs: list = dataclasses.field(default_factory=list)  # per sample: its block's index in the ETDump
 
     def stats(self) -> list:
         d = sorted(self.perf_data)
@@ -70,6 +71,10 @@ class Inspector:
         data = etdump_data if etdump_data is not None else Path(etdump_path).read_bytes()
         self._etdump = deserialize_from_etdump_flatcc(data)
         scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+        if source_time_scale not in scale or target_time_scale not in scale:
+            raise ValueError(f"time scales are {source_time_scale!r} -> {target_time_scale!r}; each must be one of "
+                             f"{', '.join(scale)}")
+        self._tick_ns = scale[source_time_scale]  # nanoseconds per ETDump tick
         self._to_ms = scale[source_time_scale] / scale[target_time_scale] * 1.0
         self._to_ms = scale[source_time_scale] / scale["ms"] if target_time_scale == "ms" else self._to_ms
         self._debug = Path(debug_buffer_path).read_bytes() if debug_buffer_path else b""
@@ -87,11 +92,19 @@ class Inspector:
         return edge.get("forward") if isinstance(edge, dict) else edge
 
     def _nodes_by_handle(self) -> dict:
+        """Operator nodes by debug handle, those inside delegated partitions included."""
         out: dict = {}
         graph = self._graph()
-        for node in (graph.graph.nodes if graph is not None else ()):
-            if node.op == "call_function" and "debug_handle" in node.meta:
-                out.setdefault(node.meta["debug_handle"], []).append(node)
+        todo = [graph.graph_module] if graph is not None else []
+        while todo:
+            gm = todo.pop()
+            for node in gm.graph.nodes:
+                if node.op == "get_attr":
+                    original = getattr(getattr(gm, node.target, None), "original_module", None)
+                    if original is not None:
+                        todo.append(original.graph_module)
+                elif node.op == "call_function" and "debug_handle" in node.meta and "call_delegate" not in str(node.target):
+                    out.setdefault(node.meta["debug_handle"], []).append(node)
         return out
 
     def _tensor(self, t: E.Tensor) -> Optional[torch.Tensor]:
@@ -111,7 +124,7 @@ class Inspector:
         delegates = (self._etrecord._delegate_map or {}).get("forward", {}) if self._etrecord else {}
         nodes = self._nodes_by_handle()
         grouped: dict = {}
-        for block in self._etdump.run_data:
+        for run, block in enumerate(self._etdump.run_data):
             events = grouped.setdefault(block.name, {})
             debug: dict = {}
             for ev in block.events or ():
@@ -129,16 +142,22 @@ class Inspector:
                     e = events[key] = Event(name, [], [], delegate_debug_identifier=did, is_delegated_op=did is not None,
                                             _instruction_id=p.instruction_id if p.chain_index >= 0 else None)
                     handle = handles.get(str(p.instruction_id)) if p.chain_index >= 0 else None
-                    e.debug_handles = handle
-                    if handle is not None:
-                        e.op_types = [str(n.target) for n in nodes.get(handle, [])]
-                        e.stack_traces = {n.name: n.meta.get("stack_trace") for n in nodes.get(handle, [])}
                     entry = delegates.get(str(p.instruction_id)) if p.chain_index >= 0 else None
                     if entry is not None:
                         e.delegate_backend_name = entry.get("name")
+                        if did is not None:  # a delegate's own event: its handles come from the delegate's map
+                            inner = (entry.get("delegate_map") or {}).get(str(did))
+                            handle = (inner[0] if len(inner) == 1 else tuple(inner)) if inner else None
+                    e.debug_handles = handle
+                    if handle is not None:
+                        found = [n for h in (handle if isinstance(handle, tuple) else (handle,))
+                                 for n in nodes.get(h, [])]
+                        e.op_types = [str(n.target) for n in found]
+                        e.stack_traces = {n.name: n.meta.get("stack_trace") for n in found}
                 e.perf_data.append((p.end_time - p.start_time) * self._to_ms)
                 e.start_time.append(p.start_time)
                 e._ends.append(p.end_time)
+                e._runs.append(run)
                 if did is None and debug.get(p.instruction_id) and p.chain_index >= 0:
                     e.debug_data = [t for t in debug[p.instruction_id] if t is not None]
         return [EventBlock(name, list(events.values())) for name, events in grouped.items()]
@@ -192,8 +211,15 @@ class Inspector:
         aot = self._aot_outputs(self._etrecord._representative_inputs[0])
         rows = []
         for block in self.event_blocks[-1:]:
+            # A handle shared by a decomposition's pieces is compared once, at its last piece: the
+            # graph's output for the handle is that of its last node.
+            last: dict = {}
             for e in block.events:
-                if not e.name.startswith("native_call_") or not e.debug_data or e.debug_handles not in aot:
+                if e.name.startswith("native_call_") and e.debug_data and e.debug_handles in aot:
+                    if e.debug_handles not in last or e._instruction_id > last[e.debug_handles]._instruction_id:
+                        last[e.debug_handles] = e
+            for e in block.events:
+                if last.get(e.debug_handles) is not e:
                     continue
                 a, r = aot[e.debug_handles].float(), e.debug_data[-1].float()
                 gap = metrics[distance.upper()](a.reshape(-1), r.reshape(-1)) if a.numel() == r.numel() else float("nan")

@@ -4,11 +4,17 @@ torch.export's serializer with what the published ExecuTorch layout adds: operat
 ops (`executorch.exir.dialects.edge.ops.aten.add.Tensor`), each node's `debug_handle` and
 `from_node` in its metadata, and the program written at the
 export-schema version that layout uses (5.4: fields torch added later are left out), so the
-published ETRecord reader and ours read the same files.
+published ETRecord reader and ours read the same files. A delegate call is written as that layout
+writes it: target `torch.ops.higher_order.executorch_call_delegate`, its lowered module as a JSON
+string argument (backend id, payload, compile specs, named data, and its own edge program, nested the
+same way), then `delegate_arg_<i>` per input.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import enum
 import json
 from typing import Any
 
@@ -32,23 +38,116 @@ _NEWER_FIELDS = {
 }
 
 
+CALL_DELEGATE = "torch.ops.higher_order.executorch_call_delegate"  # a higher-order op's qualified name
+# torch's serializer knows only registered operators, so while it runs each delegate call stands in
+# as one of these (inputs as one Tensor[]; a tuple or a single tensor out), rewritten afterwards.
+_STUB_NS = "executorch_etrecord"
+_STUBS = {"call_delegate": "call_delegate(Tensor[] args) -> Tensor[]",
+          "call_delegate_single": "call_delegate_single(Tensor[] args) -> Tensor"}
+_stub_library = None
+
+
 def _call_delegate():
     from executorch.exir.delegate import executorch_call_delegate
 
     return executorch_call_delegate
 
 
+def _stub(name: str):
+    global _stub_library
+    if _stub_library is None:
+        _stub_library = torch.library.Library(_STUB_NS, "FRAGMENT")
+        for schema in _STUBS.values():
+            _stub_library.define(schema)
+    return getattr(getattr(torch.ops, _STUB_NS), name).default
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _plain(obj: Any) -> Any:
+    """A dataclass (named data, tensor layouts) as JSON values: enums by value, bytes in base64."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return _b64(obj)
+    return obj
+
+
+def _lowered_module_json(lowered) -> str:
+    """The lowered module as the layout's LoweredBackendModule JSON."""
+    inner = _serialize_program(lowered.original_module)
+    named = lowered.named_data_store_output
+    return json.dumps({
+        "backend_id": lowered.backend_id,
+        "processed_bytes": _b64(lowered.processed_bytes),
+        "compile_specs": [{"key": cs.key, "value": _b64(cs.value)} for cs in lowered.compile_specs],
+        "original_module": _layout_dict(inner.exported_program),
+        "original_state_dict": _b64(inner.state_dict),
+        "original_constants": _b64(inner.constants),
+        "named_data_store": json.dumps(_plain(named)) if named else None,
+    })
+
+
+def _torch_serialize(exported_program: torch.export.ExportedProgram):
+    """torch's serialization, each delegate call standing in as a stub op; returns the artifact and,
+    in graph order, each call's (fx node, lowered module attribute name, lowered module JSON)."""
+    graph = exported_program.graph_module.graph
+    calls = [n for n in graph.nodes if n.target is _call_delegate()]
+    saved = [(n, n.target, n.args) for n in calls]
+    delegates = []
+    for n in calls:
+        holder = n.args[0]
+        if holder.op != "get_attr" or any(not isinstance(a, torch.fx.Node) for a in n.args[1:]):
+            raise NotImplementedError(f"delegate call {n.name} takes non-tensor arguments, which the ETRecord "
+                                      "layout cannot store; lower without a partitioner to record it")
+        lowered = getattr(exported_program.graph_module, holder.target)
+        delegates.append((n, holder.target, _lowered_module_json(lowered)))
+    try:
+        for n in calls:
+            single = isinstance(n.meta.get("val"), torch.Tensor)
+            n.target = _stub("call_delegate_single" if single else "call_delegate")
+            n.args = (list(n.args[1:]),)
+        artifact = tser.ExportedProgramSerializer().serialize(exported_program)
+    finally:
+        for n, target, args in saved:
+            n.target, n.args = target, args
+    return artifact, delegates
+
+
+def _write_delegate_call(node, holder: str, lowered_json: str, fx_node) -> None:
+    """A stub node rewritten as the layout's delegate call."""
+    args = node.inputs[0].arg.value  # the stub's one Tensor[] argument
+    node.target = CALL_DELEGATE
+    node.inputs = [ts.NamedArgument(name=holder, arg=ts.Argument.create(as_string=lowered_json))] + [
+        ts.NamedArgument(name=f"delegate_arg_{i}", arg=ts.Argument.create(as_tensor=a)) for i, a in enumerate(args)]
+    out = node.outputs
+    values = fx_node.meta.get("val")
+    if len(out) == 1 and out[0].type == "as_tensors" and isinstance(values, (list, tuple)) and len(values) > 1:
+        node.outputs = [ts.Argument.create(as_tensor=t) for t in out[0].value]
+
+
 def _serialize_program(exported_program: torch.export.ExportedProgram):
     """torch's serialization, then the layout's additions node by node (torch's serializer
     classes are final, so the additions are made on its output rather than by subclassing)."""
     graph = exported_program.graph_module.graph
-    if any(n.target is _call_delegate() for n in graph.nodes):
-        raise NotImplementedError(
-            "this program has delegated partitions, which this ETRecord writer cannot store yet; generate the "
-            "ETRecord from the program lowered without a partitioner")
-    artifact = tser.ExportedProgramSerializer().serialize(exported_program)
+    artifact, delegates = _torch_serialize(exported_program)
     by_name = {n.name: n for n in graph.nodes}
+    stubs = iter(delegates)
     for node in artifact.exported_program.graph_module.graph.nodes:
+        if node.target.startswith(f"torch.ops.{_STUB_NS}."):
+            fx_node, holder, lowered_json = next(stubs)
+            _write_delegate_call(node, holder, lowered_json, fx_node)
+            if "debug_handle" in fx_node.meta:
+                node.metadata["debug_handle"] = str(fx_node.meta["debug_handle"])
+            continue
         if node.target.startswith("torch.ops."):
             node.target = EDGE_PREFIX + node.target[len("torch.ops."):]
         source = _source_node(node, by_name)
@@ -116,13 +215,16 @@ def _from_layout_dict(program: dict, state_dict: bytes, constants: bytes, exampl
         program["verifiers"] = [v for v in program["verifiers"] if v != "EDGE"]
     program["schema_version"] = {"major": ts.SCHEMA_VERSION[0], "minor": ts.SCHEMA_VERSION[1]}
     handles = {}
+    delegates = []  # per delegate call, in graph order: (holder name, lowered module JSON, debug handle)
     for node in program["graph_module"]["graph"]["nodes"]:
         if node["target"].startswith(EDGE_PREFIX):
             node["target"] = "torch.ops." + node["target"][len(EDGE_PREFIX):]
-        if node["target"] == "executorch.exir.delegate.executorch_call_delegate":
-            raise NotImplementedError(
-                "this ETRecord holds a delegated program, which this reader cannot rebuild yet; record the "
-                "program lowered without a partitioner")
+        if node["target"] == CALL_DELEGATE:
+            handle = (node.get("metadata") or {}).get("debug_handle")
+            delegates.append((node["inputs"][0]["name"], node["inputs"][0]["arg"]["as_string"],
+                              int(handle) if handle else None))
+            _read_delegate_call(node)
+            continue
         handle = (node.get("metadata") or {}).get("debug_handle")
         if handle:
             for out in node["outputs"]:
@@ -134,7 +236,55 @@ def _from_layout_dict(program: dict, state_dict: bytes, constants: bytes, exampl
     for node in ep.graph.nodes:
         if node.name in handles:
             node.meta["debug_handle"] = handles[node.name]
+    if delegates:
+        _restore_delegate_calls(ep, delegates)
     return ep
+
+
+def _read_delegate_call(node: dict) -> None:
+    """The layout's delegate call (JSON) as a stub call torch's deserializer can read."""
+    args = [a["arg"]["as_tensor"] for a in node["inputs"][1:]]
+    outputs = node["outputs"]
+    single = len(outputs) == 1 and "as_tensor" in outputs[0]
+    node["target"] = f"torch.ops.{_STUB_NS}.{'call_delegate_single' if single else 'call_delegate'}.default"
+    node["inputs"] = [{"name": "args", "arg": {"as_tensors": args}, "kind": 1}]
+    if len(outputs) > 1:
+        node["outputs"] = [{"as_tensors": [o["as_tensor"] for o in outputs]}]
+    _stub("call_delegate")  # registers the stubs
+
+
+def _lowered_module(data: dict):
+    from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+    from executorch.exir.lowered_backend_module import LoweredBackendModule
+
+    original = _from_layout_dict(data["original_module"], base64.b64decode(data["original_state_dict"]),
+                                 base64.b64decode(data["original_constants"]), None)
+    named = None
+    if data.get("named_data_store"):
+        raw = json.loads(data["named_data_store"])
+        entries = lambda d: {k: DataEntry(**v) for k, v in d.items()}  # noqa: E731
+        named = NamedDataStoreOutput([base64.b64decode(b) for b in raw.get("buffers", [])],
+                                     entries(raw.get("pte_data", {})),
+                                     {f: entries(d) for f, d in raw.get("external_data", {}).items()})
+    specs = [CompileSpec(cs["key"], base64.b64decode(cs["value"])) for cs in data["compile_specs"]]
+    return LoweredBackendModule(original, data["backend_id"], base64.b64decode(data["processed_bytes"]), specs,
+                                named)
+
+
+def _restore_delegate_calls(ep, delegates: list) -> None:
+    """Each stub call back to `executorch_call_delegate(lowered_module, *args)`."""
+    gm = ep.graph_module
+    stubs = [n for n in gm.graph.nodes if str(n.target).startswith(f"{_STUB_NS}.")]
+    for node, (holder, lowered_json, handle) in zip(stubs, delegates):
+        gm.add_submodule(holder, _lowered_module(json.loads(lowered_json)))
+        with gm.graph.inserting_before(node):
+            attr = gm.graph.get_attr(holder)
+        node.target = _call_delegate()
+        node.args = (attr, *node.args[0])
+        if handle is not None:
+            node.meta["debug_handle"] = handle
+    gm.recompile()
 
 
 def deserialize(artifact: SerializedArtifact) -> torch.export.ExportedProgram:

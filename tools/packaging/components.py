@@ -67,14 +67,15 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "devtools", "output comparison; ETDump (runtime profile) writer/reader, ETRecord, the Inspector "
-        "and the timeline; pandas/tabulate for the Inspector's tables come with the devtools extra",
+        "and the timeline; pandas/tabulate for the Inspector's tables and matplotlib for the profile command's "
+        "bar chart come with the devtools extra",
         EVERY_MODE,
         packages=("executorch.devtools", "executorch.devtools.etdump", "executorch.devtools.etrecord",
                   "executorch.devtools.inspector"),
-        extras=(("devtools", ("pandas", "tabulate")),),
+        extras=(("devtools", ("pandas", "tabulate", "matplotlib")),),
     ),
     Component(
-        "cli", "the command line (python -m executorch.exir export|inspect), on top of exir and runtime",
+        "cli", "the command line (python -m executorch.exir export|inspect|bundled|profile), on top of exir and runtime",
         EVERY_MODE,
         packages=("executorch.cli",),
     ),

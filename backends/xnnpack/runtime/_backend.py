@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
 
 from executorch.backends.xnnpack.runtime._nodes import Compiler
 from executorch.backends.xnnpack.runtime._values import STORAGE, Value, ValueTable, bad
+from executorch.backends.xnnpack.serialization.event_names import event_names
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import deserialize_xnnpack_binary
 from executorch.exir.error import SerializeError
 from executorch.runtime import _layout, python_backend
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._python import _kernels
+
+now = time.perf_counter_ns  # the tracer's clock (executorch.devtools.etdump.tracer)
 
 
 @dataclass
@@ -21,6 +25,7 @@ class _Plan:
     inputs: list[Value]
     outputs: list[Value]
     steps: list  # (node index, kind, step, output values)
+    event_names: list  # per node index: the name its profiling event carries (`Conv2d #1`)
 
 
 class XnnpackBackend(python_backend.PythonBackend):
@@ -54,15 +59,25 @@ class XnnpackBackend(python_backend.PythonBackend):
         env = [None] * len(table.values)
         for v in table.values:
             env[v.slot] = v.const
-        return _Plan(env, table.inputs, table.outputs, _check_written(table, steps))
+        return _Plan(env, table.inputs, table.outputs, _check_written(table, steps),
+                     event_names(payload.graph.xnodes))
 
-    def execute(self, handle: _Plan, args: list) -> None:
+    def execute_traced(self, handle: _Plan, args: list, tracer) -> None:
+        """`execute`, each node a delegate event inside the DelegateCall's (as the published runtime names them)."""
+        self.execute(handle, args, tracer)
+
+    def execute(self, handle: _Plan, args: list, tracer=None) -> None:
         env = list(handle.env)
         for v in handle.inputs:
             env[v.slot] = _memory_order(_arg(args, v), v)
         for i, kind, step, outs in handle.steps:
             try:
-                step(env)
+                if tracer is None:
+                    step(env)
+                else:
+                    start = now()
+                    step(env)
+                    tracer.profile_delegate(handle.event_names[i], start, now())
             except ExecuTorchError:
                 raise
             except Exception as e:  # noqa: BLE001 - a shape the graph cannot take

@@ -4,6 +4,7 @@
 #include "backends/xnnpack/runtime/compiler.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
@@ -591,6 +592,7 @@ class Compiler {
     const fb::XNodeUnion type = node->xnode_union_type();
     op.name = fb::EnumNameXNodeUnion(type);
     if (op.name == nullptr || *op.name == '\0') op.name = "unknown";
+    if (type <= fb::XNodeUnion::MAX) op.kind_ordinal = ++kind_counts_[static_cast<size_t>(type)];
     ET_CHECK_OR_RETURN(node->xnode_union() != nullptr, InvalidProgram, "XnnpackBackend: node %u (%s) is empty",
                        index, op.name);
     set_min_max(op, node);
@@ -955,6 +957,8 @@ class Compiler {
   std::unordered_map<uint32_t, uint32_t> ids_;
   std::unordered_set<uint32_t> used_loose_, written_;
   std::vector<FreeableBuffer> buffers_;
+  // Nodes of each kind so far, for the event names (backends/xnnpack/serialization/event_names.py).
+  std::array<uint32_t, static_cast<size_t>(fb::XNodeUnion::MAX) + 1> kind_counts_{};
 };
 
 }  // namespace

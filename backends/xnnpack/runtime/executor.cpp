@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 #include "backends/xnnpack/runtime/kernels.h"
@@ -544,7 +545,7 @@ Error run_op(const Op& op, Plan& plan) {
 
 }  // namespace
 
-Error execute(Plan& plan, Span<EValue*> args) {
+Error execute(Plan& plan, Span<EValue*> args, runtime::EventTracer* tracer) {
   const size_t n_ext = plan.inputs.size() + plan.outputs.size();
   ET_CHECK_OR_RETURN(args.size() >= n_ext && args.size() >= plan.num_externs, InvalidArgument,
                      "XnnpackBackend: the call passes %zu values; the graph has %zu inputs and outputs", args.size(),
@@ -574,6 +575,13 @@ Error execute(Plan& plan, Span<EValue*> args) {
                        plan.values[vi].external);
   }
   for (const Op& op : plan.ops) {
+    runtime::EventTracerEntry event;
+    if (tracer != nullptr) {
+      char name[64];  // the tracer copies it
+      const char* kind = std::strncmp(op.name, "XNN", 3) == 0 ? op.name + 3 : op.name;
+      std::snprintf(name, sizeof(name), "%s #%u", kind, static_cast<unsigned>(op.kind_ordinal));
+      event = tracer->start_profiling_delegate(name, runtime::kUnsetDelegateDebugIntId);
+    }
     ET_TRY(infer_shape(op, plan));
     size_t need = 0;
     ET_TRY(scratch_bytes(op, plan, &need));
@@ -582,6 +590,7 @@ Error execute(Plan& plan, Span<EValue*> args) {
                        op.name, need, plan.scratch_bytes);
     ET_TRY(bind_output(op, plan, args));
     ET_TRY(run_op(op, plan));
+    if (tracer != nullptr) tracer->end_profiling_delegate(event);
   }
   return Error::Ok;
 }

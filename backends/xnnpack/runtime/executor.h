@@ -6,6 +6,7 @@
 #include "backends/xnnpack/runtime/plan.h"
 #include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
+#include "runtime/core/event_tracer.h"
 #include "runtime/core/span.h"
 
 namespace executorch {
@@ -18,7 +19,8 @@ runtime::Error infer_shape(const Op& op, Plan& plan);
 // Scratch bytes `op` needs for its inputs' current dims.
 runtime::Error scratch_bytes(const Op& op, const Plan& plan, size_t* need);
 // Runs one DelegateCall: `args` indexed by external id (inputs, then outputs).
-runtime::Error execute(Plan& plan, runtime::Span<runtime::EValue*> args);
+// With a tracer, each node is a delegate event named "<kind> #<n>" (as event_names.py names it).
+runtime::Error execute(Plan& plan, runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer = nullptr);
 
 }  // namespace xnnpack
 }  // namespace backends

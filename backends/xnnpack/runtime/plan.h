@@ -99,6 +99,7 @@ struct Op {
   uint8_t sub = 0;           // BinaryKind / UnaryKind
   const char* name = "";     // the node kind, for messages
   uint32_t node_index = 0;
+  uint32_t kind_ordinal = 0;  // this is the payload's n-th node of its kind: its event is "<kind> #<n>"
   uint32_t in[5] = {kNoValue, kNoValue, kNoValue, kNoValue, kNoValue};
   int n_in = 0;
   uint32_t out = kNoValue;

@@ -46,8 +46,8 @@ class XnnpackBackend final : public runtime::BackendInterface {
     return static_cast<DelegateHandle*>(plan.release());
   }
 
-  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle, Span<EValue*> args) const override {
-    return xnnpack::execute(*static_cast<Plan*>(handle), args);
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const override {
+    return xnnpack::execute(*static_cast<Plan*>(handle), args, context.event_tracer());
   }
 
   void destroy(DelegateHandle* handle) const override { delete static_cast<Plan*>(handle); }

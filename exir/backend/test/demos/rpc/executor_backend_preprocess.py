@@ -26,7 +26,22 @@ class ExecutorBackend(BackendDetails):
                 f"ExecutorBackend takes no compile specs, got {[c.key for c in compile_specs]}; pass an empty list"
             )
         nested = EdgeProgramManager({"forward": _core_aten(edge_program)}).to_executorch()
-        return PreprocessResult(processed_bytes=nested.buffer)
+        return PreprocessResult(processed_bytes=nested.buffer, debug_handle_map=_event_handles(nested))
+
+
+def _event_handles(nested) -> dict:
+    """Debug handles per delegate event: the runtime names each nested kernel call
+    `<op>.<overload>#<instruction>` (op without its namespace), as both engines report it."""
+    from executorch.exir import schema
+
+    plan = nested.executorch_program.execution_plan[0]
+    out = {}
+    for pc, handle in nested.debug_handle_map["forward"].items():
+        call = plan.chains[0].instructions[pc].instr_args
+        if isinstance(call, schema.KernelCall):
+            op = plan.operators[call.op_index]
+            out[f"{op.name.split('::')[-1]}.{op.overload}#{pc}"] = [handle]
+    return out
 
 
 def _core_aten(ep: ExportedProgram) -> ExportedProgram:
