@@ -83,6 +83,7 @@ class ExecutorchBackendConfig:
     emit_mutable_buffer_names: bool = False
     sym_shape_eval_pass: Any = None
     external_mutable_weights: bool = False
+    # True: each method first gets `quant_fusion_and_const_prop_pass` (exir/passes/quant_fusion_pass.py).
     do_quant_fusion_and_const_prop: bool = False
     # Delegates whose compile specs name a `target_device` get host/device copies around them, and
     # their side of the copies is planned in device memory (False: only marked, planned on the host).
@@ -101,10 +102,9 @@ class ExecutorchBackendConfig:
         _refuse("external_mutable_weights", self.external_mutable_weights, False,
                 "training programs (the only ones with mutable weights) are not lowered here; pass "
                 "external_mutable_weights=False (external_constants moves weights to a .ptd)")
-        _refuse("do_quant_fusion_and_const_prop", self.do_quant_fusion_and_const_prop, False,
-                "quantized programs are not lowered here; pass do_quant_fusion_and_const_prop=False")
         _check_device_config(self.propagate_device_config)
-        for name in ("emit_stacktrace", "extract_delegate_segments", "enable_non_cpu_memory_planning"):
+        for name in ("emit_stacktrace", "extract_delegate_segments", "enable_non_cpu_memory_planning",
+                     "do_quant_fusion_and_const_prop"):
             if not isinstance(getattr(self, name), bool):
                 raise ExportError(f"ExecutorchBackendConfig.{name} must be True or False, not {getattr(self, name)!r}")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)

@@ -27,6 +27,7 @@ from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import SharedState
 from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
                                     torch_decompose, write_back)
+from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -274,6 +275,15 @@ def _preserving(config: EdgeCompileConfig, partitioner, programs: dict) -> Optio
     return keep
 
 
+def _copy_program_and_tables(ep: ExportedProgram) -> ExportedProgram:
+    """A copy whose graph and tensor tables (state dict, constants) a pass may edit; the tensors are shared."""
+    copied = _copy_program(ep)
+    return ExportedProgram(root=copied.graph_module, graph=copied.graph, graph_signature=copied.graph_signature,
+                           state_dict=dict(ep.state_dict), range_constraints=ep.range_constraints,
+                           module_call_graph=ep.module_call_graph, example_inputs=ep.example_inputs,
+                           constants=dict(ep.constants), verifiers=[ep.verifier])
+
+
 def _apply_pass(p: Callable, ep: ExportedProgram) -> ExportedProgram:
     result = p(ep.graph_module)
     gm = getattr(result, "graph_module", result)
@@ -393,6 +403,8 @@ class EdgeProgramManager:
             raise ExportError(f"config must be an ExecutorchBackendConfig, not {type(config).__name__}")
         programs = {}
         for name, ep in self._programs.items():
+            if config.do_quant_fusion_and_const_prop:
+                ep = quant_fusion_and_const_prop_pass(_copy_program_and_tables(ep))
             for p in config.passes:
                 ep = _apply_pass(p, ep)
             restore = reinplace.has_functionalized_ops(ep.graph_module)

@@ -29,13 +29,8 @@ ARCHS = {
     "llama": lambda: (transformers.LlamaConfig(**_TINY), transformers.LlamaForCausalLM),
     "qwen2": lambda: (transformers.Qwen2Config(**_TINY, use_sliding_window=False), transformers.Qwen2ForCausalLM),
 }
-# optimum's xnnpack recipe lowers with ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True), which
-# to_executorch refuses until it fuses leftover quantize/dequantize patterns and folds constants.
-_XNNPACK_CONFIG = pytest.mark.xfail(strict=True, reason="do_quant_fusion_and_const_prop=True is refused by "
-                                    "ExecutorchBackendConfig; remove this mark once to_executorch does it")
-# (optimum recipe, --qlinear)
-EXPORTS = [("portable", None), pytest.param("xnnpack", None, marks=_XNNPACK_CONFIG), ("portable", "8da4w"),
-           pytest.param("xnnpack", "8da4w", marks=_XNNPACK_CONFIG)]
+# (optimum recipe, --qlinear); the xnnpack recipe lowers with ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True).
+EXPORTS = [("portable", None), ("xnnpack", None), ("portable", "8da4w"), ("xnnpack", "8da4w")]
 
 
 def _needs_native() -> None:

@@ -195,3 +195,29 @@ def test_float16_model_runs_in_xnnpack_in_float16(tmp_path, reference_runtime):
     # keep float32 inside an op: measured 5e-3 apart after conv, mean, linear and layer norm, a few
     # half-precision ulps (9.8e-4 each); a wrong graph is off by order 1.
     assert_outputs_close([actual], _eager(model, inputs), rtol=1e-2, atol=1e-2)
+
+
+class _DynamicLinears(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 8, bias=False)
+        self.out = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.proj(x)))
+
+
+def test_linears_over_a_dynamic_length_lower_and_run_at_every_length():
+    # XNNPACK here takes static shapes only: linears it leaves (kept whole for it) still lower, with
+    # their leading sizes read at run time.
+    from conftest import project_runtimes
+
+    torch.manual_seed(0)
+    model, x = _DynamicLinears().eval(), torch.randn(2, 5, 16)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({1: torch.export.Dim("t", min=1, max=12)},))
+    pte = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+    for name, rt in project_runtimes().items():
+        method = rt.load_program(pte).load_method("forward")
+        for t in (1, 5, 12):
+            inputs = (torch.randn(2, t, 16),)
+            assert_outputs_close(method.execute(list(inputs)), _eager(model, inputs))

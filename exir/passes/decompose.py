@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 import torch
 from torch import fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from executorch.exir.dialects._edge_ops import CORE_VIEWS, TRACE_ASSERTS, is_final
 from executorch.exir.passes._graph import fake_mode_of, insert_call, val
@@ -55,19 +56,30 @@ def _conv(nd: int):
 def _linear(g, fm, node):
     x, w, b = _all_args(node)
     xv = x.meta["val"]
-    if any(not isinstance(s, int) for s in xv.shape):
+    if xv.dim() < 2 or not isinstance(xv.shape[-1], int):
         return None
     if xv.dim() == 2:
         wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
         return insert_call(g, fm, aten.addmm.default if b is not None else aten.mm.default,
                            (b, x, wt) if b is not None else (x, wt), like=node)
-    if xv.dim() < 2 or b is None or not xv.is_contiguous():
+    if not statically_known_true(xv.is_contiguous()):
         return None  # torch flattens only a contiguous input; a strided one goes through matmul
-    # torch's order: the input flattened, then the weight transposed
-    flat = insert_call(g, fm, aten.view.default, (x, [math.prod(xv.shape[:-1]), xv.shape[-1]]), like=node)
-    wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
-    mm = insert_call(g, fm, aten.addmm.default, (b, flat, wt), like=node)
-    return insert_call(g, fm, aten.view.default, (mm, list(node.meta["val"].shape)), like=node)
+    # torch's order: with a bias the input is flattened, then the weight transposed (addmm); without,
+    # the weight first (matmul's mm). Leading sizes that are symbolic are read from the input at run time.
+    static = all(isinstance(s, int) for s in xv.shape)
+    if b is None and static:
+        return None  # torch's decomposer takes it alone (matmul's view, mm, view)
+    rows = math.prod(xv.shape[:-1]) if static else -1
+    if b is None:
+        wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
+    flat = insert_call(g, fm, aten.view.default, (x, [rows, xv.shape[-1]]), like=node)
+    if b is not None:
+        wt = insert_call(g, fm, aten.permute.default, (w, [1, 0]), like=node)
+    mm = insert_call(g, fm, aten.addmm.default if b is not None else aten.mm.default,
+                     (b, flat, wt) if b is not None else (flat, wt), like=node)
+    sizes = [s if isinstance(s, int) else insert_call(g, fm, aten.sym_size.int, (x, d), like=node)
+             for d, s in enumerate(xv.shape[:-1])]
+    return insert_call(g, fm, aten.view.default, (mm, [*sizes, node.meta["val"].shape[-1]]), like=node)
 
 
 def _batch_norm(g, fm, node):
