@@ -19,6 +19,8 @@ ET_ALWAYS_INLINE float vexp(float x) {
   // vector blends rather than branches.
   float xc = x > kHi ? kHi : x;
   xc = xc < kLo ? kLo : xc;
+  // NaN passes both clamps, and NaN to int is undefined: take 0 for the integer step (NaN is returned below).
+  xc = xc == xc ? xc : 0.f;
   // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer in any vector width.
   constexpr float kShift = 12582912.f;
   const float n = (xc * 1.44269504088896341f + kShift) - kShift;
@@ -36,6 +38,7 @@ ET_ALWAYS_INLINE float vexp(float x) {
   std::memcpy(&scale, &bits, sizeof(scale));
   float y = p * scale;
   y = x < kLo ? 0.f : y;
+  y = x == x ? y : x;
   return x > kHi ? __builtin_inff() : y;
 }
 

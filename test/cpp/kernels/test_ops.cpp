@@ -566,3 +566,19 @@ KTEST(op_integer_arguments_at_the_int64_limits) {
               {t(qin), t(sc), t(zp), i(0), i(-128), i(127), i(static_cast<int64_t>(ScalarType::Char)), EValue(), t(deq)})
         == Error::Ok);
 }
+
+KTEST(op_exp_based_kernels_pass_nan_through) {
+  // NaN in file data reaches vexp's integer step (undefined as a float-to-int conversion before
+  // it was taken out; fuzz-421cda6a74eb.pte, through an XNNPACK GELU node): NaN in, NaN out.
+  Call c;
+  auto& x = c.tensor(F32, {3}, std::vector<float>{std::nanf(""), 1.f, -200.f});
+  for (const char* approx : {"none", "tanh"}) {
+    auto& out = c.out(F32, {3}, 3);
+    CHECK(c.run("aten::gelu.out", {t(x), EValue(std::string_view(approx)), t(out)}) == Error::Ok);
+    CHECK(std::isnan(out.data<float>()[0]) && std::fabs(out.data<float>()[1] - 0.8413f) < 2e-3f &&
+          out.data<float>()[2] == 0.f);
+  }
+  auto& sm = c.out(F32, {3}, 3);
+  CHECK(c.run("aten::_softmax.out", {t(x), i(0), b(false), t(sm)}) == Error::Ok);
+  CHECK(std::isnan(sm.data<float>()[1]));
+}
