@@ -210,3 +210,16 @@ def test_the_published_passes_fold_and_fuse_the_same(name, published):
     assert sorted(ours) == sorted(ref_constants)
     for k, v in ref_constants.items():
         assert_outputs_close(ours[k], v)
+
+
+def test_quant_fusion_pass_alone_from_the_config_passes():
+    from executorch.exir.passes.quant_fusion_pass import QuantFusionPass
+
+    edge, _, inputs = _edge(models.quantized_cat)
+    pm = edge.to_executorch(ExecutorchBackendConfig(passes=[QuantFusionPass()]))
+    assert sorted(_int8_cat_inputs(pm.exported_program())) == [["torch.float32"] * 2, ["torch.int8"] * 2]
+    plain = _run(edge.to_executorch().buffer, inputs)
+    for name, out in _run(pm.buffer, inputs).items():
+        assert all(torch.equal(a, b) for a, b in zip(out, plain[name])), name
+    with pytest.raises(ValueError, match="_fix_node_meta_val"):
+        QuantFusionPass(_fix_node_meta_val=False)

@@ -442,7 +442,7 @@ def test_core_aten_ops_exception_list_lets_a_listed_op_through_the_edge_check():
         EdgeCompileConfig(_core_aten_ops_exception_list=["ptd_test::twice"])
 
 
-@pytest.mark.parametrize("option", [dict(external_mutable_weights=True), dict(do_quant_fusion_and_const_prop=True),
+@pytest.mark.parametrize("option", [dict(external_mutable_weights=True), dict(do_quant_fusion_and_const_prop="yes"),
                                     dict(emit_stacktrace=1), dict(extract_delegate_segments="no")])
 def test_unsupported_backend_config_values_are_refused_by_name(option):
     with pytest.raises(ExportError, match=f"ExecutorchBackendConfig.{next(iter(option))}"):
