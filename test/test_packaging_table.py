@@ -74,6 +74,15 @@ def test_minimal_plan_is_pure_python_with_only_flatbuffers():
     assert not any(sourcetree.matches("executorch.**.tests", p) or p.startswith("executorch.examples") for p in minimal.packages)
 
 
+def test_extras_reach_the_wheel_metadata():
+    # setuptools drops setup.py's extras_require unless pyproject.toml lists them as dynamic.
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert plan(REPO, Mode.MINIMAL).extras_require["devtools"] == ["matplotlib", "pandas", "tabulate"]
+    assert "optional-dependencies" in project["dynamic"] and "dependencies" in project["dynamic"]
+
+
 def test_minimal_ships_exir_modules_but_parents_ship_only_init():
     minimal = plan(REPO, Mode.MINIMAL)
     assert minimal.ships_module("executorch.exir", "schema")
