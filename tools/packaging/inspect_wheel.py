@@ -33,6 +33,8 @@ def _listed_test_files() -> frozenset[str]:
 
 
 LISTED = _listed_test_files()
+# The one backend the minimal wheel carries: XNNPACK's Python half (its table row), Python and schema only.
+XNNPACK_PREFIX = "executorch/backends/xnnpack/"
 
 
 def _metadata(zf: zipfile.ZipFile) -> tuple[str, dict, dict]:
@@ -65,6 +67,9 @@ def problems(wheel_path: Path, minimal: bool, requires: list[str] | None, max_kb
         elif name.endswith(NATIVE_SOURCE):
             out.append(f"native source, header or kernel list {name}")
         elif name in LISTED:
+            continue
+        elif name.startswith(XNNPACK_PREFIX) and name.endswith((".py", ".fbs")) and not any(
+                part in ("test", "tests") for part in parts[3:-1]) and not parts[-1].startswith("test_"):
             continue
         elif any(part in NEVER_IN_MINIMAL for part in parts[1:-1]) or parts[-1].startswith("test_"):
             out.append(f"kernel, backend, example, test or tool content {name}")
