@@ -115,11 +115,14 @@ def _load_from_file(path: Path, name: str, spec_text: str) -> _ModelSource:
     if spec is None or spec.loader is None:
         raise CliError(f"bad model {spec_text!r}: cannot load {path} as a Python module", 2)
     module = importlib.util.module_from_spec(spec)
-    # The factory's file may import its neighbours, as it would when run as a script.
+    # Registered under its name, as an import would, so code that looks a class's module up by name
+    # (torch.export does) finds it; the factory's file may import its neighbours, as a script would.
+    sys.modules[spec.name] = module
     sys.path.insert(0, str(path.resolve().parent))
     try:
         spec.loader.exec_module(module)
     except Exception as e:
+        sys.modules.pop(spec.name, None)
         raise CliError(f"bad model {spec_text!r}: importing {path} failed: {_first_line(e)}", 2) from None
     factory = getattr(module, name, None)
     if not callable(factory):

@@ -538,6 +538,12 @@ class Compiler {
     ET_CHECK_OR_RETURN(!depthwise || p.group_in == 1, InvalidProgram,
                        "XnnpackBackend: node %u (%s): a depthwise convolution has one input channel per group",
                        op.node_index, op.name);
+    if (op.kind == OpKind::kConvTranspose) {
+      p.adj_h = c->adjustment_height(), p.adj_w = c->adjustment_width();
+      ET_CHECK_OR_RETURN(p.adj_h < p.stride_h && p.adj_w < p.stride_w, InvalidProgram,
+                         "XnnpackBackend: node %u (%s) has an output adjustment of at least its stride",
+                         op.node_index, op.name);
+    }
     ET_TRY(add_input(op, c->input1_id(), "input"));
     ET_TRY(set_output(op, c->output_id()));
     const int64_t oc = p.groups * p.group_out;
@@ -613,6 +619,10 @@ class Compiler {
       case U::XNNConv2d:
         op.kind = OpKind::kConv;
         err = conv_node(op, node->xnode_union_as_XNNConv2d(), false);
+        break;
+      case U::XNNConvTranspose2d:
+        op.kind = OpKind::kConvTranspose;
+        err = conv_node(op, node->xnode_union_as_XNNConvTranspose2d(), false);
         break;
       case U::XNNDepthwiseConv2d:
         op.kind = OpKind::kDepthwiseConv;

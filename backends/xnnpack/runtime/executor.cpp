@@ -121,6 +121,18 @@ Error infer_shape(const Op& op, Plan& plan) {
                          op.node_index, op.name, op.conv.groups * op.conv.group_in, d[3]);
       return window_shape(op, plan, op.conv.groups * op.conv.group_out);
     }
+    case OpKind::kConvTranspose: {
+      ET_TRY(check_nhwc(op, a));
+      ET_CHECK_OR_RETURN(a.dims[3] == op.conv.groups * op.conv.group_in, InvalidProgram,
+                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64,
+                         op.node_index, op.name, op.conv.groups * op.conv.group_in, a.dims[3]);
+      const ConvParams& p = op.conv;
+      const int64_t dims[4] = {
+          a.dims[0], transposed_out(a.dims[1], p.pad_top, p.pad_bottom, p.kernel_h, p.dilation_h, p.stride_h, p.adj_h),
+          transposed_out(a.dims[2], p.pad_left, p.pad_right, p.kernel_w, p.dilation_w, p.stride_w, p.adj_w),
+          p.groups * p.group_out};
+      return set_out(op, plan, 4, dims);
+    }
     case OpKind::kDepthwiseConv:
       ET_TRY(check_nhwc(op, a));
       ET_CHECK_OR_RETURN(a.dims[3] == op.conv.groups, InvalidProgram,
@@ -479,6 +491,10 @@ Error run_op(const Op& op, Plan& plan) {
         conv_nhwc(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o, op.out_min,
                   op.out_max, ws);
       }
+      break;
+    case OpKind::kConvTranspose:
+      conv_transpose_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights,
+                          op.bias, o, op.out_min, op.out_max);
       break;
     case OpKind::kFullyConnected:
       if (op.packed != nullptr) {

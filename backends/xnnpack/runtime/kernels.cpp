@@ -72,6 +72,47 @@ int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t ke
   return span < 0 ? 0 : span / stride + 1;
 }
 
+int64_t transposed_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
+                       int64_t stride, int64_t adjustment) {
+  const int64_t span = stride * (in - 1) + adjustment + dilation * (kernel - 1) + 1 - pad_before - pad_after;
+  return in == 0 || span < 0 ? 0 : span;
+}
+
+void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                         const float* in, const float* weights, const float* bias, float* out, float lo, float hi) {
+  const int64_t c = p.groups * p.group_in, oc = p.groups * p.group_out;
+  for (int64_t px = 0; px < n * oh * ow; ++px) {
+    for (int64_t o = 0; o < oc; ++o) out[px * oc + o] = bias ? bias[o] : 0.0f;
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t iy = 0; iy < h; ++iy) {
+      for (int64_t ix = 0; ix < w; ++ix) {
+        const float* x = in + ((b * h + iy) * w + ix) * c;
+        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+          const int64_t oy = iy * p.stride_h - p.pad_top + ky * p.dilation_h;
+          if (oy < 0 || oy >= oh) continue;
+          for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+            const int64_t ox = ix * p.stride_w - p.pad_left + kx * p.dilation_w;
+            if (ox < 0 || ox >= ow) continue;
+            float* y = out + ((b * oh + oy) * ow + ox) * oc;
+            for (int64_t g = 0; g < p.groups; ++g) {
+              for (int64_t o = 0; o < p.group_out; ++o) {
+                const int64_t oc_idx = g * p.group_out + o;
+                const float* wk = weights + ((oc_idx * p.kernel_h + ky) * p.kernel_w + kx) * p.group_in;
+                const float* xg = x + g * p.group_in;
+                float acc = 0.0f;
+                for (int64_t i = 0; i < p.group_in; ++i) acc += xg[i] * wk[i];
+                y[oc_idx] += acc;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < n * oh * ow * oc; ++i) out[i] = std::min(std::max(out[i], lo), hi);
+}
+
 static bool conv_is_pointwise(const ConvParams& p) {
   return !p.nchw_input && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.groups == 1;

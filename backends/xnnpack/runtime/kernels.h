@@ -19,6 +19,13 @@ kernels::cpu::ConvNhwc to_conv_nhwc(const ConvParams& p);
 int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
                    int64_t stride);
 
+// out[N, OH, OW, OC] = transposed conv(in[N, H, W, groups * group_in], weights[OC, KH, KW, group_in]) + bias:
+// each input pixel scatters its kernel-sized patch to stride-spaced output positions.
+int64_t transposed_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
+                       int64_t stride, int64_t adjustment);
+void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                         const float* in, const float* weights, const float* bias, float* out, float lo, float hi);
+
 // Floats of scratch conv_nhwc needs.
 size_t conv_scratch_floats(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow);
 // out[N, OH, OW, OC] = conv(in[N, H, W, groups * group_in], weights[OC, KH, KW, group_in]) + bias.

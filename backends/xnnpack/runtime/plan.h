@@ -64,6 +64,7 @@ struct Value {
 enum class OpKind : uint8_t {
   kConv,           // NHWC convolution, groups >= 1, as im2col + GEMM
   kDepthwiseConv,  // NHWC depthwise convolution (channel multiplier >= 1)
+  kConvTranspose,  // NHWC transposed convolution, OHWI filters
   kFullyConnected,
   kBinary,
   kUnary,
@@ -90,6 +91,7 @@ struct ConvParams {
   int64_t pad_top, pad_left, pad_bottom, pad_right;
   int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
   int64_t groups, group_in, group_out;
+  int64_t adj_h = 0, adj_w = 0;  // transposed convolution: extra rows/columns at the bottom/right
   // Convolution reading an NCHW input directly (the NCHW -> NHWC transpose before it removed).
   bool nchw_input = false;
 };
