@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 BACKEND_ID = "XnnpackBackend"
 # The precisions this implementation lowers; asking for another is refused by name.
-_IMPLEMENTED = (ConfigPrecisionType.FP32,)
+_IMPLEMENTED = (ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT)
 
 
 def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:

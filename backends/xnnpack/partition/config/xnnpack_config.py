@@ -8,6 +8,8 @@ from typing import Iterable, List, Optional
 import torch
 from torch.export import ExportedProgram
 
+from executorch.backends.xnnpack.utils import quant_utils as qu
+from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.error import ExportError
 
 
@@ -32,6 +34,8 @@ class XNNPartitionerConfig:
     and may add `check_constraints`; `get_node_and_deps` returns the nodes claimed together."""
 
     target_name: str = ""
+    # (activation, weight, bias) argument indices of a GEMM (convolution, linear); None for other ops.
+    gemm_args: Optional[tuple] = None
 
     def __init__(self, **kwargs) -> None:
         for key in kwargs:
@@ -62,16 +66,59 @@ class XNNPartitionerConfig:
         return len({v.dtype for v in tensors}) == 1
 
     def check_constraints(self, node: torch.fx.Node, ep: ExportedProgram) -> bool:
-        return self.check_common_constraints(node, ep)
+        return self.quantized_deps(node, ep) is not None or self.check_common_constraints(node, ep)
 
-    def get_node_and_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
-        return [node]
+    def check_quantized(self, node: torch.fx.Node) -> bool:
+        """Op-specific limits of the quantized form (beyond the dq -> op -> q pattern)."""
+        return True
+
+    def quantized_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
+        """The nodes a statically quantized `node` (dq inputs -> node -> [activation] -> int8 q) is
+        claimed with: its dq inputs, its weight's dq and constants, its bias, the activation and the q.
+        None when the node is not in that pattern or STATIC_QUANT is not enabled."""
+        if ConfigPrecisionType.STATIC_QUANT not in self.enabled_precision_types:
+            return None
+        q = qu.output_quant(node)
+        if q is None or not qu.int8_static(q) or not self.check_quantized(node):
+            return None
+        deps = []
+        cur = node
+        while cur is not q:
+            cur = next(iter(cur.users))
+            deps.append(cur)
+        act, weight, bias = self.gemm_args or (None, None, None)
+        for i, arg in enumerate(node.args):
+            for a in arg if isinstance(arg, (list, tuple)) else [arg]:
+                if not isinstance(a, torch.fx.Node):
+                    continue
+                if i == bias:
+                    if not (is_param_node(ep, a) and a.meta["val"].dim() == 1):
+                        return None
+                    deps.append(a)
+                elif qu.is_dequant(a) and qu.int8_static(a):
+                    consts = a.all_input_nodes[1:]
+                    if i == weight or is_param_node(ep, a.args[0]):
+                        if not is_param_node(ep, a.args[0]) or not all(is_param_node(ep, c) for c in consts):
+                            return None
+                        deps += [a.args[0], *consts]
+                    elif consts or a.target not in qu.DEQUANTIZE_PER_TENSOR:
+                        return None  # activations are quantized per tensor with constant parameters
+                    deps.append(a)
+                else:
+                    return None
+        return deps
 
     def get_partition(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
         """The nodes claimed with `node` ([] when it is not taken)."""
+        deps = self.quantized_deps(node, ep)
+        if deps is not None:
+            return [node, *deps]
         if not self.check_constraints(node, ep):
             return []
         return self.get_node_and_deps(node, ep)
+
+    def get_node_and_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
+        return [node]
 
     def get_original_aten(self) -> Optional[torch._ops.OpOverload]:
         """An op kept whole through `to_edge` so this config can claim it (None: the edge op itself)."""

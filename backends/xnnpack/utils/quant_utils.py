@@ -1,0 +1,128 @@
+"""Quantize/dequantize nodes as XNNPACK reads them: which op is which, their parameters, and the
+quantized patterns (dq -> op -> [activation] -> q) the partitioner claims and preprocess lowers."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+import torch
+
+qd = torch.ops.quantized_decomposed
+aten = torch.ops.aten
+
+QUANTIZE_PER_TENSOR = (qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor)
+DEQUANTIZE_PER_TENSOR = (qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor)
+QUANTIZE_PER_CHANNEL = (qd.quantize_per_channel.default,)
+DEQUANTIZE_PER_CHANNEL = (qd.dequantize_per_channel.default,)
+QUANTIZE_PER_TOKEN = (qd.quantize_per_token.default,)
+DEQUANTIZE_PER_TOKEN = (qd.dequantize_per_token.default,)
+CHOOSE_QPARAMS = (qd.choose_qparams.tensor, qd.choose_qparams_per_token_asymmetric.default)
+QUANTIZE = QUANTIZE_PER_TENSOR + QUANTIZE_PER_CHANNEL + QUANTIZE_PER_TOKEN
+DEQUANTIZE = DEQUANTIZE_PER_TENSOR + DEQUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_TOKEN
+
+# Activations a quantized producer takes as its output range (dq -> op -> act -> q).
+FUSED_ACTIVATIONS = (aten.relu.default, aten.hardtanh.default, aten.clamp.default)
+
+INT8_RANGE = (-128, 127)
+
+
+def is_quant(node) -> bool:
+    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in QUANTIZE
+
+
+def is_dequant(node) -> bool:
+    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in DEQUANTIZE
+
+
+def is_dynamic(node) -> bool:
+    """A q/dq whose parameters are computed at run time (choose_qparams feeds them)."""
+    if node.target in QUANTIZE_PER_TOKEN + DEQUANTIZE_PER_TOKEN:
+        return True
+    return node.target in (qd.quantize_per_tensor.tensor, qd.dequantize_per_tensor.tensor) and all(
+        isinstance(a, torch.fx.Node) for a in node.args[1:3])
+
+
+@dataclass(frozen=True)
+class QParams:
+    """One quantization: int8 (or int32 for biases) with per-tensor or per-channel scales."""
+
+    scale: Union[float, torch.Tensor]
+    zero_point: Union[int, torch.Tensor]
+    qmin: int
+    qmax: int
+    dtype: torch.dtype
+    axis: Optional[int] = None  # per channel: the channel dim
+
+    @property
+    def per_channel(self) -> bool:
+        return self.axis is not None
+
+    def key(self) -> tuple:
+        """A value to compare two parameter sets by."""
+        if self.per_channel:
+            return (self.axis, tuple(self.scale.tolist()), tuple(self.zero_point.tolist()), self.qmin, self.qmax)
+        return (float(self.scale), int(self.zero_point), self.qmin, self.qmax, self.dtype)
+
+
+def _arg(node, i: int, name: str):
+    return node.args[i] if len(node.args) > i else node.kwargs[name]
+
+
+def static_params(node: torch.fx.Node, tensor_of: Callable[[torch.fx.Node], Optional[torch.Tensor]]) -> Optional[QParams]:
+    """The parameters of a static per-tensor or per-channel q/dq node (None for anything else);
+    `tensor_of` gives a constant node's tensor (per-channel scales and zero points)."""
+    if not (is_quant(node) or is_dequant(node)) or is_dynamic(node):
+        return None
+    if node.target in QUANTIZE_PER_TENSOR + DEQUANTIZE_PER_TENSOR:
+        scale, zp, qmin, qmax, dtype = (_arg(node, i, n) for i, n in
+                                        enumerate(("scale", "zero_point", "quant_min", "quant_max", "dtype"), 1))
+        if isinstance(scale, torch.fx.Node):
+            scale, zp = tensor_of(scale), tensor_of(zp)
+            if scale is None or zp is None or scale.numel() != 1:
+                return None
+            scale, zp = float(scale), int(zp)
+        return QParams(float(scale), int(zp), int(qmin), int(qmax), dtype)
+    if node.target in QUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_CHANNEL:
+        scale, zp = tensor_of(node.args[1]), tensor_of(node.args[2])
+        if scale is None or zp is None:
+            return None
+        axis, qmin, qmax, dtype = node.args[3:7]
+        return QParams(scale.to(torch.float32), zp.to(torch.int32), int(qmin), int(qmax), dtype, axis=int(axis))
+    return None
+
+
+def int8_static(node) -> bool:
+    """A static q/dq node to or from signed 8-bit values (read from its arguments alone)."""
+    if not (is_quant(node) or is_dequant(node)) or is_dynamic(node):
+        return False
+    per_tensor = node.target in QUANTIZE_PER_TENSOR + DEQUANTIZE_PER_TENSOR
+    qmin, qmax, dtype = node.args[3:6] if per_tensor else node.args[4:7]
+    return dtype == torch.int8 and qmin >= INT8_RANGE[0] and qmax <= INT8_RANGE[1]
+
+
+def is_int8(params: Optional[QParams]) -> bool:
+    """Signed 8-bit values XNNPACK holds as qint8/qcint8 (unsigned ones it does not take)."""
+    return (params is not None and params.dtype == torch.int8 and params.qmin >= INT8_RANGE[0]
+            and params.qmax <= INT8_RANGE[1])
+
+
+def output_quant(node: torch.fx.Node) -> Optional[torch.fx.Node]:
+    """The q node `node`'s only use leads to, straight or through one fused activation; None when
+    its output is used any other way."""
+    users = list(node.users)
+    if len(users) != 1:
+        return None
+    user = users[0]
+    if user.target is operator.getitem and user.args[1] == 0:  # max_pool2d_with_indices' values
+        users = list(user.users)
+        if len(users) != 1:
+            return None
+        user = users[0]
+    if user.op == "call_function" and user.target in FUSED_ACTIVATIONS:
+        more = list(user.users)
+        if len(more) != 1:
+            return None
+        user = more[0]
+    return user if is_quant(user) and not is_dynamic(user) else None
