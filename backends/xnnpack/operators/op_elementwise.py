@@ -8,7 +8,6 @@ import torch
 
 from executorch.backends.xnnpack.operators.node_visitor import NCHW, NHWC, XnnGraphBuilder, node_val, register
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
-from executorch.backends.xnnpack.utils import quant_utils as qu
 
 aten = torch.ops.aten
 INF = math.inf
@@ -99,7 +98,6 @@ def binary(b: XnnGraphBuilder, node) -> None:
     b.add(_BINARY[node.target](input1_id=a, input2_id=c, output_id=out), node)
 
 
-@register(qu.QUANTIZE_PER_TENSOR[0], qu.DEQUANTIZE_PER_TENSOR[0])
 def convert(b: XnnGraphBuilder, node) -> None:
     """A quantize or dequantize no int8 op took in: float32 <-> int8 at the node's parameters."""
     layout = common_layout(b, node, node.args[:1])

@@ -9,18 +9,30 @@ from typing import Callable, Optional, Union
 
 import torch
 
-qd = torch.ops.quantized_decomposed
 aten = torch.ops.aten
 
-QUANTIZE_PER_TENSOR = (qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor)
-DEQUANTIZE_PER_TENSOR = (qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor)
-QUANTIZE_PER_CHANNEL = (qd.quantize_per_channel.default,)
-DEQUANTIZE_PER_CHANNEL = (qd.dequantize_per_channel.default,)
-QUANTIZE_PER_TOKEN = (qd.quantize_per_token.default,)
-DEQUANTIZE_PER_TOKEN = (qd.dequantize_per_token.default,)
-CHOOSE_QPARAMS = (qd.choose_qparams.tensor, qd.choose_qparams_per_token_asymmetric.default)
+# pt2e's q/dq ops by `name.overload` in the quantized_decomposed namespace (matched by name: torch
+# registers them only once torch.ao or torchao's quantization is imported).
+QUANTIZE_PER_TENSOR = ("quantize_per_tensor.default", "quantize_per_tensor.tensor")
+DEQUANTIZE_PER_TENSOR = ("dequantize_per_tensor.default", "dequantize_per_tensor.tensor")
+QUANTIZE_PER_CHANNEL = ("quantize_per_channel.default",)
+DEQUANTIZE_PER_CHANNEL = ("dequantize_per_channel.default",)
+QUANTIZE_PER_TOKEN = ("quantize_per_token.default",)
+DEQUANTIZE_PER_TOKEN = ("dequantize_per_token.default",)
+CHOOSE_QPARAMS = ("choose_qparams.tensor", "choose_qparams_per_token_asymmetric.default")
 QUANTIZE = QUANTIZE_PER_TENSOR + QUANTIZE_PER_CHANNEL + QUANTIZE_PER_TOKEN
 DEQUANTIZE = DEQUANTIZE_PER_TENSOR + DEQUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_TOKEN
+
+
+def qd_name(node) -> str:
+    """`name.overload` of a quantized_decomposed op node ("" for anything else)."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return ""
+    target = node.target
+    if getattr(target, "namespace", None) != "quantized_decomposed":
+        return ""
+    return getattr(target, "__name__", "")
+
 
 # Activations a quantized producer takes as its output range (dq -> op -> act -> q).
 FUSED_ACTIVATIONS = (aten.relu.default, aten.hardtanh.default, aten.clamp.default)
@@ -29,18 +41,19 @@ INT8_RANGE = (-128, 127)
 
 
 def is_quant(node) -> bool:
-    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in QUANTIZE
+    return qd_name(node) in QUANTIZE
 
 
 def is_dequant(node) -> bool:
-    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in DEQUANTIZE
+    return qd_name(node) in DEQUANTIZE
 
 
 def is_dynamic(node) -> bool:
     """A q/dq whose parameters are computed at run time (choose_qparams feeds them)."""
-    if node.target in QUANTIZE_PER_TOKEN + DEQUANTIZE_PER_TOKEN:
+    name = qd_name(node)
+    if name in QUANTIZE_PER_TOKEN + DEQUANTIZE_PER_TOKEN:
         return True
-    return node.target in (qd.quantize_per_tensor.tensor, qd.dequantize_per_tensor.tensor) and all(
+    return name in ("quantize_per_tensor.tensor", "dequantize_per_tensor.tensor") and all(
         isinstance(a, torch.fx.Node) for a in node.args[1:3])
 
 
@@ -75,7 +88,8 @@ def static_params(node: torch.fx.Node, tensor_of: Callable[[torch.fx.Node], Opti
     `tensor_of` gives a constant node's tensor (per-channel scales and zero points)."""
     if not (is_quant(node) or is_dequant(node)) or is_dynamic(node):
         return None
-    if node.target in QUANTIZE_PER_TENSOR + DEQUANTIZE_PER_TENSOR:
+    name = qd_name(node)
+    if name in QUANTIZE_PER_TENSOR + DEQUANTIZE_PER_TENSOR:
         scale, zp, qmin, qmax, dtype = (_arg(node, i, n) for i, n in
                                         enumerate(("scale", "zero_point", "quant_min", "quant_max", "dtype"), 1))
         if isinstance(scale, torch.fx.Node):
@@ -84,7 +98,7 @@ def static_params(node: torch.fx.Node, tensor_of: Callable[[torch.fx.Node], Opti
                 return None
             scale, zp = float(scale), int(zp)
         return QParams(float(scale), int(zp), int(qmin), int(qmax), dtype)
-    if node.target in QUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_CHANNEL:
+    if name in QUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_CHANNEL:
         scale, zp = tensor_of(node.args[1]), tensor_of(node.args[2])
         if scale is None or zp is None:
             return None
@@ -97,7 +111,7 @@ def int8_static(node) -> bool:
     """A static q/dq node to or from signed 8-bit values (read from its arguments alone)."""
     if not (is_quant(node) or is_dequant(node)) or is_dynamic(node):
         return False
-    per_tensor = node.target in QUANTIZE_PER_TENSOR + DEQUANTIZE_PER_TENSOR
+    per_tensor = qd_name(node) in QUANTIZE_PER_TENSOR + DEQUANTIZE_PER_TENSOR
     qmin, qmax, dtype = node.args[3:6] if per_tensor else node.args[4:7]
     return dtype == torch.int8 and qmin >= INT8_RANGE[0] and qmax <= INT8_RANGE[1]
 

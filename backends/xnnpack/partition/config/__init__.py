@@ -203,7 +203,7 @@ def _q_conv(node) -> bool:
     w = node.args[1]
     if w.meta["val"].dim() != 4:
         return False
-    if node.args[6] and w.target in qu.DEQUANTIZE_PER_CHANNEL:
+    if node.args[6] and qu.qd_name(w) in qu.DEQUANTIZE_PER_CHANNEL:
         return node.args[8] == 1 and w.args[3] == 1
     return True
 
@@ -211,7 +211,7 @@ def _q_conv(node) -> bool:
 def _q_linear(node) -> bool:
     """Per-channel weights are scaled along the output dim."""
     w = node.args[1]
-    return w.target not in qu.DEQUANTIZE_PER_CHANNEL or w.args[3] == 0
+    return qu.qd_name(w) not in qu.DEQUANTIZE_PER_CHANNEL or w.args[3] == 0
 
 
 def _q_mean(node) -> bool:
@@ -227,7 +227,7 @@ def _q_pass(check: Check):
 def _q_dq_int8(node, ep) -> bool:
     """A per-tensor quantize/dequantize between float32 and int8 with constant parameters: it
     becomes an XNNPACK Convert where no quantized op takes it in."""
-    if not qu.int8_static(node) or node.target not in qu.QUANTIZE_PER_TENSOR + qu.DEQUANTIZE_PER_TENSOR:
+    if not qu.int8_static(node) or qu.qd_name(node) not in qu.QUANTIZE_PER_TENSOR + qu.DEQUANTIZE_PER_TENSOR:
         return False
     if any(isinstance(a, torch.fx.Node) for a in node.args[1:]):
         return False

@@ -101,7 +101,7 @@ class XNNPartitionerConfig:
                         if not is_param_node(ep, a.args[0]) or not all(is_param_node(ep, c) for c in consts):
                             return None
                         deps += [a.args[0], *consts]
-                    elif consts or a.target not in qu.DEQUANTIZE_PER_TENSOR:
+                    elif consts or qu.qd_name(a) not in qu.DEQUANTIZE_PER_TENSOR:
                         return None  # activations are quantized per tensor with constant parameters
                     deps.append(a)
                 else:
