@@ -5,6 +5,7 @@ holds as int8 carries its parameters in `meta["xnn_quant"]` (a `QParams`).
 - dq -> op -> [activation] -> q, with an op XNNPACK computes on int8: the op reads the int8 values
   and writes int8 with the q's parameters; those q/dq nodes disappear.
 - q(dq(v)) at v's parameters is v.
+- choose_qparams -> q -> dq -> linear (per-row dynamic): a Convert to qdint8 the linear reads.
 - Every other q (float32 -> int8) and dq (int8 -> float32) stays and is written as a Convert.
 """
 
@@ -16,6 +17,7 @@ from torch import fx
 from executorch.backends.xnnpack._passes.fold import new_constant
 from executorch.backends.xnnpack.partition.config import computes_in_int8
 from executorch.backends.xnnpack.utils import quant_utils as qu
+from executorch.exir.error import ExportError
 
 aten = torch.ops.aten
 
@@ -36,9 +38,19 @@ def _quantized_source(arg):
     return arg if "xnn_quant" in arg.meta else None
 
 
+def _lower_dynamic(node: fx.Node) -> None:
+    """A fully connected layer on a per-row dynamically quantized input: it reads the qdint8 value."""
+    src = _quantized_source(node.args[0])
+    if src is not None and src.meta["xnn_quant"].dynamic and "xnn_quant" in node.args[1].meta:
+        node.replace_input_with(node.args[0], src)
+
+
 def _lower_op(node: fx.Node, consts: dict) -> None:
     q = qu.output_quant(node)
     params = _params(q, consts) if q is not None else None
+    if q is None and node.target == aten.linear.default:
+        _lower_dynamic(node)
+        return
     if not qu.is_int8(params):
         return
     swaps = {}
@@ -60,6 +72,9 @@ def absorb_quant(graph: fx.Graph, consts: dict) -> None:
     for node in list(graph.nodes):
         if qu.is_dequant(node) and node.args[0] in consts:
             params = _params(node, consts)
+            if params is None and qu.qd_name(node) in qu.DEQUANTIZE_AFFINE:
+                raise ExportError(f"XNNPACK: weight '{node.args[0].name}' is not symmetric int8/int4 with whole "
+                                  "groups of input channels; quantize it symmetrically (zero points 0)")
             if params is not None:
                 const = new_constant(graph, consts, f"{node.name}_int8", consts[node.args[0]])
                 const.meta["xnn_quant"] = params
@@ -72,6 +87,10 @@ def absorb_quant(graph: fx.Graph, consts: dict) -> None:
             params = _params(dq, consts) if dq is not None else None
             if params is not None:
                 node.meta["xnn_quant"] = params
+        elif qu.is_quant(node) and qu.is_dynamic(node):
+            # Quantized per row at run time (a Convert to qdint8): the choose_qparams feeding it goes.
+            node.args, node.kwargs = (node.args[0],), {}
+            node.meta["xnn_quant"] = qu.DYNAMIC
         elif qu.is_quant(node):
             params = _params(node, consts)
             if params is None:
@@ -87,6 +106,4 @@ def absorb_quant(graph: fx.Graph, consts: dict) -> None:
                 node.meta["xnn_quant"] = params
         elif node.op == "call_function" and computes_in_int8(node):
             _lower_op(node, consts)
-    for node in list(graph.nodes):
-        if qu.is_dequant(node) and not node.users:
-            graph.erase_node(node)
+    graph.eliminate_dead_code()

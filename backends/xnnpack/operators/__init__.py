@@ -18,6 +18,6 @@ def visitor_for(node):
     from executorch.backends.xnnpack.utils import quant_utils as qu
 
     visit = visitors().get(node.target)
-    if visit is None and qu.qd_name(node) in qu.QUANTIZE_PER_TENSOR[:1] + qu.DEQUANTIZE_PER_TENSOR[:1]:
+    if visit is None and (qu.is_quant(node) or qu.is_dequant(node)):
         return convert
     return visit

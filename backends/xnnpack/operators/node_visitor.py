@@ -102,6 +102,19 @@ class XnnGraphBuilder:
     def quant_type(self, params, channel_dim: Optional[int] = None) -> tuple:
         """(datatype, schema quantization) for `QParams`; per-channel scales go to constant data
         (`channel_dim` overrides the channel dim, for filters stored in another layout)."""
+        if params.dynamic:
+            return xs.XNNDatatype.xnn_datatype_qdint8, xs.PerTokenDynamicQuant(num_nonbatch_dims=1)
+        if params.group_size:
+            # Blockwise int4: the scales as bfloat16, [out, in / group_size].
+            scale = params.scale.to(torch.bfloat16).contiguous()
+            quant = xs.PerChannelGroupQuant(scale=[], channel_dim=0, group_size=params.group_size,
+                                            scale_buffer_idx=self._data(scale), num_scales=scale.numel())
+            return xs.XNNDatatype.xnn_datatype_qbint4, quant
+        if params.per_channel and params.int4:
+            scale = params.scale.to(torch.float32).contiguous()
+            quant = xs.PerChannelQuant(scale=[], channel_dim=params.axis if channel_dim is None else channel_dim,
+                                       scale_buffer_idx=self._data(scale), num_scales=scale.numel())
+            return xs.XNNDatatype.xnn_datatype_qcint4, quant
         if params.per_channel:
             scale = params.scale.to(torch.float32).contiguous()
             kind = xs.XNNDatatype.xnn_datatype_qcint32 if params.dtype == torch.int32 else xs.XNNDatatype.xnn_datatype_qcint8
@@ -157,7 +170,7 @@ class XnnGraphBuilder:
                 t = t.permute(PERM_NCHW_TO_NHWC)
                 if params is not None and params.per_channel:
                     channel_dim = PERM_NCHW_TO_NHWC.index(params.axis)
-            vid = self.constant(t) if params is None else self.constant(t, *self.quant_type(params, channel_dim))
+            vid = self.constant(t) if params is None else self.quantized_constant(t, params, channel_dim)
             self.values.setdefault(node, {})[layout] = vid
             return vid
         if not have:
@@ -193,18 +206,34 @@ class XnnGraphBuilder:
             self.store.add_named_data(key, data, alignment=CONSTANT_TENSOR_ALIGNMENT)
         return idx
 
-    def constant(self, t: torch.Tensor, datatype=None, quant=None) -> int:
-        """A constant value holding `t`'s elements; `datatype`/`quant` for quantized integers."""
+    def constant(self, t: torch.Tensor, datatype=None, quant=None, dims=None) -> int:
+        """A constant value holding `t`'s elements; `datatype`/`quant` for quantized integers, `dims`
+        when the bytes are packed (int4)."""
         t = t.detach().contiguous()
         if t.dtype not in _DTYPES and datatype is None:
             t = t.to(torch.float32)
         idx = self._data(t)
         datatype = datatype or self.dtype(t)
-        vkey = (idx, tuple(t.shape), datatype, repr(quant))
+        dims = list(t.shape) if dims is None else list(dims)
+        vkey = (idx, tuple(dims), datatype, repr(quant))
         vid = self._const_vals.get(vkey)
         if vid is None:
-            vid = self._const_vals[vkey] = self._define(list(t.shape), datatype, quant, constant_idx=idx)
+            vid = self._const_vals[vkey] = self._define(dims, datatype, quant, constant_idx=idx)
         return vid
+
+    def quantized_constant(self, t: torch.Tensor, params, channel_dim: Optional[int] = None) -> int:
+        """An int8 (or, packed two to a byte, int4) constant with its quantization."""
+        datatype, quant = self.quant_type(params, channel_dim)
+        if not params.int4:
+            return self.constant(t, datatype, quant)
+        if t.dim() != 2 or t.shape[1] % 2:
+            raise ExportError(f"XNNPACK: an int4 weight of shape {list(t.shape)} reached the payload writer; "
+                              "int4 weights are 2-D with an even number of input channels")
+        # XNNPACK's int4 weights: zero point 8, two values a byte along the input channels, the
+        # even-indexed one in the low nibble.
+        u = (t.to(torch.int16) + 8).to(torch.uint8).reshape(-1)
+        packed = (u[1::2] << 4 | u[::2]).reshape(t.shape[0], t.shape[1] // 2)
+        return self.constant(packed, datatype, quant, dims=t.shape)
 
     def bias(self, bias: Optional[torch.fx.Node], x: torch.fx.Node, weight: torch.fx.Node) -> int:
         """A GEMM's bias: float as given, or int32 at (input scale x weight scale) when the input and
@@ -212,7 +241,7 @@ class XnnGraphBuilder:
         if bias is None:
             return INVALID
         xp, wp = x.meta.get("xnn_quant"), weight.meta.get("xnn_quant")
-        if xp is None or wp is None:
+        if xp is None or wp is None or xp.dynamic:
             return self.tensor(bias)
         scale = wp.scale * float(xp.scale)
         lo, hi = -(2 ** 31), 2 ** 31 - 1

@@ -39,7 +39,7 @@ def conv(b: XnnGraphBuilder, node: torch.fx.Node) -> None:
     adj = list(output_padding) if transposed else [0, 0]
     inp = b.tensor(x, NHWC)
     params = w.meta.get("xnn_quant")  # int8 weights: per-channel scales follow the output channels
-    filter_id = b.constant(filt) if params is None else b.constant(filt, *b.quant_type(params, channel_dim))
+    filter_id = b.constant(filt) if params is None else b.quantized_constant(filt, params, channel_dim)
     bias_id = b.bias(bias, x, w)
     out = b.output(node, NHWC)
     b.add(kind(padding_top=padding[0], padding_right=padding[1], padding_bottom=padding[0],

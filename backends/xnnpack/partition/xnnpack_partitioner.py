@@ -19,8 +19,6 @@ from executorch.exir.error import ExportError
 logger = logging.getLogger(__name__)
 
 BACKEND_ID = "XnnpackBackend"
-# The precisions this implementation lowers; asking for another is refused by name.
-_IMPLEMENTED = (ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT)
 
 
 def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
@@ -31,9 +29,6 @@ def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
         if not isinstance(p, ConfigPrecisionType):
             raise ExportError(f"XnnpackPartitioner: config_precisions holds {p!r}; pass ConfigPrecisionType members "
                               "(FP32, STATIC_QUANT, DYNAMIC_QUANT)")
-        if p not in _IMPLEMENTED:
-            raise ExportError(f"XnnpackPartitioner: precision {p.name} is not implemented yet; use "
-                              "ConfigPrecisionType.FP32 or leave config_precisions unset")
     return items
 
 

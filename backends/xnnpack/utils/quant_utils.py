@@ -19,17 +19,20 @@ QUANTIZE_PER_CHANNEL = ("quantize_per_channel.default",)
 DEQUANTIZE_PER_CHANNEL = ("dequantize_per_channel.default",)
 QUANTIZE_PER_TOKEN = ("quantize_per_token.default",)
 DEQUANTIZE_PER_TOKEN = ("dequantize_per_token.default",)
-CHOOSE_QPARAMS = ("choose_qparams.tensor", "choose_qparams_per_token_asymmetric.default")
-QUANTIZE = QUANTIZE_PER_TENSOR + QUANTIZE_PER_CHANNEL + QUANTIZE_PER_TOKEN
-DEQUANTIZE = DEQUANTIZE_PER_TENSOR + DEQUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_TOKEN
+# torchao's affine ops (torchao namespace), as its quantize_ API leaves them in an exported graph.
+QUANTIZE_AFFINE, DEQUANTIZE_AFFINE = ("quantize_affine.default",), ("dequantize_affine.default",)
+CHOOSE_QPARAMS = ("choose_qparams.tensor", "choose_qparams_affine.default")
+QUANTIZE = QUANTIZE_PER_TENSOR + QUANTIZE_PER_CHANNEL + QUANTIZE_PER_TOKEN + QUANTIZE_AFFINE
+DEQUANTIZE = DEQUANTIZE_PER_TENSOR + DEQUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_TOKEN + DEQUANTIZE_AFFINE
+INT4_RANGE = (-8, 7)
 
 
 def qd_name(node) -> str:
-    """`name.overload` of a quantized_decomposed op node ("" for anything else)."""
+    """`name.overload` of a quantized_decomposed or torchao q/dq op node ("" for anything else)."""
     if not isinstance(node, torch.fx.Node) or node.op != "call_function":
         return ""
     target = node.target
-    if getattr(target, "namespace", None) != "quantized_decomposed":
+    if getattr(target, "namespace", None) not in ("quantized_decomposed", "torchao"):
         return ""
     return getattr(target, "__name__", "")
 
@@ -53,6 +56,8 @@ def is_dynamic(node) -> bool:
     name = qd_name(node)
     if name in QUANTIZE_PER_TOKEN + DEQUANTIZE_PER_TOKEN:
         return True
+    if name in QUANTIZE_AFFINE + DEQUANTIZE_AFFINE:
+        return choose_qparams_of(node) is not None
     return name in ("quantize_per_tensor.tensor", "dequantize_per_tensor.tensor") and all(
         isinstance(a, torch.fx.Node) for a in node.args[1:3])
 
@@ -67,13 +72,21 @@ class QParams:
     qmax: int
     dtype: torch.dtype
     axis: Optional[int] = None  # per channel: the channel dim
+    group_size: int = 0  # per channel and group: input channels per scale (scale is [out, in / group])
+    dynamic: bool = False  # computed per row at run time (XNNPACK's qdint8)
 
     @property
     def per_channel(self) -> bool:
         return self.axis is not None
 
+    @property
+    def int4(self) -> bool:
+        return self.dtype == torch.int8 and (self.qmin, self.qmax) == INT4_RANGE
+
     def key(self) -> tuple:
         """A value to compare two parameter sets by."""
+        if self.dynamic:
+            return ("dynamic",)
         if self.per_channel:
             return (self.axis, tuple(self.scale.tolist()), tuple(self.zero_point.tolist()), self.qmin, self.qmax)
         return (float(self.scale), int(self.zero_point), self.qmin, self.qmax, self.dtype)
@@ -104,7 +117,66 @@ def static_params(node: torch.fx.Node, tensor_of: Callable[[torch.fx.Node], Opti
             return None
         axis, qmin, qmax, dtype = node.args[3:7]
         return QParams(scale.to(torch.float32), zp.to(torch.int32), int(qmin), int(qmax), dtype, axis=int(axis))
+    if name in DEQUANTIZE_AFFINE:
+        return _affine_weight_params(node, tensor_of)
     return None
+
+
+DYNAMIC = QParams(0.0, 0, INT8_RANGE[0], INT8_RANGE[1], torch.int8, dynamic=True)
+
+
+def _affine_weight_params(node, tensor_of) -> Optional[QParams]:
+    """torchao's weight dequantize: symmetric int8 or int4 values, blocks of one output channel by
+    `group` input channels (a group the whole row: per channel)."""
+    qdata, block, scale, zp, dtype, qmin, qmax = node.args[:7]
+    w, scale, zp = tensor_of(qdata), tensor_of(scale), tensor_of(zp)
+    if w is None or scale is None or w.dim() != 2 or list(block)[0] != 1 or dtype != torch.int8:
+        return None
+    if zp is not None and bool(zp.ne(0).any()):
+        return None
+    out, k = w.shape
+    group = int(block[1])
+    if k % group or scale.numel() != out * (k // group):
+        return None
+    zero = torch.zeros(out, dtype=torch.int32)
+    if group == k:
+        return QParams(scale.reshape(out).to(torch.float32), zero, int(qmin), int(qmax), dtype, axis=0)
+    return QParams(scale.reshape(out, k // group).to(torch.float32), zero, int(qmin), int(qmax), dtype, axis=0,
+                   group_size=group)
+
+
+def choose_qparams_of(node) -> Optional[torch.fx.Node]:
+    """The choose_qparams node whose (scale, zero point) getitems a dynamic q/dq reads, else None."""
+    name = qd_name(node)
+    if name in QUANTIZE_AFFINE + DEQUANTIZE_AFFINE:
+        scale, zp = node.args[2:4]
+    elif name in ("quantize_per_tensor.tensor", "dequantize_per_tensor.tensor"):
+        scale, zp = node.args[1:3]
+    else:
+        return None
+    if not all(isinstance(a, torch.fx.Node) and a.target is operator.getitem for a in (scale, zp)):
+        return None
+    source = scale.args[0]
+    return source if zp.args[0] is source and qd_name(source) in CHOOSE_QPARAMS else None
+
+
+def dynamic_activation(dq) -> Optional[list]:
+    """[dq, q, scale getitem, zero-point getitem, choose_qparams] of an activation quantized per row
+    at run time to int8 (XNNPACK's qdint8), or None."""
+    if not is_dequant(dq) or not isinstance(dq.args[0], torch.fx.Node):
+        return None
+    q = dq.args[0]
+    choose = choose_qparams_of(q)
+    if not is_quant(q) or choose is None or choose_qparams_of(dq) is not choose or choose.args[0] is not q.args[0]:
+        return None
+    if qd_name(q) in QUANTIZE_AFFINE:
+        block, x = list(q.args[1]), q.args[0].meta["val"]
+        if block != [1] * (x.dim() - 1) + [x.shape[-1]] or q.args[4:7] != (torch.int8, *INT8_RANGE):
+            return None
+    elif tuple(q.args[3:6]) != (*INT8_RANGE, torch.int8):
+        return None
+    return [dq, q, q.args[2 if qd_name(q) in QUANTIZE_AFFINE else 1],
+            q.args[3 if qd_name(q) in QUANTIZE_AFFINE else 2], choose]
 
 
 def int8_static(node) -> bool:

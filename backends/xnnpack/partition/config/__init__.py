@@ -261,6 +261,52 @@ class DeQuantizedPerTensorConfig(_QuantDequantConfig):
     target_name = "dequantize_per_tensor.default"
 
 
+class _AffineConfig(XNNPartitionerConfig):
+    """torchao's affine q/dq ops, kept whole through to_edge where a dynamically quantized linear
+    claims them (its own config takes them as its dependencies)."""
+
+    def supported_precision_types(self):
+        return [ConfigPrecisionType.DYNAMIC_QUANT]
+
+    def get_original_aten(self):
+        ns = getattr(torch.ops, "torchao")
+        return getattr(ns, self.target_name.split(".")[0]).default if hasattr(ns, self.target_name.split(".")[0]) \
+            else None
+
+    def check_constraints(self, node, ep):
+        if ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types:
+            return False
+        linear = LinearConfig()
+        linear.set_enabled_precision_types([ConfigPrecisionType.DYNAMIC_QUANT])
+        seen, todo = set(), [node]
+        for _ in range(4):  # choose_qparams -> getitem -> q -> dq -> linear
+            todo = [u for n in todo for u in n.users if u not in seen]
+            seen.update(todo)
+            for user in todo:
+                if getattr(user.target, "__name__", "") == "linear.default" and node in (
+                        linear.quantized_deps(user, ep) or ()):
+                    return True
+        return False
+
+    def quantized_deps(self, node, ep):
+        return None
+
+    def get_partition(self, node, ep):
+        return []
+
+
+class ChooseQParamsAffineConfig(_AffineConfig):
+    target_name = "choose_qparams_affine.default"
+
+
+class QuantizeAffineConfig(_AffineConfig):
+    target_name = "quantize_affine.default"
+
+
+class DeQuantizeAffineConfig(_AffineConfig):
+    target_name = "dequantize_affine.default"
+
+
 # The table ---------------------------------------------------------------------------------------
 
 aten = torch.ops.aten
@@ -325,11 +371,11 @@ ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8)
 
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
-    CeilConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
-    DeQuantizedPerTensorConfig, DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
+    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
     LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
-    MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizedPerTensorConfig,
+    MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizeAffineConfig, QuantizedPerTensorConfig,
     ReciprocalSquareRootConfig, ReLUConfig,
     SelectCopyConfig, SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig, SubConfig,
     TanhConfig, ToDimOrderCopyConfig, UnsqueezeCopyConfig, ViewCopyConfig,

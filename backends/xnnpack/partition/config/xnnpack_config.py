@@ -29,6 +29,33 @@ def _tensor_ok(val) -> bool:
     return all(isinstance(d, int) and d > 0 for d in val.shape)
 
 
+def _constant_like(ep: ExportedProgram, node) -> bool:
+    """A constant, or a part of a tensor-subclass constant (torchao's quantized weights before to_edge
+    unwraps them)."""
+    if is_param_node(ep, node):
+        return True
+    return (node.op == "call_function"
+            and getattr(node.target, "__name__", "") == "access_subclass_inner_tensor.default"
+            and is_param_node(ep, node.args[0]))
+
+
+def _dynamic_weight(w, ep: ExportedProgram) -> bool:
+    """int8 per output channel (pt2e), or torchao's int8/int4 per channel or per group of a multiple
+    of 32 input channels (what XNNPACK's blockwise kernels take); constant data and scales."""
+    name = qu.qd_name(w)
+    if name in qu.DEQUANTIZE_PER_CHANNEL:
+        return qu.int8_static(w) and w.args[3] == 0 and all(_constant_like(ep, a) for a in w.all_input_nodes)
+    if name not in qu.DEQUANTIZE_AFFINE or len(w.args) < 7 or w.meta["val"].dim() != 2:
+        return False
+    _qdata, block, _scale, _zp, dtype, qmin, qmax = w.args[:7]
+    k = w.meta["val"].shape[1]
+    if dtype != torch.int8 or (qmin, qmax) not in (qu.INT4_RANGE, qu.INT8_RANGE, (-127, 127)):
+        return False
+    if len(block) != 2 or block[0] != 1 or not (block[1] == k or (block[1] % 32 == 0 and (qmin, qmax) == qu.INT4_RANGE)):
+        return False  # XNNPACK's blockwise weights are int4 only
+    return all(_constant_like(ep, a) for a in w.all_input_nodes)
+
+
 class XNNPartitionerConfig:
     """Subclasses name `target_name` (the op overload's `name.overload`), the precisions they take,
     and may add `check_constraints`; `get_node_and_deps` returns the nodes claimed together."""
@@ -76,8 +103,9 @@ class XNNPartitionerConfig:
         """The nodes a statically quantized `node` (dq inputs -> node -> [activation] -> int8 q) is
         claimed with: its dq inputs, its weight's dq and constants, its bias, the activation and the q.
         None when the node is not in that pattern or STATIC_QUANT is not enabled."""
-        if ConfigPrecisionType.STATIC_QUANT not in self.enabled_precision_types:
-            return None
+        dynamic = self._dynamic_deps(node, ep)
+        if dynamic is not None or ConfigPrecisionType.STATIC_QUANT not in self.enabled_precision_types:
+            return dynamic
         q = qu.output_quant(node)
         if q is None or not qu.int8_static(q) or not self.check_quantized(node):
             return None
@@ -106,6 +134,26 @@ class XNNPartitionerConfig:
                     deps.append(a)
                 else:
                     return None
+        return deps
+
+    def _dynamic_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
+        """A fully connected layer on activations quantized per row at run time (choose_qparams -> q
+        -> dq) with int8 per-channel or int4 per-channel/group weights (QD8): those nodes, the
+        weight's dq and constants, the bias."""
+        if (ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types or self.gemm_args is None
+                or getattr(node.target, "__name__", "") != "linear.default"):
+            return None
+        act, weight, bias = self.gemm_args
+        chain = qu.dynamic_activation(node.args[act])
+        w = node.args[weight]
+        if chain is None or not _dynamic_weight(w, ep):
+            return None
+        deps = chain + [w, *[a for a in w.all_input_nodes]]
+        b = node.args[bias] if len(node.args) > bias else None
+        if b is not None:
+            if not (is_param_node(ep, b) and b.meta["val"].dim() == 1):
+                return None
+            deps.append(b)
         return deps
 
     def get_partition(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
