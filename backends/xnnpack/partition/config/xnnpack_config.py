@@ -30,10 +30,13 @@ def _tensor_ok(val) -> bool:
 
 
 def _constant_like(ep: ExportedProgram, node) -> bool:
-    """A constant, or a part of a tensor-subclass constant (torchao's quantized weights before to_edge
-    unwraps them)."""
+    """A constant, or a part of a tensor-subclass constant: torchao's quantized weights before to_edge
+    unwraps them, and the placeholders unwrapping makes (ops_to_not_decompose's filter sees the graph
+    after that retrace with the program from before it: any placeholder but a user input)."""
     if is_param_node(ep, node):
         return True
+    if node.op == "placeholder":
+        return node.name not in set(ep.graph_signature.user_inputs)
     return (node.op == "call_function"
             and getattr(node.target, "__name__", "") == "access_subclass_inner_tensor.default"
             and is_param_node(ep, node.args[0]))
