@@ -269,9 +269,8 @@ class _AffineConfig(XNNPartitionerConfig):
         return [ConfigPrecisionType.DYNAMIC_QUANT]
 
     def get_original_aten(self):
-        ns = getattr(torch.ops, "torchao")
-        return getattr(ns, self.target_name.split(".")[0]).default if hasattr(ns, self.target_name.split(".")[0]) \
-            else None
+        packet = getattr(torch.ops.torchao, self.target_name.split(".")[0], None)  # None until torchao is imported
+        return None if packet is None else packet.default
 
     def check_constraints(self, node, ep):
         if ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types:
