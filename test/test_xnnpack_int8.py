@@ -177,11 +177,12 @@ def _scale_first_per_tensor(pte: bytes, factor: float) -> bytes:
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "transformer_encoder"])
-def test_the_int8_gate_fails_on_a_scale_five_percent_off(zoo, reference_runtime, tmp_path, name):
+def test_the_int8_gate_fails_on_a_scale_five_percent_off(zoo, name):
+    # On the Python engine (the published runtime's outputs, above): the published runtime refuses
+    # MobileNetV2 so changed outright, its first convolution's bias scale no longer input x weight scale.
     d = zoo["data"][name]
-    wrong = tmp_path / "wrong.pte"
-    wrong.write_bytes(_scale_first_per_tensor((zoo["root"] / f"{name}.pte").read_bytes(), 1.05))
-    got = _flat(reference_runtime.run(wrong, d["inputs"], tmp_path))
+    wrong = _scale_first_per_tensor((zoo["root"] / f"{name}.pte").read_bytes(), 1.05)
+    got = _flat(ENGINES["python"].load_program(wrong).load_method("forward").execute(list(d["inputs"])))
     theirs = _published_run(zoo, f"{name}_pub")
     assert not compare_outputs(got, theirs, atol=_int8_atol(name, d["eager"], d["converted"])).ok
 

@@ -29,6 +29,13 @@ def _tensor_ok(val) -> bool:
     return all(isinstance(d, int) and d > 0 for d in val.shape)
 
 
+def _static_shapes(node: torch.fx.Node) -> bool:
+    """`node`'s output and tensor inputs have static, non-empty shapes (XNNPACK's values here do)."""
+    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+    vals = [v[0] if isinstance(v, (tuple, list)) else v for v in vals]
+    return all(not isinstance(v, torch.Tensor) or all(isinstance(d, int) and d > 0 for d in v.shape) for v in vals)
+
+
 def _constant_like(ep: ExportedProgram, node) -> bool:
     """A constant, or a part of a tensor-subclass constant: torchao's quantized weights before to_edge
     unwraps them, and the placeholders unwrapping makes (ops_to_not_decompose's filter sees the graph
@@ -106,6 +113,8 @@ class XNNPartitionerConfig:
         """The nodes a statically quantized `node` (dq inputs -> node -> [activation] -> int8 q) is
         claimed with: its dq inputs, its weight's dq and constants, its bias, the activation and the q.
         None when the node is not in that pattern or STATIC_QUANT is not enabled."""
+        if not _static_shapes(node):
+            return None
         dynamic = self._dynamic_deps(node, ep)
         if dynamic is not None or ConfigPrecisionType.STATIC_QUANT not in self.enabled_precision_types:
             return dynamic
