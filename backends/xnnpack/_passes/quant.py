@@ -1,13 +1,7 @@
-"""Quantize/dequantize nodes become value types: after `absorb_quant`, a node whose value XNNPACK
-holds as int8 carries its parameters in `meta["xnn_quant"]` (a `QParams`).
-
-- dq(int8 constant) -> one int8 constant (the weight of a convolution or fully connected node).
-- dq -> op -> [activation] -> q, with an op XNNPACK computes on int8: the op reads the int8 values
-  and writes int8 with the q's parameters; those q/dq nodes disappear.
-- q(dq(v)) at v's parameters is v.
-- choose_qparams -> q -> dq -> linear (per-row dynamic): a Convert to qdint8 the linear reads.
-- Every other q (float32 -> int8) and dq (int8 -> float32) stays and is written as a Convert.
-"""
+"""q/dq nodes become value types: a node XNNPACK holds as int8 carries its `QParams` in
+`meta["xnn_quant"]`. dq(int8 constant) -> an int8 constant; dq -> int8 op -> [activation] -> q -> the
+op on int8 (those q/dq go); q(dq(v)) at v's parameters -> v; choose_qparams -> q -> dq -> linear -> a
+Convert to qdint8 the linear reads; any other q/dq -> a Convert."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from executorch.exir.error import ExportError
 
 aten = torch.ops.aten
 
-# GEMMs: their bias (argument 2) stays a float constant here; the visitor quantizes it to int32.
+# Their bias (argument 2) stays float here; the visitor quantizes it to int32.
 _GEMMS = (aten.convolution.default, aten.linear.default)
 
 

@@ -11,19 +11,15 @@ import torch
 
 aten = torch.ops.aten
 
-# pt2e's q/dq ops by `name.overload` in the quantized_decomposed namespace (matched by name: torch
-# registers them only once torch.ao or torchao's quantization is imported).
+# q/dq ops by `name.overload` (torch registers them only once its or torchao's quantization is imported).
 QUANTIZE_PER_TENSOR = ("quantize_per_tensor.default", "quantize_per_tensor.tensor")
 DEQUANTIZE_PER_TENSOR = ("dequantize_per_tensor.default", "dequantize_per_tensor.tensor")
 QUANTIZE_PER_CHANNEL = ("quantize_per_channel.default",)
 DEQUANTIZE_PER_CHANNEL = ("dequantize_per_channel.default",)
-QUANTIZE_PER_TOKEN = ("quantize_per_token.default",)
-DEQUANTIZE_PER_TOKEN = ("dequantize_per_token.default",)
-# torchao's affine ops (torchao namespace), as its quantize_ API leaves them in an exported graph.
 QUANTIZE_AFFINE, DEQUANTIZE_AFFINE = ("quantize_affine.default",), ("dequantize_affine.default",)
 CHOOSE_QPARAMS = ("choose_qparams.tensor", "choose_qparams_affine.default")
-QUANTIZE = QUANTIZE_PER_TENSOR + QUANTIZE_PER_CHANNEL + QUANTIZE_PER_TOKEN + QUANTIZE_AFFINE
-DEQUANTIZE = DEQUANTIZE_PER_TENSOR + DEQUANTIZE_PER_CHANNEL + DEQUANTIZE_PER_TOKEN + DEQUANTIZE_AFFINE
+QUANTIZE = QUANTIZE_PER_TENSOR + QUANTIZE_PER_CHANNEL + QUANTIZE_AFFINE
+DEQUANTIZE = DEQUANTIZE_PER_TENSOR + DEQUANTIZE_PER_CHANNEL + DEQUANTIZE_AFFINE
 INT4_RANGE = (-8, 7)
 
 
@@ -54,8 +50,6 @@ def is_dequant(node) -> bool:
 def is_dynamic(node) -> bool:
     """A q/dq whose parameters are computed at run time (choose_qparams feeds them)."""
     name = qd_name(node)
-    if name in QUANTIZE_PER_TOKEN + DEQUANTIZE_PER_TOKEN:
-        return True
     if name in QUANTIZE_AFFINE + DEQUANTIZE_AFFINE:
         return choose_qparams_of(node) is not None
     return name in ("quantize_per_tensor.tensor", "dequantize_per_tensor.tensor") and all(

@@ -225,8 +225,7 @@ def _q_pass(check: Check):
 
 
 def _q_dq_int8(node, ep) -> bool:
-    """A per-tensor quantize/dequantize between float32 and int8 with constant parameters: it
-    becomes an XNNPACK Convert where no quantized op takes it in."""
+    """A per-tensor float32 <-> int8 q/dq with constant parameters (a Convert where no int8 op takes it)."""
     if not qu.int8_static(node) or qu.qd_name(node) not in qu.QUANTIZE_PER_TENSOR + qu.DEQUANTIZE_PER_TENSOR:
         return False
     if any(isinstance(a, torch.fx.Node) for a in node.args[1:]):
@@ -262,8 +261,7 @@ class DeQuantizedPerTensorConfig(_QuantDequantConfig):
 
 
 class _AffineConfig(XNNPartitionerConfig):
-    """torchao's affine q/dq ops, kept whole through to_edge where a dynamically quantized linear
-    claims them (its own config takes them as its dependencies)."""
+    """torchao's affine q/dq ops: kept whole where a QD8 linear claims them as its dependencies."""
 
     def supported_precision_types(self):
         return [ConfigPrecisionType.DYNAMIC_QUANT]

@@ -37,9 +37,8 @@ def _static_shapes(node: torch.fx.Node) -> bool:
 
 
 def _constant_like(ep: ExportedProgram, node) -> bool:
-    """A constant, or a part of a tensor-subclass constant: torchao's quantized weights before to_edge
-    unwraps them, and the placeholders unwrapping makes (ops_to_not_decompose's filter sees the graph
-    after that retrace with the program from before it: any placeholder but a user input)."""
+    """A constant, or part of a tensor-subclass one (torchao's weights; after to_edge unwraps them the
+    keep filter sees new placeholders with the old program: any placeholder but a user input)."""
     if is_param_node(ep, node):
         return True
     if node.op == "placeholder":
@@ -50,8 +49,8 @@ def _constant_like(ep: ExportedProgram, node) -> bool:
 
 
 def _dynamic_weight(w, ep: ExportedProgram) -> bool:
-    """int8 per output channel (pt2e), or torchao's int8/int4 per channel or per group of a multiple
-    of 32 input channels (what XNNPACK's blockwise kernels take); constant data and scales."""
+    """Constant int8 per-channel weights, or torchao's int8/int4 per channel or int4 per group of a
+    multiple of 32 input channels."""
     name = qu.qd_name(w)
     if name in qu.DEQUANTIZE_PER_CHANNEL:
         return qu.int8_static(w) and w.args[3] == 0 and all(_constant_like(ep, a) for a in w.all_input_nodes)
@@ -110,9 +109,8 @@ class XNNPartitionerConfig:
         return True
 
     def quantized_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
-        """The nodes a statically quantized `node` (dq inputs -> node -> [activation] -> int8 q) is
-        claimed with: its dq inputs, its weight's dq and constants, its bias, the activation and the q.
-        None when the node is not in that pattern or STATIC_QUANT is not enabled."""
+        """What a quantized `node` is claimed with (QS8: dq inputs, weight dq and constants, bias,
+        activation, q; QD8: see _dynamic_deps); None when it is no enabled quantized pattern."""
         if not _static_shapes(node):
             return None
         dynamic = self._dynamic_deps(node, ep)
@@ -149,9 +147,7 @@ class XNNPartitionerConfig:
         return deps
 
     def _dynamic_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
-        """A fully connected layer on activations quantized per row at run time (choose_qparams -> q
-        -> dq) with int8 per-channel or int4 per-channel/group weights (QD8): those nodes, the
-        weight's dq and constants, the bias."""
+        """QD8 linear: choose_qparams -> q -> dq activations, the weight's dq and constants, the bias."""
         if (ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types or self.gemm_args is None
                 or getattr(node.target, "__name__", "") != "linear.default"):
             return None
