@@ -17,7 +17,6 @@ from xnnpack_structure import structure  # noqa: E402
 
 from executorch.backends.xnnpack import XnnpackPartitioner  # noqa: E402
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS, ConvolutionConfig  # noqa: E402
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType  # noqa: E402
 from executorch.devtools.compare import assert_outputs_close  # noqa: E402
 from executorch.examples.models import MODELS  # noqa: E402
 from executorch.exir import to_edge_transform_and_lower  # noqa: E402
@@ -155,7 +154,6 @@ def test_configs_narrow_what_is_claimed(tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "names"), [
-    ({"config_precisions": ConfigPrecisionType.DYNAMIC_QUANT}, "DYNAMIC_QUANT"),
     ({"config_precisions": ["fp32"]}, "'fp32'"),
     ({"configs": [int]}, "int"),
     ({"force_non_static_weights_for_f32_linear": True}, "force_non_static_weights_for_f32_linear"),

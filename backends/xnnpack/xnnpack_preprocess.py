@@ -8,7 +8,7 @@ from torch import fx
 from torch.export import ExportedProgram
 
 from executorch.backends.xnnpack._passes import XNNPACK_PASSES
-from executorch.backends.xnnpack.operators import visitors
+from executorch.backends.xnnpack.operators import visitor_for
 from executorch.backends.xnnpack.operators.node_visitor import DEFAULT_DEBUG_HANDLE, XnnGraphBuilder
 from executorch.backends.xnnpack.serialization.event_names import event_names
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import serialize_xnnpack_binary
@@ -43,11 +43,10 @@ class XnnpackBackend(BackendDetails):
             rewrite(graph, consts)
         store = NamedDataStore()
         builder = XnnGraphBuilder(graph, consts, store)
-        table = visitors()
         for node in graph.nodes:
             if node.op != "call_function":
                 continue
-            visit = table.get(node.target)
+            visit = visitor_for(node)
             if visit is None:
                 raise ExportError(f"XnnpackBackend: node '{node.name}' ({node.target}) has no XNNPACK form; the "
                                   "partitioner should not have claimed it, please report this")

@@ -10,11 +10,13 @@ from executorch.backends.xnnpack._passes.fold import (
     convert_to_linear, fold_constants, fuse_activations, fuse_batch_norm, remove_first_output_getitems,
     remove_noop_copies,
 )
+from executorch.backends.xnnpack._passes.quant import absorb_quant
 
 XNNPACK_PASSES = [
+    remove_first_output_getitems,
+    absorb_quant,
     convert_to_linear,
     fuse_batch_norm,
-    remove_first_output_getitems,
     remove_noop_copies,
     fold_constants,
     fuse_activations,

@@ -14,7 +14,7 @@ from executorch.backends.xnnpack.operators.op_elementwise import BINARY_WITH_MIN
 aten = torch.ops.aten
 
 
-def _new_constant(graph: fx.Graph, consts: dict, name: str, value: torch.Tensor) -> fx.Node:
+def new_constant(graph: fx.Graph, consts: dict, name: str, value: torch.Tensor) -> fx.Node:
     first = next(iter(graph.nodes))
     with graph.inserting_before(first):
         node = graph.placeholder(name)
@@ -58,8 +58,8 @@ def fuse_batch_norm(graph: fx.Graph, consts: dict) -> None:
         new_w = w * scale.reshape(-1, 1, 1, 1)
         new_b = (b - consts[mean]) * scale + beta_t
         args = list(conv.args)
-        args[1] = _new_constant(graph, consts, f"{conv.name}_bn_weight", new_w)
-        args[2] = _new_constant(graph, consts, f"{conv.name}_bn_bias", new_b)
+        args[1] = new_constant(graph, consts, f"{conv.name}_bn_weight", new_w)
+        args[2] = new_constant(graph, consts, f"{conv.name}_bn_bias", new_b)
         conv.args = tuple(args)
         conv.meta["val"] = bn.meta["val"][0]
         for user in list(bn.users):
@@ -79,6 +79,12 @@ def remove_first_output_getitems(graph: fx.Graph, consts: dict) -> None:
             graph.erase_node(node)
 
 
+def _same_quant(a: fx.Node, b: fx.Node) -> bool:
+    """Both float, or both int8 with the same parameters (one value can stand for the other)."""
+    pa, pb = a.meta.get("xnn_quant"), b.meta.get("xnn_quant")
+    return (pa is None and pb is None) or (pa is not None and pb is not None and pa.key() == pb.key())
+
+
 _NOOP_COPIES = (aten.clone.default, torch.ops.dim_order_ops._clone_dim_order.default,
                 torch.ops.dim_order_ops._to_dim_order_copy.default)
 
@@ -91,7 +97,7 @@ def remove_noop_copies(graph: fx.Graph, consts: dict) -> None:
             node.args[0].meta["val"].shape)
         if node.target not in _NOOP_COPIES and not same_shape:
             continue
-        if any(u.op == "output" for u in node.users):
+        if any(u.op == "output" for u in node.users) or not _same_quant(node, node.args[0]):
             continue
         node.replace_all_uses_with(node.args[0])
         graph.erase_node(node)
@@ -104,11 +110,13 @@ def fold_constants(graph: fx.Graph, consts: dict) -> None:
             continue
         if not all(a in consts for a in node.all_input_nodes) or any(u.op == "output" for u in node.users):
             continue
+        if any("xnn_quant" in a.meta for a in node.all_input_nodes):
+            continue  # int8 constants stay as they are: their parameters live beside them
         args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda a: consts[a])
         value = node.target(*args, **kwargs)
         if not isinstance(value, torch.Tensor):
             continue
-        const = _new_constant(graph, consts, f"{node.name}_folded", value.contiguous())
+        const = new_constant(graph, consts, f"{node.name}_folded", value.contiguous())
         node.replace_all_uses_with(const)
         graph.erase_node(node)
     graph.eliminate_dead_code()
@@ -126,7 +134,7 @@ def fuse_activations(graph: fx.Graph, consts: dict) -> None:
             continue
         src = act.args[0]
         if (not isinstance(src, fx.Node) or src.target not in _FUSES_MIN_MAX or len(src.users) != 1
-                or src.meta["val"].dtype != torch.float32):
+                or src.meta["val"].dtype != torch.float32 or not _same_quant(src, act)):
             continue
         lo, hi = clamp_bounds(act)
         prev = src.meta.get("xnn_output_min_max")

@@ -9,3 +9,15 @@ def visitors() -> dict:
     from executorch.backends.xnnpack.operators.node_visitor import VISITORS
 
     return VISITORS
+
+
+def visitor_for(node):
+    """The visitor writing `node` (None when XNNPACK has no form for it): a quantize/dequantize
+    preprocess left in place is a Convert (pt2e's q/dq ops are matched by name, see quant_utils)."""
+    from executorch.backends.xnnpack.operators.op_elementwise import convert
+    from executorch.backends.xnnpack.utils import quant_utils as qu
+
+    visit = visitors().get(node.target)
+    if visit is None and (qu.is_quant(node) or qu.is_dequant(node)):
+        return convert
+    return visit

@@ -16,6 +16,7 @@ import torch
 
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import CONSTANT_TENSOR_ALIGNMENT
+from executorch.backends.xnnpack.utils.quant_utils import QParams
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir._tensor_data import tensor_bytes
 from executorch.exir.error import ExportError
@@ -74,7 +75,7 @@ class XnnGraphBuilder:
         self._out_ext = {n: len(inputs) + i for i, n in enumerate(outputs)}
         self.graph.num_externs = len(inputs) + len(outputs)
         for i, n in enumerate(inputs):
-            vid = self._define(shape(n), self.dtype(n), external_id=i, flags=xs.XNN_VALUE_FLAG_EXTERNAL_INPUT)
+            vid = self._define(shape(n), *self.value_type(n), external_id=i, flags=xs.XNN_VALUE_FLAG_EXTERNAL_INPUT)
             self.graph.input_ids.append(vid)
             self.values[n] = {NCHW: vid}
             self.native[n] = NCHW
@@ -90,7 +91,40 @@ class XnnGraphBuilder:
             raise ExportError(f"XNNPACK: a {t.dtype} value reached the payload writer; the partitioner takes only "
                               "float32 and float16 tensors") from None
 
-    def _define(self, dims, datatype, *, external_id=INVALID, flags=0, constant_idx=0, quant=None) -> int:
+    def value_type(self, node: torch.fx.Node) -> tuple:
+        """(datatype, quantization parameters or None) of `node`'s value: int8 where a quantize
+        node's parameters were absorbed into it (`meta["xnn_quant"]`), else its float dtype."""
+        params = node.meta.get("xnn_quant")
+        if params is None:
+            return self.dtype(node), None
+        return self.quant_type(params)
+
+    def quant_type(self, params, channel_dim: Optional[int] = None) -> tuple:
+        """(datatype, schema quantization) for `QParams`; per-channel scales go to constant data
+        (`channel_dim` overrides the channel dim, for filters stored in another layout)."""
+        if params.dynamic:
+            return xs.XNNDatatype.xnn_datatype_qdint8, xs.PerTokenDynamicQuant(num_nonbatch_dims=1)
+        if params.group_size:
+            # Blockwise int4: the scales as bfloat16, [out, in / group_size].
+            scale = params.scale.to(torch.bfloat16).contiguous()
+            quant = xs.PerChannelGroupQuant(scale=[], channel_dim=0, group_size=params.group_size,
+                                            scale_buffer_idx=self._data(scale), num_scales=scale.numel())
+            return xs.XNNDatatype.xnn_datatype_qbint4, quant
+        if params.per_channel and params.int4:
+            scale = params.scale.to(torch.float32).contiguous()
+            quant = xs.PerChannelQuant(scale=[], channel_dim=params.axis if channel_dim is None else channel_dim,
+                                       scale_buffer_idx=self._data(scale), num_scales=scale.numel())
+            return xs.XNNDatatype.xnn_datatype_qcint4, quant
+        if params.per_channel:
+            scale = params.scale.to(torch.float32).contiguous()
+            kind = xs.XNNDatatype.xnn_datatype_qcint32 if params.dtype == torch.int32 else xs.XNNDatatype.xnn_datatype_qcint8
+            quant = xs.PerChannelQuant(scale=[], channel_dim=params.axis if channel_dim is None else channel_dim,
+                                       scale_buffer_idx=self._data(scale), num_scales=scale.numel())
+            return kind, quant
+        kind = xs.XNNDatatype.xnn_datatype_qint32 if params.dtype == torch.int32 else xs.XNNDatatype.xnn_datatype_qint8
+        return kind, xs.PerTensorQuant(scale=float(params.scale), zero_point=int(params.zero_point))
+
+    def _define(self, dims, datatype, quant=None, *, external_id=INVALID, flags=0, constant_idx=0) -> int:
         vid = len(self.graph.xvalues)
         dims = [int(d) for d in dims] or [1]
         tv = xs.XNNTensorValue(datatype=datatype, num_dims=len(dims), dims=dims, constant_buffer_idx=constant_idx,
@@ -106,9 +140,9 @@ class XnnGraphBuilder:
         if ext is not None and NCHW in self.values.get(node, {}):
             ext = None
         if ext is None:
-            vid = self._define(dims, self.dtype(node))
+            vid = self._define(dims, *self.value_type(node))
         else:
-            vid = self._define(dims, self.dtype(node), external_id=ext, flags=xs.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
+            vid = self._define(dims, *self.value_type(node), external_id=ext, flags=xs.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
             self.graph.output_ids.append(vid)
         self.values.setdefault(node, {})[layout] = vid
         self.native.setdefault(node, layout)
@@ -130,9 +164,13 @@ class XnnGraphBuilder:
             return have[layout]
         if node in self.consts:
             t = self.consts[node]
+            params = node.meta.get("xnn_quant")
+            channel_dim = None
             if layout == NHWC:
                 t = t.permute(PERM_NCHW_TO_NHWC)
-            vid = self.constant(t)
+                if params is not None and params.per_channel:
+                    channel_dim = PERM_NCHW_TO_NHWC.index(params.axis)
+            vid = self.constant(t) if params is None else self.quantized_constant(t, params, channel_dim)
             self.values.setdefault(node, {})[layout] = vid
             return vid
         if not have:
@@ -153,12 +191,9 @@ class XnnGraphBuilder:
 
     # Constants ------------------------------------------------------------------------------
 
-    def constant(self, t: torch.Tensor, quant=None, datatype=None) -> int:
-        """A constant value holding `t`'s elements (stored once per content, as named data)."""
-        t = t.detach().contiguous()
-        if t.dtype not in _DTYPES and datatype is None:
-            t = t.to(torch.float32)
-        data = tensor_bytes(t)
+    def _data(self, t: torch.Tensor) -> int:
+        """The constant-data index of `t`'s bytes (stored once per content, as named data)."""
+        data = tensor_bytes(t.detach().contiguous())
         if len(data) == 0:
             raise ExportError("XNNPACK: an empty constant reached the payload writer; the partitioner should not "
                               "have taken its node")
@@ -169,12 +204,51 @@ class XnnGraphBuilder:
             self.graph.constant_data.append(xs.ConstantDataOffset(offset=xs.NAMED_DATA_OFFSET, size=len(data),
                                                                  named_key=key))
             self.store.add_named_data(key, data, alignment=CONSTANT_TENSOR_ALIGNMENT)
+        return idx
+
+    def constant(self, t: torch.Tensor, datatype=None, quant=None, dims=None) -> int:
+        """A constant value holding `t`'s elements; `datatype`/`quant` for quantized integers, `dims`
+        when the bytes are packed (int4)."""
+        t = t.detach().contiguous()
+        if t.dtype not in _DTYPES and datatype is None:
+            t = t.to(torch.float32)
+        idx = self._data(t)
         datatype = datatype or self.dtype(t)
-        vkey = (idx, tuple(t.shape), datatype, repr(quant))
+        dims = list(t.shape) if dims is None else list(dims)
+        vkey = (idx, tuple(dims), datatype, repr(quant))
         vid = self._const_vals.get(vkey)
         if vid is None:
-            vid = self._const_vals[vkey] = self._define(list(t.shape), datatype, constant_idx=idx, quant=quant)
+            vid = self._const_vals[vkey] = self._define(dims, datatype, quant, constant_idx=idx)
         return vid
+
+    def quantized_constant(self, t: torch.Tensor, params, channel_dim: Optional[int] = None) -> int:
+        """An int8 (or, packed two to a byte, int4) constant with its quantization."""
+        datatype, quant = self.quant_type(params, channel_dim)
+        if not params.int4:
+            return self.constant(t, datatype, quant)
+        if t.dim() != 2 or t.shape[1] % 2:
+            raise ExportError(f"XNNPACK: an int4 weight of shape {list(t.shape)} reached the payload writer; "
+                              "int4 weights are 2-D with an even number of input channels")
+        # XNNPACK's int4 weights: zero point 8, two values a byte along the input channels, the
+        # even-indexed one in the low nibble.
+        u = (t.to(torch.int16) + 8).to(torch.uint8).reshape(-1)
+        packed = (u[1::2] << 4 | u[::2]).reshape(t.shape[0], t.shape[1] // 2)
+        return self.constant(packed, datatype, quant, dims=t.shape)
+
+    def bias(self, bias: Optional[torch.fx.Node], x: torch.fx.Node, weight: torch.fx.Node) -> int:
+        """A GEMM's bias: float as given, or int32 at (input scale x weight scale) when the input and
+        the weight are int8, as XNNPACK adds it to the integer accumulators."""
+        if bias is None:
+            return INVALID
+        xp, wp = x.meta.get("xnn_quant"), weight.meta.get("xnn_quant")
+        if xp is None or wp is None or xp.dynamic:
+            return self.tensor(bias)
+        scale = wp.scale * float(xp.scale)
+        lo, hi = -(2 ** 31), 2 ** 31 - 1
+        q = torch.round(self.consts[bias].to(torch.float32) / scale).clamp(lo, hi).to(torch.int32)
+        zero = torch.zeros_like(scale, dtype=torch.int32) if wp.per_channel else 0
+        params = QParams(scale, zero, lo, hi, torch.int32, axis=0 if wp.per_channel else None)
+        return self.constant(q, *self.quant_type(params))
 
     def scalar(self, value, like: torch.fx.Node) -> int:
         return self.constant(torch.tensor([value], dtype=node_val(like).dtype))
@@ -204,7 +278,7 @@ class XnnGraphBuilder:
             src = self.tensor(node, NCHW)
             if xs.tensor_value(self.graph.xvalues[src]).external_id != INVALID and src in self.graph.output_ids:
                 continue
-            out = self._define(shape(node), self.dtype(node), external_id=self._out_ext[node],
+            out = self._define(shape(node), *self.value_type(node), external_id=self._out_ext[node],
                                flags=xs.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
             self.graph.output_ids.append(out)
             self.add(xs.XNNCopy(input_id=src, output_id=out))

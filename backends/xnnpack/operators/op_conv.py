@@ -24,19 +24,23 @@ def conv(b: XnnGraphBuilder, node: torch.fx.Node) -> None:
                 .reshape(groups * out_g, kh, kw, in_ch // groups))
         group_in, group_out = in_ch // groups, out_g
         kind = xs.XNNConvTranspose2d
+        channel_dim = 0
     elif is_depthwise(o_i, groups, transposed):
         filt = weight.permute(1, 2, 3, 0)  # [O, 1, kh, kw] -> [1, kh, kw, O]
         group_in, group_out = 1, o_i[0] // groups
         kind = xs.XNNDepthwiseConv2d
+        channel_dim = 3
     else:
         filt = weight.permute(0, 2, 3, 1)  # OIHW -> OHWI
         group_in, group_out = o_i[1], o_i[0] // groups
         kind = xs.XNNConv2d
+        channel_dim = 0
     kh, kw = o_i[2], o_i[3]
     adj = list(output_padding) if transposed else [0, 0]
     inp = b.tensor(x, NHWC)
-    filter_id = b.constant(filt)
-    bias_id = b.constant(b.consts[bias]) if bias is not None else INVALID
+    params = w.meta.get("xnn_quant")  # int8 weights: per-channel scales follow the output channels
+    filter_id = b.constant(filt) if params is None else b.quantized_constant(filt, params, channel_dim)
+    bias_id = b.bias(bias, x, w)
     out = b.output(node, NHWC)
     b.add(kind(padding_top=padding[0], padding_right=padding[1], padding_bottom=padding[0],
                padding_left=padding[1], kernel_height=kh, kernel_width=kw, subsampling_height=stride[0],

@@ -98,6 +98,14 @@ def binary(b: XnnGraphBuilder, node) -> None:
     b.add(_BINARY[node.target](input1_id=a, input2_id=c, output_id=out), node)
 
 
+def convert(b: XnnGraphBuilder, node) -> None:
+    """A quantize or dequantize no int8 op took in: float32 <-> int8 at the node's parameters."""
+    layout = common_layout(b, node, node.args[:1])
+    inp = b.tensor(node.args[0], layout)
+    out = b.output(node, layout)
+    b.add(xs.XNNConvert(input_id=inp, output_id=out), node)
+
+
 @register(aten._softmax.default)
 def softmax(b: XnnGraphBuilder, node) -> None:
     inp = b.tensor(node.args[0])

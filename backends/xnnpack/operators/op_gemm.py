@@ -18,12 +18,14 @@ def fully_connected(b: XnnGraphBuilder, node, x, weight, bias, transposed: bool 
     that is no constant of this partition (a tied weight another partition also reads) is a
     runtime value, which XNNPACK's fully connected takes too."""
     inp = b.tensor(x)
-    if weight in b.consts:
+    if weight in b.consts and "xnn_quant" in weight.meta and not transposed:
+        filter_id, flags = b.tensor(weight), 0
+    elif weight in b.consts:
         w = b.consts[weight]
         filter_id, flags = b.constant(w.t() if transposed else w), 0
     else:
         filter_id, flags = b.tensor(weight), XNN_FLAG_TRANSPOSE_WEIGHTS if transposed else 0
-    bias_id = INVALID if bias is None else b.tensor(bias)
+    bias_id = b.bias(bias, x, weight)
     out = b.output(node)
     b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=bias_id, output_id=out, flags=flags),
           node)

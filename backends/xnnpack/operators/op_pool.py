@@ -68,13 +68,13 @@ def mean(b: XnnGraphBuilder, node) -> None:
         if keepdim:
             out = b.output(node, NHWC)
         else:
-            out = b._define([kept[i] for i in PERM_NCHW_TO_NHWC], b.dtype(node))
+            out = b._define([kept[i] for i in PERM_NCHW_TO_NHWC], *b.value_type(node))
         b.add(xs.XNNGlobalAvgPooling2d(input_id=inp, output_id=out, flags=XNN_FLAG_KEEP_DIMS), node)
     else:
         n = in_dims[-1]
         inp = b.tensor(x)
         filter_id = b.constant(torch.full((1, n), 1.0 / n, dtype=node_val(x).dtype))
-        out = b.output(node) if keepdim else b._define(kept, b.dtype(node))
+        out = b.output(node) if keepdim else b._define(kept, *b.value_type(node))
         b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=INVALID, output_id=out), node)
     if not keepdim:
         # [N, 1, 1, C] in NHWC and [N, C, 1, 1] hold the same bytes, as do [..., 1] and [...].

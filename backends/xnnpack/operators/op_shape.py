@@ -83,7 +83,7 @@ def select_copy(b: XnnGraphBuilder, node) -> None:
     sizes = list(in_dims)
     sizes[dim] = 1
     inp = b.tensor(x)
-    part = b._define(sizes, b.dtype(node))
+    part = b._define(sizes, *b.value_type(node))
     b.add(xs.XNNStaticSlice(num_dims=len(sizes), offsets=offsets, sizes=sizes, input_id=inp, output_id=part), node)
     dims = shape(node) or [1]
     out = b.output(node)
@@ -107,7 +107,7 @@ def cat(b: XnnGraphBuilder, node) -> None:
         else:
             part_dims = list(dims)
             part_dims[axis] = sum(b.graph.xvalues[i].xvalue_union.dims[axis] for i in take)
-            out = b._define(part_dims, b.dtype(node))
+            out = b._define(part_dims, *b.value_type(node))
         kind = _CATS[len(take) - 2]
         padded = take + [0] * (5 - len(take))
         b.add(kind(axis=axis, input1_id=padded[0], input2_id=padded[1], input3_id=padded[2], input4_id=padded[3],

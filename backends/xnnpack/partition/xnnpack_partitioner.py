@@ -12,6 +12,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
+from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.error import ExportError
@@ -19,8 +20,6 @@ from executorch.exir.error import ExportError
 logger = logging.getLogger(__name__)
 
 BACKEND_ID = "XnnpackBackend"
-# The precisions this implementation lowers; asking for another is refused by name.
-_IMPLEMENTED = (ConfigPrecisionType.FP32,)
 
 
 def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
@@ -31,9 +30,6 @@ def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
         if not isinstance(p, ConfigPrecisionType):
             raise ExportError(f"XnnpackPartitioner: config_precisions holds {p!r}; pass ConfigPrecisionType members "
                               "(FP32, STATIC_QUANT, DYNAMIC_QUANT)")
-        if p not in _IMPLEMENTED:
-            raise ExportError(f"XnnpackPartitioner: precision {p.name} is not implemented yet; use "
-                              "ConfigPrecisionType.FP32 or leave config_precisions unset")
     return items
 
 
@@ -88,6 +84,17 @@ class XnnpackPartitioner(Partitioner):
         def claimed(node: torch.fx.Node) -> bool:
             return any(c.check_constraints(node, ep) for c in keep.get(node.target, ()))
 
+        if any(qu.qd_name(n) in qu.QUANTIZE_AFFINE + qu.DEQUANTIZE_AFFINE for n in ep.graph.nodes):
+            # torchao's quantized weights are tensor subclasses: to_edge retraces the whole graph to unwrap
+            # them, and that retrace keeps an op whole everywhere or nowhere, so keep only ops claimed
+            # wherever they occur; a quantized linear needs its affine q/dq ops kept too (all or none).
+            everywhere = {op for op in keep if all(claimed(n) for n in ep.graph.nodes
+                                                   if n.op == "call_function" and n.target == op)}
+            together = {op for op in keep if op == torch.ops.aten.linear.default
+                        or getattr(op, "namespace", None) == "torchao"}
+            if not together <= everywhere:
+                everywhere -= together
+            keep = {op: cs for op, cs in keep.items() if op in everywhere}
         return list(keep), claimed
 
     def _groups(self, ep: ExportedProgram) -> list[list[torch.fx.Node]]:

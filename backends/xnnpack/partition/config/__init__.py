@@ -13,6 +13,7 @@ import torch
 from torch.export import ExportedProgram
 
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
+from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
 
 FP32 = [ConfigPrecisionType.FP32]
@@ -23,11 +24,15 @@ Check = Callable[[torch.fx.Node, ExportedProgram], bool]
 
 
 def _config(name: str, target: str, precisions: list, check: Optional[Check] = None,
-            keep: Optional[torch._ops.OpOverload] = None, deps: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
-    """A config class for one op: `check` narrows what it claims, `keep` is an op kept whole through
-    to_edge for it, `deps(node, ep)` lists nodes claimed with it (None: the node is not taken)."""
+            keep: Optional[torch._ops.OpOverload] = None, deps: Optional[Callable] = None,
+            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
+    """A config class for one op: `check` narrows what it claims in floating point and `qcheck`
+    quantized, `keep` is an op kept whole through to_edge for it, `deps(node, ep)` lists nodes claimed
+    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices."""
 
     def check_constraints(self, node, ep):
+        if self.quantized_deps(node, ep) is not None:
+            return True
         return self.check_common_constraints(node, ep) and (check is None or check(node, ep))
 
     def get_node_and_deps(self, node, ep):
@@ -39,7 +44,9 @@ def _config(name: str, target: str, precisions: list, check: Optional[Check] = N
     body = {"target_name": target, "__doc__": f"Claims `{target}` for XNNPACK.",
             "supported_precision_types": lambda self: list(precisions),
             "check_constraints": check_constraints, "get_node_and_deps": get_node_and_deps,
-            "get_original_aten": lambda self: keep}
+            "get_original_aten": lambda self: keep, "gemm_args": gemm}
+    if qcheck is not None:
+        body["check_quantized"] = lambda self, node: qcheck(node)
     return type(name, (XNNPartitionerConfig,), body)
 
 
@@ -191,25 +198,133 @@ def _same_layout_copy(node, ep) -> bool:
     return node.kwargs.get("dtype") in (None, node.args[0].meta["val"].dtype)
 
 
+def _q_conv(node) -> bool:
+    """2-D convolutions; a transposed one only ungrouped with per-output-channel (dim 1) scales."""
+    w = node.args[1]
+    if w.meta["val"].dim() != 4:
+        return False
+    if node.args[6] and qu.qd_name(w) in qu.DEQUANTIZE_PER_CHANNEL:
+        return node.args[8] == 1 and w.args[3] == 1
+    return True
+
+
+def _q_linear(node) -> bool:
+    """Per-channel weights are scaled along the output dim."""
+    w = node.args[1]
+    return qu.qd_name(w) not in qu.DEQUANTIZE_PER_CHANNEL or w.args[3] == 0
+
+
+def _q_mean(node) -> bool:
+    """Only the mean over H and W (a global average pool) has a quantized form."""
+    dims, rank = _mean_dims(node)
+    return rank == 4 and dims == [2, 3] and node.kwargs.get("dtype") is None
+
+
+def _q_pass(check: Check):
+    return lambda node: check(node, None)
+
+
+def _q_dq_int8(node, ep) -> bool:
+    """A per-tensor float32 <-> int8 q/dq with constant parameters (a Convert where no int8 op takes it)."""
+    if not qu.int8_static(node) or qu.qd_name(node) not in qu.QUANTIZE_PER_TENSOR + qu.DEQUANTIZE_PER_TENSOR:
+        return False
+    if any(isinstance(a, torch.fx.Node) for a in node.args[1:]):
+        return False
+    x = node.args[0]
+    if isinstance(x, torch.fx.Node) and x.op == "placeholder" and is_param_node(ep, x):
+        return False  # a quantized constant: the op reading it takes it as its weight
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and all(isinstance(d, int) and d > 0 for d in val.shape)
+
+
+class _QuantDequantConfig(XNNPartitionerConfig):
+    def supported_precision_types(self):
+        return [ConfigPrecisionType.STATIC_QUANT]
+
+    def check_constraints(self, node, ep):
+        return ConfigPrecisionType.STATIC_QUANT in self.enabled_precision_types and _q_dq_int8(node, ep)
+
+    def quantized_deps(self, node, ep):
+        return None
+
+
+class QuantizedPerTensorConfig(_QuantDequantConfig):
+    """Claims `quantize_per_tensor` to int8: a Convert from float32."""
+
+    target_name = "quantize_per_tensor.default"
+
+
+class DeQuantizedPerTensorConfig(_QuantDequantConfig):
+    """Claims `dequantize_per_tensor` from int8: a Convert to float32."""
+
+    target_name = "dequantize_per_tensor.default"
+
+
+class _AffineConfig(XNNPartitionerConfig):
+    """torchao's affine q/dq ops: kept whole where a QD8 linear claims them as its dependencies."""
+
+    def supported_precision_types(self):
+        return [ConfigPrecisionType.DYNAMIC_QUANT]
+
+    def get_original_aten(self):
+        packet = getattr(torch.ops.torchao, self.target_name.split(".")[0], None)  # None until torchao is imported
+        return None if packet is None else packet.default
+
+    def check_constraints(self, node, ep):
+        if ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types:
+            return False
+        linear = LinearConfig()
+        linear.set_enabled_precision_types([ConfigPrecisionType.DYNAMIC_QUANT])
+        seen, todo = set(), [node]
+        for _ in range(4):  # choose_qparams -> getitem -> q -> dq -> linear
+            todo = [u for n in todo for u in n.users if u not in seen]
+            seen.update(todo)
+            for user in todo:
+                if getattr(user.target, "__name__", "") == "linear.default" and node in (
+                        linear.quantized_deps(user, ep) or ()):
+                    return True
+        return False
+
+    def quantized_deps(self, node, ep):
+        return None
+
+    def get_partition(self, node, ep):
+        return []
+
+
+class ChooseQParamsAffineConfig(_AffineConfig):
+    target_name = "choose_qparams_affine.default"
+
+
+class QuantizeAffineConfig(_AffineConfig):
+    target_name = "quantize_affine.default"
+
+
+class DeQuantizeAffineConfig(_AffineConfig):
+    target_name = "dequantize_affine.default"
+
+
 # The table ---------------------------------------------------------------------------------------
 
 aten = torch.ops.aten
 
 AbsConfig = _config("AbsConfig", "abs.default", FP32)
-AddConfig = _config("AddConfig", "add.Tensor", FP32_QS8, _alpha_one)
+AddConfig = _config("AddConfig", "add.Tensor", FP32_QS8, _alpha_one, qcheck=_q_pass(_alpha_one))
 AddScalarConfig = _config("AddScalarConfig", "add.Scalar", FP32, _alpha_one)
 AddmmConfig = _config("AddmmConfig", "addmm.default", GEMM, _gemm)
 AvgPoolingConfig = _config("AvgPoolingConfig", "avg_pool2d.default", FP32, _avg_pool)
 BatchNormConfig = _config("BatchNormConfig", "_native_batch_norm_legit_no_training.default", FP32,
                           deps=_batch_norm_deps)
 BMMConfig = _config("BMMConfig", "bmm.default", FP32)
-CatConfig = _config("CatConfig", "cat.default", FP32_QS8, _cat)
+CatConfig = _config("CatConfig", "cat.default", FP32_QS8, _cat, qcheck=_q_pass(_cat))
 CeilConfig = _config("CeilConfig", "ceil.default", FP32)
 ClampConfig = _config("ClampConfig", "clamp.default", FP32_QS8)
-CloneConfig = _config("CloneConfig", "clone.default", FP32, _same_layout_copy)
-CloneDimOrderConfig = _config("CloneDimOrderConfig", "_clone_dim_order.default", FP32, _same_layout_copy)
+CloneConfig = _config("CloneConfig", "clone.default", FP32_QS8, _same_layout_copy,
+                      qcheck=_q_pass(_same_layout_copy))
+CloneDimOrderConfig = _config("CloneDimOrderConfig", "_clone_dim_order.default", FP32_QS8, _same_layout_copy,
+                              qcheck=_q_pass(_same_layout_copy))
 ConstantPadConfig = _config("ConstantPadConfig", "constant_pad_nd.default", FP32, _pad)
-ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv)
+ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv)
 CosConfig = _config("CosConfig", "cos.default", FP32)
 DivConfig = _config("DivConfig", "div.Tensor", FP32)
 ExpConfig = _config("ExpConfig", "exp.default", FP32)
@@ -219,13 +334,15 @@ HardswishConfig = _config("HardswishConfig", "hardswish.default", FP32, keep=ate
 LayerNormConfig = _config("LayerNormConfig", "native_layer_norm.default", FP32, deps=_layer_norm_deps)
 HardtanhConfig = _config("HardtanhConfig", "hardtanh.default", FP32_QS8)
 LeakyReLUConfig = _config("LeakyReLUConfig", "leaky_relu.default", FP32)
-LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=aten.linear.default)
+LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=aten.linear.default, gemm=(0, 1, 2),
+                       qcheck=_q_linear)
 LogConfig = _config("LogConfig", "log.default", FP32)
 MaximumConfig = _config("MaximumConfig", "maximum.default", FP32)
-MaxPool2dConfig = _config("MaxPool2dConfig", "max_pool2d.default", FP32_QS8, _max_pool, keep=aten.max_pool2d.default)
+MaxPool2dConfig = _config("MaxPool2dConfig", "max_pool2d.default", FP32_QS8, _max_pool, keep=aten.max_pool2d.default,
+                          qcheck=_q_pass(_max_pool))
 MaxPool2dWithIndicesConfig = _config("MaxPool2dWithIndicesConfig", "max_pool2d_with_indices.default", FP32_QS8,
-                                     _max_pool, deps=_first_output_only)
-MeanDimConfig = _config("MeanDimConfig", "mean.dim", FP32_QS8, _mean)
+                                     _max_pool, deps=_first_output_only, qcheck=_q_pass(_max_pool))
+MeanDimConfig = _config("MeanDimConfig", "mean.dim", FP32_QS8, _mean, qcheck=_q_mean)
 MinimumConfig = _config("MinimumConfig", "minimum.default", FP32)
 MMConfig = _config("MMConfig", "mm.default", GEMM, _gemm)
 MulConfig = _config("MulConfig", "mul.Tensor", FP32_QS8)
@@ -238,26 +355,50 @@ ReLUConfig = _config("ReLUConfig", "relu.default", FP32_QS8)
 SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8)
 SigmoidConfig = _config("SigmoidConfig", "sigmoid.default", FP32)
 SinConfig = _config("SinConfig", "sin.default", FP32)
-SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice)
+SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice, qcheck=_q_pass(_slice))
 SoftmaxConfig = _config("SoftmaxConfig", "_softmax.default", FP32, _softmax)
 SquareRootConfig = _config("SquareRootConfig", "sqrt.default", FP32)
 SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8)
-SubConfig = _config("SubConfig", "sub.Tensor", FP32_QS8, _alpha_one)
+SubConfig = _config("SubConfig", "sub.Tensor", FP32_QS8, _alpha_one, qcheck=_q_pass(_alpha_one))
 TanhConfig = _config("TanhConfig", "tanh.default", FP32)
-ToDimOrderCopyConfig = _config("ToDimOrderCopyConfig", "_to_dim_order_copy.default", FP32_QS8, _same_layout_copy)
+ToDimOrderCopyConfig = _config("ToDimOrderCopyConfig", "_to_dim_order_copy.default", FP32_QS8, _same_layout_copy,
+                               qcheck=_q_pass(_same_layout_copy))
 UnsqueezeCopyConfig = _config("UnsqueezeCopyConfig", "unsqueeze_copy.default", FP32_QS8)
 ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8)
 
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
-    CeilConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
-    DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
+    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
     LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
-    MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, ReciprocalSquareRootConfig, ReLUConfig,
+    MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizeAffineConfig, QuantizedPerTensorConfig,
+    ReciprocalSquareRootConfig, ReLUConfig,
     SelectCopyConfig, SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig, SubConfig,
     TanhConfig, ToDimOrderCopyConfig, UnsqueezeCopyConfig, ViewCopyConfig,
 ]
 
-__all__ = ["ALL_PARTITIONER_CONFIGS", "ConfigPrecisionType", "XNNPartitionerConfig"] + [
+
+
+def _int8_configs() -> dict:
+    if not _INT8_CONFIGS:
+        for cls in ALL_PARTITIONER_CONFIGS:
+            config = cls()
+            if ConfigPrecisionType.STATIC_QUANT in config.supported_precision_types() and not isinstance(
+                    config, _QuantDequantConfig):
+                _INT8_CONFIGS[cls.target_name] = config
+    return _INT8_CONFIGS
+
+
+_INT8_CONFIGS: dict = {}
+
+
+def computes_in_int8(node: torch.fx.Node) -> bool:
+    """Whether XNNPACK has an int8 form of `node`'s op with its arguments (preprocess asks the
+    same rows the partitioner claimed the node by)."""
+    config = _int8_configs().get(getattr(node.target, "__name__", ""))
+    return config is not None and config.check_quantized(node)
+
+
+__all__ = ["ALL_PARTITIONER_CONFIGS", "computes_in_int8", "ConfigPrecisionType", "XNNPartitionerConfig"] + [
     c.__name__ for c in ALL_PARTITIONER_CONFIGS]

@@ -8,6 +8,8 @@ from typing import Iterable, List, Optional
 import torch
 from torch.export import ExportedProgram
 
+from executorch.backends.xnnpack.utils import quant_utils as qu
+from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.error import ExportError
 
 
@@ -27,11 +29,49 @@ def _tensor_ok(val) -> bool:
     return all(isinstance(d, int) and d > 0 for d in val.shape)
 
 
+def _static_shapes(node: torch.fx.Node) -> bool:
+    """`node`'s output and tensor inputs have static, non-empty shapes (XNNPACK's values here do)."""
+    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+    vals = [v[0] if isinstance(v, (tuple, list)) else v for v in vals]
+    return all(not isinstance(v, torch.Tensor) or all(isinstance(d, int) and d > 0 for d in v.shape) for v in vals)
+
+
+def _constant_like(ep: ExportedProgram, node) -> bool:
+    """A constant, or part of a tensor-subclass one (torchao's weights; after to_edge unwraps them the
+    keep filter sees new placeholders with the old program: any placeholder but a user input)."""
+    if is_param_node(ep, node):
+        return True
+    if node.op == "placeholder":
+        return node.name not in set(ep.graph_signature.user_inputs)
+    return (node.op == "call_function"
+            and getattr(node.target, "__name__", "") == "access_subclass_inner_tensor.default"
+            and is_param_node(ep, node.args[0]))
+
+
+def _dynamic_weight(w, ep: ExportedProgram) -> bool:
+    """Constant int8 per-channel weights, or torchao's int8/int4 per channel or int4 per group of a
+    multiple of 32 input channels."""
+    name = qu.qd_name(w)
+    if name in qu.DEQUANTIZE_PER_CHANNEL:
+        return qu.int8_static(w) and w.args[3] == 0 and all(_constant_like(ep, a) for a in w.all_input_nodes)
+    if name not in qu.DEQUANTIZE_AFFINE or len(w.args) < 7 or w.meta["val"].dim() != 2:
+        return False
+    _qdata, block, _scale, _zp, dtype, qmin, qmax = w.args[:7]
+    k = w.meta["val"].shape[1]
+    if dtype != torch.int8 or (qmin, qmax) not in (qu.INT4_RANGE, qu.INT8_RANGE, (-127, 127)):
+        return False
+    if len(block) != 2 or block[0] != 1 or not (block[1] == k or (block[1] % 32 == 0 and (qmin, qmax) == qu.INT4_RANGE)):
+        return False  # XNNPACK's blockwise weights are int4 only
+    return all(_constant_like(ep, a) for a in w.all_input_nodes)
+
+
 class XNNPartitionerConfig:
     """Subclasses name `target_name` (the op overload's `name.overload`), the precisions they take,
     and may add `check_constraints`; `get_node_and_deps` returns the nodes claimed together."""
 
     target_name: str = ""
+    # (activation, weight, bias) argument indices of a GEMM (convolution, linear); None for other ops.
+    gemm_args: Optional[tuple] = None
 
     def __init__(self, **kwargs) -> None:
         for key in kwargs:
@@ -62,16 +102,79 @@ class XNNPartitionerConfig:
         return len({v.dtype for v in tensors}) == 1
 
     def check_constraints(self, node: torch.fx.Node, ep: ExportedProgram) -> bool:
-        return self.check_common_constraints(node, ep)
+        return self.quantized_deps(node, ep) is not None or self.check_common_constraints(node, ep)
 
-    def get_node_and_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
-        return [node]
+    def check_quantized(self, node: torch.fx.Node) -> bool:
+        """Op-specific limits of the quantized form (beyond the dq -> op -> q pattern)."""
+        return True
+
+    def quantized_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
+        """What a quantized `node` is claimed with (QS8: dq inputs, weight dq and constants, bias,
+        activation, q; QD8: see _dynamic_deps); None when it is no enabled quantized pattern."""
+        if not _static_shapes(node):
+            return None
+        dynamic = self._dynamic_deps(node, ep)
+        if dynamic is not None or ConfigPrecisionType.STATIC_QUANT not in self.enabled_precision_types:
+            return dynamic
+        q = qu.output_quant(node)
+        if q is None or not qu.int8_static(q) or not self.check_quantized(node):
+            return None
+        deps = []
+        cur = node
+        while cur is not q:
+            cur = next(iter(cur.users))
+            deps.append(cur)
+        act, weight, bias = self.gemm_args or (None, None, None)
+        for i, arg in enumerate(node.args):
+            for a in arg if isinstance(arg, (list, tuple)) else [arg]:
+                if not isinstance(a, torch.fx.Node):
+                    continue
+                if i == bias:
+                    if not (is_param_node(ep, a) and a.meta["val"].dim() == 1):
+                        return None
+                    deps.append(a)
+                elif qu.is_dequant(a) and qu.int8_static(a):
+                    consts = a.all_input_nodes[1:]
+                    if i == weight or is_param_node(ep, a.args[0]):
+                        if not is_param_node(ep, a.args[0]) or not all(is_param_node(ep, c) for c in consts):
+                            return None
+                        deps += [a.args[0], *consts]
+                    elif consts or qu.qd_name(a) not in qu.DEQUANTIZE_PER_TENSOR:
+                        return None  # activations are quantized per tensor with constant parameters
+                    deps.append(a)
+                else:
+                    return None
+        return deps
+
+    def _dynamic_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
+        """QD8 linear: choose_qparams -> q -> dq activations, the weight's dq and constants, the bias."""
+        if (ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types or self.gemm_args is None
+                or getattr(node.target, "__name__", "") != "linear.default"):
+            return None
+        act, weight, bias = self.gemm_args
+        chain = qu.dynamic_activation(node.args[act])
+        w = node.args[weight]
+        if chain is None or not _dynamic_weight(w, ep):
+            return None
+        deps = chain + [w, *[a for a in w.all_input_nodes]]
+        b = node.args[bias] if len(node.args) > bias else None
+        if b is not None:
+            if not (is_param_node(ep, b) and b.meta["val"].dim() == 1):
+                return None
+            deps.append(b)
+        return deps
 
     def get_partition(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
         """The nodes claimed with `node` ([] when it is not taken)."""
+        deps = self.quantized_deps(node, ep)
+        if deps is not None:
+            return [node, *deps]
         if not self.check_constraints(node, ep):
             return []
         return self.get_node_and_deps(node, ep)
+
+    def get_node_and_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> List[torch.fx.Node]:
+        return [node]
 
     def get_original_aten(self) -> Optional[torch._ops.OpOverload]:
         """An op kept whole through `to_edge` so this config can claim it (None: the edge op itself)."""

@@ -1,0 +1,170 @@
+"""Dynamically quantized lowering to XNNPACK (QD8): pt2e's dynamic int8 linear layers and torchao's 8da4w
+decoder lowered with our XnnpackPartitioner, run on the published runtime and on both of ours, against
+the published exporter's files for the same models and the quantized modules."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
+from test_xnnpack_int8 import lower, quantize  # noqa: E402
+from xnnpack_structure import structure  # noqa: E402
+
+from executorch.backends.xnnpack import XnnpackDynamicallyQuantizedPartitioner, XnnpackPartitioner  # noqa: E402
+from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs  # noqa: E402
+from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import deserialize_xnnpack_binary  # noqa: E402
+from executorch.devtools.compare import TOLERANCES, assert_outputs_close, compare_outputs  # noqa: E402
+from executorch.exir import to_edge_transform_and_lower  # noqa: E402
+from executorch.exir._serialize._program import read_program  # noqa: E402
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
+                                reason="torchao is not installed (pip install torchao==0.18.0)")
+
+D = xs.XNNDatatype
+ENGINES = project_runtimes()
+HERE = Path(__file__).parent
+LINEAR_STACK = f"{HERE / 'xnnpack_quant_models.py'}:make_linear_stack"
+
+
+def _flat(x) -> list:
+    return tree_flatten(x)[0]
+
+
+def _datatypes(pte: bytes) -> set:
+    program = read_program(pte)
+    graphs = [deserialize_xnnpack_binary(program.segment_data[d.processed.index]).graph
+              for d in program.execution_plan[0].delegates]
+    return {xs.tensor_value(v).datatype for g in graphs for v in g.xvalues}
+
+
+def _load(spec: str):
+    path, _, name = spec.rpartition(":")
+    module_spec = importlib.util.spec_from_file_location("qd8_factory", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, name)()
+
+
+def _quantize_8da4w(model):
+    """torchao's 8da4w as optimum's --qlinear 8da4w and the published script apply it: int8 per-row
+    dynamic activations, int4 weights in groups of 32 (linear layers with whole groups)."""
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+              filter_fn=lambda m, _fqn: isinstance(m, torch.nn.Linear) and m.in_features % 32 == 0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory, reference_runtime) -> dict:
+    """The dynamic int8 linear stack and the 8da4w decoder, lowered here (NAME.pte) and by the published
+    exporter (NAME_pub.pte), both run on the published runtime in one batch."""
+    root = tmp_path_factory.mktemp("xnn_qd8")
+    data = {}
+    model, inputs = _load(LINEAR_STACK)
+    graph = quantize(model, inputs, is_dynamic=True)
+    with torch.no_grad():
+        data["linear_stack"] = {"inputs": inputs, "eager": _flat(model(*inputs)), "reference": _flat(graph(*inputs))}
+    (root / "linear_stack.pte").write_bytes(lower(graph, inputs))
+    reference_runtime.export(LINEAR_STACK, root / "linear_stack_pub.pte", script=HERE / "reference_export_qd8.py")
+
+    model, inputs = load_zoo().MODELS["llama_decoder"]()
+    with torch.no_grad():
+        eager = _flat(model(*inputs))
+        model = _quantize_8da4w(model)
+        data["llama_decoder"] = {"inputs": inputs, "eager": eager, "reference": _flat(model(*inputs))}
+    ep = torch.export.export(model, inputs)
+    program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+    (root / "llama_decoder.pte").write_bytes(program.buffer)
+    reference_runtime.export(zoo_factory_spec("llama_decoder"), root / "llama_decoder_pub.pte",
+                             script=HERE / "reference_export_8da4w.py")
+    names = [s for n in data for s in (n, f"{n}_pub")]
+    for name in names:
+        torch.save(list(data[name.removesuffix("_pub")]["inputs"]), root / f"{name}.in.pt")
+    return {"root": root, "data": data, "failures": reference_runtime.run_batch(root, names)}
+
+
+def _published_run(cases, stem: str) -> list:
+    assert stem not in cases["failures"], cases["failures"][stem]
+    return _flat(torch.load(cases["root"] / f"{stem}.out.pt"))
+
+
+CASES = ["linear_stack", "llama_decoder"]
+# What each case's payload must hold: qdint8 activations and its weights' datatype.
+WEIGHTS = {"linear_stack": D.xnn_datatype_qcint8, "llama_decoder": D.xnn_datatype_qbint4}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_qd8_on_published_runtime_is_the_published_exporters_result(cases, name):
+    d = cases["data"][name]
+    ours, theirs = _published_run(cases, name), _published_run(cases, f"{name}_pub")
+    # Same weights, same per-row quantization at run time, same XNNPACK kernels: float32 tolerance.
+    assert_outputs_close(ours, theirs)
+    # The quantized module computes per-tensor (pt2e) or float32-scaled (torchao) where XNNPACK quantizes
+    # per row with bfloat16 block scales: no further off than the published file, or bfloat16 tolerance.
+    rtol, atol = TOLERANCES[torch.bfloat16]
+    tol = max(compare_outputs(theirs, d["reference"], rtol=0.0, atol=0.0).max_rel_err, atol)
+    assert_outputs_close(ours, d["reference"], rtol=rtol, atol=tol)
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("name", CASES)
+def test_qd8_on_our_engines(cases, name, engine):
+    d = cases["data"][name]
+    pte = (cases["root"] / f"{name}.pte").read_bytes()
+    got = _flat(ENGINES[engine].load_program(pte).load_method("forward").execute(list(d["inputs"])))
+    assert_outputs_close(got, _published_run(cases, name))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_qd8_structure_at_least_as_good_as_published(cases, name):
+    ours = structure(cases["root"] / f"{name}.pte")
+    ref = structure(cases["root"] / f"{name}_pub.pte")
+    assert ours.delegates <= ref.delegates, (ours.delegates, ref.delegates)
+    assert sum(ours.kernel_calls.values()) <= sum(ref.kernel_calls.values()), (ours.kernel_calls, ref.kernel_calls)
+    assert ours.node_kinds["FullyConnected"] >= ref.node_kinds["FullyConnected"], (ours.node_kinds, ref.node_kinds)
+    kinds = _datatypes((cases["root"] / f"{name}.pte").read_bytes())
+    assert {D.xnn_datatype_qdint8, WEIGHTS[name]} <= kinds, kinds
+
+
+def test_the_qd8_gate_fails_on_float_weights(cases):
+    """The float model is further from the quantized module than the tolerance the reference check
+    allows: the gate sees a lowering that dropped the quantization."""
+    d = cases["data"]["llama_decoder"]
+    rtol, atol = TOLERANCES[torch.bfloat16]
+    tol = max(compare_outputs(_published_run(cases, "llama_decoder_pub"), d["reference"], rtol=0.0,
+                              atol=0.0).max_rel_err, atol)
+    assert not compare_outputs(d["eager"], d["reference"], rtol=rtol, atol=tol).ok
+
+
+def test_dynamically_quantized_partitioner_takes_only_the_qd8_linears():
+    model, inputs = _load(LINEAR_STACK)
+    graph = quantize(model, inputs, is_dynamic=True)
+    ep = torch.export.export(graph, inputs)
+    pte = to_edge_transform_and_lower(ep, partitioner=[XnnpackDynamicallyQuantizedPartitioner()]).to_executorch().buffer
+    s = structure_of(pte)
+    assert s.node_kinds["FullyConnected"] == 3 and s.node_kinds["Convert"] == 3, s.node_kinds
+    assert D.xnn_datatype_qdint8 in _datatypes(pte)
+    with torch.no_grad():
+        want = [graph(*inputs)]
+    got = ENGINES["python"].load_program(pte).load_method("forward").execute(list(inputs))
+    rtol, atol = TOLERANCES[torch.bfloat16]
+    assert_outputs_close(got, want, rtol=rtol, atol=max(atol, 2 * compare_outputs(_flat(model(*inputs)), want,
+                                                                                  rtol=0.0, atol=0.0).max_rel_err))
+
+
+def structure_of(pte: bytes):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".pte") as f:
+        f.write(pte)
+        f.flush()
+        return structure(Path(f.name))
