@@ -73,7 +73,7 @@ int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t ke
 }
 
 static bool conv_is_pointwise(const ConvParams& p) {
-  return !p.nchw_input && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.groups == 1;
 }
 
@@ -108,9 +108,6 @@ void conv_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh,
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
             if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
               std::memset(dst, 0, sizeof(float) * p.group_in);
-            } else if (p.nchw_input) {
-              const float* src = in + ((b * c + g * p.group_in) * h + iy) * w + ix;
-              for (int64_t ch = 0; ch < p.group_in; ++ch) dst[ch] = src[ch * h * w];
             } else {
               std::memcpy(dst, in + ((b * h + iy) * w + ix) * c + g * p.group_in, sizeof(float) * p.group_in);
             }
@@ -209,6 +206,13 @@ void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t*
     b_str[d] = b_dims[d] == 1 ? 0 : sb;
     sa *= a_dims[d];
     sb *= b_dims[d];
+  }
+  if (std::equal(a_dims, a_dims + rank, out_dims) && std::equal(b_dims, b_dims + rank, out_dims)) {
+    // Same shapes (residual adds): one flat loop the compiler vectorizes.
+    parallel_for(0, total, kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) out[i] = clampf(f(a[i], b[i]), lo, hi);
+    });
+    return;
   }
   const int64_t lines = total / inner;
   parallel_for(0, lines, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
@@ -360,9 +364,18 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
   const uint8_t* src = static_cast<const uint8_t*>(in);
   uint8_t* dst = static_cast<uint8_t*>(out);
   parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
+    // The outer index of line l0, then stepped like an odometer (no division per line).
+    int64_t idx[kMaxDims] = {}, off = 0, rem = l0;
+    for (int d = rank - 2; d >= 0; --d) idx[d] = rem % out_dims[d], off += idx[d] * str[d], rem /= out_dims[d];
     for (int64_t l = l0; l < l1; ++l) {
-      int64_t rem = l, off = 0;
-      for (int d = rank - 2; d >= 0; --d) off += (rem % out_dims[d]) * str[d], rem /= out_dims[d];
+      if (l != l0) {
+        for (int d = rank - 2; d >= 0; --d) {
+          off += str[d];
+          if (++idx[d] < out_dims[d]) break;
+          off -= idx[d] * str[d];
+          idx[d] = 0;
+        }
+      }
       uint8_t* o = dst + l * inner * elem;
       if (elem == 4) {
         const float* sp = reinterpret_cast<const float*>(src) + off;
@@ -554,6 +567,17 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* out, floa
 void dequantize_rows(const int8_t* q, int64_t rows, int64_t cols, const float* scale, const int32_t* zero_point,
                      float* out) {
   for (int64_t r = 0; r < rows; ++r) dequantize(q + r * cols, cols, scale[r], zero_point[r], true, out + r * cols);
+}
+
+kernels::cpu::Qs8AddQuant add_quant(const Op& op, const Plan& plan) {
+  const Value& a = plan.values[op.in[0]];
+  const Value& b = plan.values[op.in[1]];
+  const Value& y = plan.values[op.out];
+  kernels::cpu::Qs8AddQuant q;
+  q.a_scale = a.scale, q.a_zero_point = a.zero_point;
+  q.b_scale = b.scale, q.b_zero_point = b.zero_point;
+  q.out_scale = y.scale, q.out_zero_point = y.zero_point;
+  return q;
 }
 
 }  // namespace xnnpack

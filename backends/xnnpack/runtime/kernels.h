@@ -7,6 +7,8 @@
 
 #include "backends/xnnpack/runtime/plan.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/pool_nhwc.h"
+#include "kernels/portable/cpu/quantized.h"
 
 namespace executorch {
 namespace backends {
@@ -61,6 +63,9 @@ void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t
 void avg_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const float* in, float* out, float lo, float hi);
 void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo, float hi);
+
+// The QS8 add's parameters: its two inputs' and its output's scales and zero points.
+kernels::cpu::Qs8AddQuant add_quant(const Op& op, const Plan& plan);
 
 // Quantization: round half to even, saturating to [qmin, qmax].
 void quantize(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax, void* out,
