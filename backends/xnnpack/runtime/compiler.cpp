@@ -611,8 +611,43 @@ class Compiler {
         op.qmax = qbound(op.out_max, y, true);
       }
     }
+    fuse_qs8_clamps();
     drop_unread_converts();
     return Error::Ok;
+  }
+
+  // A Clamp on a QS8 value in the same quantization clamps the integers: folded into the int8 op
+  // producing its input when nothing else reads that value, else run on its own in int8.
+  void fuse_qs8_clamps() {
+    std::vector<int> readers(plan_.values.size(), 0);
+    for (const Op& op : plan_.ops) {
+      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
+    }
+    std::vector<Op> kept;
+    kept.reserve(plan_.ops.size());
+    for (Op& op : plan_.ops) {
+      const Value& x = plan_.values[op.in[0]];
+      const Value& y = plan_.values[op.out];
+      if (op.kind != OpKind::kUnary || static_cast<UnaryKind>(op.sub) != UnaryKind::kClamp || x.dtype != DType::kQS8 ||
+          y.dtype != DType::kQS8 || x.scale != y.scale || x.zero_point != y.zero_point || x.rank != y.rank ||
+          !std::equal(x.max_dims, x.max_dims + x.rank, y.max_dims)) {
+        kept.push_back(op);
+        continue;
+      }
+      op.compute = Compute::kQs8;
+      op.qmin = qbound(op.out_min, y, false);
+      op.qmax = qbound(op.out_max, y, true);
+      Op* prev = kept.empty() ? nullptr : &kept.back();
+      if (prev != nullptr && prev->out == op.in[0] && prev->compute == Compute::kQs8 && readers[op.in[0]] == 1 &&
+          !x.is_output && prev->kind != OpKind::kUnary) {
+        prev->qmin = std::max(prev->qmin, op.qmin);
+        prev->qmax = std::min(prev->qmax, op.qmax);
+        prev->out = op.out;
+        continue;
+      }
+      kept.push_back(op);
+    }
+    plan_.ops.swap(kept);
   }
 
   // Whether the int8 kernels take the op's geometry (packing can still refuse bad scales).

@@ -416,6 +416,12 @@ Error run_int8(const Op& op, Plan& plan) {
            cpu::global_avg_pool_nhwc_qs8(a.dims[0], a.dims[1] * a.dims[2], a.dims[3], x, a.scale, a.zero_point, y,
                                          out.scale, out.zero_point, op.qmin, op.qmax);
       break;
+    case OpKind::kUnary: {  // a clamp in one quantization
+      const int64_t n = a.numel();
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], op.qmin), op.qmax);
+      ok = true;
+      break;
+    }
     default: break;
   }
   ET_CHECK_OR_RETURN(ok, Internal, "XnnpackBackend: node %u (%s): the int8 kernel refused its shapes", op.node_index,

@@ -381,6 +381,9 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
         const float* sp = reinterpret_cast<const float*>(src) + off;
         float* op = reinterpret_cast<float*>(o);
         for (int64_t i = 0; i < inner; ++i) op[i] = sp[i * inner_str];
+      } else if (elem == 1) {
+        const uint8_t* sp = src + off;
+        for (int64_t i = 0; i < inner; ++i) o[i] = sp[i * inner_str];
       } else {
         for (int64_t i = 0; i < inner; ++i) std::memcpy(o + i * elem, src + (off + i * inner_str) * elem, elem);
       }
@@ -522,18 +525,31 @@ void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, flo
   });
 }
 
+namespace {
+// Round half to even of x * inv, clamped to [lo, hi] (offsets from the zero point): clamp first,
+// then add and subtract 1.5 * 2^23, which rounds to nearest even in float32 for |v| < 2^22. A NaN
+// maps to 0 (the zero point). Branch-free, so the loop vectorizes.
+template <typename T>
+void quantize_loop(const float* x, int64_t n, float inv, int32_t zero_point, float lo, float hi, T* out) {
+  constexpr float kMagic = 12582912.f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] * inv;
+    v = v == v ? v : 0.f;
+    v = std::min(std::max(v, lo), hi);
+    v = (v + kMagic) - kMagic;
+    out[i] = static_cast<T>(static_cast<int32_t>(v) + zero_point);
+  }
+}
+}  // namespace
+
 void quantize(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax, void* out,
               bool is_signed) {
   const float inv = 1.f / scale;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = std::nearbyint(x[i] * inv) + static_cast<float>(zero_point);
-    v = std::min(std::max(v, static_cast<float>(qmin)), static_cast<float>(qmax));
-    if (v != v) v = static_cast<float>(zero_point);
-    if (is_signed) {
-      static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
-    } else {
-      static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
-    }
+  const float lo = static_cast<float>(qmin - zero_point), hi = static_cast<float>(qmax - zero_point);
+  if (is_signed) {
+    quantize_loop(x, n, inv, zero_point, lo, hi, static_cast<int8_t*>(out));
+  } else {
+    quantize_loop(x, n, inv, zero_point, lo, hi, static_cast<uint8_t*>(out));
   }
 }
 
