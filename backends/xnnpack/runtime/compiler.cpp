@@ -586,12 +586,16 @@ class Compiler {
           break;
         case OpKind::kBinary: {
           const Value& b = plan_.values[op.in[1]];
-          if (static_cast<BinaryKind>(op.sub) == BinaryKind::kAdd && qs8_io && b.dtype == DType::kQS8 &&
-              b.rank == x.rank && std::equal(x.max_dims, x.max_dims + x.rank, b.max_dims) &&
-              kernels::cpu::add_qs8(0, nullptr, nullptr, nullptr, add_quant(op, plan_), -128, 127,
-                                    kernels::cpu::Isa::kBaseline)) {
-            op.compute = Compute::kQs8;
+          const BinaryKind kind = static_cast<BinaryKind>(op.sub);
+          if (!qs8_io || b.dtype != DType::kQS8 ||
+              (kind != BinaryKind::kAdd && kind != BinaryKind::kSub && kind != BinaryKind::kMul)) {
+            break;
           }
+          const Qs8BinaryParams p = qs8_binary_params(kind, x, b, y);
+          if (!p.ok) break;
+          op.compute = Compute::kQs8;
+          op.params[0] = p.a_mul, op.params[1] = p.b_mul, op.params[2] = p.shift, op.params[3] = p.bias;
+          op.alpha = p.scale;
           break;
         }
         case OpKind::kGlobalAvgPool:

@@ -403,12 +403,25 @@ Error run_int8(const Op& op, Plan& plan) {
     }
     case OpKind::kBinary: {
       const Value& b = plan.values[op.in[1]];
-      ET_CHECK_OR_RETURN(b.rank == a.rank && std::equal(a.dims, a.dims + a.rank, b.dims), InvalidArgument,
-                         "XnnpackBackend: node %u (%s) adds int8 values of different shapes in this call; the graph "
-                         "gives them one shape",
-                         op.node_index, op.name);
-      ok = cpu::add_qs8(a.numel(), x, static_cast<const int8_t*>(b.data), y, add_quant(op, plan), op.qmin, op.qmax,
-                        cpu::best_int8_isa());
+      const BinaryKind kind = static_cast<BinaryKind>(op.sub);
+      if (kind == BinaryKind::kAdd && b.rank == a.rank && std::equal(a.dims, a.dims + a.rank, b.dims) &&
+          cpu::add_qs8(a.numel(), x, static_cast<const int8_t*>(b.data), y, add_quant(op, plan), op.qmin, op.qmax,
+                       cpu::best_int8_isa())) {
+        return Error::Ok;
+      }
+      int64_t ad[kMaxDims], bd[kMaxDims];
+      for (int d = 0; d < out.rank; ++d) {
+        const int da = d - (out.rank - a.rank), db = d - (out.rank - b.rank);
+        ad[d] = da >= 0 ? a.dims[da] : 1;
+        bd[d] = db >= 0 ? b.dims[db] : 1;
+      }
+      Qs8BinaryParams p;
+      p.a_mul = static_cast<int32_t>(op.params[0]), p.b_mul = static_cast<int32_t>(op.params[1]);
+      p.shift = static_cast<int32_t>(op.params[2]), p.bias = static_cast<int32_t>(op.params[3]);
+      p.scale = op.alpha;
+      qs8_binary(kind, p, out.rank, ad, x, bd, static_cast<const int8_t*>(b.data), out.dims, y, a.zero_point,
+                 b.zero_point, out.zero_point, op.qmin, op.qmax);
+      ok = true;
       break;
     }
     case OpKind::kGlobalAvgPool:

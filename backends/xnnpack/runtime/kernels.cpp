@@ -190,9 +190,10 @@ void batch_matmul(int rank, const int64_t* a_dims, const int64_t* b_dims, const 
 
 namespace {
 
-template <typename F>
-void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
-                 const int64_t* out_dims, float* out, float lo, float hi, F f) {
+// out = f(a, b) with numpy broadcasting; f gives the stored element (clamp included).
+template <typename T, typename F>
+void broadcast_loop(int rank, const int64_t* a_dims, const T* a, const int64_t* b_dims, const T* b,
+                    const int64_t* out_dims, T* out, F f) {
   int64_t total = 1;
   for (int d = 0; d < rank; ++d) total *= out_dims[d];
   if (total == 0) return;
@@ -210,7 +211,7 @@ void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t*
   if (std::equal(a_dims, a_dims + rank, out_dims) && std::equal(b_dims, b_dims + rank, out_dims)) {
     // Same shapes (residual adds): one flat loop the compiler vectorizes.
     parallel_for(0, total, kGrain, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) out[i] = clampf(f(a[i], b[i]), lo, hi);
+      for (int64_t i = i0; i < i1; ++i) out[i] = f(a[i], b[i]);
     });
     return;
   }
@@ -224,23 +225,30 @@ void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t*
         ao += idx * a_str[d];
         bo += idx * b_str[d];
       }
-      const float* pa = a + ao;
-      const float* pb = b + bo;
-      float* po = out + l * inner;
+      const T* pa = a + ao;
+      const T* pb = b + bo;
+      T* po = out + l * inner;
       if (as && bs) {
-        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(pa[i], pb[i]), lo, hi);
+        for (int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], pb[i]);
       } else if (as) {
-        const float vb = pb[0];
-        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(pa[i], vb), lo, hi);
+        const T vb = pb[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], vb);
       } else if (bs) {
-        const float va = pa[0];
-        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(va, pb[i]), lo, hi);
+        const T va = pa[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = f(va, pb[i]);
       } else {
-        const float v = clampf(f(pa[0], pb[0]), lo, hi);
+        const T v = f(pa[0], pb[0]);
         for (int64_t i = 0; i < inner; ++i) po[i] = v;
       }
     }
   });
+}
+
+template <typename F>
+void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
+                 const int64_t* out_dims, float* out, float lo, float hi, F f) {
+  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out,
+                 [&](float x, float y) { return clampf(f(x, y), lo, hi); });
 }
 
 }  // namespace
@@ -583,6 +591,46 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* out, floa
 void dequantize_rows(const int8_t* q, int64_t rows, int64_t cols, const float* scale, const int32_t* zero_point,
                      float* out) {
   for (int64_t r = 0; r < rows; ++r) dequantize(q + r * cols, cols, scale[r], zero_point[r], true, out + r * cols);
+}
+
+Qs8BinaryParams qs8_binary_params(BinaryKind kind, const Value& a, const Value& b, const Value& y) {
+  Qs8BinaryParams p;
+  if (kind == BinaryKind::kMul) {
+    p.scale = a.scale * b.scale / y.scale;
+    p.ok = std::isfinite(p.scale) && p.scale > 0.f;
+    return p;
+  }
+  const float ra = a.scale / y.scale, rb = (kind == BinaryKind::kSub ? -1.f : 1.f) * (b.scale / y.scale);
+  const float top = std::max(std::fabs(ra), std::fabs(rb));
+  int exponent = 0;
+  std::frexp(top, &exponent);
+  p.shift = 21 - exponent;
+  if (!std::isfinite(top) || p.shift < 12 || p.shift > 30) return p;
+  p.a_mul = static_cast<int32_t>(std::nearbyint(std::ldexp(double(ra), p.shift)));
+  p.b_mul = static_cast<int32_t>(std::nearbyint(std::ldexp(double(rb), p.shift)));
+  p.bias = (int32_t(1) << (p.shift - 1)) - p.a_mul * a.zero_point - p.b_mul * b.zero_point;
+  p.ok = true;
+  return p;
+}
+
+void qs8_binary(BinaryKind kind, const Qs8BinaryParams& p, int rank, const int64_t* a_dims, const int8_t* a,
+                const int64_t* b_dims, const int8_t* b, const int64_t* out_dims, int8_t* out, int32_t a_zp,
+                int32_t b_zp, int32_t out_zp, int8_t qmin, int8_t qmax) {
+  const int32_t lo = qmin - out_zp, hi = qmax - out_zp;
+  if (kind == BinaryKind::kMul) {
+    constexpr float kMagic = 12582912.f;  // round half to even, as quantize()
+    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi), scale = p.scale;
+    broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [=](int8_t x, int8_t y) {
+      float v = static_cast<float>((int32_t(x) - a_zp) * (int32_t(y) - b_zp)) * scale;
+      v = (std::min(std::max(v, flo), fhi) + kMagic) - kMagic;
+      return static_cast<int8_t>(static_cast<int32_t>(v) + out_zp);
+    });
+    return;
+  }
+  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [=](int8_t x, int8_t y) {
+    const int32_t v = (int32_t(x) * p.a_mul + int32_t(y) * p.b_mul + p.bias) >> p.shift;
+    return static_cast<int8_t>(std::min(std::max(v, lo), hi) + out_zp);
+  });
 }
 
 kernels::cpu::Qs8AddQuant add_quant(const Op& op, const Plan& plan) {
