@@ -41,6 +41,9 @@ constexpr uint32_t kFlagKeepDims = 0x40;
 constexpr int64_t kMaxNumel = int64_t(1) << 40;
 constexpr int64_t kMaxWindow = int64_t(1) << 20;
 constexpr size_t kAlign = 64;
+// Activations plus scratch of one delegate: far above what on-device graphs plan (MobileNetV2 needs a
+// few MB), and a bound on what a malformed payload's shapes can make init allocate.
+constexpr size_t kMaxArenaBytes = size_t(2) << 30;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 
@@ -1191,6 +1194,11 @@ class Compiler {
     }
     plan_.arena_bytes = total;
     const size_t all = total + plan_.scratch_bytes + kAlign;
+    ET_CHECK_OR_RETURN(total <= kMaxArenaBytes && plan_.scratch_bytes <= kMaxArenaBytes && all <= kMaxArenaBytes,
+                       MemoryAllocationFailed,
+                       "XnnpackBackend: the graph's activations and scratch need %zu + %zu bytes at their upper-bound "
+                       "shapes, more than the %zu this backend allocates; export with smaller shape bounds",
+                       total, plan_.scratch_bytes, kMaxArenaBytes);
     plan_.arena_storage.reset(new (std::nothrow) uint8_t[all]);
     ET_CHECK_OR_RETURN(plan_.arena_storage != nullptr, MemoryAllocationFailed,
                        "XnnpackBackend: out of memory for %zu bytes of activations", all);
