@@ -11,6 +11,10 @@ def make_mobilenet_v2():
     return _zoo_file("mobilenet_v2").make_mobilenet_v2()
 
 
+def make_resnet18():
+    return _zoo_file("resnet").make_resnet18()
+
+
 def make_resnet50():
     return _zoo_file("resnet").make_resnet50()
 
@@ -51,10 +55,21 @@ def make_lstm():
     return _Lstm().eval(), (torch.randn(1, 32, 256),)
 
 
+def make_llama_100m_token():
+    """A ~100 M-parameter Llama-style decoder (vocab 32000, width 768, 8 layers, 12 heads, 4 KV heads)
+    on one token: the weight traffic of one decode step (this zoo decoder keeps no KV cache)."""
+    llama = _zoo_file("llama_decoder")
+    torch.manual_seed(0)
+    model = llama.LlamaDecoder(vocab=32000, dim=768, layers=8, heads=12, kv_heads=4, hidden=2048, max_seq=64)
+    return model.eval(), (torch.randint(0, 32000, (1, 1)),)
+
+
 MODELS = {
     "mobilenet_v2": make_mobilenet_v2,
+    "resnet18": make_resnet18,
     "resnet50": make_resnet50,
     "vit_small": make_vit_small,
     "transformer_encoder": make_transformer_encoder,
     "lstm": make_lstm,
+    "llama_100m_token": make_llama_100m_token,
 }

@@ -3,7 +3,7 @@ executor's own cost per instruction; prints the figures.
 
     python benchmarks/bench_native.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N] [--published REFPY]
     python benchmarks/bench_native.py --table [--table-models a,b] [--repeat N] [--xnnpack XNNPY]
-    python benchmarks/bench_native.py --same-xnnpack-file XNNPY [--table-models a,b] [--int8] [--repeat N]
+    python benchmarks/bench_native.py --same-xnnpack-file XNNPY [--table-models a,b] [--int8 | --8da4w] [--repeat N]
 
 Without --pte the model is exported with this package's exporter; with it (e.g. a file from
 the published exporter made from the same zoo factory) that file is run. Runs of the three
@@ -213,8 +213,9 @@ def _same_xnnpack_file(args) -> None:
     tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "reference-runtime" / "export_pte.py"
     names = args.table_models.split(",") if args.table_models else ["mobilenet_v2", "resnet50", "vit_small",
                                                                        "transformer_encoder"]
+    kind = "8da4w (quantize_model_)" if args.q8da4w else "int8 (XNNPACKQuantizer)" if args.int8 else "fp32"
     print(f"load average before: {os.getloadavg()}, {len(os.sched_getaffinity(0))} CPUs available, "
-          f"{args.repeat} interleaved runs each, {'int8 (XNNPACKQuantizer)' if args.int8 else 'fp32'}")
+          f"{args.repeat} interleaved runs each, {kind}")
     print("| model | ours 1T | published 1T | ours 2T | published 2T | ours/published 1T | ours/published 2T | check |")
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
@@ -222,7 +223,10 @@ def _same_xnnpack_file(args) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             pte, inp = Path(tmp) / f"{name}.pte", Path(tmp) / "in.pt"
             flags = ["--xnnpack", "--int8"] if args.int8 else ["--xnnpack"]
-            subprocess.run([python, str(tool), f"{Path(__file__).parent / '_bench_models.py'}:"
+            exporter = tool
+            if args.q8da4w:
+                exporter, flags = Path(__file__).resolve().parents[1] / "test" / "fixtures" / "xnnpack" / "export_8da4w.py", []
+            subprocess.run([python, str(exporter), f"{Path(__file__).parent / '_bench_models.py'}:"
                             f"{_bench_models.MODELS[name].__name__}", str(pte), *flags],
                            check=True, capture_output=True, text=True)
             torch.save(list(inputs), inp)
@@ -275,6 +279,9 @@ def main() -> None:
     ap.add_argument("--same-xnnpack-file", metavar="XNNPY",
                     help="time the published exporter's XNNPACK file on both runtimes (XNNPY: the published python)")
     ap.add_argument("--int8", action="store_true", help="with --same-xnnpack-file: quantize first (XNNPACKQuantizer)")
+    ap.add_argument("--8da4w", dest="q8da4w", action="store_true",
+                    help="with --same-xnnpack-file: 8da4w linear layers (the published quantize_model_), e.g. for "
+                         "llama_100m_token (one token: ms per decode step, tok/s = 1000 / ms)")
     args = ap.parse_args()
     if args.same_xnnpack_file:
         _same_xnnpack_file(args)

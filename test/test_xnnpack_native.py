@@ -79,6 +79,21 @@ def test_node_kinds_beyond_the_zoo_run_natively():
     assert_outputs_close(_run(pte, inputs), want)
 
 
+def test_our_exporters_seed_files_run_natively():
+    # The fuzzing seeds written by this project's exporter (make_our_seeds.py): delegated, and eager's outputs.
+    sys.path.insert(0, str(FIXTURES))
+    import make_our_seeds
+
+    with torch.no_grad():
+        cases = [("ours_ops_fp32.pte", *_ops_net()),
+                 ("ours_mlp_fp32.pte", make_our_seeds.mlp_inputs(),
+                  [make_our_seeds.mlp_model()(*make_our_seeds.mlp_inputs())])]
+    for name, inputs, want in cases:
+        pte = (FIXTURES / name).read_bytes()
+        assert "XnnpackBackend" in _backends(pte), name
+        assert_outputs_close(_run(pte, inputs), want)
+
+
 def test_quantized_node_kinds_beyond_the_zoo_run_natively():
     pte = (FIXTURES / "ops_int8.pte").read_bytes()
     inputs, want = _ops_net()
@@ -106,6 +121,29 @@ def test_published_int8_xnnpack_zoo_runs_natively(reference_runtime, tmp_path, n
     assert _backends(pte) == {"XnnpackBackend"}
     inputs, _ = _eager(name)
     _assert_as_close_as_published(reference_runtime, tmp_path, pte, inputs, want)
+
+
+# Graphs that stay int8 from the first quantize to the last dequantize (the CNNs, multi_io) compute
+# on the int8 kernels with XNNPACK's integer accumulation and requantization, so they give the
+# published runtime's outputs to float32 tolerance (not only the same distance from the float
+# reference).
+INTEGER_INT8_ZOO = ["mobilenet_v2", "resnet18", "multi_io"]
+
+
+@pytest.mark.parametrize("name", INTEGER_INT8_ZOO)
+def test_published_int8_cnn_gives_the_published_runtimes_outputs(reference_runtime, tmp_path, name):
+    pte, _ = _published(reference_runtime, tmp_path, name, "--xnnpack", "--int8")
+    inputs, _ = _eager(name)
+    path = tmp_path / "quantized.pte"
+    path.write_bytes(pte)
+    published = list(reference_runtime.run(path, inputs, tmp_path))
+    got = _run(pte, inputs)
+    assert_outputs_close(got, published)
+    # The gate tells one int8 step of a single logit apart.
+    step = (published[0].max() - published[0].min()) / 255
+    got[0] = got[0].clone()
+    got[0].view(-1)[0] += step
+    assert not compare_outputs(got, published).ok
 
 
 def test_published_8da4w_decoder_runs_natively(reference_runtime, tmp_path):

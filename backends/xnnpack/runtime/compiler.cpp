@@ -1,6 +1,7 @@
-// Turns an XNNPACK graph into a Plan: values with upper-bound shapes and storage, constants decoded
-// (dequantized weights folded to float, laid out for our GEMM and depthwise kernels), ops in graph
-// order, and one arena whose slots are reused between values whose lifetimes do not overlap.
+// Turns an XNNPACK graph into a Plan: values with upper-bound shapes and storage, ops in graph
+// order on the float or int8 kernels (weights packed once for them; float ones dequantized where
+// an op computes in float), and one arena whose slots are reused between values whose lifetimes
+// do not overlap.
 #include "backends/xnnpack/runtime/compiler.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "backends/xnnpack/runtime/executor.h"
 #include "backends/xnnpack/runtime/kernels.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/quantized.h"
 #include "xnnpack/schema_generated.h"
 
 namespace executorch {
@@ -39,6 +41,9 @@ constexpr uint32_t kFlagKeepDims = 0x40;
 constexpr int64_t kMaxNumel = int64_t(1) << 40;
 constexpr int64_t kMaxWindow = int64_t(1) << 20;
 constexpr size_t kAlign = 64;
+// Activations plus scratch of one delegate: far above what on-device graphs plan (MobileNetV2 needs a
+// few MB), and a bound on what a malformed payload's shapes can make init allocate.
+constexpr size_t kMaxArenaBytes = size_t(2) << 30;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 
@@ -81,7 +86,8 @@ class Compiler {
       ET_TRY(define_node(i, graph_->xnodes()->Get(i)));
     }
     ET_TRY(check_externals());
-    fuse_input_transposes();
+    ET_TRY(select_compute());
+    ET_TRY(decode_float_weights());
     ET_TRY(pack_weights());
     ET_TRY(copy_loose_constants());
     ET_TRY(dry_run());
@@ -470,7 +476,8 @@ class Compiler {
     return Error::Ok;
   }
 
-  // Weights of conv/FC: decoded to float, in the file's layout (OHWI / 1HWO / [out, in]).
+  // Weights of conv/FC: checked here; decode_float_weights() or pack_weights() reads them once
+  // select_compute() has chosen the kernels.
   Error weights(Op& op, uint32_t filter_id, uint32_t bias_id, int64_t out_channels, int64_t per_channel) {
     uint32_t f;
     ET_TRY(lookup(filter_id, op, "filter", &f));
@@ -481,18 +488,220 @@ class Compiler {
     ET_CHECK_OR_RETURN(plan_.values[f].max_numel() == out_channels * per_channel, InvalidProgram,
                        "XnnpackBackend: node %u (%s): filter %u has %" PRId64 " elements, expected %" PRId64 " x %" PRId64,
                        op.node_index, op.name, info_[f].id, plan_.values[f].max_numel(), out_channels, per_channel);
-    ET_UNWRAP(w, decode_constant(f));
-    op.weights = w;
+    op.filter = f;
     if (bias_id != kNoValue) {
       uint32_t b;
       ET_TRY(lookup(bias_id, op, "bias", &b));
       ET_CHECK_OR_RETURN(info_[b].raw != nullptr && plan_.values[b].max_numel() == out_channels, NotImplemented,
                          "XnnpackBackend: node %u (%s): the bias must be a constant of %" PRId64 " elements",
                          op.node_index, op.name, out_channels);
-      ET_UNWRAP(bf, decode_constant(b));
-      op.bias = bf;
+      op.bias_value = b;
     }
     return Error::Ok;
+  }
+
+  // Float weights (in the file's layout: OHWI / 1HWO / [out, in]) for the ops computing in float.
+  Error decode_float_weights() {
+    for (Op& op : plan_.ops) {
+      if (op.filter == kNoValue || op.compute != Compute::kFloat) continue;
+      ET_UNWRAP(w, decode_constant(op.filter));
+      op.weights = w;
+      if (op.bias_value != kNoValue) {
+        ET_UNWRAP(b, decode_constant(op.bias_value));
+        op.bias = b;
+      }
+    }
+    return Error::Ok;
+  }
+
+  // ---- integer kernels ------------------------------------------------------------------------
+  // An output bound (float) in `v`'s integers, as XNNPACK quantizes fused activation bounds.
+  static int8_t qbound(float x, const Value& v, bool upper) {
+    if (!std::isfinite(x)) return upper ? 127 : -128;
+    const float q = std::nearbyint(x / v.scale) + static_cast<float>(v.zero_point);
+    return static_cast<int8_t>(std::min(127.f, std::max(-128.f, q)));
+  }
+
+  // The filter's scale of output channel `oc` (a per-tensor scale for every channel).
+  float filter_scale(uint32_t f, int64_t oc) const {
+    if (info_[f].quant != ValueInfo::Quant::kChannel) return plan_.values[f].scale;
+    float s;
+    std::memcpy(&s, info_[f].channel_scales + oc, 4);
+    return s;
+  }
+
+  // Whether the filter's quantization suits the int8 kernels: int8, symmetric, one scale per
+  // output channel along `out_dim` (or one per tensor).
+  bool qs8_filter(uint32_t f, int out_dim) const {
+    const ValueInfo& w = info_[f];
+    using D = fb::XNNDatatype;
+    if (w.datatype == D::xnn_datatype_qint8) return plan_.values[f].zero_point == 0;
+    return w.datatype == D::xnn_datatype_qcint8 && w.quant == ValueInfo::Quant::kChannel && w.channel_dim == out_dim;
+  }
+
+  bool int32_bias(uint32_t b) const {
+    using D = fb::XNNDatatype;
+    return b == kNoValue || info_[b].datatype == D::xnn_datatype_qint32 ||
+           info_[b].datatype == D::xnn_datatype_qcint32 || info_[b].datatype == D::xnn_datatype_int32;
+  }
+
+  // The op producing value `v` (null for inputs and constants).
+  Op* producer(uint32_t v) {
+    for (Op& op : plan_.ops) {
+      if (op.out == v) return &op;
+    }
+    return nullptr;
+  }
+
+  // Picks the int8 kernels for the ops whose operands are quantized as they take them:
+  // QS8 convolution / depthwise / fully connected (int8 weights per channel, int32 bias), QS8 add
+  // of same-shape operands, QS8 global average pooling, and QD8 fully connected (a float -> qdint8
+  // Convert into int8 or 4-bit weights: the layer quantizes the float rows itself, so the Convert
+  // goes when nothing else reads its result). Everything else computes in float.
+  Error select_compute() {
+    for (Op& op : plan_.ops) {
+      const uint32_t in0 = op.in[0];
+      const Value& x = plan_.values[in0];
+      const Value& y = plan_.values[op.out];
+      const bool qs8_io = x.dtype == DType::kQS8 && y.dtype == DType::kQS8;
+      switch (op.kind) {
+        case OpKind::kConv:
+        case OpKind::kDepthwiseConv:
+          if (qs8_io && qs8_filter(op.filter, op.kind == OpKind::kConv ? 0 : 3) &&
+              int32_bias(op.bias_value) && op.conv.kernel_h * op.conv.kernel_w <= 256) {
+            op.compute = Compute::kQs8;
+          }
+          break;
+        case OpKind::kFullyConnected:
+          if (qs8_io && qs8_filter(op.filter, (op.flags & kFlagTransposeWeights) ? 1 : 0) &&
+              int32_bias(op.bias_value)) {
+            op.compute = Compute::kQs8;
+          } else if (x.dtype == DType::kQD8 && x.nonbatch_dims == 1 && y.dtype == DType::kF32 &&
+                     (op.flags & kFlagTransposeWeights) == 0 && qd8_filter(op.filter) &&
+                     (op.bias_value == kNoValue || info_[op.bias_value].datatype == fb::XNNDatatype::xnn_datatype_fp32)) {
+            const Op* convert = producer(op.in[0]);
+            if (convert != nullptr && convert->kind == OpKind::kConvert &&
+                plan_.values[convert->in[0]].dtype == DType::kF32) {
+              op.compute = Compute::kQd8;
+              op.in[0] = convert->in[0];
+            }
+          }
+          break;
+        case OpKind::kBinary: {
+          const Value& b = plan_.values[op.in[1]];
+          const BinaryKind kind = static_cast<BinaryKind>(op.sub);
+          if (!qs8_io || b.dtype != DType::kQS8 ||
+              (kind != BinaryKind::kAdd && kind != BinaryKind::kSub && kind != BinaryKind::kMul)) {
+            break;
+          }
+          const Qs8BinaryParams p = qs8_binary_params(kind, x, b, y);
+          if (!p.ok) break;
+          op.compute = Compute::kQs8;
+          op.params[0] = p.a_mul, op.params[1] = p.b_mul, op.params[2] = p.shift, op.params[3] = p.bias;
+          op.alpha = p.scale;
+          break;
+        }
+        case OpKind::kGlobalAvgPool:
+          // The kernel's limits: 16384 channels, 2^23 pixels.
+          if (qs8_io && x.rank == 4 && x.max_dims[3] <= 16384 && x.max_dims[1] * x.max_dims[2] <= (int64_t(1) << 23)) {
+            op.compute = Compute::kQs8;
+          }
+          break;
+        default: break;
+      }
+      if (op.compute != Compute::kFloat && !int8_packable(op)) {
+        op.compute = Compute::kFloat;
+        op.in[0] = in0;
+      }
+      if (op.compute == Compute::kQs8) {
+        op.qmin = qbound(op.out_min, y, false);
+        op.qmax = qbound(op.out_max, y, true);
+      }
+    }
+    fuse_qs8_clamps();
+    drop_unread_converts();
+    return Error::Ok;
+  }
+
+  // A Clamp on a QS8 value in the same quantization clamps the integers: folded into the int8 op
+  // producing its input when nothing else reads that value, else run on its own in int8.
+  void fuse_qs8_clamps() {
+    std::vector<int> readers(plan_.values.size(), 0);
+    for (const Op& op : plan_.ops) {
+      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
+    }
+    std::vector<Op> kept;
+    kept.reserve(plan_.ops.size());
+    for (Op& op : plan_.ops) {
+      const Value& x = plan_.values[op.in[0]];
+      const Value& y = plan_.values[op.out];
+      if (op.kind != OpKind::kUnary || static_cast<UnaryKind>(op.sub) != UnaryKind::kClamp || x.dtype != DType::kQS8 ||
+          y.dtype != DType::kQS8 || x.scale != y.scale || x.zero_point != y.zero_point || x.rank != y.rank ||
+          !std::equal(x.max_dims, x.max_dims + x.rank, y.max_dims)) {
+        kept.push_back(op);
+        continue;
+      }
+      op.compute = Compute::kQs8;
+      op.qmin = qbound(op.out_min, y, false);
+      op.qmax = qbound(op.out_max, y, true);
+      Op* prev = kept.empty() ? nullptr : &kept.back();
+      if (prev != nullptr && prev->out == op.in[0] && prev->compute == Compute::kQs8 && readers[op.in[0]] == 1 &&
+          !x.is_output && prev->kind != OpKind::kUnary) {
+        prev->qmin = std::max(prev->qmin, op.qmin);
+        prev->qmax = std::min(prev->qmax, op.qmax);
+        prev->out = op.out;
+        continue;
+      }
+      kept.push_back(op);
+    }
+    plan_.ops.swap(kept);
+  }
+
+  // Whether the int8 kernels take the op's geometry (packing can still refuse bad scales).
+  bool int8_packable(const Op& op) const {
+    namespace cpu = kernels::cpu;
+    const cpu::Isa isa = cpu::best_int8_isa();
+    const int64_t n = op.conv.group_out, k = op.conv.group_in;
+    switch (op.kind) {
+      case OpKind::kConv:
+      case OpKind::kDepthwiseConv: {
+        const cpu::ConvNhwc c = to_conv_nhwc(op.conv);
+        return c.valid() && cpu::conv2d_nhwc_qs8_packed_bytes(c, isa) != 0;
+      }
+      case OpKind::kFullyConnected:
+        return op.compute == Compute::kQs8 ? cpu::fully_connected_qs8_packed_bytes(n, k, isa) != 0
+                                           : cpu::fully_connected_qd8_packed_bytes(n, k, qd8_group(op.filter, k), isa) != 0;
+      default: return true;
+    }
+  }
+
+  bool qd8_filter(uint32_t f) const {
+    const ValueInfo& w = info_[f];
+    using D = fb::XNNDatatype;
+    const int64_t k = plan_.values[f].max_dims[1];
+    switch (w.datatype) {
+      case D::xnn_datatype_qcint8: return w.quant == ValueInfo::Quant::kChannel && w.channel_dim == 0;
+      case D::xnn_datatype_qcint4:
+        return w.quant == ValueInfo::Quant::kChannel && w.channel_dim == 0 && k % 2 == 0;
+      case D::xnn_datatype_qbint4: return w.block_size % 8 == 0 || w.block_size == k;
+      default: return false;
+    }
+  }
+
+  // Converts to qdint8 whose every reader now quantizes its float rows itself.
+  void drop_unread_converts() {
+    std::vector<int> readers(plan_.values.size(), 0);
+    for (const Op& op : plan_.ops) {
+      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
+    }
+    std::vector<Op> kept;
+    kept.reserve(plan_.ops.size());
+    for (const Op& op : plan_.ops) {
+      const Value& y = plan_.values[op.out];
+      if (op.kind == OpKind::kConvert && y.dtype == DType::kQD8 && readers[op.out] == 0 && !y.is_output) continue;
+      kept.push_back(op);
+    }
+    plan_.ops.swap(kept);
   }
 
   void set_min_max(Op& op, const fb::XNode* node) {
@@ -803,75 +1012,130 @@ class Compiler {
     return Error::Ok;
   }
 
-  // An NCHW -> NHWC transpose read only by a convolution vanishes: the convolution gathers its
-  // patches from the NCHW data (the boundary transpose of image models).
-  void fuse_input_transposes() {
-    std::vector<int> readers(plan_.values.size(), 0);
-    for (const Op& op : plan_.ops) {
-      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
-    }
-    std::vector<Op> kept;
-    kept.reserve(plan_.ops.size());
-    for (size_t k = 0; k < plan_.ops.size(); ++k) {
-      const Op& t = plan_.ops[k];
-      const bool to_nhwc = t.kind == OpKind::kTranspose && t.n_params == 4 && t.params[0] == 0 && t.params[1] == 2 &&
-                           t.params[2] == 3 && t.params[3] == 1;
-      const Value& src = plan_.values[t.in[0]];
-      const Value& dst = plan_.values[t.out];
-      if (!to_nhwc || dst.is_output || readers[t.out] != 1 || src.dtype != dst.dtype || src.scale != dst.scale ||
-          src.zero_point != dst.zero_point) {
-        kept.push_back(t);
-        continue;
-      }
-      Op* conv = nullptr;
-      for (size_t j = k + 1; j < plan_.ops.size() && conv == nullptr; ++j) {
-        if (plan_.ops[j].kind == OpKind::kConv && plan_.ops[j].in[0] == t.out) conv = &plan_.ops[j];
-      }
-      if (conv == nullptr) {
-        kept.push_back(t);
-        continue;
-      }
-      conv->in[0] = t.in[0];
-      conv->conv.nchw_input = true;
-    }
-    plan_.ops.swap(kept);
-  }
-
   // Convolutions and fully connected layers get their weights packed once for the NHWC
-  // micro-kernels (quantized ones too: they compute in float); the float copies are then dropped.
+  // micro-kernels (float or int8, as select_compute() chose); the float copies are then dropped.
   Error pack_weights() {
     namespace cpu = kernels::cpu;
-    const cpu::Isa isa = cpu::best_float_isa();
     for (Op& op : plan_.ops) {
-      size_t bytes = 0;
-      cpu::ConvNhwc c;
       const bool conv = op.kind == OpKind::kConv || op.kind == OpKind::kDepthwiseConv;
-      if (conv) {
-        if (op.conv.nchw_input) continue;
-        c = to_conv_nhwc(op.conv);
-        if (!c.valid()) continue;
-        bytes = cpu::conv2d_nhwc_f32_packed_bytes(c, isa);
-      } else if (op.kind == OpKind::kFullyConnected) {
-        bytes = cpu::fully_connected_f32_packed_bytes(op.conv.group_out, op.conv.group_in, isa);
-      } else {
+      if (!conv && op.kind != OpKind::kFullyConnected) continue;
+      const cpu::Isa isa = op.compute == Compute::kFloat ? cpu::best_float_isa() : cpu::best_int8_isa();
+      const cpu::ConvNhwc c = to_conv_nhwc(op.conv);
+      if (conv && !c.valid()) {
+        ET_CHECK_OR_RETURN(op.compute == Compute::kFloat, InvalidProgram,
+                           "XnnpackBackend: node %u (%s) has a geometry the int8 kernels refuse", op.node_index,
+                           op.name);
         continue;
       }
-      if (bytes == 0) continue;
+      const int64_t n = op.conv.group_out, k = op.conv.group_in;
+      size_t bytes = 0;
+      switch (op.compute) {
+        case Compute::kFloat:
+          bytes = conv ? cpu::conv2d_nhwc_f32_packed_bytes(c, isa) : cpu::fully_connected_f32_packed_bytes(n, k, isa);
+          break;
+        case Compute::kQs8:
+          bytes = conv ? cpu::conv2d_nhwc_qs8_packed_bytes(c, isa) : cpu::fully_connected_qs8_packed_bytes(n, k, isa);
+          break;
+        case Compute::kQd8:
+          bytes = cpu::fully_connected_qd8_packed_bytes(n, k, qd8_group(op.filter, k), isa);
+          break;
+      }
+      if (bytes == 0) {
+        ET_CHECK_OR_RETURN(op.compute == Compute::kFloat, InvalidProgram,
+                           "XnnpackBackend: node %u (%s): the int8 kernels refuse its shape", op.node_index, op.name);
+        continue;
+      }
       std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[bytes + 64]);
       ET_CHECK_OR_RETURN(buf != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory packing weights");
       void* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
-      const bool ok = conv ? cpu::conv2d_nhwc_f32_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi
-                                                                                    : cpu::ConvWeights::kHwo,
-                                                       op.weights, op.bias, isa, at)
-                           : cpu::fully_connected_f32_pack(op.conv.group_out, op.conv.group_in, op.weights,
-                                                           (op.flags & 1) != 0, op.bias, isa, at);
-      if (!ok) continue;
+      bool ok = false;
+      switch (op.compute) {
+        case Compute::kFloat:
+          ok = conv ? cpu::conv2d_nhwc_f32_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi
+                                                                             : cpu::ConvWeights::kHwo,
+                                                op.weights, op.bias, isa, at)
+                    : cpu::fully_connected_f32_pack(n, k, op.weights, (op.flags & 1) != 0, op.bias, isa, at);
+          break;
+        case Compute::kQs8: ET_TRY(pack_qs8(op, c, conv, isa, at, &ok)); break;
+        case Compute::kQd8: ET_TRY(pack_qd8(op, isa, at, &ok)); break;
+      }
+      if (!ok) {
+        ET_CHECK_OR_RETURN(op.compute == Compute::kFloat, InvalidProgram,
+                           "XnnpackBackend: node %u (%s): the int8 kernels refuse its weights or scales (a scale "
+                           "that is not a positive finite number?)",
+                           op.node_index, op.name);
+        continue;
+      }
       release_floats(op.weights);
       release_floats(op.bias);
       op.weights = op.bias = nullptr;
       op.packed = at;
       plan_.owned_bytes.push_back(std::move(buf));
     }
+    return Error::Ok;
+  }
+
+  // Input channels sharing one weight scale: the block size of blockwise 4-bit weights, else k.
+  int64_t qd8_group(uint32_t f, int64_t k) const {
+    return info_[f].quant == ValueInfo::Quant::kBlock ? static_cast<int64_t>(info_[f].block_size) : k;
+  }
+
+  // The int32 bias of a QS8 op (copied: the file's bytes may be unaligned), or empty.
+  Error int32_bias_values(const Op& op, int64_t n, std::vector<int32_t>* out) {
+    if (op.bias_value == kNoValue) return Error::Ok;
+    out->resize(static_cast<size_t>(n));
+    std::memcpy(out->data(), info_[op.bias_value].raw, static_cast<size_t>(n) * 4);
+    return Error::Ok;
+  }
+
+  Error pack_qs8(const Op& op, const kernels::cpu::ConvNhwc& c, bool conv, kernels::cpu::Isa isa, void* at,
+                 bool* ok) {
+    namespace cpu = kernels::cpu;
+    const Value& x = plan_.values[op.in[0]];
+    const Value& y = plan_.values[op.out];
+    const int64_t oc = conv ? c.out_channels() : op.conv.group_out;
+    std::vector<float> scales(static_cast<size_t>(oc));
+    for (int64_t i = 0; i < oc; ++i) scales[i] = filter_scale(op.filter, i);
+    std::vector<int32_t> bias;
+    ET_TRY(int32_bias_values(op, oc, &bias));
+    cpu::Qs8ConvQuant q;
+    q.in_scale = x.scale, q.in_zero_point = x.zero_point;
+    q.weight_scales = scales.data();
+    q.out_scale = y.scale, q.out_zero_point = y.zero_point;
+    const int8_t* w = reinterpret_cast<const int8_t*>(info_[op.filter].raw);
+    const int32_t* b = bias.empty() ? nullptr : bias.data();
+    *ok = conv ? cpu::conv2d_nhwc_qs8_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi : cpu::ConvWeights::kHwo,
+                                           w, b, q, isa, at)
+               : cpu::fully_connected_qs8_pack(op.conv.group_out, op.conv.group_in, w, (op.flags & 1) != 0, b, q,
+                                               isa, at);
+    return Error::Ok;
+  }
+
+  Error pack_qd8(const Op& op, kernels::cpu::Isa isa, void* at, bool* ok) {
+    namespace cpu = kernels::cpu;
+    const int64_t n = op.conv.group_out, k = op.conv.group_in;
+    const ValueInfo& w = info_[op.filter];
+    std::vector<float> bias;
+    if (op.bias_value != kNoValue) {
+      bias.resize(static_cast<size_t>(n));
+      std::memcpy(bias.data(), info_[op.bias_value].raw, static_cast<size_t>(n) * 4);
+    }
+    const float* b = bias.empty() ? nullptr : bias.data();
+    if (w.datatype == fb::XNNDatatype::xnn_datatype_qcint8 || w.datatype == fb::XNNDatatype::xnn_datatype_qcint4) {
+      std::vector<float> scales(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) scales[i] = filter_scale(op.filter, i);
+      *ok = w.datatype == fb::XNNDatatype::xnn_datatype_qcint8
+                ? cpu::fully_connected_qd8_pack_qc8w(n, k, reinterpret_cast<const int8_t*>(w.raw), scales.data(), b,
+                                                     isa, at)
+                : cpu::fully_connected_qd8_pack_qb4w(n, k, k, w.raw, 8, scales.data(), false, b, isa, at);
+      return Error::Ok;
+    }
+    // Blockwise: scales as the file gives them (bfloat16, or float in the legacy inline list).
+    const size_t count = w.num_scales, elem = w.block_scales_f32 ? 4 : 2;
+    std::vector<uint8_t> scales(count * elem);
+    std::memcpy(scales.data(), w.block_scales, scales.size());
+    *ok = cpu::fully_connected_qd8_pack_qb4w(n, k, w.block_size, w.raw, 8, scales.data(), !w.block_scales_f32, b,
+                                             isa, at);
     return Error::Ok;
   }
 
@@ -940,6 +1204,11 @@ class Compiler {
     }
     plan_.arena_bytes = total;
     const size_t all = total + plan_.scratch_bytes + kAlign;
+    ET_CHECK_OR_RETURN(total <= kMaxArenaBytes && plan_.scratch_bytes <= kMaxArenaBytes && all <= kMaxArenaBytes,
+                       MemoryAllocationFailed,
+                       "XnnpackBackend: the graph's activations and scratch need %zu + %zu bytes at their upper-bound "
+                       "shapes, more than the %zu this backend allocates; export with smaller shape bounds",
+                       total, plan_.scratch_bytes, kMaxArenaBytes);
     plan_.arena_storage.reset(new (std::nothrow) uint8_t[all]);
     ET_CHECK_OR_RETURN(plan_.arena_storage != nullptr, MemoryAllocationFailed,
                        "XnnpackBackend: out of memory for %zu bytes of activations", all);

@@ -1,6 +1,6 @@
-// Shape inference and dispatch of a Plan. Quantized operands of arithmetic ops are dequantized into
-// scratch, the op runs in float, and a quantized result is requantized (round half to even): the
-// math of the integer kernels up to float rounding, until dedicated int8 kernels replace it.
+// Shape inference and dispatch of a Plan. Ops that compile() put on the int8 kernels run there
+// (integer accumulation, XNNPACK's requantization); other ops with quantized operands dequantize
+// them into scratch, run in float and requantize a quantized result (round half to even).
 #include "backends/xnnpack/runtime/executor.h"
 
 #include <algorithm>
@@ -68,21 +68,12 @@ Error check_nhwc(const Op& op, const Value& in) {
   return Error::Ok;
 }
 
-// N, H, W, C of a window op's input (which a convolution may read in NCHW).
-void nhwc_of(const Op& op, const Value& in, int64_t* d) {
-  if (op.conv.nchw_input) {
-    d[0] = in.dims[0], d[1] = in.dims[2], d[2] = in.dims[3], d[3] = in.dims[1];
-  } else {
-    std::copy(in.dims, in.dims + 4, d);
-  }
-}
 
 Error window_shape(const Op& op, Plan& plan, int64_t out_c) {
   const Value& in = plan.values[op.in[0]];
   ET_TRY(check_nhwc(op, in));
   const ConvParams& p = op.conv;
-  int64_t d[4] = {};
-  nhwc_of(op, in, d);
+  const int64_t* d = in.dims;
   const int64_t oh = window_out(d[1], p.pad_top, p.pad_bottom, p.kernel_h, p.dilation_h, p.stride_h);
   const int64_t ow = window_out(d[2], p.pad_left, p.pad_right, p.kernel_w, p.dilation_w, p.stride_w);
   const int64_t dims[4] = {d[0], oh, ow, out_c};
@@ -114,8 +105,7 @@ Error infer_shape(const Op& op, Plan& plan) {
   switch (op.kind) {
     case OpKind::kConv: {
       ET_TRY(check_nhwc(op, a));
-      int64_t d[4] = {};
-      nhwc_of(op, a, d);
+      const int64_t* d = a.dims;
       ET_CHECK_OR_RETURN(d[3] == op.conv.groups * op.conv.group_in, InvalidProgram,
                          "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64,
                          op.node_index, op.name, op.conv.groups * op.conv.group_in, d[3]);
@@ -287,8 +277,7 @@ size_t kernel_floats(const Op& op, const Plan& plan) {
   const Value& out = plan.values[op.out];
   switch (op.kind) {
     case OpKind::kConv: {
-      int64_t d[4] = {};
-      nhwc_of(op, a, d);
+      const int64_t* d = a.dims;
       return conv_scratch_floats(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2]);
     }
     case OpKind::kFullyConnected:
@@ -312,6 +301,15 @@ bool needs_requantize(const Value& in, const Value& out) {
 }
 
 Error scratch_bytes(const Op& op, const Plan& plan, size_t* need) {
+  if (op.compute == Compute::kQd8) {
+    const Value& a = plan.values[op.in[0]];
+    *need = kernels::cpu::fully_connected_qd8_scratch_bytes(a.numel() / op.conv.group_in, op.conv.group_in);
+    return Error::Ok;
+  }
+  if (op.compute == Compute::kQs8) {
+    *need = 0;
+    return Error::Ok;
+  }
   size_t total = 0;
   if (moves_bytes(op.kind)) {
     for (int i = 0; i < op.n_in; ++i) {
@@ -391,7 +389,73 @@ Error bind_output(const Op& op, Plan& plan, Span<EValue*> args) {
   return Error::Ok;
 }
 
+// An op compile() put on the int8 kernels (packed weights; requantization in the kernel).
+Error run_int8(const Op& op, Plan& plan) {
+  namespace cpu = kernels::cpu;
+  Value& out = plan.values[op.out];
+  const Value& a = plan.values[op.in[0]];
+  const int8_t* x = static_cast<const int8_t*>(a.data);
+  int8_t* y = static_cast<int8_t*>(out.data);
+  bool ok = false;
+  switch (op.kind) {
+    case OpKind::kConv:
+    case OpKind::kDepthwiseConv:
+      ok = out.numel() == 0 ||
+           cpu::conv2d_nhwc_qs8(to_conv_nhwc(op.conv), op.packed, a.dims[0], a.dims[1], a.dims[2], x, y, op.qmin,
+                                op.qmax);
+      break;
+    case OpKind::kFullyConnected: {
+      const int64_t k = op.conv.group_in, n = op.conv.group_out, rows = a.numel() / k;
+      if (rows == 0) return Error::Ok;
+      ok = op.compute == Compute::kQs8
+               ? cpu::fully_connected_qs8(op.packed, rows, x, k, y, n, op.qmin, op.qmax)
+               : cpu::fully_connected_qd8(op.packed, rows, static_cast<const float*>(a.data), k,
+                                          static_cast<float*>(out.data), n, op.out_min, op.out_max, plan.scratch);
+      break;
+    }
+    case OpKind::kBinary: {
+      const Value& b = plan.values[op.in[1]];
+      const BinaryKind kind = static_cast<BinaryKind>(op.sub);
+      if (kind == BinaryKind::kAdd && b.rank == a.rank && std::equal(a.dims, a.dims + a.rank, b.dims) &&
+          cpu::add_qs8(a.numel(), x, static_cast<const int8_t*>(b.data), y, add_quant(op, plan), op.qmin, op.qmax,
+                       cpu::best_int8_isa())) {
+        return Error::Ok;
+      }
+      int64_t ad[kMaxDims], bd[kMaxDims];
+      for (int d = 0; d < out.rank; ++d) {
+        const int da = d - (out.rank - a.rank), db = d - (out.rank - b.rank);
+        ad[d] = da >= 0 ? a.dims[da] : 1;
+        bd[d] = db >= 0 ? b.dims[db] : 1;
+      }
+      Qs8BinaryParams p;
+      p.a_mul = static_cast<int32_t>(op.params[0]), p.b_mul = static_cast<int32_t>(op.params[1]);
+      p.shift = static_cast<int32_t>(op.params[2]), p.bias = static_cast<int32_t>(op.params[3]);
+      p.scale = op.alpha;
+      qs8_binary(kind, p, out.rank, ad, x, bd, static_cast<const int8_t*>(b.data), out.dims, y, a.zero_point,
+                 b.zero_point, out.zero_point, op.qmin, op.qmax);
+      ok = true;
+      break;
+    }
+    case OpKind::kGlobalAvgPool:
+      ok = out.numel() == 0 || a.dims[1] * a.dims[2] == 0 ||
+           cpu::global_avg_pool_nhwc_qs8(a.dims[0], a.dims[1] * a.dims[2], a.dims[3], x, a.scale, a.zero_point, y,
+                                         out.scale, out.zero_point, op.qmin, op.qmax);
+      break;
+    case OpKind::kUnary: {  // a clamp in one quantization
+      const int64_t n = a.numel();
+      for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], op.qmin), op.qmax);
+      ok = true;
+      break;
+    }
+    default: break;
+  }
+  ET_CHECK_OR_RETURN(ok, Internal, "XnnpackBackend: node %u (%s): the int8 kernel refused its shapes", op.node_index,
+                     op.name);
+  return Error::Ok;
+}
+
 Error run_op(const Op& op, Plan& plan) {
+  if (op.compute != Compute::kFloat) return run_int8(op, plan);
   Value& out = plan.values[op.out];
   const Value& a = plan.values[op.in[0]];
   if (moves_bytes(op.kind)) {
@@ -486,8 +550,7 @@ Error run_op(const Op& op, Plan& plan) {
         depthwise_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights,
                        op.bias, o, op.out_min, op.out_max);
       } else {
-        int64_t d[4] = {};
-        nhwc_of(op, a, d);
+        const int64_t* d = a.dims;
         conv_nhwc(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o, op.out_min,
                   op.out_max, ws);
       }

@@ -114,7 +114,7 @@ void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, i
 }
 
 static bool conv_is_pointwise(const ConvParams& p) {
-  return !p.nchw_input && p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 && p.groups == 1;
 }
 
@@ -149,9 +149,6 @@ void conv_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh,
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
             if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
               std::memset(dst, 0, sizeof(float) * p.group_in);
-            } else if (p.nchw_input) {
-              const float* src = in + ((b * c + g * p.group_in) * h + iy) * w + ix;
-              for (int64_t ch = 0; ch < p.group_in; ++ch) dst[ch] = src[ch * h * w];
             } else {
               std::memcpy(dst, in + ((b * h + iy) * w + ix) * c + g * p.group_in, sizeof(float) * p.group_in);
             }
@@ -234,9 +231,10 @@ void batch_matmul(int rank, const int64_t* a_dims, const int64_t* b_dims, const 
 
 namespace {
 
-template <typename F>
-void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
-                 const int64_t* out_dims, float* out, float lo, float hi, F f) {
+// out = f(a, b) with numpy broadcasting; f gives the stored element (clamp included).
+template <typename T, typename F>
+void broadcast_loop(int rank, const int64_t* a_dims, const T* a, const int64_t* b_dims, const T* b,
+                    const int64_t* out_dims, T* out, F f) {
   int64_t total = 1;
   for (int d = 0; d < rank; ++d) total *= out_dims[d];
   if (total == 0) return;
@@ -251,6 +249,13 @@ void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t*
     sa *= a_dims[d];
     sb *= b_dims[d];
   }
+  if (std::equal(a_dims, a_dims + rank, out_dims) && std::equal(b_dims, b_dims + rank, out_dims)) {
+    // Same shapes (residual adds): one flat loop the compiler vectorizes.
+    parallel_for(0, total, kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) out[i] = f(a[i], b[i]);
+    });
+    return;
+  }
   const int64_t lines = total / inner;
   parallel_for(0, lines, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
@@ -261,23 +266,30 @@ void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t*
         ao += idx * a_str[d];
         bo += idx * b_str[d];
       }
-      const float* pa = a + ao;
-      const float* pb = b + bo;
-      float* po = out + l * inner;
+      const T* pa = a + ao;
+      const T* pb = b + bo;
+      T* po = out + l * inner;
       if (as && bs) {
-        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(pa[i], pb[i]), lo, hi);
+        for (int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], pb[i]);
       } else if (as) {
-        const float vb = pb[0];
-        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(pa[i], vb), lo, hi);
+        const T vb = pb[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], vb);
       } else if (bs) {
-        const float va = pa[0];
-        for (int64_t i = 0; i < inner; ++i) po[i] = clampf(f(va, pb[i]), lo, hi);
+        const T va = pa[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = f(va, pb[i]);
       } else {
-        const float v = clampf(f(pa[0], pb[0]), lo, hi);
+        const T v = f(pa[0], pb[0]);
         for (int64_t i = 0; i < inner; ++i) po[i] = v;
       }
     }
   });
+}
+
+template <typename F>
+void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
+                 const int64_t* out_dims, float* out, float lo, float hi, F f) {
+  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out,
+                 [&](float x, float y) { return clampf(f(x, y), lo, hi); });
 }
 
 }  // namespace
@@ -401,14 +413,26 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
   const uint8_t* src = static_cast<const uint8_t*>(in);
   uint8_t* dst = static_cast<uint8_t*>(out);
   parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
+    // The outer index of line l0, then stepped like an odometer (no division per line).
+    int64_t idx[kMaxDims] = {}, off = 0, rem = l0;
+    for (int d = rank - 2; d >= 0; --d) idx[d] = rem % out_dims[d], off += idx[d] * str[d], rem /= out_dims[d];
     for (int64_t l = l0; l < l1; ++l) {
-      int64_t rem = l, off = 0;
-      for (int d = rank - 2; d >= 0; --d) off += (rem % out_dims[d]) * str[d], rem /= out_dims[d];
+      if (l != l0) {
+        for (int d = rank - 2; d >= 0; --d) {
+          off += str[d];
+          if (++idx[d] < out_dims[d]) break;
+          off -= idx[d] * str[d];
+          idx[d] = 0;
+        }
+      }
       uint8_t* o = dst + l * inner * elem;
       if (elem == 4) {
         const float* sp = reinterpret_cast<const float*>(src) + off;
         float* op = reinterpret_cast<float*>(o);
         for (int64_t i = 0; i < inner; ++i) op[i] = sp[i * inner_str];
+      } else if (elem == 1) {
+        const uint8_t* sp = src + off;
+        for (int64_t i = 0; i < inner; ++i) o[i] = sp[i * inner_str];
       } else {
         for (int64_t i = 0; i < inner; ++i) std::memcpy(o + i * elem, src + (off + i * inner_str) * elem, elem);
       }
@@ -550,18 +574,31 @@ void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, flo
   });
 }
 
+namespace {
+// Round half to even of x * inv, clamped to [lo, hi] (offsets from the zero point): clamp first,
+// then add and subtract 1.5 * 2^23, which rounds to nearest even in float32 for |v| < 2^22. A NaN
+// maps to 0 (the zero point). Branch-free, so the loop vectorizes.
+template <typename T>
+void quantize_loop(const float* x, int64_t n, float inv, int32_t zero_point, float lo, float hi, T* out) {
+  constexpr float kMagic = 12582912.f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] * inv;
+    v = v == v ? v : 0.f;
+    v = std::min(std::max(v, lo), hi);
+    v = (v + kMagic) - kMagic;
+    out[i] = static_cast<T>(static_cast<int32_t>(v) + zero_point);
+  }
+}
+}  // namespace
+
 void quantize(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax, void* out,
               bool is_signed) {
   const float inv = 1.f / scale;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = std::nearbyint(x[i] * inv) + static_cast<float>(zero_point);
-    v = std::min(std::max(v, static_cast<float>(qmin)), static_cast<float>(qmax));
-    if (v != v) v = static_cast<float>(zero_point);
-    if (is_signed) {
-      static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
-    } else {
-      static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
-    }
+  const float lo = static_cast<float>(qmin - zero_point), hi = static_cast<float>(qmax - zero_point);
+  if (is_signed) {
+    quantize_loop(x, n, inv, zero_point, lo, hi, static_cast<int8_t*>(out));
+  } else {
+    quantize_loop(x, n, inv, zero_point, lo, hi, static_cast<uint8_t*>(out));
   }
 }
 
@@ -595,6 +632,57 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* out, floa
 void dequantize_rows(const int8_t* q, int64_t rows, int64_t cols, const float* scale, const int32_t* zero_point,
                      float* out) {
   for (int64_t r = 0; r < rows; ++r) dequantize(q + r * cols, cols, scale[r], zero_point[r], true, out + r * cols);
+}
+
+Qs8BinaryParams qs8_binary_params(BinaryKind kind, const Value& a, const Value& b, const Value& y) {
+  Qs8BinaryParams p;
+  if (kind == BinaryKind::kMul) {
+    p.scale = a.scale * b.scale / y.scale;
+    p.ok = std::isfinite(p.scale) && p.scale > 0.f;
+    return p;
+  }
+  const float ra = a.scale / y.scale, rb = (kind == BinaryKind::kSub ? -1.f : 1.f) * (b.scale / y.scale);
+  const float top = std::max(std::fabs(ra), std::fabs(rb));
+  int exponent = 0;
+  std::frexp(top, &exponent);
+  p.shift = 21 - exponent;
+  if (!std::isfinite(top) || p.shift < 12 || p.shift > 30) return p;
+  p.a_mul = static_cast<int32_t>(std::nearbyint(std::ldexp(double(ra), p.shift)));
+  p.b_mul = static_cast<int32_t>(std::nearbyint(std::ldexp(double(rb), p.shift)));
+  p.bias = (int32_t(1) << (p.shift - 1)) - p.a_mul * a.zero_point - p.b_mul * b.zero_point;
+  p.ok = true;
+  return p;
+}
+
+void qs8_binary(BinaryKind kind, const Qs8BinaryParams& p, int rank, const int64_t* a_dims, const int8_t* a,
+                const int64_t* b_dims, const int8_t* b, const int64_t* out_dims, int8_t* out, int32_t a_zp,
+                int32_t b_zp, int32_t out_zp, int8_t qmin, int8_t qmax) {
+  const int32_t lo = qmin - out_zp, hi = qmax - out_zp;
+  if (kind == BinaryKind::kMul) {
+    constexpr float kMagic = 12582912.f;  // round half to even, as quantize()
+    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi), scale = p.scale;
+    broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [=](int8_t x, int8_t y) {
+      float v = static_cast<float>((int32_t(x) - a_zp) * (int32_t(y) - b_zp)) * scale;
+      v = (std::min(std::max(v, flo), fhi) + kMagic) - kMagic;
+      return static_cast<int8_t>(static_cast<int32_t>(v) + out_zp);
+    });
+    return;
+  }
+  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [=](int8_t x, int8_t y) {
+    const int32_t v = (int32_t(x) * p.a_mul + int32_t(y) * p.b_mul + p.bias) >> p.shift;
+    return static_cast<int8_t>(std::min(std::max(v, lo), hi) + out_zp);
+  });
+}
+
+kernels::cpu::Qs8AddQuant add_quant(const Op& op, const Plan& plan) {
+  const Value& a = plan.values[op.in[0]];
+  const Value& b = plan.values[op.in[1]];
+  const Value& y = plan.values[op.out];
+  kernels::cpu::Qs8AddQuant q;
+  q.a_scale = a.scale, q.a_zero_point = a.zero_point;
+  q.b_scale = b.scale, q.b_zero_point = b.zero_point;
+  q.out_scale = y.scale, q.out_zero_point = y.zero_point;
+  return q;
 }
 
 }  // namespace xnnpack

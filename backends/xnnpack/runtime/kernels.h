@@ -7,6 +7,8 @@
 
 #include "backends/xnnpack/runtime/plan.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/pool_nhwc.h"
+#include "kernels/portable/cpu/quantized.h"
 
 namespace executorch {
 namespace backends {
@@ -68,6 +70,24 @@ void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t
 void avg_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const float* in, float* out, float lo, float hi);
 void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo, float hi);
+
+// XNNPACK's QS8 elementwise arithmetic with broadcasting. Add / subtract: fixed point, multipliers
+// of 20 bits for the input/output scale ratios (b's negated to subtract), a shift and a bias
+// holding the zero points and the rounding. Multiply: the centred integers' exact product times
+// a_scale * b_scale / out_scale in float32, rounded half to even. `ok` is false for scale ratios
+// XNNPACK refuses.
+struct Qs8BinaryParams {
+  bool ok = false;
+  int32_t a_mul = 0, b_mul = 0, shift = 0, bias = 0;
+  float scale = 0.f;
+};
+Qs8BinaryParams qs8_binary_params(BinaryKind kind, const Value& a, const Value& b, const Value& y);
+void qs8_binary(BinaryKind kind, const Qs8BinaryParams& p, int rank, const int64_t* a_dims, const int8_t* a,
+                const int64_t* b_dims, const int8_t* b, const int64_t* out_dims, int8_t* out, int32_t a_zp,
+                int32_t b_zp, int32_t out_zp, int8_t qmin, int8_t qmax);
+
+// The QS8 add's parameters: its two inputs' and its output's scales and zero points.
+kernels::cpu::Qs8AddQuant add_quant(const Op& op, const Plan& plan);
 
 // Quantization: round half to even, saturating to [qmin, qmax].
 void quantize(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax, void* out,

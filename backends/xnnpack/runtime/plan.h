@@ -81,6 +81,11 @@ enum class OpKind : uint8_t {
   kConvert,
 };
 
+// How an op computes. kFloat: on the float kernels, quantized operands dequantized around them.
+// kQs8 / kQd8: on the int8 kernels of kernels/portable/cpu/quantized.h and pool_nhwc.h (static
+// int8 activations; dynamically quantized float rows into a fully connected layer).
+enum class Compute : uint8_t { kFloat, kQs8, kQd8 };
+
 enum class BinaryKind : uint8_t { kAdd, kSub, kMul, kDiv, kMin, kMax, kPrelu };
 enum class UnaryKind : uint8_t {
   kClamp, kHardswish, kSigmoid, kTanh, kGelu, kSqrt, kRsqrt, kAbs, kNeg, kSquare, kFloor, kCeil,
@@ -92,8 +97,6 @@ struct ConvParams {
   int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
   int64_t groups, group_in, group_out;
   int64_t adj_h = 0, adj_w = 0;  // transposed convolution: extra rows/columns at the bottom/right
-  // Convolution reading an NCHW input directly (the NCHW -> NHWC transpose before it removed).
-  bool nchw_input = false;
 };
 
 struct Op {
@@ -119,6 +122,9 @@ struct Op {
   // The same weights and bias packed once for the NHWC micro-kernels (kernels/portable/cpu/conv_nhwc.h);
   // null where the op runs on the generic path instead.
   const void* packed = nullptr;
+  Compute compute = Compute::kFloat;
+  int8_t qmin = -128, qmax = 127;  // kQs8: out_min / out_max in the output's integers
+  uint32_t filter = kNoValue, bias_value = kNoValue;  // the weight values (used at init)
   int64_t scratch_offset = 0;      // this op's scratch (inside the plan's scratch region)
 };
 

@@ -134,7 +134,7 @@ bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, c
                               float in_scale, int32_t in_zero_point, int8_t* out, float out_scale,
                               int32_t out_zero_point, int8_t out_min, int8_t out_max) {
   constexpr int64_t kMaxChannels = 16384;
-  const float scale = in_scale / (out_scale * static_cast<float>(pixels));
+  const float scale = in_scale / out_scale / static_cast<float>(pixels);
   if (batch <= 0 || pixels <= 0 || channels <= 0 || channels > kMaxChannels ||
       pixels > (int64_t(1) << 23) || !(scale > 0.f) || !std::isfinite(scale) ||
       out_min > out_max)

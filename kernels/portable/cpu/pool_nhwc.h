@@ -35,7 +35,7 @@ bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, c
                               float* out, float out_min, float out_max);
 
 // QS8 global average pooling: acc = sum_p (x - in_zp) in int32, then the requantization of
-// quantized.h with scale = in_scale / (out_scale * pixels) (float32, in that order).
+// quantized.h with scale = (in_scale / out_scale) / pixels (float32, in that order, as XNNPACK).
 bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, const int8_t* in,
                               float in_scale, int32_t in_zero_point, int8_t* out, float out_scale,
                               int32_t out_zero_point, int8_t out_min, int8_t out_max);

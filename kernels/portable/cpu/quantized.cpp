@@ -420,15 +420,18 @@ bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8
     if (zp < -128 || zp > 127) return false;
   const float sa = q.a_scale / q.out_scale, sb = q.b_scale / q.out_scale;
   if (!(sa > 0.f) || !(sb > 0.f) || !std::isfinite(sa) || !std::isfinite(sb)) return false;
-  const double top = std::max(sa, sb);
-  if (top >= double(1 << 20)) return false;
-  int32_t shift = 30;
-  while (shift > 1 && std::ldexp(top, shift) >= double(1 << 21)) --shift;
+  const float top = std::max(sa, sb);
+  if (top >= float(1 << 20)) return false;
+  // XNNPACK's choice: 20 bits below the larger ratio's leading bit, multipliers rounded half to
+  // even (so a multiplier can reach 2^21 exactly).
+  int exponent = 0;
+  std::frexp(top, &exponent);
+  const int32_t shift = std::max(1, std::min(30, 21 - exponent));
   ukernel::Qs8AddParams p;
   p.a_zero_point = q.a_zero_point;
   p.b_zero_point = q.b_zero_point;
-  p.a_mul = static_cast<int32_t>(std::lround(std::ldexp(double(sa), shift)));
-  p.b_mul = static_cast<int32_t>(std::lround(std::ldexp(double(sb), shift)));
+  p.a_mul = static_cast<int32_t>(std::nearbyint(std::ldexp(double(sa), shift)));
+  p.b_mul = static_cast<int32_t>(std::nearbyint(std::ldexp(double(sb), shift)));
   p.shift = shift;
   p.out_zero_point = q.out_zero_point;
   p.out_min = out_min;

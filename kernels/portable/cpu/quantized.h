@@ -51,9 +51,11 @@ bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_
 
 // QS8 elementwise add of two same-shape tensors of n elements:
 //   out = clamp(((a - a_zp) * a_mul + (b - b_zp) * b_mul + 2^(shift-1)) >> shift + out_zp)
-// in int32, where a_mul = round(a_scale / out_scale * 2^shift), b_mul likewise, and shift (at
-// most 30) is the largest keeping both multipliers below 2^21. False when a scale ratio is not
-// positive and finite or reaches 2^20, or `isa` is missing. out may alias a or b.
+// in int32 (XNNPACK's fixed-point add): with the ratios a_scale / out_scale and b_scale / out_scale
+// in float32, shift = 20 - floor(log2(larger ratio)) (kept within 1..30), a_mul =
+// round_half_even(ratio_a * 2^shift), b_mul likewise (so the larger is in [2^20, 2^21]). False
+// when a ratio is not positive and finite or reaches 2^20, or `isa` is missing. out may alias a
+// or b.
 struct Qs8AddQuant {
   float a_scale = 1.f;
   int32_t a_zero_point = 0;

@@ -120,7 +120,7 @@ KTEST(global_avg_pool_nhwc_matches_reference) {
   for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>((i * 37) % 256 - 128);
   const float in_scale = 0.1f, out_scale = 0.02f;
   const int32_t in_zp = -4, out_zp = 6;
-  const float scale = in_scale / (out_scale * float(pixels));
+  const float scale = in_scale / out_scale / float(pixels);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch) {
       int32_t acc = 0;

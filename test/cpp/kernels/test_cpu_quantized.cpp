@@ -266,10 +266,12 @@ KTEST(qs8_add_matches_reference_exactly_on_every_isa) {
   q.out_zero_point = -5;
   // The documented fixed-point form, and within one unit of the real-valued result.
   const float sa = q.a_scale / q.out_scale, sb = q.b_scale / q.out_scale;
-  int shift = 30;
-  while (shift > 1 && std::ldexp(double(std::fmax(sa, sb)), shift) >= double(1 << 21)) --shift;
-  const int32_t am = int32_t(std::lround(std::ldexp(double(sa), shift)));
-  const int32_t bm = int32_t(std::lround(std::ldexp(double(sb), shift)));
+  int exponent = 0;
+  std::frexp(std::fmax(sa, sb), &exponent);
+  const int shift = 21 - exponent;
+  const int32_t am = int32_t(std::nearbyint(std::ldexp(double(sa), shift)));
+  const int32_t bm = int32_t(std::nearbyint(std::ldexp(double(sb), shift)));
+  CHECK(std::max(am, bm) >= (1 << 20) && std::max(am, bm) <= (1 << 21));
   std::vector<int8_t> expected(n);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t acc = (int64_t(a[i]) - q.a_zero_point) * am + (int64_t(b[i]) - q.b_zero_point) * bm;
