@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -77,9 +78,11 @@ class ReferenceRuntime:
         with open(made.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not made.is_file():
+                # One torch thread, as calibration here runs (`one_torch_thread`): observed ranges,
+                # hence int8 scales, depend on the summation order.
                 proc = subprocess.run(
                     [self.python, str(tool), factory, str(out), *flags],
-                    capture_output=True, text=True, timeout=1800,
+                    capture_output=True, text=True, timeout=1800, env={**os.environ, "OMP_NUM_THREADS": "1"},
                 )
                 if proc.returncode != 0:
                     raise AssertionError(f"reference exporter failed on {factory}: {proc.stderr[-2000:]}")
@@ -94,12 +97,18 @@ class ReferenceRuntime:
         if made.with_suffix(".ref.pt").is_file():
             shutil.copyfile(made.with_suffix(".ref.pt"), out.with_suffix(".ref.pt"))
         return out
-        if made_ref.is_file():
-            shutil.copyfile(made_ref, ref)
-        shutil.copyfile(made, out)
-        if made.with_suffix(".ref.pt").is_file():
-            shutil.copyfile(made.with_suffix(".ref.pt"), out.with_suffix(".ref.pt"))
-        return out
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """torch on one thread inside the block: results, and pt2e's observed ranges, are the bits the
+    published exporter computes in its own one-thread process."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def pytest_configure(config) -> None:

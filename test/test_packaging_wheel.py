@@ -53,8 +53,14 @@ def test_tag_is_py3_none_any(minimal_wheel):
 def test_requires_dist_is_only_flatbuffers(minimal_wheel):
     _, metadata, _ = wheel_metadata(minimal_wheel)
     requirements = [Requirement(r) for r in metadata.get_all("Requires-Dist") or []]
-    assert [r.name for r in requirements] == ["flatbuffers"]
-    assert not any(r.marker for r in requirements)
+    # What pip installs without extras: requirements whose marker is absent or names no extra.
+    required = [r for r in requirements if r.marker is None or "extra" not in str(r.marker)]
+    assert [r.name for r in required] == ["flatbuffers"]
+    assert not any(r.marker for r in required)
+    # The devtools extra is declared, and only behind its marker.
+    devtools = {r.name for r in requirements if r.marker is not None and r.marker.evaluate({"extra": "devtools"})}
+    assert {"pandas", "tabulate"} <= devtools
+    assert metadata.get_all("Provides-Extra") and "devtools" in metadata.get_all("Provides-Extra")
     assert metadata["Name"] == "executorch"
     assert metadata["Version"] == (REPO / "version.txt").read_text().strip()
 

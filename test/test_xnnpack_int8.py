@@ -14,7 +14,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
+from conftest import load_zoo, one_torch_thread, project_runtimes, zoo_factory_spec  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402
 
 from executorch.backends.xnnpack import XnnpackPartitioner  # noqa: E402
@@ -53,7 +53,8 @@ def quantize(model, inputs, **config):
     config = {"is_per_channel": True, **config}
     graph = torch.export.export(model, inputs).module()
     graph = prepare_pt2e(graph, XNNPACKQuantizer().set_global(get_symmetric_quantization_config(**config)))
-    graph(*inputs)
+    with one_torch_thread():
+        graph(*inputs)
     return convert_pt2e(graph)
 
 

@@ -171,7 +171,7 @@ bool fully_connected_qd8_pack_qb4w(int64_t n, int64_t k, int64_t group_size,
                                    void* packed) {
   Header h;
   if (weight == nullptr || scales == nullptr || packed == nullptr || k % 2 != 0 ||
-      (nibble_zero_point != 0 && nibble_zero_point != 8) || group_size == k ||
+      (nibble_zero_point != 0 && nibble_zero_point != 8) ||
       !plan(n, k, group_size, isa, &h))
     return false;
   const int64_t groups = k / group_size;

@@ -336,17 +336,18 @@ KTEST(qd8_row_quantization_round_trips_within_half_a_step) {
 
 KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
   struct Shape {
-    int64_t m, n, k, group;  // group == k: per-channel int8 weights; else 4-bit groups
+    int64_t m, n, k, group;  // group == k: per-channel weights (int8, or 4-bit with int4); else 4-bit groups
+    bool int4 = false;
   };
   const Shape shapes[] = {{1, 1, 1, 1},      {1, 70, 300, 300}, {3, 33, 17, 17}, {9, 40, 64, 64},
                           {1, 96, 256, 32},  {5, 45, 256, 64},  {2, 17, 384, 128},
-                          {1, 1000, 128, 32}};
+                          {1, 1000, 128, 32}, {3, 33, 64, 64, true}, {2, 17, 384, 384, true}};
   const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
   for (const Shape& s : shapes) {
     auto in = ktest::random_floats(s.m * s.k, 91);
     for (size_t i = 0; i < in.size(); i += 5) in[i] *= 4.f;
     auto bias = ktest::random_floats(s.n, 92);
-    const bool int4 = s.group != s.k;
+    const bool int4 = s.int4 || s.group != s.k;
     const int64_t groups = s.k / s.group;
     std::vector<float> scales(s.n * groups);
     std::vector<uint16_t> scales_bf16(scales.size());
