@@ -31,10 +31,10 @@ __all__ = [
 _LAZY = {
     "EdgeCompileConfig": "executorch.exir.config",
     "ExecutorchBackendConfig": "executorch.exir.config",
-    "EdgeProgramManager": "executorch.exir.program",
-    "ExecutorchProgramManager": "executorch.exir.program",
-    "to_edge": "executorch.exir.program",
-    "to_edge_transform_and_lower": "executorch.exir.program",
+    "EdgeProgramManager": "executorch.exir.program._program",
+    "ExecutorchProgramManager": "executorch.exir.program._program",
+    "to_edge": "executorch.exir.program._program",
+    "to_edge_transform_and_lower": "executorch.exir.program._program",
 }
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import fx
 
-import executorch.exir.program as program
+import executorch.exir.program._program as program
 from executorch.exir import to_edge
 from executorch.exir.passes import decompose
 

@@ -170,7 +170,7 @@ def test_truncated_and_corrupt_ptd_are_errors(engine, tmp_path):
 
 def test_delegate_named_data_with_an_external_tag_goes_to_the_ptd():
     from executorch.exir._serialize._named_data_store import NamedDataStore
-    from executorch.exir.program import _data_files
+    from executorch.exir.program._program import _data_files
     from executorch.exir.emit._emitter import ExternalConstants
 
     store = NamedDataStore()

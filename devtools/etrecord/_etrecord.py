@@ -142,7 +142,7 @@ class ETRecordBuilder:
         self.edge: Optional[dict] = None
 
     def record_edge(self, edge_programs: dict) -> None:
-        from executorch.exir.program import _copy_program
+        from executorch.exir.program._program import _copy_program
 
         # A snapshot: later passes and partitioners change the graphs.
         self.edge = {name: _copy_program(p) for name, p in edge_programs.items()}
@@ -152,7 +152,7 @@ class ETRecordBuilder:
         return ep, id(ep.graph)
 
     def _edge(self, edge_programs: dict) -> dict:
-        from executorch.exir.program import _copy_program
+        from executorch.exir.program._program import _copy_program
 
         return dict(self.edge) if self.edge is not None else {n: _copy_program(p) for n, p in edge_programs.items()}
 

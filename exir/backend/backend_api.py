@@ -55,7 +55,7 @@ def lower_program(backend_id: str, edge_program: ExportedProgram, compile_specs:
 
 @to_backend.register(ExportedProgram)
 def _(edge_program: ExportedProgram, partitioner: Partitioner, method: str = "forward") -> ExportedProgram:
-    from executorch.exir.program import _copy_program
+    from executorch.exir.program._program import _copy_program
 
     if not hasattr(partitioner, "partition"):
         raise ExportError(
