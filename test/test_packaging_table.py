@@ -101,11 +101,24 @@ def test_every_mode_ships_executor_backend_partitioner_and_nothing_else_under_te
     assert rpc in built.packages and rpc not in built.whole_packages
 
 
-def test_minimal_package_data_is_the_schema():
-    data = plan(REPO, Mode.MINIMAL).package_data
+def test_schemas_ship_with_flatc_only():
+    # The Python code writes and reads every format without them; they are input for flatc.
+    assert plan(REPO, Mode.MINIMAL).package_data == {}
+    data = plan(REPO, Mode.FULL).package_data
     assert "schema/program.fbs" in data["executorch"] and "schema/scalar_type.fbs" in data["executorch"]
+    assert data["executorch.backends.xnnpack.serialization"] == ["schema.fbs"]
     shipped = [f for files in data.values() for f in files]
     assert all(f.endswith(".fbs") for f in shipped), shipped
+
+
+def test_a_module_a_row_names_leaves_its_package_with_that_row():
+    # runtime/_native.py adapts the compiled extension: in the pybindings row, not in runtime_py's package.
+    minimal, full = plan(REPO, Mode.MINIMAL), plan(REPO, Mode.FULL)
+    assert "executorch.runtime" in minimal.whole_packages
+    assert not minimal.ships_module("executorch.runtime", "_native")
+    assert minimal.ships_module("executorch.runtime", "_backend")
+    if "pybindings" in {row.name for row in full.rows}:
+        assert full.ships_module("executorch.runtime", "_native")
 
 
 def test_flatc_mode_adds_only_the_flatc_row():
@@ -116,7 +129,7 @@ def test_flatc_mode_adds_only_the_flatc_row():
         return
     with_flatc = plan(REPO, Mode.MINIMAL_FLATC)
     added = {row.name for row in with_flatc.rows} - {row.name for row in minimal.rows}
-    assert added == {"flatbuffers_ep"} and not with_flatc.skipped
+    assert added == {"flatbuffers_ep", "schemas"} and not with_flatc.skipped
     assert with_flatc.install_requires == minimal.install_requires
     assert with_flatc.kind is WheelKind.TOOL and with_flatc.install_components == ("flatc",)
     assert with_flatc.cmake_targets == ("flatbuffers_ep",) and not any(with_flatc.cmake_options.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -72,20 +73,22 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
     for folder in ("examples", "kernels", "tools", "bin", "test", "benchmarks"):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
-    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
+    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime.
     backends = [n for n in files if n.startswith("executorch/backends/")]
-    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
+    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith(".py")
                             for n in backends), backends
+    # No flatc input and no adapter to the compiled runtime: the minimal wheel has neither tool.
+    assert not [n for n in files if n.endswith(".fbs")]
+    assert "executorch/runtime/_native.py" not in files
     assert "executorch/setup.py" not in files and "executorch/_launch.py" not in files
     assert all(n.startswith(("executorch/", "executorch-")) for n in files)
 
 
 def test_export_path_is_complete(minimal_wheel):
     names = set(wheel_metadata(minimal_wheel)[0])
-    expected = _source_modules(REPO / "exir") | {"executorch/__init__.py", "executorch/schema/program.fbs",
-                                                  "executorch/schema/scalar_type.fbs"}
+    expected = _source_modules(REPO / "exir") | {"executorch/__init__.py"}
     if (REPO / "runtime" / "__init__.py").is_file():
-        expected |= _source_modules(REPO / "runtime")
+        expected |= _source_modules(REPO / "runtime") - {"executorch/runtime/_native.py"}
     # The Python engine's XnnpackBackend, so the minimal wheel's CLI can check an XNNPACK export.
     xnnpack_runtime = {"executorch/" + p.relative_to(REPO).as_posix()
                        for p in (REPO / "backends" / "xnnpack" / "runtime").glob("*.py")}
@@ -94,13 +97,11 @@ def test_export_path_is_complete(minimal_wheel):
     assert expected <= names, sorted(expected - names)
 
 
-def test_ptd_and_bpte_serializers_ship_with_their_schemas(minimal_wheel):
+def test_ptd_and_bpte_serializers_ship(minimal_wheel):
     names = set(wheel_metadata(minimal_wheel)[0])
     flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix() for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
     assert "executorch/extension/flat_tensor/serialize/serialize.py" in flat_tensor
-    expected = (flat_tensor | _source_modules(REPO / "devtools" / "bundled_program")
-                | {"executorch/extension/flat_tensor/serialize/flat_tensor.fbs",
-                   "executorch/devtools/bundled_program/schema/bundled_program_schema.fbs"})
+    expected = flat_tensor | _source_modules(REPO / "devtools" / "bundled_program")
     assert expected <= names, sorted(expected - names)
 
 
@@ -151,3 +152,12 @@ def test_entries_are_dated_from_source_date_epoch_and_normalized(minimal_wheel):
     *files, record = infos
     assert record.filename.endswith(".dist-info/RECORD")
     assert {info.external_attr >> 16 & 0o777 for info in files} == {0o644}
+
+
+def test_members_are_deflated_at_the_best_level(minimal_wheel):
+    # The wheel writer leaves zlib's default level (6); the build recompresses at 9, a lossless ~0.6 KB.
+    with zipfile.ZipFile(minimal_wheel) as zf:
+        infos = zf.infolist()
+        assert {info.compress_type for info in infos} == {zipfile.ZIP_DEFLATED}
+        at_best = [len(zlib.compress(zf.read(info), 9)) - 6 for info in infos]  # less zlib's header and checksum
+    assert [info.compress_size for info in infos] == at_best

@@ -166,7 +166,7 @@ class BuildNative(build_ext):
 
 
 class BdistWheel(bdist_wheel):
-    """Tag the wheel from the plan's kind and zip it with normalized file modes."""
+    """Tag the wheel from the plan's kind and zip it with normalized file modes, at the best deflate level."""
 
     plan: BuildPlan
 
@@ -185,6 +185,12 @@ class BdistWheel(bdist_wheel):
         super().write_wheelfile(wheelfile_base, *args, **kwargs)
         # The archive is zipped right after this; modes on disk follow the umask and checkout.
         reproducible.normalize_modes(Path(self.bdist_dir))
+
+    def run(self) -> None:
+        super().run()
+        # bdist_wheel records the archive it wrote as the last bdist_wheel entry of dist_files.
+        wheel = next(path for command, _, path in reversed(self.distribution.dist_files) if command == "bdist_wheel")
+        reproducible.recompress_zip(Path(wheel))
 
 
 class EggInfo(egg_info):

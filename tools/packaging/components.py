@@ -3,7 +3,9 @@
 This is an allowlist. A file is in a wheel only when a selected row names it: a package pattern
 (`executorch.exir` is that package, `executorch.exir.**` it and every package below it), a module, a
 data glob (relative to the source root), or a CMake install component. Parent packages of what a
-row names ship their `__init__.py` and nothing else. Every Python package in the source tree must
+row names ship their `__init__.py` and nothing else. A module a row names belongs to that row even
+inside another row's package (`executorch.runtime._native` ships with the native runtime, not with
+`executorch.runtime.**`). Every Python package in the source tree must
 match a row or an `EXCLUDED` pattern; a test enforces it, so a new package is classified on purpose.
 """
 
@@ -62,7 +64,6 @@ COMPONENTS: tuple[Component, ...] = (
         EVERY_MODE,
         packages=("executorch.exir.**",),
         modules=("executorch.version",),
-        data=("schema/*.fbs",),
         requires=("flatbuffers>=24.3",),
     ),
     Component(
@@ -99,7 +100,6 @@ COMPONENTS: tuple[Component, ...] = (
         "and its runtime for the pure-Python engine",
         EVERY_MODE,
         packages=("executorch.backends.xnnpack.**",),
-        data=("backends/xnnpack/serialization/*.fbs",),
     ),
     Component(
         "executor_aot", "ExecutorBackend's partitioner and preprocess, at the module paths the "
@@ -116,13 +116,18 @@ COMPONENTS: tuple[Component, ...] = (
         "flat_tensor", ".ptd (external tensor data) serializer",
         EVERY_MODE,
         packages=("executorch.extension.flat_tensor.**",),
-        data=("extension/flat_tensor/serialize/*.fbs",),
     ),
     Component(
         "bundled_program", ".bpte (program + test cases) serializer",
         EVERY_MODE,
         packages=("executorch.devtools.bundled_program.**",),
-        data=("devtools/bundled_program/schema/*.fbs",),
+    ),
+    Component(
+        "schemas", "the FlatBuffers schemas (.fbs) of the formats the Python code writes and reads: input for "
+        "the flatc these wheels ship (the Python code never reads them, so the minimal wheel goes without)",
+        frozenset({MINIMAL_FLATC, FULL}),
+        data=("schema/*.fbs", "backends/xnnpack/serialization/*.fbs", "extension/flat_tensor/serialize/*.fbs",
+              "devtools/bundled_program/schema/*.fbs"),
     ),
     # --- native, built by CMake ---------------------------------------------------------------
     Component(
@@ -163,6 +168,8 @@ COMPONENTS: tuple[Component, ...] = (
         "pybindings", "native runtime as a Python extension behind executorch.runtime",
         frozenset({FULL}),
         packages=("executorch.extension.pybindings",),
+        # The runtime API's adapter to the extension: without the extension it cannot import.
+        modules=("executorch.runtime._native",),
         requires=("torch>=2.13",),
         build_requires=NATIVE_BUILD + ("pybind11>=2.13",),
         cmake_option="EXECUTORCH_BUILD_PYBIND", cmake_targets=("_portable_lib",),

@@ -33,6 +33,8 @@ class BuildPlan:
     packages: tuple[str, ...]
     whole_packages: frozenset[str]
     modules: frozenset[str]
+    # Modules a row names that this mode does not select: they stay out of their whole package.
+    withheld: frozenset[str]
     package_data: dict[str, list[str]]
     install_requires: tuple[str, ...]
     build_requires: tuple[str, ...]
@@ -52,8 +54,11 @@ class BuildPlan:
         return WheelKind.PURE
 
     def ships_module(self, package: str, module: str) -> bool:
-        """True when `package.module` belongs in the wheel (parents ship only `__init__`)."""
-        return package in self.whole_packages or module == "__init__" or f"{package}.{module}" in self.modules
+        """True when `package.module` belongs in the wheel: a row names it, or it is in a whole package
+        and no unselected row claims it (parents ship only `__init__`)."""
+        name = f"{package}.{module}"
+        return (name in self.modules or module == "__init__"
+                or (package in self.whole_packages and name not in self.withheld))
 
 
 def excluded(name: str) -> bool:
@@ -154,6 +159,7 @@ def plan(root: Path, mode: Mode, target: Target | None = None) -> BuildPlan:
     available = [p for p in sourcetree.regular_packages(root) if not excluded(p)]
     whole = {p for p in available for row in rows if any(sourcetree.matches(pat, p) for pat in row.packages)}
     modules = {m for row in rows for m in row.modules if _module_file(root, m).is_file()}
+    withheld = {m for row in COMPONENTS if row not in rows for m in row.modules} - modules
     packages = _with_parents(whole | {m.rpartition(".")[0] for m in modules}) | {sourcetree.ROOT_PACKAGE}
     options = {row.cmake_option: row in rows for row in COMPONENTS if row.cmake_option}
     return BuildPlan(
@@ -165,6 +171,7 @@ def plan(root: Path, mode: Mode, target: Target | None = None) -> BuildPlan:
         packages=tuple(sorted(packages)),
         whole_packages=frozenset(whole),
         modules=frozenset(modules),
+        withheld=frozenset(withheld),
         package_data=_package_data(root, rows, packages),
         install_requires=tuple(sorted({req for row in rows for req in row.requires})),
         extras_require={name: sorted({req for row in rows for extra, reqs in row.extras if extra == name

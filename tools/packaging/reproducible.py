@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import tarfile
+import zipfile
 from pathlib import Path
 
 # 1980-01-02, the earliest date a zip entry can hold, for trees with no git history.
@@ -35,6 +36,19 @@ def normalize_modes(tree: Path) -> None:
         mode = path.stat().st_mode
         executable = path.is_dir() or mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         path.chmod(0o755 if executable else 0o644)
+
+
+def recompress_zip(path: Path, level: int = 9) -> None:
+    """Deflate every member of the zip at `path` again at `level` (zlib's best by default), keeping
+    names, order, times and modes: the wheel writer leaves zlib's default level, which packs worse."""
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w") as dst:
+        for old in src.infolist():
+            new = zipfile.ZipInfo(old.filename, old.date_time)
+            new.external_attr, new.create_system = old.external_attr, old.create_system
+            new.compress_type = old.compress_type
+            dst.writestr(new, src.read(old), compresslevel=level)
+    os.replace(tmp, path)
 
 
 def write_tar_gz(path: str, root: Path, base_dir: str) -> str:
