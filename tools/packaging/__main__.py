@@ -38,6 +38,8 @@ def _plan(mode: Mode) -> None:
     for name, missing in built.absent:
         print(f"  absent:          {name} (no package {missing} in the source tree; ships nothing)")
     print(f"  packages:        {', '.join(built.packages)}")
+    if built.withheld:
+        print(f"  withheld:        {', '.join(sorted(built.withheld))} (named by rows this mode leaves out)")
     print(f"  data:            {dict(built.package_data)}")
     print(f"  Requires-Dist:   {', '.join(built.install_requires) or 'none'}")
     print(f"  build requires:  {', '.join(built.build_requires) or 'setuptools only'}")
