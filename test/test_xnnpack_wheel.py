@@ -20,7 +20,9 @@ from xnnpack_structure import structure  # noqa: E402
 from executorch.devtools.compare import assert_outputs_close  # noqa: E402
 from executorch.examples.models import MODELS  # noqa: E402
 
-MAX_WHEEL_BYTES = 320 * 1024  # 310 KB with XNNPACK, ETDump/ETRecord/Inspector; the 300 KB goal is open
+# 310.7 KB (318,140 B) with XNNPACK, ETDump/ETRecord/Inspector, plus room for the QD8 dynamic-shape
+# lowering; the 300 KB goal is open (README-wheel.md, BENCHMARKS.md "Wheels").
+MAX_WHEEL_BYTES = 316 * 1024
 
 
 @pytest.fixture(scope="module")
