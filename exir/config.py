@@ -63,6 +63,17 @@ def _check_device_config(config: Any) -> None:
                     "which the runtimes here cannot bind (inputs and outputs always get planned memory); leave it False")
 
 
+def _check_sym_shape_eval(value: Any) -> None:
+    from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
+
+    for v in (value.values() if isinstance(value, dict) else [value]):
+        if v is not None and not isinstance(v, ConstraintBasedSymShapeEvalPass):
+            raise ExportError(
+                f"ExecutorchBackendConfig.sym_shape_eval_pass={v!r} is not supported: dynamic shapes are planned at "
+                "their upper bounds; pass None or ConstraintBasedSymShapeEvalPass() "
+                "(executorch.exir.passes.sym_shape_eval_pass), or a dict of method name -> one")
+
+
 @dataclass
 class ExecutorchBackendConfig:
     """Options of `to_executorch`: extra passes, memory planning, and the file's alignments."""
@@ -93,8 +104,7 @@ class ExecutorchBackendConfig:
     def __post_init__(self) -> None:
         _refuse("remove_view_copy", self.remove_view_copy, False,
                 "view_copy ops stay kernel calls here (no memory views); pass remove_view_copy=False")
-        _refuse("sym_shape_eval_pass", self.sym_shape_eval_pass, None,
-                "dynamic shapes are planned at their upper bounds by the emitter; leave sym_shape_eval_pass=None")
+        _check_sym_shape_eval(self.sym_shape_eval_pass)
         if not isinstance(self.external_constants, bool) and not callable(self.external_constants):
             raise ExportError(
                 f"ExecutorchBackendConfig.external_constants={self.external_constants!r} must be True, False or a "

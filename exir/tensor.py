@@ -53,20 +53,25 @@ def calculate_aligned_num_bytes(num: int, alignment: int) -> int:
     return (num + alignment - 1) // alignment * alignment
 
 
+def shape_upper_bound(s) -> Optional[int]:
+    """The largest value a size can take under the export constraints (an int is its own bound),
+    or None when it has no bound a program can plan memory for."""
+    if isinstance(s, int):
+        return s
+    try:
+        upper = int(s.node.shape_env.bound_sympy(s.node.expr).upper)
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        return None  # sympy's or torch's infinity
+    return upper if upper <= _MAX_SIZE else None
+
+
 def determine_tensor_dynanism(shape: Sequence) -> TensorShapeDynamism:
     """STATIC for int sizes; DYNAMIC_BOUND when every symbolic size has an upper bound a program
     can plan memory for (as the emitter requires), else DYNAMIC_UNBOUND. (The spelling is ExecuTorch's.)"""
     if all(isinstance(s, int) for s in shape):
         return TensorShapeDynamism.STATIC
-    for s in shape:
-        if isinstance(s, int):
-            continue
-        try:
-            upper = int(s.node.shape_env.bound_sympy(s.node.expr).upper)
-        except (TypeError, ValueError, AttributeError, OverflowError):
-            upper = None  # sympy's or torch's infinity
-        if upper is None or upper > _MAX_SIZE:
-            return TensorShapeDynamism.DYNAMIC_UNBOUND
+    if any(shape_upper_bound(s) is None for s in shape):
+        return TensorShapeDynamism.DYNAMIC_UNBOUND
     return TensorShapeDynamism.DYNAMIC_BOUND
 
 

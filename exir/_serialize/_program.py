@@ -24,7 +24,9 @@ from executorch.exir._dtypes import element_size
 from executorch.exir._serialize._alignment import aligned, check_alignment, padding_for
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
-from executorch.exir._serialize._header import HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, decode_header
+from executorch.exir._serialize._header import (HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, _ExtendedHeader,  # noqa: F401
+                                                _get_extended_header, decode_header)
+from executorch.exir._serialize._json import _json_to_program, _program_to_json  # noqa: F401
 from executorch.exir._serialize._join import join_bytes
 from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
 from executorch.exir.error import SerializeError
@@ -123,14 +125,17 @@ class PTEFile:
 
 
 def serialize_pte_binary(
-    program: "s.Program | PTEFile",
+    pte_file: "s.Program | PTEFile",
     *,
     segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT,
-    constant_tensor_alignment: int = DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
+    constant_tensor_alignment: Optional[int] = None,
     delegate_alignment: Optional[int] = None,
+    extract_delegate_segments: bool = False,
 ) -> bytes:
-    """The `.pte` image of `program` (a `Program` or a `PTEFile`) as one bytes object (see
-    `serialize_pte_chunks`)."""
+    """The `.pte` image of `pte_file` (a `PTEFile` or a `Program`) as one bytes object (see
+    `serialize_pte_chunks`). With `extract_delegate_segments`, delegate payloads held inline in
+    the FlatBuffer move to segments of their own; payloads already in segments stay there."""
+    program = pte_file
     if isinstance(program, PTEFile):
         # The Program carries every segment itself; separate data could only disagree with it.
         mutable, named = _extras(program.program)
@@ -141,14 +146,41 @@ def serialize_pte_binary(
                 "mutable_data_segments) and leave these fields None or as read"
             )
         program = program.program
+    if not isinstance(extract_delegate_segments, bool):
+        raise SerializeError(f"extract_delegate_segments must be True or False, not {extract_delegate_segments!r}")
+    if extract_delegate_segments:
+        program = _inline_delegates_to_segments(program)
     return join_bytes(
         serialize_pte_chunks(
             program,
             segment_alignment=segment_alignment,
-            constant_tensor_alignment=constant_tensor_alignment,
+            constant_tensor_alignment=constant_tensor_alignment or DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
             delegate_alignment=delegate_alignment,
         )
     )
+
+
+def _inline_delegates_to_segments(program: s.Program) -> s.Program:
+    """A copy of `program` whose inline delegate payloads are segments appended after its others."""
+    inline = [d for plan in program.execution_plan for d in plan.delegates
+              if d.processed.location == s.DataLocation.INLINE]
+    if not inline:
+        return program
+    segment_data = list(program.segment_data) or [b""]  # slot 0 belongs to the constant segment
+    moved: dict[int, int] = {}
+    plans = []
+    for plan in program.execution_plan:
+        delegates = []
+        for d in plan.delegates:
+            if d.processed.location == s.DataLocation.INLINE:
+                if d.processed.index not in moved:
+                    moved[d.processed.index] = len(segment_data)
+                    segment_data.append(program.backend_delegate_data[d.processed.index].data)
+                ref = s.BackendDelegateDataReference(s.DataLocation.SEGMENT, moved[d.processed.index])
+                d = dataclasses.replace(d, processed=ref)
+            delegates.append(d)
+        plans.append(dataclasses.replace(plan, delegates=delegates))
+    return dataclasses.replace(program, execution_plan=plans, backend_delegate_data=[], segment_data=segment_data)
 
 
 def _layout_segments(

@@ -497,6 +497,9 @@ class _MethodEmitter:
                 and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
             return
+        if _writes_its_first_argument(target):
+            self._emit_in_place(node)
+            return
         out_op = out_variant(target, node, self.name)
         given = _given_args(node)
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
@@ -527,6 +530,19 @@ class _MethodEmitter:
         self.node_values[node] = outs if isinstance(val, (list, tuple)) else outs[0]
         name, overload = out_op._schema.name, out_op._schema.overload_name
         self._instruction(name, args, overload, node=node)
+
+    def _emit_in_place(self, node: fx.Node) -> None:
+        """An in-place ATen op (reinplace_pass makes them): its kernel writes its first argument's
+        memory, and the node's value is that tensor; the arguments, then the result (the same value)."""
+        given = _given_args(node)
+        schema = node.target._schema
+        args = []
+        for a in schema.arguments:
+            x = given[a.name] if a.name in given else a.default_value if a.has_default_value() else None
+            scalar_tensor = isinstance(x, (bool, int, float)) and _is_tensor_type(a.type)
+            args.append(self._scalar_tensor(x, node) if scalar_tensor else self._arg(x, a.type, node))
+        self.node_values[node] = args[0]
+        self._instruction(schema.name, args + [args[0]], schema.overload_name, node=node)
 
     def _emit_write_back(self, node: fx.Node) -> None:
         """`copy_(dest, src)`: ExecuTorch's in-place `aten::copy_` kernel writes src into dest's
@@ -798,6 +814,15 @@ def emit_constant_method(name: str, value: Any, constants: ConstantTable) -> S.E
         delegates=[],
         non_const_buffer_sizes=[0],
     )
+
+
+def _writes_its_first_argument(target) -> bool:
+    """An in-place ATen op (`add_`, `index_put_`): no out argument, its first argument written."""
+    if not isinstance(target, torch._ops.OpOverload) or not target._schema.name.startswith("aten::"):
+        return False
+    arguments = target._schema.arguments
+    first = arguments[0].alias_info if arguments else None
+    return first is not None and first.is_write and not any(a.is_out for a in arguments)
 
 
 def _is_tensor_type(ty) -> bool:

@@ -30,18 +30,17 @@ def get_default_skip_targets_no_quant() -> set:
 
 def _quant_primitives() -> set:
     # Folded, a dequantize of a quantized weight would store it in float: these stay runtime calls.
-    qd = torch.ops.quantized_decomposed
-    found = {qd.dequantize_per_channel.default, qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor,
-             qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor, qd.quantize_per_channel.default,
-             qd.choose_qparams.tensor}
-    if hasattr(qd, "convert_element_type"):
-        found.add(qd.convert_element_type.no_fuse)
-    torchao = getattr(torch.ops, "torchao", None)
-    for name in ("dequantize_affine", "quantize_affine", "choose_qparams_affine"):
+    found = set()
+    wanted = [("quantized_decomposed", name, overload) for name, overload in (
+        ("dequantize_per_channel", "default"), ("dequantize_per_tensor", "default"), ("dequantize_per_tensor", "tensor"),
+        ("quantize_per_tensor", "default"), ("quantize_per_tensor", "tensor"), ("quantize_per_channel", "default"),
+        ("choose_qparams", "tensor"), ("convert_element_type", "no_fuse"))]
+    wanted += [("torchao", name, "default") for name in ("dequantize_affine", "quantize_affine", "choose_qparams_affine")]
+    for namespace, name, overload in wanted:
         try:
-            found.add(getattr(getattr(torchao, name), "default"))
+            found.add(getattr(getattr(getattr(torch.ops, namespace), name), overload))
         except (AttributeError, RuntimeError):
-            pass  # torchao not installed, or too old to define the op: no graph can hold it
+            pass  # the library defining it (torch's pt2e ops, torchao) is not loaded: no graph can hold it
     return found
 
 

@@ -14,10 +14,14 @@ from executorch.exir.passes.constant_prop_pass import constant_prop_pass
 
 
 def _q():
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (defines the quantized_decomposed ops)
+
     return torch.ops.quantized_decomposed.quantize_per_tensor.default
 
 
 def _dq():
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (defines the quantized_decomposed ops)
+
     return torch.ops.quantized_decomposed.dequantize_per_tensor.default
 
 

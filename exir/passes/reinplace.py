@@ -31,3 +31,55 @@ def restore_mutating_ops(ep: ExportedProgram, method: str) -> ExportedProgram:
                 f"{' (' + where + ')' if where else ''}, which .pte programs cannot express; pass the whole "
                 "tensor (a buffer or an input) to the op")
     return ep
+
+
+# The ops `reinplace_pass` rewrites by default, as ExecuTorch's does: index_put, whose functional form
+# copies the whole tensor to write a few rows (a KV cache update).
+DEFAULT_INPLACEABLE_OPS = frozenset({torch.ops.aten.index_put.default})
+
+
+def _inplace_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """`ns::name_.overload` when it exists and writes its first argument, else None."""
+    namespace, name = op._schema.name.split("::")
+    packet = getattr(getattr(torch.ops, namespace), name + "_", None)
+    candidate = getattr(packet, op._overloadname, None) if packet is not None else None
+    if candidate is None:
+        return None
+    first = candidate._schema.arguments[0] if candidate._schema.arguments else None
+    if first is None or first.alias_info is None or not first.alias_info.is_write:
+        return None
+    return candidate
+
+
+def _safe_to_write(node: fx.Node, order: dict) -> bool:
+    """The node may overwrite its first argument: a value computed in this graph (not an input, a
+    weight or a buffer) that nothing reads after it."""
+    target = node.args[0] if node.args else None
+    if not isinstance(target, fx.Node) or target.op != "call_function":
+        return False
+    return all(u is node or order[u] < order[node] for u in target.users)
+
+
+def reinplace_pass(ep: ExportedProgram, ops_to_inplace=None, inplace_overrides=None) -> ExportedProgram:
+    """Functional ops in `ops_to_inplace` (default: index_put) become their in-place form
+    (`inplace_overrides` maps an op to the in-place op to use instead of `name_.overload`) where
+    the tensor they would copy is dead afterwards; edits `ep`'s graph and returns `ep`."""
+    ops = DEFAULT_INPLACEABLE_OPS if ops_to_inplace is None else frozenset(ops_to_inplace)
+    overrides = dict(inplace_overrides or {})
+    gm = ep.graph_module
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in ops:
+            continue
+        inplace = overrides.get(node.target) or _inplace_form(node.target)
+        if inplace is None:
+            raise ExportError(
+                f"reinplace_pass: {node.target} has no in-place form (an overload of {node.target._schema.name}_ "
+                "writing its first argument); name one in inplace_overrides or drop the op from ops_to_inplace")
+        if _safe_to_write(node, order):
+            node.target = inplace
+            changed = True
+    if changed:
+        gm.recompile()
+    return ep

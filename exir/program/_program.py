@@ -642,3 +642,19 @@ class ExecutorchProgramManager:
 
         for name in self._data_payloads:
             write_chunks(os.path.join(os.fspath(outdir), f"{name}.ptd"), self._ptd_chunks(name))
+
+
+def to_edge_with_preserved_ops(programs: Programs, constant_methods: Optional[Mapping[str, Any]] = None,
+                               compile_config: Optional[EdgeCompileConfig] = None,
+                               preserve_ops: Iterable[torch._ops.OpOverload] = ()) -> "EdgeProgramManager":
+    """`to_edge` keeping `preserve_ops` whole (ExecuTorch's earlier spelling of
+    `EdgeCompileConfig(preserve_ops=...)`; the ops are added to the config's own)."""
+    import dataclasses
+
+    config = compile_config or EdgeCompileConfig()
+    if not isinstance(config, EdgeCompileConfig):
+        raise ExportError(f"compile_config must be an EdgeCompileConfig, not {type(config).__name__}")
+    if isinstance(preserve_ops, torch._ops.OpOverload):
+        preserve_ops = (preserve_ops,)
+    ops = list(config.preserve_ops) + [op for op in preserve_ops if op not in config.preserve_ops]
+    return to_edge(programs, constant_methods, dataclasses.replace(config, preserve_ops=ops))

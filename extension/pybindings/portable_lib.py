@@ -51,13 +51,37 @@ def _etdump_option(enable_etdump: bool, debug_buffer_size: int) -> Optional[int]
 
 
 class ExecuTorchMethod:
-    """One loaded method: `call(inputs)` runs it and returns its outputs as a list."""
+    """One loaded method: `call(inputs)` runs it and returns its outputs as a list; or, step by step,
+    `set_inputs(inputs)`, `execute()`, `get_outputs()`."""
 
     def __init__(self, handle: _native.NativeMethod) -> None:
         self._handle = handle
+        self._inputs: Optional[list] = None
+        self._outputs: Optional[list] = None
 
     def call(self, inputs: Sequence[Any]) -> list:
         return self._handle.execute(list(inputs))
+
+    def set_inputs(self, inputs: Sequence[Any]) -> None:
+        """Give the next `execute()` these inputs; tensors are copied now, as into the method's memory."""
+        import torch
+
+        self._inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def execute(self) -> None:
+        """Run the method on the inputs of the last `set_inputs`; `get_outputs()` returns the results."""
+        if self._inputs is None:
+            if self.method_meta().num_inputs():
+                raise RuntimeError("ExecuTorchMethod.execute(): no inputs set; call set_inputs(inputs) first")
+            self._inputs = []
+        self._outputs = self._handle.execute(self._inputs)
+
+    def get_outputs(self, clone_outputs: bool = True) -> list:
+        """The outputs of the last `execute()` (always tensors of their own: this runtime hands out
+        no views of its memory, so `clone_outputs` changes nothing)."""
+        if self._outputs is None:
+            raise RuntimeError("ExecuTorchMethod.get_outputs(): the method has not run; call execute() first")
+        return list(self._outputs)
 
     __call__ = call
 
@@ -98,6 +122,10 @@ class ExecuTorchProgram:
 
     def load_method(self, name: str) -> ExecuTorchMethod:
         return ExecuTorchMethod(self._program.load_method(name))
+
+    def method_meta(self, method_name: str) -> MethodMeta:
+        """The inputs, outputs and memory of `method_name`, without loading it."""
+        return self._program.method_meta(method_name)
 
 
 class ExecuTorchModule:

@@ -28,6 +28,9 @@ GLIBC_TARGET_BUILD = ('ziglang; sys_platform == "linux"',)
 # ExecutorBackend ships with every build, so its ahead-of-time half does too, where upstream puts it.
 EXECUTOR_BACKEND_AOT = ("executorch.exir.backend.test.demos.rpc.executor_backend_partitioner",
                         "executorch.exir.backend.test.demos.rpc.executor_backend_preprocess")
+# The delegation tutorial's partitioner and its demo backend, shipped where the published wheel has them.
+DEMO_PARTITIONER_AOT = ("executorch.exir.backend.test.op_partitioner_demo",
+                        "executorch.exir.backend.test.backend_with_compiler_demo")
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,12 @@ COMPONENTS: tuple[Component, ...] = (
         "published wheel ships them (the only modules under a test package that ship)",
         EVERY_MODE,
         modules=EXECUTOR_BACKEND_AOT,
+    ),
+    Component(
+        "demo_partitioner_aot", "AddMulPartitionerDemo (ExecuTorch's delegation tutorial) and its "
+        "BackendWithCompilerDemo preprocess, at the module paths the published wheel ships them",
+        EVERY_MODE,
+        modules=DEMO_PARTITIONER_AOT,
     ),
     Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
@@ -233,7 +242,7 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 # Packages that are never shipped, and why. A pattern here wins over a row's package patterns; a
-# module a row lists by name (EXECUTOR_BACKEND_AOT) ships with its parents' __init__.py only.
+# module a row lists by name (EXECUTOR_BACKEND_AOT, DEMO_PARTITIONER_AOT) ships with its parents' __init__.py only.
 EXCLUDED: dict[str, str] = {
     "executorch.**.test.**": "tests and their fixtures run from the source tree",
     "executorch.**.tests.**": "tests and their fixtures run from the source tree",
