@@ -192,3 +192,11 @@ def test_table_printout_marks_absent_rows_and_only_those():
         assert ("absent" in lines[row.name]) is (not present), lines[row.name]
         if not present:
             assert f"no package {row.packages[0]}" in lines[row.name]
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_every_mode_ships_the_tutorial_partitioner_where_the_published_wheel_has_it(mode):
+    built = plan(REPO, mode)
+    demo = "executorch.exir.backend.test"
+    assert built.ships_module(demo, "op_partitioner_demo") and built.ships_module(demo, "backend_with_compiler_demo")
+    assert demo in built.packages and demo not in built.whole_packages

@@ -106,12 +106,12 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "executor_aot", "ExecutorBackend's partitioner and preprocess, at the module paths the "
-        "published wheel ships them (the only modules under a test package that ship)",
+        "published wheel ships them",
         EVERY_MODE,
         modules=EXECUTOR_BACKEND_AOT,
     ),
     Component(
-        "demo_partitioner_aot", "AddMulPartitionerDemo (ExecuTorch's delegation tutorial) and its "
+        "tutorial_demo", "AddMulPartitionerDemo (ExecuTorch's delegation tutorial) and its "
         "BackendWithCompilerDemo preprocess, at the module paths the published wheel ships them",
         EVERY_MODE,
         modules=DEMO_PARTITIONER_AOT,
