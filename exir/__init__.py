@@ -26,6 +26,7 @@ __all__ = [
     "SerializeError",
     "to_edge",
     "to_edge_transform_and_lower",
+    "to_edge_with_preserved_ops",
 ]
 
 _LAZY = {
@@ -35,6 +36,7 @@ _LAZY = {
     "ExecutorchProgramManager": "executorch.exir.program._program",
     "to_edge": "executorch.exir.program._program",
     "to_edge_transform_and_lower": "executorch.exir.program._program",
+    "to_edge_with_preserved_ops": "executorch.exir.program._program",
 }
 
 if TYPE_CHECKING:

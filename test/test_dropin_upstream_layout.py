@@ -46,7 +46,8 @@ def test_program_module_path_holds_the_entry_points():
     import executorch.exir as exir
     from executorch.exir.program import _program
 
-    for name in ("to_edge", "to_edge_transform_and_lower", "EdgeProgramManager", "ExecutorchProgramManager"):
+    for name in ("to_edge", "to_edge_transform_and_lower", "to_edge_with_preserved_ops", "EdgeProgramManager",
+                 "ExecutorchProgramManager"):
         assert getattr(_program, name) is getattr(exir, name)
 
 

@@ -115,7 +115,7 @@ class _ExtendedHeader:
 def _get_extended_header(program_data: bytes) -> Optional[_ExtendedHeader]:
     """The extended header of a `.pte` image when it has a well-formed one, else None."""
     try:
-        header = _ExtendedHeader.from_bytes(program_data[HEADER_OFFSET:])
+        header = _ExtendedHeader.from_bytes(program_data[HEADER_OFFSET:HEADER_OFFSET + HEADER_LENGTH])
     except ValueError:
         return None
     return header if header.is_valid() else None

@@ -154,7 +154,8 @@ def serialize_pte_binary(
         serialize_pte_chunks(
             program,
             segment_alignment=segment_alignment,
-            constant_tensor_alignment=constant_tensor_alignment or DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
+            constant_tensor_alignment=(DEFAULT_CONSTANT_TENSOR_ALIGNMENT if constant_tensor_alignment is None
+                                       else constant_tensor_alignment),
             delegate_alignment=delegate_alignment,
         )
     )
