@@ -100,6 +100,10 @@ class ExecutorchBackendConfig:
     # their side of the copies is planned in device memory (False: only marked, planned on the host).
     propagate_device_config: Any = None
     enable_non_cpu_memory_planning: bool = True
+    # True (or extra ops named): `reinplace_pass` (exir/passes/reinplace.py) writes index_put, and the
+    # extra ops, into their input's memory where that input is dead afterwards.
+    run_reinplace_pass: bool = False
+    reinplace_extra_ops: Optional[frozenset] = None
 
     def __post_init__(self) -> None:
         _refuse("remove_view_copy", self.remove_view_copy, False,
@@ -113,8 +117,17 @@ class ExecutorchBackendConfig:
                 "training programs (the only ones with mutable weights) are not lowered here; pass "
                 "external_mutable_weights=False (external_constants moves weights to a .ptd)")
         _check_device_config(self.propagate_device_config)
+        if self.reinplace_extra_ops is not None:
+            import torch
+
+            ops = self.reinplace_extra_ops
+            if isinstance(ops, (str, bytes)) or not all(isinstance(op, torch._ops.OpOverload) for op in ops):
+                raise ExportError(
+                    f"ExecutorchBackendConfig.reinplace_extra_ops={ops!r} must be a set of operator overloads, e.g. "
+                    "frozenset({torch.ops.aten.add.Tensor})")
+            self.reinplace_extra_ops = frozenset(ops)
         for name in ("emit_stacktrace", "extract_delegate_segments", "enable_non_cpu_memory_planning",
-                     "do_quant_fusion_and_const_prop"):
+                     "do_quant_fusion_and_const_prop", "run_reinplace_pass"):
             if not isinstance(getattr(self, name), bool):
                 raise ExportError(f"ExecutorchBackendConfig.{name} must be True or False, not {getattr(self, name)!r}")
         _power_of_two("segment_alignment", self.segment_alignment, optional=False)
@@ -128,6 +141,14 @@ class ExecutorchBackendConfig:
                 "MemoryPlanningPass(memory_planning_algo='greedy'), or a dict of method name -> MemoryPlanningPass; "
                 f"got {type(self.memory_planning_pass).__name__}"
             )
+
+    def reinplace_ops(self) -> frozenset:
+        """The ops `to_executorch` writes in place (none unless run_reinplace_pass or reinplace_extra_ops)."""
+        if not (self.run_reinplace_pass or self.reinplace_extra_ops):
+            return frozenset()
+        from executorch.exir.passes.reinplace import DEFAULT_INPLACEABLE_OPS
+
+        return DEFAULT_INPLACEABLE_OPS | (self.reinplace_extra_ops or frozenset())
 
     def memory_planning_pass_for(self, method: str) -> MemoryPlanningPass:
         """The memory planning of `method`: its entry in a per-method dict, else the default."""

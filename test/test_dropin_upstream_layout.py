@@ -229,6 +229,45 @@ def test_reinplace_pass_writes_index_put_in_place_only_when_safe():
     assert _count(kept.graph_module, torch.ops.aten.index_put_.default) == 0
 
 
+class _Cache(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("k", torch.zeros(4, 3))
+
+    def forward(self, idx, v):
+        self.k[idx] = v
+        return self.k * 1.0
+
+
+def test_run_reinplace_pass_updates_a_cache_buffer_in_place():
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.error import ExportError
+
+    calls = [(torch.tensor([1, 3]), torch.randn(2, 3)), (torch.tensor([0, 3]), torch.randn(2, 3))]
+    edge = to_edge(torch.export.export(_Cache(), calls[0]))
+
+    def operators(pm):
+        return {(op.name, op.overload) for op in pm.executorch_program.execution_plan[0].operators}
+
+    plain = edge.to_executorch()
+    assert {("aten::index_put", "out"), ("aten::copy_", "")} <= operators(plain)
+    for config in (ExecutorchBackendConfig(run_reinplace_pass=True),
+                   ExecutorchBackendConfig(reinplace_extra_ops=frozenset({torch.ops.aten.mul.Tensor}))):
+        pm = edge.to_executorch(config)
+        ops = operators(pm)
+        assert ("aten::index_put_", "") in ops and ("aten::index_put", "out") not in ops
+        assert ("aten::copy_", "") not in ops  # the op wrote the buffer: no write-back copy
+        for runtime in RUNTIMES.values():
+            eager, method = _Cache(), runtime.load_program(pm.buffer).load_method("forward")
+            for idx, v in calls:  # the buffer keeps its rows across calls
+                assert_outputs_close(method.execute([idx, v]), [eager(idx, v)])
+    assert ("aten::index_put", "out") in operators(edge.to_executorch())  # the edge program is unchanged
+    with pytest.raises(ExportError, match="ExecutorchBackendConfig.reinplace_extra_ops="):
+        ExecutorchBackendConfig(reinplace_extra_ops={"aten::add"})
+    with pytest.raises(ExportError, match="ExecutorchBackendConfig.run_reinplace_pass must be True or False"):
+        ExecutorchBackendConfig(run_reinplace_pass="yes")
+
+
 # --- executorch.exir.memory_planning -----------------------------------------------------------
 
 def _buffers():

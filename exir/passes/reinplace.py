@@ -51,11 +51,18 @@ def _inplace_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     return candidate
 
 
-def _safe_to_write(node: fx.Node, order: dict) -> bool:
-    """The node may overwrite its first argument: a value computed in this graph (not an input, a
-    weight or a buffer) that nothing reads after it."""
+def _safe_to_write(node: fx.Node, order: dict, signature) -> bool:
+    """The node may overwrite its first argument when nothing reads that afterwards and it is a
+    value computed in the graph, or the buffer this node's result is written back to (a cache
+    update); never a user input, a weight or a buffer that keeps its value."""
     target = node.args[0] if node.args else None
-    if not isinstance(target, fx.Node) or target.op != "call_function":
+    if not isinstance(target, fx.Node):
+        return False
+    if target.op == "placeholder":
+        buffer = signature.inputs_to_buffers.get(target.name)
+        if buffer is None or signature.buffers_to_mutate.get(node.name) != buffer:
+            return False
+    elif target.op != "call_function":
         return False
     return all(u is node or order[u] < order[node] for u in target.users)
 
@@ -77,7 +84,7 @@ def reinplace_pass(ep: ExportedProgram, ops_to_inplace=None, inplace_overrides=N
             raise ExportError(
                 f"reinplace_pass: {node.target} has no in-place form (an overload of {node.target._schema.name}_ "
                 "writing its first argument); name one in inplace_overrides or drop the op from ops_to_inplace")
-        if _safe_to_write(node, order):
+        if _safe_to_write(node, order, ep.graph_signature):
             node.target = inplace
             changed = True
     if changed:

@@ -410,9 +410,12 @@ class EdgeProgramManager:
             restore = reinplace.has_functionalized_ops(ep.graph_module)
             write = any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs)
             devices = propagate_device_pass.names_a_device(ep.graph_module, name)
-            if restore or write or devices:
+            inplace = config.reinplace_ops()
+            if restore or write or devices or inplace:
                 # these passes edit the graph: on a copy, so the edge program stays as it was
                 ep = _copy_program(ep)
+                if inplace:
+                    ep = reinplace.reinplace_pass(ep, ops_to_inplace=inplace)
                 if restore:
                     ep = reinplace.restore_mutating_ops(ep, name)
                 if write:
