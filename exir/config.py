@@ -64,10 +64,13 @@ def _check_device_config(config: Any) -> None:
 
 
 def _check_sym_shape_eval(value: Any) -> None:
+    given = [v for v in (value.values() if isinstance(value, dict) else [value]) if v is not None]
+    if not given:
+        return
     from executorch.exir.passes.sym_shape_eval_pass import ConstraintBasedSymShapeEvalPass
 
-    for v in (value.values() if isinstance(value, dict) else [value]):
-        if v is not None and not isinstance(v, ConstraintBasedSymShapeEvalPass):
+    for v in given:
+        if not isinstance(v, ConstraintBasedSymShapeEvalPass):
             raise ExportError(
                 f"ExecutorchBackendConfig.sym_shape_eval_pass={v!r} is not supported: dynamic shapes are planned at "
                 "their upper bounds; pass None or ConstraintBasedSymShapeEvalPass() "

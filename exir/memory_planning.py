@@ -206,88 +206,32 @@ class SharedState:
 
 
 def filter_nodes(inputs) -> Iterable[fx.Node]:
-    """The fx nodes among `inputs`, at any depth of lists, tuples and dicts."""
+    """The fx nodes in `inputs`, at any depth."""
     from torch.utils import _pytree as pytree
 
     return (x for x in pytree.tree_leaves(inputs) if isinstance(x, fx.Node))
 
 
 class MemoryPlanningAlgorithmSuite:
-    """A planner that runs each planner of `algo_list` (default: greedy) and keeps the plan with the
-    smallest arena; pass it as `MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite(...))`."""
+    """A planner running each of `algo_list` (default: greedy) and keeping the smallest plan."""
 
-    def __init__(self, algo_list: Optional[list[Callable[[list[Buffer], int], int]]] = None) -> None:
-        self.algo_list = list(algo_list) if algo_list else [greedy]
-        if not all(callable(a) for a in self.algo_list):
-            raise ExportError("MemoryPlanningAlgorithmSuite.algo_list must hold planners, "
-                              "callables (buffers, alignment) -> arena size such as greedy or naive")
+    def __init__(self, algo_list: Optional[list] = None) -> None:
+        self.algo_list = list(algo_list or [greedy])
 
     def __call__(self, buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
-        best: Optional[tuple[int, list[Optional[int]]]] = None
+        best = None
         for algo in self.algo_list:
-            for b in buffers:
-                b.offset = None
             size = algo(buffers, alignment)
             if best is None or size < best[0]:
                 best = (size, [b.offset for b in buffers])
-        assert best is not None
         for b, offset in zip(buffers, best[1]):
             b.offset = offset
         return best[0]
 
+def __getattr__(name: str):
+    # The plan checker's code ships with the full wheel only (tools/packaging/components.py).
+    if name == "Verifier":
+        from executorch.exir._plan_checks import Verifier
 
-class Verifier:
-    """Checks the memory plan held in a graph's `node.meta["spec"]` (`mem_id`, `mem_offset`,
-    `lifetime`, as ExecuTorch's planners leave them): no two tensors live at once share bytes, and
-    graph inputs / outputs are planned or not as `alloc_graph_input` / `alloc_graph_output` say."""
-
-    def __init__(self, graph_module: fx.GraphModule, alloc_graph_input: bool, alloc_graph_output: bool,
-                 alloc_mutable_buffers: bool = True, graph_signature=None) -> None:
-        self.graph_module = graph_module
-        self.alloc_graph_input = alloc_graph_input
-        self.alloc_graph_output = alloc_graph_output
-        self.alloc_mutable_buffers = alloc_mutable_buffers
-        self.graph_signature = graph_signature
-
-    def _specs(self, nodes) -> list:
-        from executorch.exir.tensor import TensorSpec
-        from torch.utils import _pytree as pytree
-
-        seen, out = set(), []
-        for node in nodes:
-            for spec in pytree.tree_leaves(node.meta.get("spec")):
-                if isinstance(spec, TensorSpec) and id(spec) not in seen and not spec.const:
-                    seen.add(id(spec))
-                    out.append(spec)
-        return out
-
-    def verify_storage_reuse(self, allow_lifetime_and_storage_overlap: bool = False) -> int:
-        """The number of planned tensor pairs that share bytes; AssertionError when two of them are
-        live at once (unless `allow_lifetime_and_storage_overlap`)."""
-        specs = [s for s in self._specs(self.graph_module.graph.nodes) if s.mem_id is not None]
-        reuse = 0
-        for i, a in enumerate(specs):
-            for b in specs[i + 1:]:
-                if a.mem_id != b.mem_id or not a.nbytes() or not b.nbytes():
-                    continue
-                if a.mem_offset >= b.mem_offset + b.allocated_memory or b.mem_offset >= a.mem_offset + a.allocated_memory:
-                    continue
-                live_together = a.lifetime[0] <= b.lifetime[1] and b.lifetime[0] <= a.lifetime[1]
-                if live_together and not allow_lifetime_and_storage_overlap:
-                    raise AssertionError(f"memory plan overlap: {a} (offset {a.mem_offset}, lifetime {a.lifetime}) "
-                                         f"and {b} (offset {b.mem_offset}, lifetime {b.lifetime}) share bytes")
-                reuse += 1
-        return reuse
-
-    def verify_graph_input_output(self) -> None:
-        """AssertionError when a graph input or output is planned against `alloc_graph_input` /
-        `alloc_graph_output`."""
-        nodes = list(self.graph_module.graph.nodes)
-        user = set(self.graph_signature.user_inputs) if self.graph_signature is not None else None
-        inputs = self._specs(n for n in nodes if n.op == "placeholder" and (user is None or n.name in user))
-        outputs = self._specs(filter_nodes(nodes[-1].args) if nodes and nodes[-1].op == "output" else [])
-        for what, specs, wanted in (("input", inputs, self.alloc_graph_input), ("output", outputs, self.alloc_graph_output)):
-            for spec in specs:
-                if (spec.mem_id is not None) != wanted:
-                    raise AssertionError(f"graph {what} {spec} is {'' if spec.mem_id is not None else 'not '}planned, "
-                                         f"but alloc_graph_{what}={wanted}")
+        return Verifier
+    raise AttributeError(f"module 'executorch.exir.memory_planning' has no attribute {name!r}")

@@ -194,9 +194,16 @@ def test_table_printout_marks_absent_rows_and_only_those():
             assert f"no package {row.packages[0]}" in lines[row.name]
 
 
-@pytest.mark.parametrize("mode", list(Mode))
-def test_every_mode_ships_the_tutorial_partitioner_where_the_published_wheel_has_it(mode):
-    built = plan(REPO, mode)
-    demo = "executorch.exir.backend.test"
-    assert built.ships_module(demo, "op_partitioner_demo") and built.ships_module(demo, "backend_with_compiler_demo")
-    assert demo in built.packages and demo not in built.whole_packages
+def test_full_wheel_alone_ships_the_tutorial_partitioner_and_the_graph_tools():
+    # The published wheel has these; the minimal wheel, an exporter with a size budget, leaves them out.
+    shipped = {"executorch.exir.backend.test": ("op_partitioner_demo", "backend_with_compiler_demo"),
+               "executorch.exir.passes": ("spec_prop_pass", "sym_shape_eval_pass"),
+               "executorch.exir": ("_plan_checks",), "executorch.exir._serialize": ("_pte_tools",),
+               "executorch.exir.emit": ("_emit_program",)}
+    for mode in Mode:
+        built = plan(REPO, mode)
+        for package, modules in shipped.items():
+            for module in modules:
+                assert built.ships_module(package, module) is (mode == Mode.FULL), (mode, package, module)
+        assert built.ships_module("executorch.exir._serialize", "_program")
+        assert built.ships_module("executorch.exir", "memory_planning")

@@ -161,25 +161,3 @@ def test_members_are_deflated_at_the_best_level(minimal_wheel):
         assert {info.compress_type for info in infos} == {zipfile.ZIP_DEFLATED}
         at_best = [len(zlib.compress(zf.read(info), 9)) - 6 for info in infos]  # less zlib's header and checksum
     assert [info.compress_size for info in infos] == at_best
-
-
-def test_tutorial_partitioner_ships_at_the_published_path_and_lowers(minimal_wheel, tmp_path):
-    names = set(wheel_metadata(minimal_wheel)[0])
-    demo = "executorch/exir/backend/test/"
-    assert {demo + "op_partitioner_demo.py", demo + "backend_with_compiler_demo.py"} <= names
-    with zipfile.ZipFile(minimal_wheel) as zf:
-        zf.extractall(tmp_path / "site")
-    script = (
-        "import sys, torch; sys.path.insert(0, sys.argv[1]); import executorch\n"
-        "assert executorch.__file__.startswith(sys.argv[1]), executorch.__file__\n"
-        "from executorch.exir import to_edge\n"
-        "from executorch.exir.backend.test.op_partitioner_demo import AddMulPartitionerDemo\n"
-        "class M(torch.nn.Module):\n"
-        "    def forward(self, a, x, b): return a @ x + b\n"
-        "ep = torch.export.export(M(), (torch.randn(2, 2),) * 3)\n"
-        "prog = to_edge(ep).to_backend(AddMulPartitionerDemo()).to_executorch()\n"
-        "assert [d.id for d in prog.executorch_program.execution_plan[0].delegates] == ['BackendWithCompilerDemo']\n"
-    )
-    proc = subprocess.run([sys.executable, "-P", "-c", script, str(tmp_path / "site")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Optional
 
 from executorch.exir.error import SerializeError
 
@@ -76,46 +76,3 @@ def decode_header(data: memoryview) -> Optional[ExtendedHeader]:
             f"end of this {size}-byte file; the file is truncated, re-export or re-copy it"
         )
     return ExtendedHeader(program_size, segment_base, segment_size)
-
-
-@dataclass
-class _ExtendedHeader:
-    """ExecuTorch's name for the extended header, as its tools use it: `from_bytes` reads the
-    fields from the bytes that follow the file identifier without judging them (`is_valid` does),
-    `to_bytes` writes the 32 header bytes (always with the right magic and length)."""
-
-    program_size: int
-    segment_base_offset: int
-    segment_data_size: int
-    magic: bytes = HEADER_MAGIC
-    length: int = HEADER_LENGTH
-
-    EXPECTED_MAGIC: ClassVar[bytes] = HEADER_MAGIC
-    EXPECTED_LENGTH: ClassVar[int] = HEADER_LENGTH
-    MINIMUM_LENGTH: ClassVar[int] = _MIN_HEADER_LENGTH
-    # How many bytes from the start of a file a reader needs to find and read the header.
-    NUM_HEAD_BYTES: ClassVar[int] = 64
-
-    @staticmethod
-    def from_bytes(data: bytes) -> "_ExtendedHeader":
-        """The header fields in `data` (the bytes after the file identifier); ValueError if short."""
-        if len(data) < HEADER_LENGTH:
-            raise ValueError(f"extended header needs {HEADER_LENGTH} bytes, got {len(data)}")
-        magic, length, program_size, segment_base = struct.unpack_from("<4sIQQ", data, 0)
-        segment_size = struct.unpack_from("<Q", data, 24)[0] if length > _MIN_HEADER_LENGTH else 0
-        return _ExtendedHeader(program_size, segment_base, segment_size, bytes(magic), length)
-
-    def is_valid(self) -> bool:
-        return self.magic == HEADER_MAGIC and self.length >= _MIN_HEADER_LENGTH
-
-    def to_bytes(self) -> bytes:
-        return ExtendedHeader(self.program_size, self.segment_base_offset, self.segment_data_size).encode(HEADER_LENGTH)
-
-
-def _get_extended_header(program_data: bytes) -> Optional[_ExtendedHeader]:
-    """The extended header of a `.pte` image when it has a well-formed one, else None."""
-    try:
-        header = _ExtendedHeader.from_bytes(program_data[HEADER_OFFSET:HEADER_OFFSET + HEADER_LENGTH])
-    except ValueError:
-        return None
-    return header if header.is_valid() else None

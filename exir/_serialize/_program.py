@@ -24,9 +24,7 @@ from executorch.exir._dtypes import element_size
 from executorch.exir._serialize._alignment import aligned, check_alignment, padding_for
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
-from executorch.exir._serialize._header import (HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, _ExtendedHeader,  # noqa: F401
-                                                _get_extended_header, decode_header)
-from executorch.exir._serialize._json import _json_to_program, _program_to_json  # noqa: F401
+from executorch.exir._serialize._header import HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, decode_header
 from executorch.exir._serialize._join import join_bytes
 from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
 from executorch.exir.error import SerializeError
@@ -396,3 +394,13 @@ def _constant_sizes(program: s.Program) -> dict[int, int]:
                 if need > sizes.get(t.data_buffer_idx, -1):
                     sizes[t.data_buffer_idx] = need
     return sizes
+
+
+
+def __getattr__(name: str):
+    # Upstream's tooling names; their code ships with the full wheel only (tools/packaging/components.py).
+    if name in ("_ExtendedHeader", "_get_extended_header", "_program_to_json", "_json_to_program"):
+        from executorch.exir._serialize import _pte_tools
+
+        return getattr(_pte_tools, name)
+    raise AttributeError(f"module 'executorch.exir._serialize._program' has no attribute {name!r}")

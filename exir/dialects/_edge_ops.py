@@ -240,3 +240,10 @@ def out_variant(op, node: fx.Node, method: str) -> torch._ops.OpOverload:
             "out variant, so no ExecuTorch kernel can run it; rewrite that code with other ops"
         )
     return found
+
+
+def writes_first_argument(op) -> bool:
+    """An in-place op (`index_put_`, `add_`): its first argument written, no out argument."""
+    args = getattr(getattr(op, "_schema", None), "arguments", None)
+    alias = args[0].alias_info if args else None
+    return alias is not None and alias.is_write and not any(a.is_out for a in args)

@@ -21,7 +21,7 @@ from executorch.exir import schema as S
 from executorch.exir._dtypes import scalar_type
 from executorch.exir._tensor_data import same_bytes, tensor_bytes
 from executorch.exir.delegate import executorch_call_delegate
-from executorch.exir.dialects._edge_ops import out_variant, prim_op_name
+from executorch.exir.dialects._edge_ops import out_variant, prim_op_name, writes_first_argument
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
 from executorch.exir.passes.propagate_device_pass import CPU, device_of
@@ -497,7 +497,7 @@ class _MethodEmitter:
                 and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
             return
-        if _writes_its_first_argument(target):
+        if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" and writes_first_argument(target):
             self._emit_in_place(node)
             return
         out_op = out_variant(target, node, self.name)
@@ -532,8 +532,7 @@ class _MethodEmitter:
         self._instruction(name, args, overload, node=node)
 
     def _emit_in_place(self, node: fx.Node) -> None:
-        """An in-place ATen op (reinplace_pass makes them): its kernel writes its first argument's
-        memory, and the node's value is that tensor; the arguments, then the result (the same value)."""
+        """An in-place ATen op (from reinplace_pass): the node's value is its first argument, written by the kernel."""
         given = _given_args(node)
         schema = node.target._schema
         args = []
@@ -814,15 +813,6 @@ def emit_constant_method(name: str, value: Any, constants: ConstantTable) -> S.E
         delegates=[],
         non_const_buffer_sizes=[0],
     )
-
-
-def _writes_its_first_argument(target) -> bool:
-    """An in-place ATen op (`add_`, `index_put_`): no out argument, its first argument written."""
-    if not isinstance(target, torch._ops.OpOverload) or not target._schema.name.startswith("aten::"):
-        return False
-    arguments = target._schema.arguments
-    first = arguments[0].alias_info if arguments else None
-    return first is not None and first.is_write and not any(a.is_out for a in arguments)
 
 
 def _is_tensor_type(ty) -> bool:

@@ -6,7 +6,7 @@ import torch
 from torch import fx
 from torch.export import ExportedProgram
 
-from executorch.exir.dialects._edge_ops import functionalized_op
+from executorch.exir.dialects._edge_ops import functionalized_op, writes_first_argument
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
 
@@ -33,28 +33,19 @@ def restore_mutating_ops(ep: ExportedProgram, method: str) -> ExportedProgram:
     return ep
 
 
-# The ops `reinplace_pass` rewrites by default, as ExecuTorch's does: index_put, whose functional form
-# copies the whole tensor to write a few rows (a KV cache update).
+# What `reinplace_pass` rewrites by default, as ExecuTorch's does: index_put (a cache update copies the cache).
 DEFAULT_INPLACEABLE_OPS = frozenset({torch.ops.aten.index_put.default})
 
 
-def _inplace_form(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
-    """`ns::name_.overload` when it exists and writes its first argument, else None."""
-    namespace, name = op._schema.name.split("::")
-    packet = getattr(getattr(torch.ops, namespace), name + "_", None)
-    candidate = getattr(packet, op._overloadname, None) if packet is not None else None
-    if candidate is None:
-        return None
-    first = candidate._schema.arguments[0] if candidate._schema.arguments else None
-    if first is None or first.alias_info is None or not first.alias_info.is_write:
-        return None
-    return candidate
+def _inplace_form(op: torch._ops.OpOverload):
+    packet = getattr(getattr(torch.ops, op.namespace), op._schema.name.split("::")[1] + "_", None)
+    found = getattr(packet, op._overloadname, None)
+    return found if writes_first_argument(found) else None
 
 
 def _safe_to_write(node: fx.Node, order: dict, signature) -> bool:
-    """The node may overwrite its first argument when nothing reads that afterwards and it is a
-    value computed in the graph, or the buffer this node's result is written back to (a cache
-    update); never a user input, a weight or a buffer that keeps its value."""
+    """Nothing reads the first argument after `node`, and it is a computed value or the buffer
+    `node`'s result is written back to; never an input, a weight or a buffer that keeps its value."""
     target = node.args[0] if node.args else None
     if not isinstance(target, fx.Node):
         return False
@@ -68,25 +59,20 @@ def _safe_to_write(node: fx.Node, order: dict, signature) -> bool:
 
 
 def reinplace_pass(ep: ExportedProgram, ops_to_inplace=None, inplace_overrides=None) -> ExportedProgram:
-    """Functional ops in `ops_to_inplace` (default: index_put) become their in-place form
-    (`inplace_overrides` maps an op to the in-place op to use instead of `name_.overload`) where
-    the tensor they would copy is dead afterwards; edits `ep`'s graph and returns `ep`."""
+    """Ops in `ops_to_inplace` (default: index_put) become their in-place form (`name_`, or the op
+    `inplace_overrides` maps them to) where that is safe; edits `ep` and returns it."""
     ops = DEFAULT_INPLACEABLE_OPS if ops_to_inplace is None else frozenset(ops_to_inplace)
     overrides = dict(inplace_overrides or {})
     gm = ep.graph_module
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    changed = False
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in ops:
             continue
         inplace = overrides.get(node.target) or _inplace_form(node.target)
         if inplace is None:
-            raise ExportError(
-                f"reinplace_pass: {node.target} has no in-place form (an overload of {node.target._schema.name}_ "
-                "writing its first argument); name one in inplace_overrides or drop the op from ops_to_inplace")
+            raise ExportError(f"reinplace_pass: {node.target} has no in-place form; name one in inplace_overrides "
+                              "or drop it from ops_to_inplace")
         if _safe_to_write(node, order, ep.graph_signature):
             node.target = inplace
-            changed = True
-    if changed:
-        gm.recompile()
+    gm.recompile()
     return ep

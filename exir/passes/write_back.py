@@ -6,6 +6,8 @@ import torch
 from torch import fx
 from torch.export.graph_signature import InputKind, OutputKind
 
+from executorch.exir.dialects._edge_ops import writes_first_argument
+
 MUTATIONS = (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION)
 
 
@@ -28,15 +30,6 @@ def mutated_placeholders(signature) -> dict[str, str]:
             if spec.kind in MUTATIONS and spec.target in placeholder}
 
 
-def _writes_into(value, dest: fx.Node) -> bool:
-    """`value` is an in-place op's result whose memory is `dest`'s (`reinplace_pass` makes these)."""
-    if not isinstance(value, fx.Node) or value.op != "call_function" or not value.args or value.args[0] is not dest:
-        return False
-    arguments = getattr(getattr(value.target, "_schema", None), "arguments", None)
-    alias = arguments[0].alias_info if arguments else None
-    return alias is not None and alias.is_write
-
-
 def insert_write_back(gm: fx.GraphModule, signature) -> None:
     """Before the output, `aten.copy_(placeholder, new_value)` for each mutation the signature
     lists; the signature's mutation outputs then name the copies (which return the placeholder).
@@ -55,7 +48,8 @@ def insert_write_back(gm: fx.GraphModule, signature) -> None:
             raise ValueError(f"the program mutates {spec.target!r} but has no placeholder for it")
         if value is dest:
             continue
-        if _writes_into(value, dest):  # the mutation's output is then the placeholder, as if restored in place
+        if isinstance(value, fx.Node) and value.args and value.args[0] is dest and writes_first_argument(value.target):
+            # an in-place op (reinplace_pass) wrote the placeholder: it is the mutation's output
             results[i] = dest
             spec.arg.name = dest.name
             continue

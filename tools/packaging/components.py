@@ -28,7 +28,8 @@ GLIBC_TARGET_BUILD = ('ziglang; sys_platform == "linux"',)
 # ExecutorBackend ships with every build, so its ahead-of-time half does too, where upstream puts it.
 EXECUTOR_BACKEND_AOT = ("executorch.exir.backend.test.demos.rpc.executor_backend_partitioner",
                         "executorch.exir.backend.test.demos.rpc.executor_backend_preprocess")
-# The delegation tutorial's partitioner and its demo backend, shipped where the published wheel has them.
+# The delegation tutorial's partitioner and its demo backend, shipped where the published wheel has them
+# (full wheel: no runtime here or there runs the demo backend).
 DEMO_PARTITIONER_AOT = ("executorch.exir.backend.test.op_partitioner_demo",
                         "executorch.exir.backend.test.backend_with_compiler_demo")
 
@@ -113,8 +114,16 @@ COMPONENTS: tuple[Component, ...] = (
     Component(
         "tutorial_demo", "AddMulPartitionerDemo (ExecuTorch's delegation tutorial) and its "
         "BackendWithCompilerDemo preprocess, at the module paths the published wheel ships them",
-        EVERY_MODE,
+        frozenset({FULL}),
         modules=DEMO_PARTITIONER_AOT,
+    ),
+    Component(
+        "exir_tools", "upstream's graph tools that exporting does not need: SpecPropPass, the sym-shape passes, "
+        "memory_planning.Verifier, emit_program, _ExtendedHeader and Program <-> JSON",
+        frozenset({FULL}),
+        modules=("executorch.exir.passes.spec_prop_pass", "executorch.exir.passes.sym_shape_eval_pass",
+                 "executorch.exir._plan_checks", "executorch.exir.emit._emit_program",
+                 "executorch.exir._serialize._pte_tools"),
     ),
     Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",

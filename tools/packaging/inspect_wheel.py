@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools.packaging.components import DEMO_PARTITIONER_AOT, EXECUTOR_BACKEND_AOT  # noqa: E402
+from tools.packaging.components import EXECUTOR_BACKEND_AOT  # noqa: E402
 
 COMPILED = (".so", ".pyd", ".dylib", ".a", ".o", ".obj", ".dll", ".lib", ".exe")
 NATIVE_SOURCE = (".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".cxx", ".cu", ".cmake", ".yaml", "CMakeLists.txt")
@@ -25,7 +25,7 @@ NEVER_IN_MINIMAL = ("kernels", "backends", "examples", "test", "tests", "benchma
 def _listed_test_files() -> frozenset[str]:
     # The table's explicitly listed modules under a test package, with their parents' __init__.py.
     out = set()
-    for module in EXECUTOR_BACKEND_AOT + DEMO_PARTITIONER_AOT:
+    for module in EXECUTOR_BACKEND_AOT:
         parts = module.split(".")
         out.add("/".join(parts) + ".py")
         out.update("/".join(parts[:i]) + "/__init__.py" for i in range(1, len(parts)))

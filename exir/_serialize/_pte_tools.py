@@ -1,4 +1,4 @@
-"""`Program` <-> JSON text: every schema dataclass as an object, a union field tagged by a `<field>_type` key."""
+"""Upstream's `.pte` tooling names (`_ExtendedHeader`, Program <-> JSON, a union field tagged by `<field>_type`)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import dataclasses
 import enum
 import json
 import typing
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, ClassVar, Optional, Union
 
 from executorch.exir import schema as s
+from executorch.exir._serialize._header import (_LAYOUT, _MIN_HEADER_LENGTH, HEADER_LENGTH, HEADER_MAGIC, HEADER_OFFSET,
+                                                ExtendedHeader)
 from executorch.exir.error import SerializeError
 
 
@@ -100,3 +103,44 @@ def _program_to_json(program: s.Program) -> str:
 def _json_to_program(program_json: Union[str, bytes]) -> s.Program:
     """The `Program` that `_program_to_json` wrote as `program_json`."""
     return _table(json.loads(program_json), s.Program, "Program")
+
+
+@dataclass
+class _ExtendedHeader:
+    """The extended header as ExecuTorch's tools use it: `from_bytes` reads without judging (`is_valid` does)."""
+
+    program_size: int
+    segment_base_offset: int
+    segment_data_size: int
+    magic: bytes = HEADER_MAGIC
+    length: int = HEADER_LENGTH
+
+    EXPECTED_MAGIC: ClassVar[bytes] = HEADER_MAGIC
+    EXPECTED_LENGTH: ClassVar[int] = HEADER_LENGTH
+    MINIMUM_LENGTH: ClassVar[int] = _MIN_HEADER_LENGTH
+    # How many bytes from the start of a file a reader needs to find and read the header.
+    NUM_HEAD_BYTES: ClassVar[int] = 64
+
+    @staticmethod
+    def from_bytes(data: bytes) -> "_ExtendedHeader":
+        """The header fields in `data` (the bytes after the file identifier); ValueError if short."""
+        if len(data) < HEADER_LENGTH:
+            raise ValueError(f"extended header needs {HEADER_LENGTH} bytes, got {len(data)}")
+        magic, length, program_size, segment_base, segment_size = _LAYOUT.unpack_from(data)
+        return _ExtendedHeader(program_size, segment_base, segment_size if length > _MIN_HEADER_LENGTH else 0,
+                               bytes(magic), length)
+
+    def is_valid(self) -> bool:
+        return self.magic == HEADER_MAGIC and self.length >= _MIN_HEADER_LENGTH
+
+    def to_bytes(self) -> bytes:
+        return ExtendedHeader(self.program_size, self.segment_base_offset, self.segment_data_size).encode(HEADER_LENGTH)
+
+
+def _get_extended_header(program_data: bytes) -> Optional[_ExtendedHeader]:
+    """The extended header of a `.pte` image when it has a well-formed one, else None."""
+    try:
+        header = _ExtendedHeader.from_bytes(program_data[HEADER_OFFSET:HEADER_OFFSET + HEADER_LENGTH])
+    except ValueError:
+        return None
+    return header if header.is_valid() else None
