@@ -396,7 +396,6 @@ def _constant_sizes(program: s.Program) -> dict[int, int]:
     return sizes
 
 
-
 def __getattr__(name: str):
     # Upstream's tooling names; their code ships with the full wheel only (tools/packaging/components.py).
     if name in ("_ExtendedHeader", "_get_extended_header", "_program_to_json", "_json_to_program"):

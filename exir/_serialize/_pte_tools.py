@@ -16,7 +16,7 @@ from executorch.exir._serialize._header import (_LAYOUT, _MIN_HEADER_LENGTH, HEA
 from executorch.exir.error import SerializeError
 
 
-def _encode(value: Any, union_names: frozenset = frozenset()) -> Any:
+def _encode(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         out: dict[str, Any] = {}
         unions = _union_fields(type(value))
