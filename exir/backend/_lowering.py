@@ -42,6 +42,9 @@ class Partition:
         members = set(self.nodes)
         specs = ({s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
                  if self.gm is ep.graph_module else {})
+        # A buffer the program updates stays with the program (its state between calls): the
+        # partition takes it as an input and returns the new contents, which the program writes back.
+        mutated = set(ep.graph_signature.buffers_to_mutate.values()) if self.gm is ep.graph_module else set()
         self.moved: list[tuple[fx.Node, InputSpec]] = []  # constants only this partition reads
         self.inputs: list[fx.Node] = []
         for n in self.nodes:
@@ -49,7 +52,8 @@ class Partition:
                 if a in members or a in self.inputs or any(a is m for m, _ in self.moved):
                     continue
                 spec = specs.get(a.name) if a.op == "placeholder" else None
-                if spec is not None and spec.kind in _CONSTANT_KINDS and all(u in members for u in a.users):
+                if (spec is not None and spec.kind in _CONSTANT_KINDS and spec.target not in mutated
+                        and all(u in members for u in a.users)):
                     self.moved.append((a, spec))
                 else:
                     self.inputs.append(a)

@@ -12,6 +12,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
+from executorch.exir.dialects._edge_ops import prim_op_name
 
 
 class _Supported(OperatorSupportBase):
@@ -23,6 +24,11 @@ class _Supported(OperatorSupportBase):
             return False
         if node.target is operator.getitem:  # goes with the multi-output node it unpacks
             return self.is_node_supported(submodules, node.args[0])
+        if prim_op_name(node.target) is not None:
+            # Arithmetic on symbolic sizes (the position read from a tensor, plus a length): claimed
+            # with the whole program, as the published partitioner claims every call, so the SymInt
+            # stays inside the delegate; with `ops` it is claimed when listed, else left outside.
+            return self.ops is None or node.target in self.ops
         if not isinstance(node.target, torch._ops.OpOverload):
             return False  # control flow and delegate calls stay where they are
         return self.ops is None or node.target in self.ops
