@@ -327,3 +327,96 @@ def test_published_runtime_agrees(published_runs, name):
         want = [[fn(*[t.clone() for t in inputs])]]
     for g, w in zip(got, want):
         assert_outputs_close(g, w)
+
+
+# ---- the narrow().copy_() cache in ExecutorBackend delegates
+
+def _executor_backend_lower(model, example, ops=None):
+    from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
+
+    ep = torch.export.export(copy.deepcopy(model), example)
+    return to_edge_transform_and_lower(ep, partitioner=[ExecutorBackendPartitioner(ops)]).to_executorch()
+
+
+def _outer_ops(program) -> set:
+    return {op.name for op in program.executorch_program.execution_plan[0].operators}
+
+
+@ENGINES
+def test_narrow_copy_cache_lowers_to_one_executor_backend_delegate(engine):
+    # As the published partitioner claims every call, the position read from input_pos (a SymInt)
+    # and the size arithmetic on it are claimed with the rest: one delegate, the position inside it.
+    model, example = sm.make_narrow_kv_cache()
+    program = _executor_backend_lower(model, example)
+    plan = program.executorch_program.execution_plan[0]
+    assert [d.id for d in plan.delegates] == ["ExecutorBackend"]
+    assert _outer_ops(program) <= {"aten::copy_"}  # only the cache write-back stays outside
+    got = _run_steps(RUNTIMES[engine], program.buffer, _narrow_steps())
+    for g, w in zip(got, _eager_steps(model, _narrow_steps())):
+        assert_outputs_close(g, w)
+
+
+@ENGINES
+def test_narrow_copy_cache_position_as_a_delegate_input(engine):
+    # Only the cache reads and writes delegated: the position is computed outside and each call
+    # passes it in as an Int, which must change from step to step.
+    aten = torch.ops.aten
+    model, example = sm.make_narrow_kv_cache()
+    program = _executor_backend_lower(model, example, [aten.slice_scatter.default, aten.slice_copy.Tensor])
+    plan = program.executorch_program.execution_plan[0]
+    assert "aten::_local_scalar_dense" in _outer_ops(program)
+    calls = [i.instr_args for i in plan.chains[0].instructions if isinstance(i.instr_args, S.DelegateCall)]
+    assert calls and any(isinstance(plan.values[a].val, S.Int) for c in calls for a in c.args)
+    got = _run_steps(RUNTIMES[engine], program.buffer, _narrow_steps())
+    for g, w in zip(got, _eager_steps(model, _narrow_steps())):
+        assert_outputs_close(g, w)
+
+
+def test_a_partition_returning_a_symint_is_refused():
+    model, example = sm.make_narrow_kv_cache()
+    with pytest.raises(ExportError, match=r"returns the symbolic SymInt '_local_scalar_dense'.*tag the nodes"):
+        _executor_backend_lower(model, example, [torch.ops.aten._local_scalar_dense.default])
+
+
+@pytest.fixture(scope="module")
+def published_narrow_executor_backend(tmp_path_factory, reference_runtime) -> bytes:
+    out = tmp_path_factory.mktemp("narrow_eb") / "narrow_eb.pte"
+    reference_runtime.export(f"{Path(sm.__file__)}:make_narrow_kv_cache", out,
+                             script=Path(__file__).with_name("reference_export_executor_backend.py"))
+    return out.read_bytes()
+
+
+@ENGINES
+def test_published_executor_backend_narrow_cache_runs_here(published_narrow_executor_backend, engine):
+    from executorch.exir._serialize import read_program
+
+    pte = published_narrow_executor_backend
+    published = read_program(pte).execution_plan[0]
+    ours = _executor_backend_lower(*sm.make_narrow_kv_cache()).executorch_program.execution_plan[0]
+    # The same shape as ours: one ExecutorBackend delegate holding the position, the write-back outside.
+    assert [d.id for d in published.delegates] == [d.id for d in ours.delegates] == ["ExecutorBackend"]
+    assert {op.name for op in published.operators} <= {"aten::copy_"}
+    model, _ = sm.make_narrow_kv_cache()
+    got = _run_steps(RUNTIMES[engine], pte, _narrow_steps())
+    for g, w in zip(got, _eager_steps(model, _narrow_steps())):
+        assert_outputs_close(g, w)
+
+
+def test_published_runtime_runs_our_nested_narrow_cache_program(reference_runtime, tmp_path):
+    # The published runtime has no ExecutorBackend; it runs our delegate's payload (a whole .pte
+    # taking the position as a tensor) on the first steps' inputs, and agrees with our runtime.
+    from executorch.exir._serialize import read_program
+
+    model, example = sm.make_narrow_kv_cache()
+    program = _executor_backend_lower(model, example)
+    read = read_program(program.buffer)
+    payload = bytes(read.segment_data[read.execution_plan[0].delegates[0].processed.index])
+    (tmp_path / "nested.pte").write_bytes(payload)
+    ours = RUNTIMES["python"].load_program(payload).load_method("forward")
+    cache = torch.zeros(1, 2, 8, 4)
+    for x, pos in _narrow_steps()[:2]:
+        inputs = [x, pos, cache.clone(), cache.clone()]
+        want = list(ours.execute([t.clone() for t in inputs]))
+        got = reference_runtime.run(tmp_path / "nested.pte", inputs, tmp_path)
+        assert_outputs_close(got, want)
+        cache = want[0]

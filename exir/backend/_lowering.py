@@ -5,11 +5,12 @@ from __future__ import annotations
 import heapq
 import operator
 
+import torch
 from torch import fx
 from torch.export import ExportedProgram
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
 from torch.export.graph_signature import (
-    ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec, TensorArgument,
+    ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec, SymIntArgument, TensorArgument,
 )
 from torch.utils._pytree import tree_flatten
 
@@ -59,6 +60,12 @@ class Partition:
                     self.inputs.append(a)
         self.outputs = [n for n in self.nodes if any(u not in members for u in n.users)]
         for n in self.outputs:
+            if isinstance(n.meta.get("val"), (torch.SymInt, torch.SymBool, torch.SymFloat)):
+                raise ExportError(
+                    f"method '{method}': partition {tag!r} returns the symbolic {type(n.meta['val']).__name__} "
+                    f"'{n.name}', which a delegate call cannot return; tag the nodes that use '{n.name}' too, or "
+                    "leave the node that makes it out of the partition"
+                )
             if isinstance(n.meta.get("val"), (tuple, list)):
                 raise ExportError(
                     f"method '{method}': partition {tag!r} returns the multi-output node '{n.name}' whole; tag the "
@@ -78,7 +85,9 @@ class Partition:
         for node in self.inputs:
             env[node] = graph.placeholder(node.name)
             env[node].meta = dict(node.meta)
-            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(env[node].name), None))
+            arg = (SymIntArgument(env[node].name) if isinstance(node.meta.get("val"), torch.SymInt)
+                   else TensorArgument(env[node].name))
+            input_specs.append(InputSpec(InputKind.USER_INPUT, arg, None))
         for node in self.nodes:
             env[node] = graph.node_copy(node, lambda a: env[a])
         graph.output(tuple(env[n] for n in self.outputs))

@@ -412,6 +412,10 @@ class _MethodEmitter:
                                           else self._add(self._tensor_value(v, node)))
             elif isinstance(v, (bool, int, float)):
                 self.node_values[node] = self._scalar(v)
+            elif isinstance(v, torch.SymInt):
+                # A size computed outside a delegated partition (the position read from a tensor):
+                # the nested program takes it as an Int the delegate call sets on each run.
+                self.node_values[node] = self._add(S.Int(0))
             else:
                 raise ExportError(
                     f"method '{self.name}': input '{node.name}' is a {type(v).__name__}; .pte methods take tensors "

@@ -30,6 +30,9 @@ class ExecutorBackend(python_backend.PythonBackend):
             raise ExecuTorchError(
                 f"ExecutorBackend: the DelegateCall passes {len(args)} values but the nested program takes "
                 f"{n_in} inputs and returns {n_out} outputs; the file is corrupt, re-export it")
+        for pos, value in enumerate(args[:n_in]):
+            if type(value) is int:  # a size computed before the call (a SymInt input)
+                method.set_int_input(pos, value)
         results = method.execute(list(args[:n_in]))
         for slot, value in zip(args[n_in:], results):
             if slot.shape != value.shape:

@@ -188,6 +188,10 @@ class PythonMethod:
                     self._check_index(last, "a KernelCall")
                     if self._values.kind(last) not in (schema.Tensor, schema.TensorList):
                         written.add(last)
+        for idx in self._plan.inputs:  # Int inputs: a delegate call sets them (set_int_input)
+            self._check_index(idx, "a method input")
+            if self._values.kind(idx) is schema.Int:
+                written.add(idx)
         return written
 
     def _arg(self, idx: int) -> object:
@@ -305,6 +309,17 @@ class PythonMethod:
         return self._delegates[d]
 
     # ---- inputs and outputs
+
+    def set_int_input(self, pos: int, value: int) -> None:
+        """A new value for Int input `pos`, which `execute` then takes: a delegated partition's size
+        input (the position read from a tensor before the call) changes on every run."""
+        idx = self._plan.inputs[pos] if 0 <= pos < len(self._plan.inputs) else -1
+        if idx < 0 or self._values.kind(idx) is not schema.Int or type(value) is not int:
+            raise ExecuTorchError(
+                f"method {self.name!r}: input {pos} is not an Int input that can take {value!r}; the delegate call "
+                "and its nested program disagree, re-export the file")
+        self._objs[idx] = value
+        self._inputs[pos] = functools.partial(_check_fixed_input, self.name, pos, value)
 
     def _input_binder(self, pos: int, idx: int) -> Callable[[object], None]:
         kind, objs = self._values.kind(idx), self._objs
