@@ -20,6 +20,7 @@ from executorch.backends.xnnpack.utils.quant_utils import QParams
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir._tensor_data import tensor_bytes
 from executorch.exir.error import ExportError
+from executorch.exir.tensor import shape_upper_bound
 
 NCHW, NHWC = "nchw", "nhwc"
 PERM_NCHW_TO_NHWC = [0, 2, 3, 1]
@@ -48,7 +49,12 @@ def node_val(node: torch.fx.Node):
 
 
 def shape(node: torch.fx.Node) -> list[int]:
-    return [int(d) for d in node_val(node).shape]
+    """`node`'s dims, a symbolic one at its upper bound (XNNPACK resizes the value to each call's inputs)."""
+    dims = [shape_upper_bound(d) for d in node_val(node).shape]
+    if None in dims:
+        raise ExportError(f"XNNPACK: value '{node.name}' has an unbounded dimension; give each dynamic "
+                          "dimension a maximum, e.g. torch.export.Dim('n', max=1024)")
+    return dims
 
 
 def to_layout(dims: list, layout: str) -> list:

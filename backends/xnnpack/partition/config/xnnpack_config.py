@@ -11,6 +11,7 @@ from torch.export import ExportedProgram
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.error import ExportError
+from executorch.exir.tensor import shape_upper_bound
 
 
 class ConfigPrecisionType(Enum):
@@ -29,11 +30,14 @@ def _tensor_ok(val) -> bool:
     return all(isinstance(d, int) and d > 0 for d in val.shape)
 
 
-def _static_shapes(node: torch.fx.Node) -> bool:
-    """`node`'s output and tensor inputs have static, non-empty shapes (XNNPACK's values here do)."""
+def _static_shapes(node: torch.fx.Node, leading: bool = False) -> bool:
+    """`node`'s output and tensor inputs have static, non-empty shapes; with `leading`, dims but the last
+    may be symbolic with an upper bound (XNNPACK's value holds the bound and is resized per call)."""
     vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
     vals = [v[0] if isinstance(v, (tuple, list)) else v for v in vals]
-    return all(not isinstance(v, torch.Tensor) or all(isinstance(d, int) and d > 0 for d in v.shape) for v in vals)
+    return all(not isinstance(v, torch.Tensor) or all(
+        (d > 0) if isinstance(d, int) else (leading and i < v.dim() - 1 and (shape_upper_bound(d) or 0) > 0)
+        for i, d in enumerate(v.shape)) for v in vals)
 
 
 def _constant_like(ep: ExportedProgram, node) -> bool:
@@ -111,11 +115,11 @@ class XNNPartitionerConfig:
     def quantized_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
         """What a quantized `node` is claimed with (QS8: dq inputs, weight dq and constants, bias,
         activation, q; QD8: see _dynamic_deps); None when it is no enabled quantized pattern."""
-        if not _static_shapes(node):
-            return None
         dynamic = self._dynamic_deps(node, ep)
         if dynamic is not None or ConfigPrecisionType.STATIC_QUANT not in self.enabled_precision_types:
-            return dynamic
+            return dynamic if dynamic is not None and _static_shapes(node, leading=True) else None
+        if not _static_shapes(node):
+            return None
         q = qu.output_quant(node)
         if q is None or not qu.int8_static(q) or not self.check_quantized(node):
             return None
