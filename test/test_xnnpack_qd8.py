@@ -168,3 +168,89 @@ def structure_of(pte: bytes):
         f.write(pte)
         f.flush()
         return structure(Path(f.name))
+
+
+# Dynamic token counts: the linears still lower to QD8, their values at the upper bound -------------
+
+LENGTHS = (1, 5, 12)
+
+
+def _quantize_pt2e_dynamic(model, inputs, dims):
+    """`quantize(..., is_dynamic=True)` on a graph captured with `dims` dynamic (a static capture bakes the sizes in)."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+
+    config = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
+    graph = prepare_pt2e(torch.export.export(model, inputs, dynamic_shapes=dims).module(),
+                         XNNPACKQuantizer().set_global(config))
+    graph(*inputs)
+    return convert_pt2e(graph)
+
+
+@pytest.fixture(scope="module", params=["pt2e", "8da4w"])
+def dynamic_case(request, tmp_path_factory) -> dict:
+    """LINEAR_STACK quantized per row at run time (pt2e's dynamic int8 or torchao's 8da4w) and exported with
+    a dynamic token count up to 12, the quantized module's outputs at each of LENGTHS."""
+    model, inputs = _load(LINEAR_STACK)
+    dims = ({1: torch.export.Dim("t", min=1, max=max(LENGTHS))},)
+    if request.param == "pt2e":
+        graph = _quantize_pt2e_dynamic(model, inputs, dims)
+    else:
+        # Every linear quantized (a float one over a dynamic length would stay out of XNNPACK, and torchao's
+        # retrace keeps linear whole everywhere or nowhere): fc1's 16 inputs make no group of 32, so per row.
+        from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+        from torchao.quantization.granularity import PerAxis
+
+        quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerAxis(0)),
+                  filter_fn=lambda m, fqn: fqn == "fc1")
+        graph = _quantize_8da4w(model)
+    ep = torch.export.export(graph, inputs, dynamic_shapes=dims)
+    pte = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+    torch.manual_seed(1)
+    calls = [[torch.randn(2, n, 16)] for n in LENGTHS]
+    with torch.no_grad():
+        want = [_flat(graph(*c)) for c in calls]
+        moved = max(compare_outputs(_flat(_load(LINEAR_STACK)[0](*c)), w, rtol=0.0, atol=0.0).max_rel_err
+                    for c, w in zip(calls, want))
+    root = tmp_path_factory.mktemp(f"qd8_dynamic_{request.param}")
+    return {"scheme": request.param, "pte": pte, "calls": calls, "want": want, "moved": moved, "root": root}
+
+
+def test_qd8_over_a_dynamic_length_lowers_at_the_upper_bound(dynamic_case):
+    s = structure_of(dynamic_case["pte"])
+    linears = 3
+    assert s.node_kinds["FullyConnected"] == linears and s.node_kinds["Convert"] == linears, s.node_kinds
+    assert not any("linear" in k or "mm" in k for k in s.kernel_calls), s.kernel_calls
+    program = read_program(dynamic_case["pte"])
+    graphs = [deserialize_xnnpack_binary(program.segment_data[d.processed.index]).graph
+              for d in program.execution_plan[0].delegates]
+    qd8 = [xs.tensor_value(v) for g in graphs for v in g.xvalues
+           if xs.tensor_value(v).datatype == D.xnn_datatype_qdint8]
+    assert len(qd8) == linears and all(v.dims[:2] == [2, max(LENGTHS)] for v in qd8), [v.dims for v in qd8]
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_qd8_over_a_dynamic_length_on_our_engines(dynamic_case, engine):
+    method = ENGINES[engine].load_program(dynamic_case["pte"]).load_method("forward")
+    rtol, atol = TOLERANCES[torch.bfloat16]
+    for call, want in zip(dynamic_case["calls"], dynamic_case["want"]):
+        got = _flat(method.execute(list(call)))
+        assert got[0].shape == want[0].shape
+        assert_outputs_close(got, want, rtol=rtol, atol=max(atol, 2 * dynamic_case["moved"]))
+
+
+def test_qd8_over_a_dynamic_length_on_published_runtime(dynamic_case, reference_runtime):
+    """The published XNNPACK runs our file at every length; our engines give its outputs to float32 tolerance."""
+    root, names = dynamic_case["root"], [f"len{n}" for n in LENGTHS]
+    for name, call in zip(names, dynamic_case["calls"]):
+        (root / f"{name}.pte").write_bytes(dynamic_case["pte"])
+        torch.save(call, root / f"{name}.in.pt")
+    failures = reference_runtime.run_batch(root, names)
+    assert not failures, failures
+    for name, call in zip(names, dynamic_case["calls"]):
+        published = _flat(torch.load(root / f"{name}.out.pt"))
+        for rt in ENGINES.values():
+            assert_outputs_close(_flat(rt.load_program(dynamic_case["pte"]).load_method("forward").execute(call)),
+                                 published)
