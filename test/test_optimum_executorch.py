@@ -64,7 +64,22 @@ def checkpoints(tmp_path_factory) -> dict:
     return out
 
 
+@pytest.fixture(scope="module")
+def exports(checkpoints, tmp_path_factory):
+    """`get(arch, recipe, qlinear)`: the optimum-cli export's folder, made once per module."""
+    made, root = {}, tmp_path_factory.mktemp("optimum_exports")
+
+    def get(arch: str, recipe: str, qlinear) -> Path:
+        key = (arch, recipe, qlinear)
+        if key not in made:
+            made[key] = _export(checkpoints[arch], recipe, qlinear, root / "-".join(map(str, key)) / "out")
+        return made[key]
+
+    return get
+
+
 def _export(checkpoint: Path, recipe: str, qlinear, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
     cli = Path(sys.executable).with_name("optimum-cli")
     args = [str(cli), "export", "executorch", "--model", str(checkpoint), "--task", "text-generation",
             "--recipe", recipe, "--max_seq_len", str(MAX_SEQ_LEN), "--output_dir", str(out)]
@@ -113,14 +128,14 @@ def _et_logits(et_model, tokens: list) -> torch.Tensor:
 @pytest.mark.parametrize("recipe,qlinear", EXPORTS,
                          ids=["portable-fp32", "xnnpack-fp32", "portable-8da4w", "xnnpack-8da4w"])
 @pytest.mark.parametrize("arch", list(ARCHS))
-def test_export_load_and_decode_like_eager(checkpoints, tmp_path, arch, recipe, qlinear):
+def test_export_load_and_decode_like_eager(checkpoints, exports, arch, recipe, qlinear):
     _needs_native()
     _needs_partitioner()
     if qlinear and importlib.util.find_spec("torchao") is None:
         pytest.skip("torchao is not installed (pip install torchao==0.18.0)")
     from optimum.executorch import ExecuTorchModelForCausalLM
 
-    out = _export(checkpoints[arch], recipe, qlinear, tmp_path / "out")
+    out = exports(arch, recipe, qlinear)
     et_model = ExecuTorchModelForCausalLM.from_pretrained(str(out))
     assert et_model.max_cache_size == MAX_SEQ_LEN
     eager = _eager(checkpoints[arch], qlinear)
@@ -141,8 +156,86 @@ def test_export_load_and_decode_like_eager(checkpoints, tmp_path, arch, recipe, 
     # boundary it moves by one int8 step, which over two layers stays far inside what quantization
     # itself moves the logits. Tolerance: a quarter of that movement (eager fp32 vs eager 8da4w), and
     # at least 1e-3 of the largest logit.
-    fp32 = _eager_logits(_eager(checkpoints[arch], None), tokens)
+    _assert_within_quantization_noise(got, want, _eager_logits(_eager(checkpoints[arch], None), tokens))
+
+
+def _assert_within_quantization_noise(got: torch.Tensor, want: torch.Tensor, fp32: torch.Tensor) -> None:
+    """`got` is as close to the 8da4w eager logits `want` as a quarter of what quantization moves them (eager
+    fp32 `fp32` against `want`), and at least 1e-3 of the largest logit."""
+    scale = float(want.abs().max())
     moved = float((fp32 - want).abs().max())
     assert moved > 1e-3 * scale, "quantize_ changed nothing: the 8da4w reference is not quantized"
     err = float((got - want).abs().max())
     assert err <= max(0.25 * moved, 1e-3 * scale), f"max |logit error| {err:.3g}, quantization moves {moved:.3g}"
+
+
+# The xnnpack recipe's 8da4w linears as XNNPACK QD8 fully connected nodes over the dynamic token count,
+# on every runtime: a parallel prefill of the prompt (6 rows), then one token at a time through the cache.
+TOKENS = PROMPT + [(5 * i + 11) % 63 for i in range(MAX_SEQ_LEN - len(PROMPT))]
+CALLS = [[torch.tensor([PROMPT]), torch.arange(len(PROMPT))]] + [
+    [torch.tensor([[t]]), torch.tensor([p])] for p, t in enumerate(TOKENS[len(PROMPT):], len(PROMPT))]
+
+
+def _qd8_linears(pte: bytes) -> int:
+    """Fully connected nodes of the program's XNNPACK delegates reading a qdint8 (per-row int8) value."""
+    from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+    from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import deserialize_xnnpack_binary
+    from executorch.exir._serialize._program import read_program
+
+    program, count = read_program(pte), 0
+    for d in program.execution_plan[0].delegates:
+        graph = deserialize_xnnpack_binary(program.segment_data[d.processed.index]).graph
+        count += sum(isinstance(n.xnode_union, xs.XNNFullyConnected) and xs.tensor_value(
+            graph.xvalues[n.xnode_union.input1_id]).datatype == xs.XNNDatatype.xnn_datatype_qdint8 for n in graph.xnodes)
+    return count
+
+
+def _logits(outputs: list) -> torch.Tensor:
+    return torch.cat([o[0].reshape(-1, o[0].shape[-1]) for o in outputs])
+
+
+@pytest.fixture(scope="module")
+def qd8_export(checkpoints, exports) -> dict:
+    _needs_partitioner()
+    if importlib.util.find_spec("torchao") is None:
+        pytest.skip("torchao is not installed (pip install torchao==0.18.0)")
+    eager = _eager(checkpoints["llama"], "8da4w")
+    linears = sum(isinstance(m, torch.nn.Linear) for m in eager.modules())
+    return {"pte": (exports("llama", "xnnpack", "8da4w") / "model.pte").read_bytes(), "linears": linears,
+            "want": _eager_logits(eager, TOKENS), "fp32": _eager_logits(_eager(checkpoints["llama"], None), TOKENS)}
+
+
+def test_xnnpack_8da4w_linears_are_qd8_delegates(qd8_export, exports):
+    assert qd8_export["linears"] == 15  # 2 layers x (q, k, v, o, gate, up, down) + lm_head
+    assert _qd8_linears(qd8_export["pte"]) == qd8_export["linears"]
+    # The gate: the portable recipe's file has none.
+    assert _qd8_linears((exports("llama", "portable", "8da4w") / "model.pte").read_bytes()) == 0
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_xnnpack_8da4w_decodes_like_eager_on_our_engines(qd8_export, engine):
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip("the native runtime is not built (bash tools/run_tests.sh builds it)")
+    method = runtime.load_program(qd8_export["pte"]).load_method("forward")
+    got = _logits([method.execute(list(call)) for call in CALLS])
+    _assert_within_quantization_noise(got, qd8_export["want"], qd8_export["fp32"])
+
+
+def test_xnnpack_8da4w_decodes_like_eager_on_published_runtime(qd8_export, reference_runtime, tmp_path):
+    (tmp_path / "m.pte").write_bytes(qd8_export["pte"])
+    torch.save([("forward", call) for call in CALLS], tmp_path / "m.calls.pt")
+    runner = Path(__file__).with_name("reference_stateful.py")
+    done = subprocess.run([reference_runtime.python, str(runner), str(tmp_path), "m"], capture_output=True, text=True,
+                          timeout=1200)
+    assert done.returncode == 0 and not (tmp_path / "m.err.txt").exists(), (
+        done.stderr[-2000:], (tmp_path / "m.err.txt").read_text() if (tmp_path / "m.err.txt").exists() else "")
+    got = _logits(torch.load(tmp_path / "m.out.pt"))
+    _assert_within_quantization_noise(got, qd8_export["want"], qd8_export["fp32"])
+
+
+def test_the_quantization_noise_gate_fails_on_a_wrong_answer(qd8_export):
+    want, fp32 = qd8_export["want"], qd8_export["fp32"]
+    for wrong in (fp32, want.roll(1, dims=0), want * 1.05):
+        with pytest.raises(AssertionError):
+            _assert_within_quantization_noise(wrong, want, fp32)
