@@ -17,10 +17,13 @@ else:
 
 # Kernels in this file are needed by any program with dynamic shapes: always registered.
 PRIM_OPS_FILE = "../prim_ops/register_prim_ops.cpp"
-# ScalarType code of Float (schema/scalar_type.fbs).
+# ScalarType codes (schema/scalar_type.fbs; this file may not import executorch, so
+# test/test_facts_agree.py checks them against executorch.exir.schema.ScalarType).
 _FLOAT = 6
-# Float mixed with Half (5) / BFloat16 (15) computes in float32 over 16-bit storage.
-_HALF_OR_FLOAT = {_FLOAT, 5, 15}
+_HALF = 5
+_BFLOAT16 = 15
+# Float mixed with Half / BFloat16 computes in float32 over 16-bit storage.
+_HALF_OR_FLOAT = {_FLOAT, _HALF, _BFLOAT16}
 
 
 class SelectionError(ValueError):

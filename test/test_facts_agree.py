@@ -1,0 +1,86 @@
+"""Facts that other languages or build steps must spell again agree with their one home.
+
+The ScalarType codes live in exir/schema.py and the dtype table in exir/_dtypes.py; the FlatBuffer
+schema, the C++ runtime header and the build-time codegen repeat them, read here as text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from executorch.exir import _dtypes
+from executorch.exir.schema import ScalarType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _enum_body(path: Path, head: str) -> str:
+    text = re.sub(r"//[^\n]*", "", (ROOT / path).read_text())
+    found = re.search(head + r"\s*\{(.*?)\}", text, flags=re.S)
+    assert found, f"{path}: no {head!r} block"
+    return found.group(1)
+
+
+def _enum(path: Path, head: str) -> dict[str, int]:
+    members = {}
+    for item in filter(None, (part.strip() for part in _enum_body(path, head).split(","))):
+        name, value = (x.strip() for x in item.split("="))
+        members[name] = int(value)
+    return members
+
+
+def _key(name: str) -> str:
+    """C++ spells Float8_e5m2 where the schema spells FLOAT8E5M2."""
+    return name.replace("_", "").upper()
+
+
+def test_flatbuffer_schema_has_the_python_codes():
+    assert _enum(Path("schema/scalar_type.fbs"), r"enum ScalarType : byte") == {t.name: t.value for t in ScalarType}
+
+
+def test_cpp_header_has_the_python_codes():
+    cpp = _enum(Path("runtime/core/scalar_type.h"), r"enum class ScalarType : int8_t")
+    assert {_key(n): v for n, v in cpp.items()} == {_key(t.name): t.value for t in ScalarType}
+    assert len(cpp) == len(ScalarType)
+
+
+def _cpp_switch(function: str) -> dict[str, str]:
+    """The `case ScalarType::X:` labels of a switch in scalar_type.cpp and the value each returns."""
+    text = (ROOT / "runtime/core/scalar_type.cpp").read_text()
+    body = re.search(function + r"\(ScalarType type\) \{(.*?)\n\}", text, flags=re.S)
+    assert body, f"runtime/core/scalar_type.cpp: no {function}"
+    out, pending = {}, []
+    for label, value in re.findall(r"case ScalarType::(\w+):|return ([^;]+);", body.group(1)):
+        if label:
+            pending.append(label)
+        else:
+            out.update({_key(p): value.strip().strip('"') for p in pending})
+            pending = []
+    return out
+
+
+def test_cpp_element_sizes_and_names_follow_the_dtype_table():
+    sizes = _cpp_switch("size_t element_size")
+    names = _cpp_switch("const char\\* scalar_type_name")
+    assert sizes == {_key(d.scalar_type.name): str(d.itemsize) for d in _dtypes.DTYPES}
+    assert names == {_key(d.scalar_type.name): d.name for d in _dtypes.DTYPES}
+
+
+def test_codegen_codes_are_the_schema_codes():
+    from executorch.tools.selective_build import gen_registrations as g
+
+    assert (g._FLOAT, g._HALF, g._BFLOAT16) == (ScalarType.FLOAT, ScalarType.HALF, ScalarType.BFLOAT16)
+
+
+def test_a_drifted_header_is_caught(tmp_path, monkeypatch):
+    """The check reads what the header says: a renumbered enumerator fails it."""
+    header = (ROOT / "runtime/core/scalar_type.h").read_text().replace("Float = 6,", "Float = 8,")
+    (tmp_path / "runtime/core").mkdir(parents=True)
+    (tmp_path / "runtime/core/scalar_type.h").write_text(header)
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    with pytest.raises(AssertionError):
+        test_cpp_header_has_the_python_codes()
+
