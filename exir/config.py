@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from executorch.exir._serialize._alignment import DEFAULT_SEGMENT_ALIGNMENT, is_power_of_two
 from executorch.exir.error import ExportError
 from executorch.exir.memory_planning import MemoryPlanningPass
 
@@ -40,7 +41,7 @@ def _refuse(name: str, value: Any, supported: Any, why: str) -> None:
 def _power_of_two(name: str, v: Any, optional: bool) -> None:
     if v is None and optional:
         return
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v & (v - 1):
+    if not is_power_of_two(v):
         raise ExportError(f"ExecutorchBackendConfig.{name}={v!r} must be a positive power of two, e.g. 16")
 
 
@@ -85,7 +86,7 @@ class ExecutorchBackendConfig:
     memory_planning_pass: MemoryPlanningPass = field(default_factory=MemoryPlanningPass)
     emit_stacktrace: bool = False
     extract_delegate_segments: bool = True
-    segment_alignment: int = 128
+    segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT
     constant_tensor_alignment: Optional[int] = None
     delegate_alignment: Optional[int] = None
     # True: every parameter and buffer goes to `_default_external_constant.ptd`; a callable gets

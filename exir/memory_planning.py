@@ -15,9 +15,9 @@ from typing import Callable, Iterable, NamedTuple, Optional
 
 from torch import fx
 
+from executorch.exir._serialize._alignment import is_power_of_two
 from executorch.exir.error import ExportError
-
-DEFAULT_ALIGNMENT = 16
+from executorch.exir.tensor import ALIGNMENT as DEFAULT_ALIGNMENT
 
 
 @dataclass
@@ -169,7 +169,7 @@ class MemoryPlanningPass:
             )
         if not (isinstance(algo, str) or callable(algo)):
             raise ExportError(f"memory_planning_algo must be a planner name or a callable, not {type(algo).__name__}")
-        if not isinstance(self.alignment, int) or self.alignment <= 0 or self.alignment & (self.alignment - 1):
+        if not is_power_of_two(self.alignment):
             raise ExportError(f"alignment={self.alignment!r} must be a positive power of two, e.g. 16")
 
     @property

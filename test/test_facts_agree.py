@@ -84,3 +84,26 @@ def test_a_drifted_header_is_caught(tmp_path, monkeypatch):
     with pytest.raises(AssertionError):
         test_cpp_header_has_the_python_codes()
 
+
+
+def test_alignment_defaults_and_checks_have_one_home():
+    from executorch.exir import ExportError
+    from executorch.exir._serialize import DEFAULT_CONSTANT_TENSOR_ALIGNMENT, DEFAULT_DELEGATE_ALIGNMENT
+    from executorch.exir._serialize import _alignment
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+    from executorch.exir.config import ExecutorchBackendConfig
+    from executorch.exir.memory_planning import MemoryPlanningPass
+    from executorch.exir.tensor import ALIGNMENT
+    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorConfig
+
+    assert ExecutorchBackendConfig().segment_alignment == FlatTensorConfig().segment_alignment \
+        == _alignment.DEFAULT_SEGMENT_ALIGNMENT
+    assert DEFAULT_CONSTANT_TENSOR_ALIGNMENT == DEFAULT_DELEGATE_ALIGNMENT == _alignment.DEFAULT_TENSOR_ALIGNMENT
+    assert MemoryPlanningPass().alignment == ALIGNMENT
+    assert [v for v in (True, 0, -4, 3, 24, 1.0, 1, 2, 16, 128) if _alignment.is_power_of_two(v)] == [1, 2, 16, 128]
+    with pytest.raises(ExportError, match="segment_alignment=24"):
+        ExecutorchBackendConfig(segment_alignment=24)
+    with pytest.raises(ExportError, match="alignment=24"):
+        MemoryPlanningPass(alignment=24)
+    with pytest.raises(ExportError, match="alignment 24"):
+        NamedDataStore().add_named_data("k", b"1234", alignment=24)

@@ -1,8 +1,18 @@
-"""Alignment arithmetic shared by the `.pte` writer and reader."""
+"""Alignments: the defaults of `.pte`/`.ptd` files and the arithmetic and checks every writer shares."""
 
 from __future__ import annotations
 
 from executorch.exir.error import SerializeError
+
+# Where segments (delegate payloads, constants) start, in a .pte and a .ptd.
+DEFAULT_SEGMENT_ALIGNMENT = 128
+# Where each constant tensor and inline delegate payload starts (the schema's force_align).
+DEFAULT_TENSOR_ALIGNMENT = 16
+
+
+def is_power_of_two(value: object) -> bool:
+    """Whether `value` is an int (not a bool) that is a positive power of two, as every alignment must be."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0 and not value & (value - 1)
 
 
 def padding_for(offset: int, alignment: int) -> int:
@@ -17,7 +27,7 @@ def aligned(offset: int, alignment: int) -> int:
 
 def check_alignment(name: str, value: object) -> int:
     """Returns `value` if it is a positive power of two, else raises SerializeError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value & (value - 1):
+    if not is_power_of_two(value):
         raise SerializeError(
             f"{name}={value!r} is not a valid alignment: it must be a positive power of two (e.g. 16)"
         )

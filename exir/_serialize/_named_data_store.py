@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from executorch.exir._serialize._alignment import is_power_of_two
 from executorch.exir.error import ExportError
 
 
@@ -39,7 +40,7 @@ class NamedDataStore:
                        external_tag: Optional[str] = None) -> None:
         """Store `data` (bytes or a tensor) under `key`; the runtime finds it at `alignment`."""
         alignment = 1 if alignment is None else alignment
-        if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        if not is_power_of_two(alignment):
             raise ExportError(f"named data {key!r}: alignment {alignment!r} must be a positive power of two")
         if not isinstance(data, (bytes, bytearray, memoryview)):
             import torch

@@ -21,7 +21,13 @@ from typing import Optional
 
 from executorch.exir import schema as s
 from executorch.exir._dtypes import element_size
-from executorch.exir._serialize._alignment import aligned, check_alignment, padding_for
+from executorch.exir._serialize._alignment import (
+    DEFAULT_SEGMENT_ALIGNMENT,
+    DEFAULT_TENSOR_ALIGNMENT,
+    aligned,
+    check_alignment,
+    padding_for,
+)
 from executorch.exir._serialize._flatbuffer_reader import read_flatbuffer
 from executorch.exir._serialize._flatbuffer_writer import FILE_IDENTIFIER, as_byte_view, write_flatbuffer
 from executorch.exir._serialize._header import HEADER_LENGTH, HEADER_OFFSET, ExtendedHeader, decode_header
@@ -29,10 +35,9 @@ from executorch.exir._serialize._join import join_bytes
 from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
 from executorch.exir.error import SerializeError
 
-DEFAULT_SEGMENT_ALIGNMENT = 128
-DEFAULT_CONSTANT_TENSOR_ALIGNMENT = 16
+DEFAULT_CONSTANT_TENSOR_ALIGNMENT = DEFAULT_TENSOR_ALIGNMENT
 # The schema's force_align for inline delegate data; used when no delegate_alignment is given.
-DEFAULT_DELEGATE_ALIGNMENT = 16
+DEFAULT_DELEGATE_ALIGNMENT = DEFAULT_TENSOR_ALIGNMENT
 
 
 def serialize_pte_chunks(
@@ -249,10 +254,12 @@ def deserialize_pte_binary(data: s.BytesLike) -> PTEFile:
     return PTEFile(program, mutable, named)
 
 
-def read_program(data: s.BytesLike) -> s.Program:
+def read_program(data: s.BytesLike, *, verify: bool = True) -> s.Program:
     """The `Program` in a `.pte` image; constant and segment data are views over `data`.
 
-    Raises SerializeError, with the reason, when `data` is not a well-formed `.pte`."""
+    Raises SerializeError, with the reason, when `data` is not a well-formed `.pte`. With
+    `verify=False` (a trusted file) the program-wide check that every delegate, named-data and
+    mutable-data reference names a segment the file holds is skipped."""
     view = as_byte_view(data, "the .pte data")
     size = len(view)
     if size < HEADER_OFFSET:
@@ -277,7 +284,8 @@ def read_program(data: s.BytesLike) -> s.Program:
     program = read_flatbuffer(view[:program_size])
     base = header.segment_base_offset if header else 0
     segments = _segment_views(program.segments, view, base, program_size)
-    _check_references(program, segments)
+    if verify:
+        _check_references(program, segments)
     return _restore(program, segments)
 
 

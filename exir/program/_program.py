@@ -591,13 +591,13 @@ class ExecutorchProgramManager:
         return self._programs[method_name]
 
     def _chunks(self) -> list:
-        from executorch.exir._serialize import serialize_pte_chunks
+        from executorch.exir._serialize import DEFAULT_CONSTANT_TENSOR_ALIGNMENT, serialize_pte_chunks
 
         c = self._config
         return serialize_pte_chunks(
             self._program,
             segment_alignment=c.segment_alignment,
-            constant_tensor_alignment=c.constant_tensor_alignment or 16,
+            constant_tensor_alignment=c.constant_tensor_alignment or DEFAULT_CONSTANT_TENSOR_ALIGNMENT,
             delegate_alignment=c.delegate_alignment,
         )
 

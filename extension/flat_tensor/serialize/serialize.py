@@ -19,7 +19,7 @@ from typing import ClassVar, Optional
 
 from executorch.exir import schema as s
 from executorch.exir._dtypes import element_size
-from executorch.exir._serialize._alignment import aligned, check_alignment
+from executorch.exir._serialize._alignment import DEFAULT_SEGMENT_ALIGNMENT, aligned, check_alignment
 from executorch.exir._serialize._flatbuffer_reader import _Corrupt, _Reader
 from executorch.exir._serialize._flatbuffer_writer import _I8, _OFFSET, _U32, _U64, _Writer, as_byte_view
 from executorch.exir._serialize._join import join_bytes
@@ -37,7 +37,7 @@ _SCALAR_TYPES = {m.value: m for m in s.ScalarType}
 
 @dataclass
 class FlatTensorConfig:
-    segment_alignment: int = 128
+    segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT
 
 
 @dataclass
@@ -80,7 +80,7 @@ class NamedTensorData:
     segment_index: int = 0
 
 
-def serialize_ptd_chunks(payload: DataPayload, segment_alignment: int = 128) -> list:
+def serialize_ptd_chunks(payload: DataPayload, segment_alignment: int = DEFAULT_SEGMENT_ALIGNMENT) -> list:
     """The `.ptd` image of `payload` as pieces to write in order; buffers pass through as views."""
     check_alignment("segment_alignment", segment_alignment)
     segment_of: dict[int, int] = {}
