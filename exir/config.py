@@ -19,6 +19,11 @@ class EdgeCompileConfig:
     _skip_dim_order: bool = False
     _core_aten_ops_exception_list: list = field(default_factory=list)
     preserve_ops: list = field(default_factory=list)
+    # Set by to_edge_transform_and_lower on the config it derives from a partitioner's
+    # ops_to_not_decompose, never by users: the per-op node filters, and which preserve_ops came
+    # from the partitioner (checked once it has claimed them) rather than from the user.
+    _preserve_filters: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _for_partitioner: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("_check_ir_validity", "_skip_dim_order"):

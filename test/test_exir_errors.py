@@ -92,6 +92,15 @@ def test_bad_config_values(make):
     assert "\n" not in str(err.value)
 
 
+def test_partitioner_bookkeeping_is_declared_and_not_an_option():
+    # to_edge_transform_and_lower fills these on the config it derives; users cannot pass them.
+    config = EdgeCompileConfig()
+    assert config._preserve_filters == {} and config._for_partitioner == frozenset()
+    with pytest.raises(TypeError, match="_preserve_filters"):
+        EdgeCompileConfig(_preserve_filters={})
+    assert "_for_partitioner" not in repr(config)
+
+
 def test_bad_programs_argument():
     with pytest.raises(ExportError, match="torch.export.export"):
         to_edge(torch.nn.Linear(2, 2))

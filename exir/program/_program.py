@@ -133,7 +133,7 @@ def _keeper(config: EdgeCompileConfig) -> Optional[Callable[[fx.Node], bool]]:
     if not config.preserve_ops:
         return None
     ops = set(config.preserve_ops)
-    filters = getattr(config, "_preserve_filters", {})
+    filters = config._preserve_filters
 
     def keep(node: fx.Node) -> bool:
         f = filters.get(node.target)
@@ -144,7 +144,7 @@ def _keeper(config: EdgeCompileConfig) -> Optional[Callable[[fx.Node], bool]]:
 
 def _user_preserved(config: EdgeCompileConfig) -> frozenset:
     """The ops the user asked to keep whole (a partitioner's kept ops are checked once it has run)."""
-    return frozenset(op for op in config.preserve_ops if op not in getattr(config, "_for_partitioner", ()))
+    return frozenset(op for op in config.preserve_ops if op not in config._for_partitioner)
 
 
 def _refuse_training_graph(name: str, ep: ExportedProgram) -> None:
