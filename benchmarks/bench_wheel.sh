@@ -5,13 +5,13 @@
 #
 #   bash benchmarks/bench_wheel.sh [minimal] [flatc] [full]     (default: minimal flatc)
 #
-# Env: PYTHON (default python3), TORCH_SPEC (default torch==2.13.0), ET_REFERENCE_PYTHON (also
+# Env: PYTHON (default python3), TORCH_SPEC (default: the pin in requirements-torch.txt), ET_REFERENCE_PYTHON (also
 # measure the published executorch install for comparison), KEEP_WORK=1.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+TORCH_SPEC=${TORCH_SPEC:-$(grep -m1 '^torch==' "$ROOT/requirements-torch.txt")}
 MODES=("$@"); [[ ${#MODES[@]} -gt 0 ]] || MODES=(minimal flatc)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-wheel.XXXXXX")
 [[ "${KEEP_WORK:-}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT

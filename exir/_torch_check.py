@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 MINIMUM = (2, 13)
-_INSTALL = (
-    "pip install torch==2.13.0 (a CPU build is enough for export; any torch>={}.{} works)"
-).format(*MINIMUM)
+# The torch the project is tested with: requirements-torch.txt in the source tree (not in the wheel;
+# test/test_facts_agree.py checks the two agree).
+TESTED = "torch==2.13.0"
+_INSTALL = f"pip install {TESTED} (a CPU build is enough for export; any torch>={MINIMUM[0]}.{MINIMUM[1]} works)"
 _VERSION_LINE = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 
 

@@ -107,3 +107,40 @@ def test_alignment_defaults_and_checks_have_one_home():
         MemoryPlanningPass(alignment=24)
     with pytest.raises(ExportError, match="alignment 24"):
         NamedDataStore().add_named_data("k", b"1234", alignment=24)
+
+
+def _torch_pin() -> str:
+    lines = [ln.strip() for ln in (ROOT / "requirements-torch.txt").read_text().splitlines()]
+    (pin,) = [ln for ln in lines if ln.startswith("torch==")]
+    return pin
+
+
+def test_the_wheel_names_the_pinned_torch():
+    from executorch.exir import _torch_check
+
+    assert _torch_check.TESTED == _torch_pin()
+
+
+# Where the docs and scripts give a torch install spec; each must be the pinned one.
+_DOCS = ["README.md", "README-wheel.md", "BENCHMARKS.md", "requirements-dev.txt", "tools/*.sh", ".ci/scripts/*.sh",
+         "benchmarks/*.sh"]
+_MENTION = re.compile(r"\btorch==(\d+\.\d+\.\d+)")
+
+
+def _mentions() -> list[tuple[str, str]]:
+    found = []
+    for pattern in _DOCS:
+        for path in sorted(ROOT.glob(pattern)):
+            for line in path.read_text().splitlines():
+                # A sysroot's torch for a cross build is the user's choice, given as an example.
+                if "e.g. torch==" not in line:
+                    found += [(str(path.relative_to(ROOT)), v) for v in _MENTION.findall(line)]
+    return found
+
+
+def test_docs_and_scripts_name_the_pinned_torch():
+    pinned = _torch_pin().removeprefix("torch==")
+    mentions = _mentions()
+    assert len(mentions) >= 3, f"the docs give few torch install specs ({mentions}): is the check reading them?"
+    wrong = [(path, version) for path, version in mentions if version != pinned]
+    assert not wrong, f"these name another torch than requirements-torch.txt ({pinned}): {wrong}"

@@ -29,7 +29,7 @@ def test_missing_torch_names_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError) as err:
         _torch_check.require_torch()
-    assert "pip install torch==2.13.0" in str(err.value) and "not installed" in str(err.value)
+    assert f"pip install {_torch_check.TESTED}" in str(err.value) and "not installed" in str(err.value)
 
 
 @pytest.mark.parametrize("version", ["2.12.1", "2.1.0+cu121", "1.13.1"])

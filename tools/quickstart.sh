@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${VENV:-$ROOT/.venv}/bin/python
 OUT=${1:-mv2.pte}
-echo "[1/2] setting up ${VENV:-.venv} (torch 2.13.0, dev tools, this project; a minute or two the first time)"
+echo "[1/2] setting up ${VENV:-.venv} ($(grep -m1 '^torch==' "$ROOT/requirements-torch.txt"), dev tools, this project; a minute or two the first time)"
 bash "$ROOT/tools/setup_venv.sh"
 echo "[2/2] exporting MobileNetV2 to $OUT, then running it on executorch.runtime against eager PyTorch"
 "$PY" -m executorch.exir export "$ROOT/examples/models/mobilenet_v2.py:make_mobilenet_v2" -o "$OUT"

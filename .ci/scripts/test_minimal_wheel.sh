@@ -5,14 +5,14 @@
 #
 # Runs as written: it makes its own venvs (a builder with pip, build and packaging; a clean one for
 # the wheel) from PYTHON (default python3).
-# Env: TORCH_SPEC (default torch==2.13.0), TORCH_INDEX_URL (the index torch comes from; unset, pip's
+# Env: TORCH_SPEC (default: the pin in requirements-torch.txt), TORCH_INDEX_URL (the index torch comes from; unset, pip's
 # configuration decides), ET_REFERENCE_PYTHON (also run on the published runtime), ET_FULL_WHEEL (a
 # full wheel whose export must give the same bytes), KEEP_WORK=1 (keep the scratch dir).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=${PYTHON:-python3}
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+TORCH_SPEC=${TORCH_SPEC:-$(grep -m1 '^torch==' "$ROOT/requirements-torch.txt")}
 MODEL="$ROOT/examples/models/mobilenet_v2.py:make_mobilenet_v2"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/minimal-wheel.XXXXXX")
 [[ "${KEEP_WORK:-}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT

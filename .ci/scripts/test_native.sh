@@ -50,7 +50,7 @@ auditwheel repair --plat "$PLAT" -w "$WORK/repaired" "$WHEEL"
 WHEEL=$(ls "$WORK"/repaired/executorch-*"$PLAT".whl)
 echo "repaired: $(basename "$WHEEL")"
 "$PYTHON" -m venv "$WORK/venv"
-"$WORK/venv/bin/python" -m pip install -q torch==2.13.0 pytest pytest-xdist 2>&1 | grep -v '^WARNING: Location' || true
+"$WORK/venv/bin/python" -m pip install -q -r "$ROOT/requirements-torch.txt" pytest pytest-xdist 2>&1 | grep -v '^WARNING: Location' || true
 "$WORK/venv/bin/python" -m pip install -q "$WHEEL" 2>&1 | grep -v '^WARNING: Location' || true
 "$WORK/venv/bin/python" -c "from executorch.runtime import Runtime; b = Runtime.get().backend; print('runtime:', b); assert b == 'native'"
 

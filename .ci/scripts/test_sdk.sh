@@ -11,14 +11,14 @@
 # Usage: test_sdk.sh FULL_PYTHON SDIST
 #   FULL_PYTHON: python of a venv holding the full wheel, torch and pytest
 #   SDIST: the executorch sdist the minimal wheel is built from
-# Env: PYTHON (makes venvs; has cmake and ninja beside it), TORCH_SPEC (default torch==2.13.0),
+# Env: PYTHON (makes venvs; has cmake and ninja beside it), TORCH_SPEC (default: the pin in requirements-torch.txt),
 # ET_REFERENCE_PYTHON (also the published exporter's MobileNetV2).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 FULL_PY=${1:?usage: test_sdk.sh FULL_PYTHON SDIST}
 SDIST=${2:?usage: test_sdk.sh FULL_PYTHON SDIST}
 PYTHON=${PYTHON:-python3}
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+TORCH_SPEC=${TORCH_SPEC:-$(grep -m1 '^torch==' "$ROOT/requirements-torch.txt")}
 PATH="$(dirname "$PYTHON"):$PATH"  # cmake and ninja
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sdk-ci.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
