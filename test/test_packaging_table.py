@@ -13,7 +13,7 @@ from _packaging import REPO  # noqa: E402  (also puts the source root on sys.pat
 from tools.packaging import sourcetree  # noqa: E402
 from tools.packaging.components import COMPONENTS, EXCLUDED  # noqa: E402
 from tools.packaging.mode import BuildConfigError, Mode  # noqa: E402
-from tools.packaging.plan import WheelKind, classify, plan  # noqa: E402
+from tools.packaging.plan import WheelKind, absent_packages, classify, plan  # noqa: E402
 
 
 def test_every_python_directory_is_classified():
@@ -21,6 +21,12 @@ def test_every_python_directory_is_classified():
     assert not unclassified, (
         f"add these to a row or to EXCLUDED in tools/packaging/components.py: {unclassified}"
     )
+
+
+def test_every_row_names_packages_the_source_tree_has():
+    # A row for a package that does not exist ships nothing and misleads the reader of the table.
+    phantom = {row.name: missing for row in COMPONENTS if (missing := absent_packages(REPO, row))}
+    assert not phantom, f"remove these patterns from tools/packaging/components.py or add the packages: {phantom}"
 
 
 def test_shipped_python_directories_are_regular_packages():

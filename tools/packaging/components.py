@@ -90,11 +90,6 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.export.**",),
     ),
     Component(
-        "pytree", "pytree flattening used by exported programs",
-        EVERY_MODE,
-        packages=("executorch.extension.pytree.**",),
-    ),
-    Component(
         "llm", "ExecuTorch's LLM custom ops (torch.library registrations) and export passes",
         EVERY_MODE,
         packages=("executorch.extension.llm.**",),
