@@ -144,3 +144,11 @@ def test_docs_and_scripts_name_the_pinned_torch():
     assert len(mentions) >= 3, f"the docs give few torch install specs ({mentions}): is the check reading them?"
     wrong = [(path, version) for path, version in mentions if version != pinned]
     assert not wrong, f"these name another torch than requirements-torch.txt ({pinned}): {wrong}"
+
+
+def test_view_copies_the_emitter_aliases_are_edge_copies():
+    from executorch.exir.dialects import _edge_ops
+
+    copies = set(_edge_ops.VIEW_TO_COPY.values())
+    assert _edge_ops.ALIAS_VIEW_COPIES | _edge_ops.SAME_ORDER_COPIES <= copies
+    assert not _edge_ops.ALIAS_VIEW_COPIES & _edge_ops.SAME_ORDER_COPIES

@@ -85,6 +85,14 @@ VIEW_TO_COPY: dict[object, object] = {
     aten.as_strided.default: aten.as_strided_copy.default,
 }
 
+# Copies the emitter turns into aliases of their input's bytes instead of kernel calls: view_copy
+# always (the bytes of a contiguous tensor in another shape)...
+ALIAS_VIEW_COPIES = frozenset({aten.view_copy.default})
+# ...and these when input and output are contiguous (an expand only to the same shape), since they
+# keep every element in row-major order (attention heads go through several per layer).
+SAME_ORDER_COPIES = frozenset({aten.squeeze_copy.dims, aten.squeeze_copy.dim, aten.squeeze_copy.default,
+                               aten.unsqueeze_copy.default, aten.expand_copy.default})
+
 # The core-ATen view ops torch's decomposition produces; the edge pass turns them into copies.
 CORE_VIEWS = frozenset({aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default,
                         aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int,

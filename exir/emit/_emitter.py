@@ -21,26 +21,19 @@ from executorch.exir import schema as S
 from executorch.exir._dtypes import scalar_type
 from executorch.exir._tensor_data import same_bytes, tensor_bytes
 from executorch.exir.delegate import executorch_call_delegate
-from executorch.exir.dialects._edge_ops import out_variant, prim_op_name, writes_first_argument
+from executorch.exir.dialects._edge_ops import (ALIAS_VIEW_COPIES, SAME_ORDER_COPIES, out_variant, prim_op_name,
+                                                writes_first_argument)
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
 from executorch.exir.passes.propagate_device_pass import CPU, device_of
 from executorch.exir.tensor_layout import TensorLayout
 from executorch.exir.passes.write_back import mutated_placeholders
 
-_ALIAS_VIEWS = {torch.ops.aten.view_copy.default}
-# Ops that keep every element in row-major order when input and output are contiguous (squeeze,
-# unsqueeze, an expand to the same shape): their output is a view of the input's bytes, as for
-# view_copy, so they are aliased instead of copied (attention heads go through several per layer).
-_SAME_ORDER_COPIES = {torch.ops.aten.squeeze_copy.dims, torch.ops.aten.squeeze_copy.dim,
-                      torch.ops.aten.squeeze_copy.default, torch.ops.aten.unsqueeze_copy.default,
-                      torch.ops.aten.expand_copy.default}
-
 
 def _is_alias_view(target, val, base) -> bool:
-    if target in _ALIAS_VIEWS:
+    if target in ALIAS_VIEW_COPIES:
         return True
-    if target not in _SAME_ORDER_COPIES or not isinstance(base, fx.Node):
+    if target not in SAME_ORDER_COPIES or not isinstance(base, fx.Node):
         return False
     base_val = base.meta.get("val")
     if not isinstance(base_val, torch.Tensor) or not isinstance(val, torch.Tensor):
