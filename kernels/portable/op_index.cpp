@@ -9,18 +9,6 @@ namespace executorch {
 namespace kernels {
 namespace {
 
-bool index_dtype(const Tensor& t) {
-  return t.scalar_type() == ScalarType::Long || t.scalar_type() == ScalarType::Int;
-}
-
-// Index `raw` into a dim of `size` (negative counts from the end); false when out of range.
-bool wrap_index(int64_t raw, int64_t size, int64_t* out) {
-  const int64_t i = raw < 0 ? raw + size : raw;
-  if (i < 0 || i >= size) return false;
-  *out = i;
-  return true;
-}
-
 // index_select.out(self, dim, index, *, out)
 void index_select_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Tensor}), InvalidArgument);

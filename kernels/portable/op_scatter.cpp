@@ -9,18 +9,6 @@ namespace executorch {
 namespace kernels {
 namespace {
 
-bool index_dtype(const Tensor& t) {
-  return t.scalar_type() == ScalarType::Long || t.scalar_type() == ScalarType::Int;
-}
-
-// Index `raw` into a dim of `size` (negative counts from the end); false when out of range.
-bool wrap_index(int64_t raw, int64_t size, int64_t* out) {
-  const int64_t i = raw < 0 ? raw + size : raw;
-  if (i < 0 || i >= size) return false;
-  *out = i;
-  return true;
-}
-
 // Row-major multi-index of flat position `flat` in `sizes`.
 void unflatten(int64_t flat, const int64_t* sizes, size_t n, int64_t* idx) {
   for (size_t d = n; d > 0; --d) {

@@ -84,6 +84,19 @@ bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, const Tensor& like
 // `dim` in [-rank, rank) (a 0-d tensor accepts -1 and 0) mapped to [0, rank); false if outside.
 bool normalize_dim(int64_t dim, int64_t rank, int64_t* out);
 
+// True when `t` holds indices: int64 or int32.
+inline bool index_dtype(const Tensor& t) {
+  return t.scalar_type() == ScalarType::Long || t.scalar_type() == ScalarType::Int;
+}
+
+// Index `raw` into a dim of `size` (negative counts from the end) into `out`; false when out of range.
+inline bool wrap_index(int64_t raw, int64_t size, int64_t* out) {
+  const int64_t i = raw < 0 ? raw + size : raw;
+  if (i < 0 || i >= size) return false;
+  *out = i;
+  return true;
+}
+
 // Sizes of `t` as int64 into `out` (kMaxDim entries); returns the rank.
 size_t sizes_of(const Tensor& t, int64_t* out);
 
