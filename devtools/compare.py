@@ -29,6 +29,17 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 
 
+def tolerance(dtype: torch.dtype, ulps: Optional[float] = None) -> dict[str, float]:
+    """The `rtol`/`atol` keyword arguments for outputs of a floating `dtype`: its TOLERANCES row, or,
+    with `ulps`, at least that many units in the last place (`ulps * eps`) for both, for results
+    that round to the dtype several times (a chain of 16-bit ops, an accumulation)."""
+    rtol, atol = TOLERANCES[dtype]
+    if ulps is not None:
+        eps = torch.finfo(dtype).eps
+        rtol, atol = max(rtol, ulps * eps), max(atol, ulps * eps)
+    return {"rtol": rtol, "atol": atol}
+
+
 @dataclass(frozen=True)
 class Comparison:
     """The verdict on a list of outputs: how many, the worst relative error, and what did not match."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.devtools.compare import TOLERANCES, assert_outputs_close, compare_outputs, tolerance
 from executorch.exir import to_edge_transform_and_lower
 
 
@@ -139,3 +139,17 @@ def test_run_check_gate_passes_a_faithful_file_and_fails_a_wrong_one(tmp_path):
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == code, proc.stderr
         assert ("FAIL:" in proc.stderr) is bool(code) and "max rel err" in proc.stdout
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_tolerance_in_ulps_widens_the_row_never_narrows_it(dtype):
+    rtol, atol = TOLERANCES[dtype]
+    assert tolerance(dtype) == {"rtol": rtol, "atol": atol}
+    eps = torch.finfo(dtype).eps
+    wide = tolerance(dtype, 8)
+    assert wide == {"rtol": max(rtol, 8 * eps), "atol": max(atol, 8 * eps)}
+    e = _ref().to(dtype)
+    off = (e.float() * (1 + 6 * eps)).to(dtype)  # six ulps off everywhere, beyond every default row
+    assert not compare_outputs([off], [e]).ok or dtype == torch.float32
+    assert compare_outputs([off], [e], **wide).ok
+    assert not compare_outputs([off * 2], [e], **wide).ok

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.devtools.compare import assert_outputs_close, compare_outputs, tolerance
 from executorch.exir import to_edge_transform_and_lower
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -28,8 +28,7 @@ MODEL_ULPS = 4
 
 
 def _model_tol(dtype: torch.dtype) -> dict:
-    eps = torch.finfo(dtype).eps
-    return {"rtol": MODEL_ULPS * eps, "atol": MODEL_ULPS * eps}
+    return tolerance(dtype, MODEL_ULPS)
 
 
 def _cast(value, dtype):

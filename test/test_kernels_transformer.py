@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from executorch.devtools.compare import compare_outputs
+from executorch.devtools.compare import compare_outputs, tolerance
 from executorch.exir import to_edge_transform_and_lower
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -21,9 +21,10 @@ pytestmark = pytest.mark.skipif(
     NATIVE is None, reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
 # float32: the kernels' exp/erfc are good to a few ulp and their sums run in a different order from torch's,
-# so allow 1e-5 of each value plus 1e-5 of the output's largest |value|. 16-bit floats: two units in the
-# last place (one rounding each side of a float32 computation).
-TOL = {torch.float32: 1e-5, torch.float16: 2 * 2.0**-10, torch.bfloat16: 2 * 2.0**-7}
+# which compare's float32 row allows. 16-bit floats: two units in the last place (one rounding each side
+# of a float32 computation).
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+ULPS = 2
 
 
 class Fn(torch.nn.Module):
@@ -46,8 +47,7 @@ def _run(fn, x: torch.Tensor, *params: torch.Tensor):
 
 def _check(fn, x: torch.Tensor, *params: torch.Tensor) -> None:
     got, expected = _run(fn, x, *params)
-    tol = TOL[x.dtype]
-    result = compare_outputs([got], [expected], rtol=tol, atol=tol)
+    result = compare_outputs([got], [expected], **tolerance(x.dtype, ULPS))
     assert result.ok, str(result)
 
 
@@ -70,7 +70,7 @@ SOFTMAX_CASES = {
 
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("case", sorted(SOFTMAX_CASES))
-@pytest.mark.parametrize("dtype", list(TOL), ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_softmax_matches_torch(case, log, dtype):
     shape, dim = SOFTMAX_CASES[case]
     op = torch.log_softmax if log else torch.softmax
@@ -105,7 +105,7 @@ LAYER_NORM_CASES = {"n7": (4, 7), "n384": (3, 5, 384), "n1000": (2, 1000), "n1":
 
 @pytest.mark.parametrize("affine", ["weight_bias", "weight", "none"])
 @pytest.mark.parametrize("case", sorted(LAYER_NORM_CASES))
-@pytest.mark.parametrize("dtype", list(TOL), ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_layer_norm_matches_torch(case, affine, dtype):
     if case == "n1" and dtype != torch.float32:
         pytest.skip("torch's 16-bit layer norm of one element returns rounding noise (~3e-4), not the exact 0")
@@ -123,7 +123,7 @@ def test_layer_norm_matches_torch(case, affine, dtype):
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("shape", [(1000,), (3, 37, 5), (2, 4096 * 5 + 3)], ids=str)
-@pytest.mark.parametrize("dtype", list(TOL), ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_gelu_matches_torch(shape, approximate, dtype):
     _check(lambda t: F.gelu(t, approximate=approximate), _randn(*shape, dtype=dtype, scale=4.0))
 
@@ -145,8 +145,8 @@ def test_gelu_keeps_precision_far_out(approximate):
 def test_a_corrupted_result_fails_the_gate():
     x = _randn(6, 197, scale=4.0)
     got, expected = _run(lambda t: torch.softmax(t, -1), x)
-    assert compare_outputs([got], [expected], rtol=TOL[torch.float32], atol=TOL[torch.float32]).ok
+    assert compare_outputs([got], [expected], **tolerance(torch.float32, ULPS)).ok
     worst = expected.argmax()
     bad = got.clone()
     bad.view(-1)[worst] *= 1 + 1e-3
-    assert not compare_outputs([bad], [expected], rtol=TOL[torch.float32], atol=TOL[torch.float32]).ok
+    assert not compare_outputs([bad], [expected], **tolerance(torch.float32, ULPS)).ok

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import executorch.extension.llm.custom_ops  # noqa: F401  (registers the ops)
-from executorch.devtools.compare import assert_outputs_close, compare_outputs
+from executorch.devtools.compare import assert_outputs_close, compare_outputs, tolerance
 from executorch.runtime import ExecuTorchError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -88,8 +88,7 @@ def published_files(tmp_path_factory, reference_runtime) -> dict:
 
 
 def _tolerance(dtype):
-    eps = torch.finfo(dtype).eps
-    return {} if dtype == torch.float32 else {"rtol": 4 * eps, "atol": 4 * eps}
+    return tolerance(dtype, 4)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

@@ -13,6 +13,7 @@ import torch
 pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
+from executorch.devtools.compare import compare_outputs, tolerance  # noqa: E402
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower  # noqa: E402
 from executorch.extension.pybindings import _portable_lib, portable_lib  # noqa: E402
 from executorch.runtime import _native  # noqa: E402
@@ -23,9 +24,9 @@ from linear_models import (InputWeight, LinearStack, RowMajorWeight, SharedTrans
                            make_linear_3d, make_linear_stack)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# Relative to the largest reference magnitude: float32 sums in another order, or one rounding
-# of the 16-bit result (plus the reference's own rounding).
-REL_TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+# compare's row for float32 (sums in another order); 16-bit results: two units in the last place
+# (one rounding of the result plus the reference's own).
+ULPS = 2
 ELIDED = re.compile(r"(\d+) weight transposes read in place")
 
 
@@ -56,8 +57,8 @@ def _reference(model, inputs):
 
 
 def _close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
-    scale = max(expected.abs().max().item(), 1e-30)
-    return actual.shape == expected.shape and (actual.double() - expected).abs().max().item() <= REL_TOL[dtype] * scale
+    """`actual` (in `dtype`) against the float64 reference, at the tolerance of `dtype`."""
+    return compare_outputs([actual.double()], [expected], **tolerance(dtype, ULPS)).ok
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -90,7 +91,7 @@ def test_gate_rejects_a_wrong_answer():
     expected = _reference(model, (x,))
     for dtype in DTYPES:
         wrong = expected.clone()
-        wrong[1, 7] += 2 * REL_TOL[dtype] * expected.abs().max()
+        wrong[1, 7] += 3 * max(tolerance(dtype, ULPS).values()) * expected.abs().max()
         assert _close(expected, expected, dtype) and not _close(wrong, expected, dtype)
     assert not _close(model.second(model.first(x)), expected, torch.float32)  # relu dropped
 
