@@ -154,7 +154,10 @@ class Runtime:
         debug_buffer_size: int = 0,
         data_path: Optional[Union[Path, str]] = None,
     ) -> Program:
-        """Load a program from a `.pte` path, its bytes, or a binary file object."""
+        """Load a program from a `.pte` path, its bytes, or a binary file object.
+
+        `verification=Verification.Minimal` trusts the file: the whole-program consistency check
+        (the FlatBuffer verifier in the native runtime) is skipped."""
         if not isinstance(verification, Verification):
             raise TypeError(f"verification must be a Verification, got {verification!r}")
         if not isinstance(debug_buffer_size, int) or debug_buffer_size < 0:

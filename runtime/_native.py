@@ -154,15 +154,15 @@ def load_program(data: Union[bytes, memoryview],
                  etdump_debug_buffer_size: Optional[int] = None) -> NativeProgram:
     """Load `.pte` bytes into the C++ runtime; malformed files raise InvalidProgramError.
 
-    The FlatBuffer verifier runs whatever `verification` asks: it covers only the program
-    table (constants live in segments outside it), so it costs well under a millisecond even
-    for large models, and skipping it could let a malformed file crash the process. With
-    `etdump_debug_buffer_size` (0 or more) a C++ ETDumpGen records the loads and runs.
+    `verification` InternalConsistency (the default) runs the FlatBuffer verifier over the program
+    table; Minimal skips it and checks only the header and root offset, for trusted files (a
+    malformed one can then crash the process, as in ExecuTorch). With `etdump_debug_buffer_size`
+    (0 or more) a C++ ETDumpGen records the loads and runs.
     """
-    del verification
     etdump = -1 if etdump_debug_buffer_size is None else etdump_debug_buffer_size
+    verify = verification is not Verification.Minimal
     try:
-        return NativeProgram(_lib.Program(data, True, external_data, etdump))
+        return NativeProgram(_lib.Program(data, verify, external_data, etdump))
     except _lib.NativeError as exc:
         raise _error(exc) from None
 

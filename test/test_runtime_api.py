@@ -190,6 +190,41 @@ def test_unsupported_load_options_are_refused(add_pte):
         Runtime.get().load_program(add_pte, data_path="weights.ptd")
 
 
+def _with_a_dangling_reference() -> bytes:
+    from executorch.exir import schema as s
+
+    program = add_program()
+    program.named_data = [s.NamedData(key="weights", segment_index=3)]
+    return serialize_pte_binary(program)
+
+
+def test_python_engine_honours_verification():
+    from executorch.runtime import _python
+
+    bad = _with_a_dangling_reference()
+    with pytest.raises(SerializeError, match=r"named_data\[0\] \('weights'\) refers to segment 3"):
+        _python.load_program(bad, Verification.InternalConsistency)
+    # Minimal trusts the file: the program-wide reference check is skipped, and the method that
+    # never reads the named data runs.
+    x = torch.randn(2, 3)
+    method = _python.load_program(bad, Verification.Minimal).load_method("forward")
+    torch.testing.assert_close(method.execute([x, x])[0], 2 * x, rtol=0, atol=0)
+
+
+def test_native_engine_passes_verification_to_the_loader(add_pte, monkeypatch):
+    pytest.importorskip("executorch.extension.pybindings._portable_lib", reason="native runtime not built")
+    from executorch.runtime import _native
+
+    asked = []
+    real = _native._lib.Program
+    monkeypatch.setattr(_native._lib, "Program",
+                        lambda data, verify, *rest: asked.append(verify) or real(data, verify, *rest))
+    for verification in (Verification.Minimal, Verification.InternalConsistency):
+        program = _native.load_program(add_pte, verification)
+        assert program.load_method("forward").execute([torch.ones(2, 3), torch.ones(2, 3)])[0].sum() == 12
+    assert asked == [False, True]
+
+
 def test_hand_built_program_with_a_second_method_is_listed():
     first, second = add_program(), add_program()
     second.execution_plan[0].name = "other"

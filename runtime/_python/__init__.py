@@ -68,9 +68,10 @@ def load_program(data: Union[bytes, memoryview],
                  verification: Verification = Verification.InternalConsistency,
                  external_data: Optional[Union[bytes, memoryview]] = None,
                  etdump_debug_buffer_size: Optional[int] = None) -> PythonProgram:
-    """Read `.pte` bytes (and the `.ptd` bytes its external tensors come from); every index and
-    offset is checked whatever `verification` asks. With `etdump_debug_buffer_size` (0 or more)
-    the program records an ETDump as it loads methods and runs them."""
+    """Read `.pte` bytes (and the `.ptd` bytes its external tensors come from). `verification`
+    Minimal skips the program-wide reference check (a trusted file; a bad reference then fails when
+    used, as a Python error). With `etdump_debug_buffer_size` (0 or more) the program records an
+    ETDump as it loads methods and runs them."""
     tracer = None
     if etdump_debug_buffer_size is not None:
         from executorch.devtools.etdump.tracer import ETDumpGen
@@ -81,7 +82,8 @@ def load_program(data: Union[bytes, memoryview],
         from executorch.extension.flat_tensor.serialize.serialize import read_ptd
 
         external = read_ptd(external_data)
-    return PythonProgram(read_program(data), external, tracer)
+    verify = verification is not Verification.Minimal
+    return PythonProgram(read_program(data, verify=verify), external, tracer)
 
 
 def operator_names() -> set[str]:
