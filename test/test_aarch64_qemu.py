@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import torch
 
 from executorch.devtools.compare import assert_outputs_close
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO  # noqa: E402, F401  (puts the source root on sys.path)
 from conftest import load_zoo, zoo_factory_spec  # noqa: E402
 from test_native_smoke import SMOKE_SCRIPT, smoke_case  # noqa: E402

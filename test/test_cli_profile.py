@@ -5,7 +5,6 @@ from __future__ import annotations
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +14,6 @@ from executorch.cli.profile import collect, render, save_bar_chart
 from executorch.exir import schema as S
 from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 from test_devtools_etdump import ConvLinear, _inputs  # noqa: E402
 

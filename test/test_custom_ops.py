@@ -17,7 +17,6 @@ from executorch.exir import EdgeCompileConfig, ExportError, to_edge
 from executorch.exir._serialize import read_program
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
 from conftest import project_runtimes  # noqa: E402
 
 _LIB = torch.library.Library("et_test", "DEF")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from executorch.exir.error import SerializeError
 from executorch.exir.lowered_backend_module import LoweredBackendModule
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import SHARED_TOOLS, project_runtimes  # noqa: E402
 
 aten = torch.ops.aten

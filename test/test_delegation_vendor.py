@@ -16,7 +16,6 @@ from executorch.exir._serialize import read_program
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "vendor_npu"))
-sys.path.insert(0, str(HERE))
 from conftest import project_runtimes  # noqa: E402
 from test_delegation import assert_close_rel  # noqa: E402
 from vendor_npu import models, python_backend  # noqa: E402

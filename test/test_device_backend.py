@@ -21,7 +21,6 @@ from executorch.exir.error import ExportError
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "device_backend"))
-sys.path.insert(0, str(HERE))
 from conftest import project_runtimes  # noqa: E402
 from test_delegation import assert_close_rel  # noqa: E402
 from device_backend import models, python_backend  # noqa: E402

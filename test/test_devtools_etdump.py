@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from executorch.devtools.etdump.serialize import (
 from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.exir.schema import ScalarType
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 RUNTIMES = project_runtimes()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.exir.error import ExportError
 from executorch.exir.schema import KernelCall
 
-sys.path.insert(0, str(Path(__file__).parent))
 from test_devtools_etdump import ConvLinear, _inputs  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "tools" / "reference-runtime"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,7 +10,6 @@ import torch
 from executorch.devtools import Inspector
 from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 from test_devtools_etdump import ConvLinear, _inputs  # noqa: E402
 

@@ -17,7 +17,6 @@ from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
 from executorch.devtools.timeline import build_trace
 from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 from test_devtools_etdump import ConvLinear, _inputs  # noqa: E402
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from executorch.exir import to_edge
 from executorch.runtime import Runtime
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo  # noqa: E402
 
 

@@ -12,7 +12,6 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.examples.models.mobilenet_v2 import make_mobilenet_v2
 from executorch.exir import to_edge
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 NATIVE = project_runtimes().get("native")

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -12,7 +9,6 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import EdgeCompileConfig, to_edge
 from executorch.runtime.python_backend import PythonBackend
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 RUNTIMES = project_runtimes()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import operator
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from executorch.exir import _dtypes
 from executorch.exir.dialects import _edge_ops
 from executorch.runtime._python import _kernels
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from executorch.exir.passes.constant_prop_pass import constant_prop_pass
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
 from torch.export.graph_signature import InputKind
 
-sys.path.insert(0, str(Path(__file__).parent))
 import const_prop_models as models  # noqa: E402
 from conftest import project_runtimes  # noqa: E402
 

@@ -4,7 +4,6 @@ refuses it): run on both engines and the published runtime, nested and with dyna
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from executorch.exir import ExportError, to_edge
 from executorch.exir import schema as S
 from executorch.exir._serialize import deserialize_pte_binary, serialize_pte_binary
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 RUNTIMES = project_runtimes()

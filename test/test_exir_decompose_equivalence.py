@@ -9,9 +9,7 @@ alone keep torch.export's flags, as they always have)."""
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,7 +19,6 @@ import executorch.exir.program._program as program
 from executorch.exir import to_edge
 from executorch.exir.passes import decompose
 
-sys.path.insert(0, str(Path(__file__).parent))
 import single_op_models  # noqa: E402
 import transformer_models  # noqa: E402
 from conftest import load_zoo  # noqa: E402

@@ -3,9 +3,6 @@ stored contiguous, and a check that refuses layouts the runtime's kernels cannot
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from torch import nn
@@ -15,7 +12,6 @@ from executorch.exir import schema as s
 from executorch.exir.passes.dim_order import check_plan
 from executorch.runtime import Runtime
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import plan, tensor  # noqa: E402
 
 

@@ -3,7 +3,6 @@ on the project's runtime and (when ET_REFERENCE_PYTHON is set) on the published 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES  # noqa: E402
 

@@ -184,10 +184,7 @@ def test_emitted_plan_gives_each_tensor_its_lifetime():
 
 
 def test_alloc_graph_input_false_leaves_inputs_to_the_caller_on_every_engine():
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent))
     from conftest import project_runtimes
 
     x = torch.randn(8, 64)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 RUNTIMES = project_runtimes()

@@ -3,16 +3,12 @@ transformer zoo models cast to 16 bits match eager natively, and the published r
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from executorch.devtools.compare import assert_outputs_close, compare_outputs, tolerance
 from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES, Fn  # noqa: E402
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +12,6 @@ pytest.importorskip("executorch.extension.pybindings._portable_lib",
 
 from executorch.extension.pybindings import portable_lib  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from native_fn import native_method  # noqa: E402
 
 

@@ -5,7 +5,6 @@ is set, by the published exporter (whose programs pass arguments exactly as upst
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo, project_runtimes  # noqa: E402
 from single_op_models import CASES, CASES_BY_NAME  # noqa: E402
 

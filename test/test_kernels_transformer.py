@@ -3,9 +3,6 @@ eager torch within a relative tolerance, on odd shapes, strided reductions, mask
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,7 +10,6 @@ import torch.nn.functional as F
 from executorch.devtools.compare import compare_outputs, tolerance
 from executorch.exir import to_edge_transform_and_lower
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 NATIVE = project_runtimes().get("native")

@@ -3,7 +3,6 @@ and a KV-cache decoder written by the published exporter decoding on both runtim
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ import executorch.extension.llm.custom_ops  # noqa: F401  (registers the ops)
 from executorch.devtools.compare import assert_outputs_close, compare_outputs, tolerance
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 from llm_custom_ops_models import MAX_SEQ, make_cached_decoder  # noqa: E402
 

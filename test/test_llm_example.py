@@ -17,7 +17,6 @@ from executorch.exir import schema as S
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, project_runtimes  # noqa: E402
 
 sys.path.insert(0, str(REPO / "examples" / "models"))

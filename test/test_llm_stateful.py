@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 import stateful_models as sm  # noqa: E402
 from conftest import project_runtimes  # noqa: E402
 

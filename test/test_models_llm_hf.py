@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import torch
 from executorch.devtools.compare import compare_outputs
 from executorch.exir import to_edge
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (requirements-dev.txt pins it)")

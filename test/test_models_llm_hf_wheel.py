@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
 from conftest import project_runtimes  # noqa: E402
 

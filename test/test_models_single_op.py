@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from executorch.devtools.compare import assert_outputs_close
 from torch.utils._pytree import tree_flatten
 
-# single_op_models sits beside the tests; importlib import mode leaves it off sys.path.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from single_op_models import CASES, CASES_BY_NAME  # noqa: E402
 
 IDS = [case.name for case in CASES]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from executorch.exir import to_edge_transform_and_lower
 from executorch.exir._serialize import deserialize_pte_binary
 from executorch.exir.schema import KernelCall, Tensor
 
-sys.path.insert(0, str(Path(__file__).parent))
 import transformer_models  # noqa: E402
 from conftest import project_runtimes  # noqa: E402
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +17,6 @@ from executorch.extension.pybindings import _portable_lib, portable_lib  # noqa:
 from executorch.runtime import _native  # noqa: E402
 from executorch.runtime._backend import Verification  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from linear_models import (InputWeight, LinearStack, RowMajorWeight, SharedTranspose,  # noqa: E402
                            make_linear_3d, make_linear_stack)
 

@@ -139,9 +139,7 @@ _ZOO = ["mobilenet_v2", "resnet18", "transformer_encoder", "multi_io"]
 
 @pytest.mark.parametrize("name", _ZOO)
 def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_path):
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).parent))
     from conftest import load_zoo, zoo_factory_spec
 
     MODELS = load_zoo().MODELS
@@ -153,11 +151,9 @@ def test_reference_exported_model_matches_eager(name, reference_runtime, tmp_pat
 
 
 def test_bounded_dynamic_batch_resizes_within_bounds():
-    import sys
 
     from executorch.exir import to_edge_transform_and_lower
 
-    sys.path.insert(0, str(Path(__file__).parent))
     import runtime_models
 
     model, inputs = runtime_models.FACTORIES["dynamic_mlp"]()
@@ -176,9 +172,7 @@ def test_bounded_dynamic_batch_resizes_within_bounds():
 
 @pytest.mark.parametrize("backend", ["native", "python"])
 def test_endless_loop_in_a_malformed_program_is_an_error_not_a_hang(backend):
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).parent))
     from conftest import project_runtimes
     from runtime_programs import PlanBuilder
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 
 if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.executorch") is None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
 from tools.packaging import commands  # noqa: E402
 from tools.packaging.mode import FLATC_VAR, MINIMAL_VAR, BuildConfigError, Mode, mode_from_env, parse_flag  # noqa: E402

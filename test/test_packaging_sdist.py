@@ -8,7 +8,6 @@ import sys
 import tarfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO, build_wheel, copy_tree  # noqa: E402
 from tools.packaging.check_sdist import problems  # noqa: E402
 from tools.packaging.sdist import sdist_files  # noqa: E402

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
 from tools.packaging import sourcetree  # noqa: E402
 from tools.packaging.components import COMPONENTS, EXCLUDED  # noqa: E402

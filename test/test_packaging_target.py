@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
 from tools.packaging import commands  # noqa: E402
 from tools.packaging.check_manylinux import elf_files, elf_needs, problems  # noqa: E402

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
 
 from tools.packaging.components import COMPONENTS  # noqa: E402

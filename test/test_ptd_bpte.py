@@ -24,7 +24,6 @@ from executorch.exir.error import ExportError, SerializeError
 from executorch.extension.flat_tensor.serialize.serialize import FlatTensorSerializer, read_ptd
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, load_zoo, project_runtimes  # noqa: E402
 from ptd_models import TwoLinear, TwoOut  # noqa: E402
 

@@ -18,7 +18,6 @@ from executorch.runtime import (
 )
 from executorch.runtime import _backend
 
-sys.path.insert(0, str(Path(__file__).parent))
 from runtime_programs import add_program  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from torch.utils._pytree import tree_flatten
@@ -13,7 +10,6 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
 
-sys.path.insert(0, str(Path(__file__).parent))
 import runtime_models  # noqa: E402
 
 # name -> (what the exporter raises, why); strict, so a fixed exporter turns these into failures to update.

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +15,6 @@ from executorch.runtime import ExecuTorchError, InvalidProgramError, Program
 from executorch.runtime import _python as python_backend
 from executorch.runtime._python import PythonProgram
 
-sys.path.insert(0, str(Path(__file__).parent))
 from runtime_programs import PlanBuilder, add_program  # noqa: E402
 
 BOUND = s.TensorShapeDynamism.DYNAMIC_BOUND

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from executorch.exir._serialize import serialize_pte_binary
 from executorch.exir.error import SerializeError
 from executorch.runtime import ExecuTorchError, InvalidProgramError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import project_runtimes  # noqa: E402
 from runtime_programs import PlanBuilder  # noqa: E402
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from torch.utils._pytree import tree_flatten
 from executorch.devtools.compare import assert_outputs_close
 from executorch.runtime import ExecuTorchError, Runtime
 
-sys.path.insert(0, str(Path(__file__).parent))
 import runtime_models  # noqa: E402
 
 

@@ -18,7 +18,6 @@ from executorch.exir import to_edge
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
-sys.path.insert(0, str(HERE))
 from conftest import load_zoo  # noqa: E402
 
 BUILD = REPO / "cmake-out"

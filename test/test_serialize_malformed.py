@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import random
 import struct
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import plan, program, rich_program, tensor  # noqa: E402
 
 from executorch.exir import schema as s

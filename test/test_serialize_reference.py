@@ -9,14 +9,12 @@ from __future__ import annotations
 import enum
 import json
 import subprocess
-import sys
 import textwrap
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import floats, plan, program, rich_program, tensor  # noqa: E402
 
 from executorch.exir import schema as s

@@ -6,12 +6,9 @@ import array
 import copy
 import ctypes
 import struct
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import every_instruction, every_value_kind, floats, plan, program, rich_program, tensor  # noqa: E402
 
 from executorch.exir import schema as s

@@ -8,14 +8,12 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 import sysconfig
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _serialize_programs import floats, plan, program, rich_program  # noqa: E402
 
 from executorch.exir import schema as s

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import zoo_factory_spec  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402
 

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo, one_torch_thread, project_runtimes, zoo_factory_spec  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402
 

@@ -3,7 +3,6 @@ runtime (real XNNPACK) against eager, and its structure set against the publishe
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import zoo_factory_spec  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402
 

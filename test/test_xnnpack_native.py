@@ -18,7 +18,6 @@ from executorch.exir._serialize import read_program, serialize_pte_binary
 from executorch.exir.schema import DataLocation
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
 
 NATIVE = project_runtimes().get("native")

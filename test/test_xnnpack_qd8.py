@@ -5,14 +5,12 @@ the published exporter's files for the same models and the quantized modules."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
 from test_xnnpack_int8 import lower, quantize  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402

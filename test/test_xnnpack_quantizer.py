@@ -12,7 +12,6 @@ import torch
 
 pytest.importorskip("torchao", reason="torchao is not installed (pip install torchao==0.18.0)")
 
-sys.path.insert(0, str(Path(__file__).parent))
 import xnnpack_quantize_describe as qd  # noqa: E402
 from conftest import REPO  # noqa: E402
 

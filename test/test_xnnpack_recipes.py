@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
 import xnnpack_quant_models as models  # noqa: E402
 import xnnpack_recipe_describe as described  # noqa: E402
 

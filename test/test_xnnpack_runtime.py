@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ from executorch.exir import schema as s
 from executorch.exir._serialize._program import read_program, serialize_pte_binary
 from executorch.runtime import ExecuTorchError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
 from xnnpack_graphs import D, FP32, GraphBuilder, delegate_program  # noqa: E402
 

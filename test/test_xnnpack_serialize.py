@@ -9,7 +9,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 import sysconfig
 import typing
 from pathlib import Path
@@ -21,7 +20,6 @@ from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import (
     XNNHeader, convert_to_flatbuffer, deserialize_xnnpack_binary, serialize_xnnpack_binary)
 from executorch.exir.error import SerializeError
 
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import zoo_factory_spec  # noqa: E402
 
 SCHEMA = Path(xs.__file__).with_name("schema.fbs")

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
 from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
 from conftest import zoo_factory_spec  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402
