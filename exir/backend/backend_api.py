@@ -7,6 +7,7 @@ from functools import singledispatch
 
 from torch.export import ExportedProgram
 
+from executorch.exir._program_copy import _copy_program
 from executorch.exir.backend._lowering import Partition
 from executorch.exir.backend.backend_details import PreprocessResult, find_backend
 from executorch.exir.backend.partitioner import Partitioner, PartitionResult
@@ -55,8 +56,6 @@ def lower_program(backend_id: str, edge_program: ExportedProgram, compile_specs:
 
 @to_backend.register(ExportedProgram)
 def _(edge_program: ExportedProgram, partitioner: Partitioner, method: str = "forward") -> ExportedProgram:
-    from executorch.exir.program._program import _copy_program
-
     if not hasattr(partitioner, "partition"):
         raise ExportError(
             f"partitioner {partitioner!r} has no partition(exported_program) method; subclass "
