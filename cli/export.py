@@ -3,38 +3,30 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from executorch.cli.errors import CliError
-
-
-@dataclass
-class _ModelSource:
-    label: str
-    factory: Callable[[], Any]
-    dynamic_shapes: Optional[Callable[[], Any]]
+from executorch.cli.models import call_factory, declared_dynamic_shapes, first_line, resolve_model
 
 
 def run_export(args: argparse.Namespace) -> int:
     """Export, summarize, verify; prints an OK or FAIL verdict line and returns the exit code."""
     import torch
 
-    source = _resolve_model(args.model)
+    source = resolve_model(args.model)
     torch.manual_seed(args.seed)
-    model, inputs = _call_factory(source)
-    dynamic_shapes = _dynamic_shapes(source) if args.dynamic else None
+    model, inputs = call_factory(source)
+    dynamic_shapes = declared_dynamic_shapes(source) if args.dynamic else None
 
     timings: list[tuple[str, float]] = []
     clock = time.perf_counter()
     try:
         ep = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
     except Exception as e:  # torch.export's errors are long; the first line names the problem
-        raise CliError(f"torch.export failed on {source.label}: {_first_line(e)}", 1) from None
+        raise CliError(f"torch.export failed on {source.label}: {first_line(e)}", 1) from None
     timings.append(("torch.export", time.perf_counter() - clock))
 
     from executorch.exir import to_edge_transform_and_lower
@@ -48,7 +40,7 @@ def run_export(args: argparse.Namespace) -> int:
     except ExportError as e:
         raise CliError(f"lowering {source.label} failed: {e}", 1) from None
     except Exception as e:  # a bug in the exporter, not in the model: say so, in one line
-        raise CliError(f"lowering {source.label} hit an exporter bug ({type(e).__name__}: {_first_line(e)}); "
+        raise CliError(f"lowering {source.label} hit an exporter bug ({type(e).__name__}: {first_line(e)}); "
                        "please report it with the model", 1) from None
     timings.append(("lower", time.perf_counter() - clock))
 
@@ -86,77 +78,6 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolve_model(spec: str) -> _ModelSource:
-    path, sep, name = spec.rpartition(":")
-    if sep and path.endswith(".py"):
-        return _load_from_file(Path(path), name, spec)
-    if spec.endswith(".py") or sep:
-        raise CliError(
-            f"bad model {spec!r}: expected a zoo name or FILE.py:FACTORY (e.g. models.py:make_model)", 2
-        )
-    try:
-        from executorch.examples.models import DYNAMIC_SHAPES, MODELS
-    except ImportError:
-        raise CliError(
-            f"model {spec!r}: the model zoo (executorch.examples.models) is not installed (it lives in the "
-            "source tree; the wheels ship without it): run from a source checkout or pass FILE.py:FACTORY", 2
-        ) from None
-    if spec not in MODELS:
-        raise CliError(f"unknown model {spec!r}; available: {', '.join(sorted(MODELS))}, or FILE.py:FACTORY", 2)
-    return _ModelSource(spec, MODELS[spec], DYNAMIC_SHAPES.get(spec))
-
-
-def _load_from_file(path: Path, name: str, spec_text: str) -> _ModelSource:
-    if not path.is_file():
-        raise CliError(f"bad model {spec_text!r}: no file {path}", 2)
-    if not name.isidentifier():
-        raise CliError(f"bad model {spec_text!r}: {name!r} is not a function name; write FILE.py:FACTORY", 2)
-    spec = importlib.util.spec_from_file_location(f"_executorch_cli_model_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise CliError(f"bad model {spec_text!r}: cannot load {path} as a Python module", 2)
-    module = importlib.util.module_from_spec(spec)
-    # Registered under its name, as an import would, so code that looks a class's module up by name
-    # (torch.export does) finds it; the factory's file may import its neighbours, as a script would.
-    sys.modules[spec.name] = module
-    sys.path.insert(0, str(path.resolve().parent))
-    try:
-        spec.loader.exec_module(module)
-    except Exception as e:
-        sys.modules.pop(spec.name, None)
-        raise CliError(f"bad model {spec_text!r}: importing {path} failed: {_first_line(e)}", 2) from None
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and
-                       getattr(v, "__module__", None) == module.__name__)
-        raise CliError(f"bad model {spec_text!r}: {path} has no function {name!r}; it defines: "
-                       f"{', '.join(found) or 'nothing callable'}", 2)
-    return _ModelSource(spec_text, factory, getattr(module, f"{name}_dynamic_shapes", None))
-
-
-def _call_factory(source: _ModelSource) -> tuple[Any, tuple]:
-    import torch
-
-    try:
-        result = source.factory()
-    except Exception as e:
-        raise CliError(f"model factory {source.label} raised {type(e).__name__}: {_first_line(e)}", 2) from None
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module)
-            and isinstance(result[1], (tuple, list))):
-        raise CliError(
-            f"model factory {source.label} returned {_shape_of(result)}; it must return "
-            "(torch.nn.Module, tuple_of_example_inputs)", 2
-        )
-    return result[0], tuple(result[1])
-
-
-def _dynamic_shapes(source: _ModelSource) -> Any:
-    if source.dynamic_shapes is None:
-        how = "for FILE.py:FACTORY, define FACTORY_dynamic_shapes() in the file" if ":" in source.label else \
-            "the zoo declares none for it"
-        raise CliError(f"--dynamic: {source.label} has no dynamic shapes ({how}); export without --dynamic", 2)
-    return source.dynamic_shapes()
-
-
 def _partitioners(backend: str) -> Optional[list]:
     """The partitioners `--backend` names (None: portable kernels only)."""
     if backend == "portable":
@@ -185,7 +106,7 @@ def _verify(path: Path, method_name: str, model: Any, inputs: tuple) -> tuple[Op
     try:
         actual = runtime.load_program(path).load_method(method_name).execute(list(inputs))
     except Exception as e:
-        return False, f"the {runtime.backend} runtime failed: {_first_line(e)}"
+        return False, f"the {runtime.backend} runtime failed: {first_line(e)}"
     result = compare_outputs(actual, expected)
     return result.ok, f"{result} on the {runtime.backend} runtime"
 
@@ -219,14 +140,3 @@ def _size(n: int) -> str:
     if n < 2**10:
         return f"{n} bytes"
     return f"{n / 2**10:.1f} KiB" if n < 2**20 else f"{n / 2**20:.1f} MiB"
-
-
-def _shape_of(result: Any) -> str:
-    if isinstance(result, tuple):
-        return f"a {len(result)}-tuple of ({', '.join(type(r).__name__ for r in result)})"
-    return f"a {type(result).__name__}"
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__

@@ -1,7 +1,7 @@
-"""Entry point for `python -m executorch.export` (see `executorch.export._cli`)."""
+"""Entry point for `python -m executorch.export` (the command lives with the others, in `executorch.cli.recipe`)."""
 
 import sys
 
-from executorch.export._cli import main
+from executorch.cli.recipe import main
 
 sys.exit(main())

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from executorch.export.recipe import ExportRecipe, RecipeType
+if TYPE_CHECKING:  # the recipe types import the registry, which imports this interface
+    from executorch.export.recipe import ExportRecipe, RecipeType
 
 
 class BackendRecipeProvider(ABC):

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from executorch.export.recipe import ExportRecipe, RecipeType
 from executorch.export.recipe_provider import BackendRecipeProvider
+
+if TYPE_CHECKING:  # `ExportRecipe.get_recipe` looks recipes up here
+    from executorch.export.recipe import ExportRecipe, RecipeType
 
 
 class RecipeRegistry:
-    """Backend name -> provider; there is one, `recipe_registry`."""
+    """Backend name -> provider; there is one, `recipe_registry`. A backend's recipe module registers its
+    provider when imported (`executorch.export` imports the portable one; importing a backend's recipe
+    types, e.g. `executorch.backends.xnnpack.recipes.XNNPackRecipeType`, registers that backend's)."""
 
     _instance: Optional["RecipeRegistry"] = None
 
@@ -26,7 +30,6 @@ class RecipeRegistry:
         self._providers[provider.backend_name] = provider
 
     def _provider(self, backend: str) -> BackendRecipeProvider:
-        _load_builtin_providers()
         if backend not in self._providers:
             raise ValueError(f"backend '{backend}' has no recipe provider; registered backends: "
                              f"{sorted(self._providers)} (register one with "
@@ -40,14 +43,7 @@ class RecipeRegistry:
         return self._provider(backend).get_supported_recipes()
 
     def list_backends(self) -> Sequence[str]:
-        _load_builtin_providers()
         return list(self._providers)
-
-
-def _load_builtin_providers() -> None:
-    # The portable and XNNPACK recipes ship in every wheel; importing their modules registers them.
-    import executorch.backends.xnnpack.recipes  # noqa: F401
-    import executorch.export.portable_recipes  # noqa: F401
 
 
 recipe_registry = RecipeRegistry()

@@ -36,7 +36,7 @@ def test_exir_cli_portable_backend_has_no_delegate(tmp_path, capsys):
 
 
 def test_export_cli_backend_xnnpack(tmp_path, capsys):
-    from executorch.export._cli import main as export_main
+    from executorch.cli.recipe import main as export_main
 
     out = tmp_path / "mio.pte"
     assert export_main(["multi_io", "--backend", "xnnpack", "-o", str(out)]) == 0

@@ -115,7 +115,7 @@ QUANTIZED_VALUES = {
 
 
 def _quantized_tolerance(model, inputs, reference) -> float:
-    from executorch.export._cli import _quantized_tolerance as tolerance
+    from executorch.cli.recipe import _quantized_tolerance as tolerance
 
     return tolerance(model, inputs, reference)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from executorch.cli.errors import CliError
+from executorch.cli.models import call_factory, resolve_model
 
 # Short names; any recipe type's value (`portable_fp32`, `xnnpack_pt2e_int8_dynamic_per_channel`,
 # `executor_backend_fp32`, ...) works too.
@@ -21,6 +22,7 @@ _ALIASES = {
 
 
 def _recipe_types() -> dict[str, Any]:
+    import executorch.backends.xnnpack.recipes  # noqa: F401  (each backend's recipe module registers its provider)
     from executorch.export import recipe_registry
 
     try:  # the ExecutorBackend's partitioner lives in the source tree only
@@ -150,14 +152,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     import torch
 
-    from executorch.cli.export import _call_factory, _resolve_model
     from executorch.exir.error import ExportError
     from executorch.export import ExportSession
 
     recipe = _with_backend(_recipe(args.recipe), getattr(args, "backend", "portable"))
-    source = _resolve_model(args.model)
+    source = resolve_model(args.model)
     torch.manual_seed(0)
-    model, inputs = _call_factory(source)
+    model, inputs = call_factory(source)
     print(f"exporting {source.label} with recipe {recipe.name}")
     session = ExportSession(model, [inputs], recipe)
 
