@@ -8,7 +8,7 @@ then its outputs) and writes the outputs in place, as the native runtime's backe
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from executorch.runtime._errors import ExecuTorchError
 
@@ -35,6 +35,7 @@ class PythonBackend:
 
 _lock = threading.Lock()
 _registry: dict[str, PythonBackend] = {}
+_builtin_loader: Optional[Callable[[], None]] = None
 
 
 def register_backend(name: str, backend: PythonBackend) -> None:
@@ -63,8 +64,14 @@ def get_backend(name: str) -> PythonBackend | None:
 
 
 def _builtin() -> None:
-    # The backends every build ships; imported on first use so plain runs stay light.
-    if "ExecutorBackend" not in _registry:
-        from executorch.runtime._python import _executor_backend  # noqa: F401  (registers itself)
-    if "XnnpackBackend" not in _registry:
-        from executorch.backends.xnnpack.runtime import _backend  # noqa: F401  (registers itself)
+    global _builtin_loader
+    loader, _builtin_loader = _builtin_loader, None  # once
+    if loader is not None:
+        loader()
+
+
+def _set_builtin_loader(loader: Callable[[], None]) -> None:
+    """Called by the runtime that ships the built-in backends (`executorch.runtime._python`): `loader`
+    registers them on the first lookup, so plain runs stay light and this registry imports none of them."""
+    global _builtin_loader
+    _builtin_loader = loader

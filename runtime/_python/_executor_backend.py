@@ -9,7 +9,7 @@ from executorch.runtime._python import _kernels
 
 class ExecutorBackend(python_backend.PythonBackend):
     def init(self, processed, compile_specs, named_data):
-        from executorch.runtime._python import load_program
+        from executorch.runtime._python._program import load_program
 
         program = load_program(bytes(processed))
         method = program.load_method("forward")
