@@ -63,6 +63,24 @@ def lifetimes(gm: fx.GraphModule | fx.Graph) -> dict[fx.Node, Lifetime]:
     return {n: Lifetime(0 if n.op == "placeholder" else step[n], last[n]) for n in nodes}
 
 
+def extend_lifetimes(graph: fx.Graph, buffer_of: Callable[[fx.Node], Optional[Buffer]], state: list[Buffer],
+                     moved: list[tuple[Buffer, Buffer]]) -> None:
+    """A method's buffers get their final lifetimes: each node's buffer (`buffer_of(node)`, None for nodes
+    without one, such as multi-output nodes whose getitems carry theirs) lives at least as long as
+    `lifetimes` says its node does; mutable state (`state`) for the whole call; and a buffer moved into
+    another (`moved`: (source, destination), a branch result into its cond output) as long as that one."""
+    nodes = list(graph.nodes)
+    for node, life in lifetimes(graph).items():
+        buf = buffer_of(node)
+        if buf is not None:
+            buf.first = min(buf.first, life.first)
+            buf.last = max(buf.last, life.last)
+    for buf in state:
+        buf.first, buf.last = 0, len(nodes)
+    for src, dst in moved:
+        src.last = max(src.last, dst.last)
+
+
 def _align(n: int, alignment: int) -> int:
     return (n + alignment - 1) // alignment * alignment
 
@@ -176,6 +194,23 @@ class MemoryPlanningPass:
     def planner(self) -> Callable[[list[Buffer], int], int]:
         algo = self.memory_planning_algo
         return PLANNERS[algo] if isinstance(algo, str) else algo  # type: ignore[return-value]
+
+
+def plan_method(method: str, buffers: list[Buffer], plan: "MemoryPlanningPass", by_device: bool,
+                shares_state: bool) -> list[tuple[int, tuple]]:
+    """Plan one method's buffers as `plan` says: arena 1 for the host's, arenas of their own after it for
+    each device's (listed in the method's `non_const_buffer_device`); each arena's (size, device). A
+    method that shares state (`shares_state`) keeps it in arena 2, placed by `SharedState` once every
+    method is emitted, so it gets an arena 1 even when it has nothing else to plan."""
+    arenas = plan_by_device(buffers, plan.planner, plan.alignment, by_device)
+    if shares_state and any(device != HOST for _, device in arenas):
+        raise ExportError(
+            f"method '{method}' has values on a device and shares its mutable buffers with other methods; "
+            "both need memory arena 2, so export it with MemoryPlanningPass(share_mutable_buffers=False) or "
+            "ExecutorchBackendConfig(enable_non_cpu_memory_planning=False)")
+    if not arenas and shares_state:
+        arenas = [(0, HOST)]
+    return arenas
 
 
 SHARED_STATE_ARENA = 2  # the memory id of mutable buffers shared across methods, as in ExecuTorch

@@ -169,8 +169,7 @@ def test_truncated_and_corrupt_ptd_are_errors(engine, tmp_path):
 
 def test_delegate_named_data_with_an_external_tag_goes_to_the_ptd():
     from executorch.exir._serialize._named_data_store import NamedDataStore
-    from executorch.exir.program._program import _data_files
-    from executorch.exir.emit._emitter import ExternalConstants
+    from executorch.exir.emit._program_state import ExternalConstants, _data_files
 
     store = NamedDataStore()
     store.add_named_data("blob", b"\x01\x02\x03", alignment=64, external_tag="weights")

@@ -19,10 +19,10 @@ from torch.export.graph_signature import InputKind, OutputKind
 from executorch.exir import memory_planning
 from executorch.exir import schema as S
 from executorch.exir._dtypes import scalar_type
-from executorch.exir._tensor_data import same_bytes, tensor_bytes
 from executorch.exir.delegate import executorch_call_delegate
 from executorch.exir.dialects._edge_ops import (ALIAS_VIEW_COPIES, SAME_ORDER_COPIES, out_variant, prim_op_name,
                                                 writes_first_argument)
+from executorch.exir.emit._program_state import DEFAULT_EXTERNAL_TAG, ConstantTable, ProgramState
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
 from executorch.exir.passes.propagate_device_pass import CPU, device_of
@@ -41,103 +41,6 @@ def _is_alias_view(target, val, base) -> bool:
     if target is torch.ops.aten.expand_copy.default and tuple(val.shape) != tuple(base_val.shape):
         return False
     return base_val.dtype == val.dtype and base_val.is_contiguous() and val.is_contiguous()
-# The `.ptd` file name (without extension) of constants that `external_constants=True` moves out.
-DEFAULT_EXTERNAL_TAG = "_default_external_constant"
-
-
-class ConstantTable:
-    """The program's constant tensor data, shared by all methods; identical tensors stored once."""
-
-    def __init__(self) -> None:
-        self.buffers: list[S.Buffer] = [S.Buffer(storage=b"")]
-        # Candidates by size and last bytes; equal content is confirmed byte for byte.
-        self._candidates: dict[tuple, list[int]] = {}
-        self._keep: list[torch.Tensor] = []
-
-    def add(self, t: torch.Tensor) -> int:
-        data = tensor_bytes(t)
-        candidates = self._candidates.setdefault((len(data), bytes(data[-16:])), [])
-        for idx in candidates:
-            if same_bytes(self.buffers[idx].storage, data):
-                return idx
-        idx = len(self.buffers)
-        candidates.append(idx)
-        self.buffers.append(S.Buffer(storage=data))
-        self._keep.append(t)
-        return idx
-
-
-class ExternalConstants:
-    """Constants tagged for `.ptd` files: per tag (file name), each key's tensor and layout.
-
-    `tag_of(node)` decides, per parameter or buffer placeholder, the file its data goes to
-    (None keeps it in the `.pte`). Keys are the tensors' fully qualified names."""
-
-    def __init__(self, tag_of=None) -> None:
-        self.tag_of = tag_of
-        self.files: dict[str, dict[str, tuple[torch.Tensor, Any]]] = {}
-
-    def add(self, tag: str, key: str, t: torch.Tensor, layout) -> None:
-        table = self.files.setdefault(tag, {})
-        old = table.get(key)
-        if old is not None and not (old[0] is t or (old[0].shape == t.shape and old[0].dtype == t.dtype
-                                                     and torch.equal(old[0], t))):
-            raise ExportError(
-                f"external constant {key!r} in {tag}.ptd holds different data in two methods; give the "
-                "tensors distinct names (module attributes) or keep one of them in the .pte")
-        table[key] = (t, layout)
-
-
-class DelegateTable:
-    """The program's delegate payloads and named data, shared by all methods: payloads go into
-    segments after the program (or inline in it), named data into segments of their own."""
-
-    FIRST_SEGMENT = 1  # segment 0 is the constant segment
-
-    def __init__(self, extract_segments: bool = True) -> None:
-        from executorch.exir._serialize._named_data_store import NamedDataStore
-
-        self.extract_segments = extract_segments
-        self.payloads: list[bytes] = []
-        self.inline: list[S.BackendDelegateInlineData] = []
-        self.named = NamedDataStore()
-
-    def add(self, lowered) -> S.BackendDelegate:
-        data = lowered.processed_bytes
-        if self.extract_segments:
-            ref = S.BackendDelegateDataReference(S.DataLocation.SEGMENT, self.FIRST_SEGMENT + len(self.payloads))
-            self.payloads.append(data)
-        else:
-            ref = S.BackendDelegateDataReference(S.DataLocation.INLINE, len(self.inline))
-            self.inline.append(S.BackendDelegateInlineData(data))
-        if lowered.named_data_store_output is not None:
-            self.named.merge_named_data_store(lowered.named_data_store_output)
-        specs = [S.CompileSpec(c.key, bytes(c.value)) for c in lowered.compile_specs]
-        return S.BackendDelegate(id=lowered.backend_id, processed=ref, compile_specs=specs)
-
-    def segments(self) -> tuple[list[bytes], list[S.NamedData], dict[int, int]]:
-        """The segment contents (payloads, then named data) numbered from FIRST_SEGMENT, the
-        named-data table, and each named buffer's alignment. Named data with an external tag
-        goes to `.ptd` files instead (`NamedDataStore.get_named_data_store_output().external_data`)."""
-        out = self.named.get_named_data_store_output()
-        named_base = self.FIRST_SEGMENT + len(self.payloads)
-        table = [S.NamedData(key, named_base + e.buffer_index) for key, e in out.pte_data.items()]
-        align: dict[int, int] = {}
-        for e in out.pte_data.values():
-            align[e.buffer_index] = max(align.get(e.buffer_index, 1), e.alignment)
-        return list(self.payloads) + list(out.buffers), table, align
-
-
-class MutableDataTable:
-    """Initial contents of the program's mutable buffers that ask for them (`et_init_buffer`):
-    entry 0 is empty, as in the constant table; a tensor refers to its entry by data_buffer_idx."""
-
-    def __init__(self) -> None:
-        self.buffers: list[bytes] = [b""]
-
-    def add(self, t: torch.Tensor) -> int:
-        self.buffers.append(tensor_bytes(t))
-        return len(self.buffers) - 1
 
 
 @dataclass
@@ -149,34 +52,26 @@ class _Planned:
 
 
 class _MethodEmitter:
-    def __init__(self, name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                 alignment: int, emit_stacktrace: bool = False, delegates: Optional[DelegateTable] = None,
-                 alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
-                 mutable_data: Optional[MutableDataTable] = None, emit_mutable_buffer_names: bool = False,
-                 shared_state: Optional[memory_planning.SharedState] = None, plan_devices: bool = True):
+    """Emits one method: its values, operators, instructions and memory plan; what the program's
+    methods share (tables, shared state, options) comes from `program`."""
+
+    def __init__(self, name: str, ep: torch.export.ExportedProgram, program: ProgramState,
+                 memory_plan: memory_planning.MemoryPlanningPass):
         self.name = name
-        self.plan_devices = plan_devices
-        self.shared_state = shared_state
+        self.ep = ep
+        self.graph = ep.graph_module.graph
+        self.program = program
+        self.memory_plan = memory_plan
+        self.shared_state = program.shared if memory_plan.share_mutable_buffers else None
         self.shared_offset: dict[int, int] = {}  # id(buffer) -> its offset in the shared-state arena
-        self.alloc_graph_input = alloc_graph_input
-        self.external = external if external is not None else ExternalConstants()
-        self.mutable_data = mutable_data if mutable_data is not None else MutableDataTable()
-        self.emit_mutable_buffer_names = emit_mutable_buffer_names
         self.mutated = mutated_placeholders(ep.graph_signature)  # placeholder name -> buffer / input name
         self.state: list[memory_planning.Buffer] = []  # storage of mutable buffers: live for the whole call
         self.written: list[memory_planning.Buffer] = []  # storage a write-back copy_ changes
-        self.delegate_table = delegates if delegates is not None else DelegateTable()
         self.delegates: list[S.BackendDelegate] = []
         self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
         self.owner: dict[fx.Graph, fx.GraphModule] = {ep.graph_module.graph: ep.graph_module}
-        self.emit_stacktrace = emit_stacktrace
         self.frames: list[S.FrameList] = []
         self.moved_into: list[tuple[int, int]] = []  # (branch result, cond output) pairs
-        self.ep = ep
-        self.graph = ep.graph_module.graph
-        self.constants = constants
-        self.planner = planner
-        self.alignment = alignment
         self.values: list[S.EValue] = []
         self.node_values: dict[fx.Node, Any] = {}
         self.planned: list[_Planned] = []
@@ -186,7 +81,6 @@ class _MethodEmitter:
         self.instructions: list[S.Instruction] = []
         self.debug_handles: list = []  # per instruction: its node's debug handle (None without one)
         self.step: dict[fx.Node, int] = {}
-        self.shape_env = None
 
     # values -----------------------------------------------------------------------------
     def _add(self, val: Any) -> int:
@@ -278,7 +172,7 @@ class _MethodEmitter:
         else:
             dtype = ref if ref is not None and ref.is_floating_point else torch.get_default_dtype()
         t = torch.tensor(x, dtype=dtype)
-        return self._add(S.Tensor(scalar_type(dtype), 0, [], [], False, self.constants.add(t), None))
+        return self._add(S.Tensor(scalar_type(dtype), 0, [], [], False, self.program.constants.add(t), None))
 
     def _arg(self, arg: Any, ty: torch.Type, node: fx.Node) -> int:
         """Emit one kernel argument as the value(s) its schema type calls for."""
@@ -339,11 +233,8 @@ class _MethodEmitter:
                 self._emit_call(node)
             elif node.op == "output":
                 outputs = self._emit_outputs(node)
-        self._extend_lifetimes()
-        for buf in self.state:
-            buf.first, buf.last = 0, len(nodes)
-        for src, dst in self.moved_into:  # a cond output is its branch's result after the move
-            self.buffer_of[src].last = max(self.buffer_of[src].last, self.buffer_of[dst].last)
+        memory_planning.extend_lifetimes(self.graph, self._buffer_of_node, self.state,
+                                         [(self.buffer_of[src], self.buffer_of[dst]) for src, dst in self.moved_into])
         self._plan()
         gm_spec = self.ep.call_spec
         from torch.utils._pytree import treespec_dumps
@@ -358,7 +249,7 @@ class _MethodEmitter:
             inputs=inputs,
             outputs=outputs,
             chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions,
-                            stacktrace=self.frames if self.emit_stacktrace else None)],
+                            stacktrace=self.frames if self.program.emit_stacktrace else None)],
             operators=self.operators,
             delegates=self.delegates,
             non_const_buffer_sizes=self.arena_sizes,
@@ -383,12 +274,12 @@ class _MethodEmitter:
                 data = self._constant_data(spec).detach()
                 tag = self._external_tag(node, spec)
                 if tag is None:
-                    self.node_values[node] = self._add(self._tensor_value(v, node, self.constants.add(data)))
+                    self.node_values[node] = self._add(self._tensor_value(v, node, self.program.constants.add(data)))
                     continue
                 value = self._tensor_value(v, node)
                 value.extra_tensor_info = S.ExtraTensorInfo(
                     fully_qualified_name=spec.target, location=S.TensorDataLocation.EXTERNAL)
-                self.external.add(tag, spec.target, data,
+                self.program.external.add(tag, spec.target, data,
                                   TensorLayout(value.scalar_type, list(value.sizes), list(value.dim_order)))
                 self.node_values[node] = self._add(value)
             else:
@@ -401,7 +292,7 @@ class _MethodEmitter:
             v = node.meta.get("val")
             if isinstance(v, torch.Tensor):
                 # an unplanned input (no allocation info) is the caller's memory, bound at run time
-                self.node_values[node] = (self._planned_tensor(v, node) if self.alloc_graph_input
+                self.node_values[node] = (self._planned_tensor(v, node) if self.memory_plan.alloc_graph_input
                                           else self._add(self._tensor_value(v, node)))
             elif isinstance(v, (bool, int, float)):
                 self.node_values[node] = self._scalar(v)
@@ -422,9 +313,9 @@ class _MethodEmitter:
     def _external_tag(self, node: fx.Node, spec) -> Optional[str]:
         """The `.ptd` file (tag) this parameter or buffer goes to, or None to keep it in the `.pte`.
         Lifted tensor constants stay in the `.pte`: they belong to the code, not the weights."""
-        if self.external.tag_of is None or spec.kind == InputKind.CONSTANT_TENSOR:
+        if self.program.external.tag_of is None or spec.kind == InputKind.CONSTANT_TENSOR:
             return None
-        tag = self.external.tag_of(node)
+        tag = self.program.external.tag_of(node)
         if tag is True:
             return DEFAULT_EXTERNAL_TAG
         if tag is None or tag is False:
@@ -443,8 +334,8 @@ class _MethodEmitter:
         value = self.values[idx].val
         if node.meta.get("et_init_buffer"):
             data = self._constant_data(spec).detach()
-            value.data_buffer_idx = self.mutable_data.add(data.contiguous())
-        if self.emit_mutable_buffer_names:
+            value.data_buffer_idx = self.program.mutable.add(data.contiguous())
+        if self.program.emit_mutable_buffer_names:
             device = device_of(node)
             value.extra_tensor_info = S.ExtraTensorInfo(
                 mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT,
@@ -556,7 +447,7 @@ class _MethodEmitter:
     def _append(self, instr_args: S.InstructionArguments, node: Optional[fx.Node]) -> S.InstructionArguments:
         self.instructions.append(S.Instruction(instr_args))
         self.debug_handles.append(node.meta.get("debug_handle") if node is not None else None)
-        if self.emit_stacktrace:
+        if self.program.emit_stacktrace:
             self.frames.append(_frames(node))
         return instr_args
 
@@ -570,7 +461,7 @@ class _MethodEmitter:
         outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
         self.node_values[node] = outs
         index = len(self.delegates)
-        self.delegates.append(self.delegate_table.add(lowered))
+        self.delegates.append(self.program.delegates.add(lowered))
         self.delegate_calls.append((len(self.instructions), lowered))
         self._append(S.DelegateCall(delegate_index=index, args=args + outs), node)
 
@@ -696,59 +587,33 @@ class _MethodEmitter:
         return outs
 
     # planning ---------------------------------------------------------------------------
-    def _extend_lifetimes(self) -> None:
-        """Each planned value's buffer lives as long as memory planning's lifetime of its node.
-        Multi-output nodes hold no buffer of their own: their getitems carry the lifetimes."""
-        for node, life in memory_planning.lifetimes(self.graph).items():
-            idx = self.node_values.get(node)
-            buf = self.buffer_of.get(idx) if isinstance(idx, int) else None
-            if buf is not None:
-                buf.first = min(buf.first, life.first)
-                buf.last = max(buf.last, life.last)
+    def _buffer_of_node(self, node: fx.Node) -> Optional[memory_planning.Buffer]:
+        idx = self.node_values.get(node)
+        return self.buffer_of.get(idx) if isinstance(idx, int) else None
 
     def _plan(self) -> None:
-        """Arena 1 for every planned host value but shared state, which has its place in arena 2 (its
-        size is known once every method is emitted, and `to_executorch` appends it); values on a
-        device in arenas of their own after the host's, listed in `non_const_buffer_device`."""
+        """Memory planning places the buffers (shared state aside: `to_executorch` places it in arena 2);
+        each planned value then records where its bytes are."""
         buffers = [b for b in {id(p.buffer): p.buffer for p in self.planned}.values()
                    if id(b) not in self.shared_offset]
-        arenas = memory_planning.plan_by_device(buffers, self.planner, self.alignment, self.plan_devices)
-        on_device = [i for i, (_, device) in enumerate(arenas, start=1) if device != memory_planning.HOST]
-        if on_device and self.shared_state is not None:
-            raise ExportError(
-                f"method '{self.name}' has values on a device and shares its mutable buffers with other methods; "
-                "both need memory arena 2, so export it with MemoryPlanningPass(share_mutable_buffers=False) or "
-                "ExecutorchBackendConfig(enable_non_cpu_memory_planning=False)")
+        arenas = memory_planning.plan_method(self.name, buffers, self.memory_plan, self.program.plan_devices,
+                                             self.shared_state is not None)
         for p in self.planned:
             shared = self.shared_offset.get(id(p.buffer))
             p.value.allocation_info = (S.AllocationDetails.at(p.buffer.memory_id, p.buffer.offset) if shared is None
                                        else S.AllocationDetails.at(memory_planning.SHARED_STATE_ARENA, shared))
-        if not arenas and self.shared_state is not None:
-            arenas = [(0, memory_planning.HOST)]
+        on_device = [i for i, (_, device) in enumerate(arenas, start=1) if device != memory_planning.HOST]
         self.arena_sizes = [0] + [size for size, _ in arenas]
         self.arena_devices = [S.NonConstBufferDevice(buffer_idx=i, device_type=S.DeviceType(arenas[i - 1][1][0]),
                                                      device_index=arenas[i - 1][1][1]) for i in on_device] or None
 
 
-def emit_method(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable,
-                planner=memory_planning.greedy,
-                alignment: int = memory_planning.DEFAULT_ALIGNMENT, emit_stacktrace: bool = False,
-                delegates: Optional[DelegateTable] = None) -> S.ExecutionPlan:
-    """The ExecutionPlan for one edge-dialect program."""
-    return emit_method_with_delegates(name, ep, constants, planner, alignment, emit_stacktrace, delegates)[0]
-
-
-def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, constants: ConstantTable, planner,
-                               alignment: int, emit_stacktrace: bool, delegates: Optional[DelegateTable],
-                               alloc_graph_input: bool = True, external: Optional[ExternalConstants] = None,
-                               mutable_data: Optional[MutableDataTable] = None,
-                               emit_mutable_buffer_names: bool = False,
-                               shared_state: Optional[memory_planning.SharedState] = None,
-                               plan_devices: bool = True):
-    """The ExecutionPlan, (instruction index, lowered module) for each DelegateCall in it, and
-    {instruction index: debug handle} for the instructions whose node has one."""
-    emitter = _MethodEmitter(name, ep, constants, planner, alignment, emit_stacktrace, delegates, alloc_graph_input,
-                             external, mutable_data, emit_mutable_buffer_names, shared_state, plan_devices)
+def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, program: ProgramState,
+                               memory_plan: memory_planning.MemoryPlanningPass):
+    """The ExecutionPlan of one edge-dialect program (adding to `program`'s tables), (instruction index,
+    lowered module) for each DelegateCall in it, and {instruction index: debug handle} for the
+    instructions whose node has one."""
+    emitter = _MethodEmitter(name, ep, program, memory_plan)
     plan = emitter.emit()
     handles = {pc: h for pc, h in enumerate(emitter.debug_handles) if h is not None}
     return plan, emitter.delegate_calls, handles

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
@@ -14,17 +13,11 @@ from torch.export.graph_signature import InputKind
 
 from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
+from executorch.exir._program_copy import _copy_program, _sync_output_names
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
-from executorch.exir.emit._emitter import (
-    ConstantTable,
-    DelegateTable,
-    ExternalConstants,
-    MutableDataTable,
-    emit_constant_method,
-    emit_method_with_delegates,
-)
+from executorch.exir.emit._emitter import emit_constant_method, emit_method_with_delegates
+from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
-from executorch.exir.memory_planning import SharedState
 from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
                                     torch_decompose, write_back)
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
@@ -47,47 +40,6 @@ def _as_dict(programs: Programs) -> dict[str, ExportedProgram]:
         f"programs must be a torch.export.ExportedProgram or a dict of them, not {type(programs).__name__}; "
         "call torch.export.export(module, example_args) first"
     )
-
-
-def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None, verifier=None) -> ExportedProgram:
-    """A new ExportedProgram over a copy of the graph (or over `gm`), sharing the tensors."""
-    signature = copy.deepcopy(ep.graph_signature)
-    if gm is None:
-        graph = fx.Graph()
-        env: dict[fx.Node, fx.Node] = {}
-        out = graph.graph_copy(ep.graph_module.graph, env)
-        graph.output(out)
-        gm = fx.GraphModule(ep.graph_module, graph)
-        # The copy may rename nodes whose names shadow Python builtins (`input`).
-        renamed = {old.name: new.name for old, new in env.items() if old.name != new.name}
-        for spec in signature.input_specs:
-            if getattr(spec.arg, "name", None) in renamed:
-                spec.arg.name = renamed[spec.arg.name]
-    else:
-        _sync_signature_outputs(gm.graph, signature)  # a rebuilt graph (ExportPass) may name its outputs anew
-    return ExportedProgram(
-        root=gm,
-        graph=gm.graph,
-        graph_signature=signature,
-        state_dict=ep.state_dict,
-        range_constraints=ep.range_constraints,
-        module_call_graph=ep.module_call_graph,
-        example_inputs=ep.example_inputs,
-        constants=ep.constants,
-        verifiers=[verifier or ep.verifier],
-    )
-
-
-def _sync_output_names(ep: ExportedProgram) -> None:
-    _sync_signature_outputs(ep.graph, ep.graph_signature)
-
-
-def _sync_signature_outputs(graph: fx.Graph, signature) -> None:
-    # Rewrites replace nodes; the signature must name the nodes the graph now returns.
-    out_node = next(n for n in reversed(graph.nodes) if n.op == "output")
-    for spec, arg in zip(signature.output_specs, out_node.args[0]):
-        if isinstance(arg, fx.Node) and hasattr(spec.arg, "name"):
-            spec.arg.name = arg.name
 
 
 def _to_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
@@ -221,7 +173,7 @@ def _etrecord_source(programs: dict, generate_etrecord: bool):
         raise ExportError(f"generate_etrecord must be True or False, not {generate_etrecord!r}")
     if not generate_etrecord:
         return None
-    from executorch.devtools.etrecord._etrecord import ETRecordBuilder
+    from executorch.exir._etrecord import ETRecordBuilder
 
     return ETRecordBuilder(programs)
 
@@ -423,99 +375,26 @@ class EdgeProgramManager:
                 if devices:
                     propagate_device_pass.propagate_device(ep.graph_module, config.enable_non_cpu_memory_planning)
             programs[name] = ep
-        constants = ConstantTable()
-        delegates = DelegateTable(config.extract_delegate_segments)
-        ext = config.external_constants
-        external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
-        mutable = MutableDataTable()
+        state = ProgramState(config, max(config.memory_planning_pass_for(n).alignment for n in programs))
         plans, delegate_calls, sharing, debug_handles = [], {}, [], {}
-        shared = SharedState(max(config.memory_planning_pass_for(n).alignment for n in programs))
         for name, ep in programs.items():
             plan = config.memory_planning_pass_for(name)
-            emitted, delegate_calls[name], debug_handles[name] = emit_method_with_delegates(
-                name, ep, constants, plan.planner, plan.alignment, config.emit_stacktrace, delegates,
-                plan.alloc_graph_input, external, mutable, config.emit_mutable_buffer_names,
-                shared if plan.share_mutable_buffers else None, config.enable_non_cpu_memory_planning)
+            emitted, delegate_calls[name], debug_handles[name] = emit_method_with_delegates(name, ep, state, plan)
             plans.append(emitted)
             if plan.share_mutable_buffers:
                 sharing.append(emitted)
         for emitted in sharing:  # every sharing method declares the whole shared-state arena
-            emitted.non_const_buffer_sizes.append(shared.size)
+            emitted.non_const_buffer_sizes.append(state.shared.size)
         for p in plans:
             dim_order.check_plan(p)
-        plans += [emit_constant_method(name, v, constants) for name, v in self._constant_methods.items()]
-        # Segment 0 is the constant segment; delegate payloads and named data follow it.
-        segment_data, named, align = delegates.segments()
-        for buffer_index, a in align.items():
-            if a > config.segment_alignment:
-                raise ExportError(
-                    f"named data asks for {a}-byte alignment but segments are aligned to "
-                    f"ExecutorchBackendConfig.segment_alignment={config.segment_alignment}; raise segment_alignment "
-                    f"to at least {a}"
-                )
-        segment_data = [b"", *segment_data] if segment_data else []
-        mutable_segments = None
-        if len(mutable.buffers) > 1:
-            # One segment of initial contents, after the others; the runtime copies them into the
-            # planned buffers at load, so 16-byte steps are alignment enough.
-            blob, offsets = _concatenate(mutable.buffers, 16)
-            segment_data = segment_data or [b""]
-            mutable_segments = [S.SubsegmentOffsets(segment_index=len(segment_data), offsets=offsets)]
-            segment_data.append(blob)
-        program = S.Program(
-            version=0,
-            execution_plan=plans,
-            constant_buffer=constants.buffers,
-            backend_delegate_data=delegates.inline,
-            segments=[],
-            constant_segment=S.SubsegmentOffsets(segment_index=0, offsets=[]),
-            named_data=named or None,
-            segment_data=segment_data,
-            mutable_data_segments=mutable_segments,
-        )
-        data_files = _data_files(external, delegates.named.get_named_data_store_output())
+        plans += [emit_constant_method(name, v, state.constants) for name, v in self._constant_methods.items()]
+        program = state.program(plans)
+        data_files = state.data_files()
         manager = ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
                                            data_files, debug_handles)
         if self._etrecord is not None:
             manager._etrecord = self._etrecord.for_executorch(self._programs, manager)
         return manager
-
-
-def _data_files(external: ExternalConstants, named) -> dict:
-    """Per `.ptd` file name: the payload (tensor views and layouts, then delegates' named data)."""
-    from executorch.exir._serialize._named_data_store import DataEntry
-    from executorch.exir._serialize.data_serializer import DataPayload
-    from executorch.exir._tensor_data import tensor_bytes
-
-    files: dict[str, DataPayload] = {}
-    for tag, entries in external.files.items():
-        payload = files.setdefault(tag, DataPayload())
-        for key, (t, layout) in entries.items():
-            payload.named_data[key] = DataEntry(len(payload.buffers), 1, layout)
-            payload.buffers.append(tensor_bytes(t))
-    for tag, entries in named.external_data.items():
-        payload = files.setdefault(tag, DataPayload())
-        base: dict[int, int] = {}
-        for key, e in entries.items():
-            if key in payload.named_data:
-                raise ExportError(
-                    f"named data {key!r} for {tag}.ptd clashes with an external constant of that name; give "
-                    "the delegate's data a distinct key")
-            if e.buffer_index not in base:
-                base[e.buffer_index] = len(payload.buffers)
-                payload.buffers.append(named.buffers[e.buffer_index])
-            payload.named_data[key] = DataEntry(base[e.buffer_index], e.alignment, e.tensor_layout)
-    return files
-
-
-def _concatenate(buffers: list[bytes], alignment: int) -> tuple[bytes, list[int]]:
-    """The buffers back to back, each starting at a multiple of `alignment`, and their offsets."""
-    blob, offsets = bytearray(), []
-    for b in buffers:
-        blob += bytes(-len(blob) % alignment)
-        offsets.append(len(blob))
-        blob += b
-    return bytes(blob), offsets
 
 
 class ExecutorchProgramManager:
@@ -618,7 +497,7 @@ class ExecutorchProgramManager:
         write_chunks(f, [self._buffer] if self._buffer is not None else self._chunks())
 
     def _ptd_chunks(self, name: str) -> list:
-        from executorch.extension.flat_tensor.serialize.serialize import serialize_ptd_chunks
+        from executorch.exir._serialize._flat_tensor import serialize_ptd_chunks
 
         return serialize_ptd_chunks(self._data_payloads[name], self._config.segment_alignment)
 
