@@ -101,8 +101,17 @@ def _imports(path, name: str, mods: dict) -> dict:
             dotted = dotted.rpartition(".")[0]
         return dotted
 
+    def walk(node):
+        # Imports under `if TYPE_CHECKING:` never run; everything else does, at module level or in a function.
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in walk(child))
+            return
+        yield node
+        for child in ast.iter_child_nodes(node):
+            yield from walk(child)
+
     out: dict = {}
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in walk(ast.parse(path.read_text(), filename=str(path))):
         targets = []
         if isinstance(node, ast.Import):
             targets = [owner(a.name) for a in node.names]
