@@ -186,7 +186,8 @@ def make():
 
 
 def test_cli_checks_an_int8_file_against_the_converted_module(tmp_path, monkeypatch, capsys):
-    from executorch.export import ExportSession, _cli
+    from executorch.cli import recipe as _cli
+    from executorch.export import ExportSession
 
     (tmp_path / "small.py").write_text(_SMALL_FACTORY)
     args = [f"{tmp_path / 'small.py'}:make", "--recipe", "portable_int8", "-o", str(tmp_path / "m.pte")]
