@@ -5,7 +5,6 @@ from __future__ import annotations
 from torch import fx
 from torch.utils import _pytree as pytree
 
-from executorch.exir.memory_planning import filter_nodes
 from executorch.exir.tensor import TensorSpec
 
 
@@ -55,7 +54,9 @@ class Verifier:
         nodes = list(self.graph_module.graph.nodes)
         user = set(self.graph_signature.user_inputs) if self.graph_signature is not None else None
         inputs = self._specs(n for n in nodes if n.op == "placeholder" and (user is None or n.name in user))
-        outputs = self._specs(filter_nodes(nodes[-1].args) if nodes and nodes[-1].op == "output" else [])
+        # the output node's arguments, at any depth (memory_planning.filter_nodes; that module imports this one)
+        outputs = self._specs([x for x in pytree.tree_leaves(nodes[-1].args) if isinstance(x, fx.Node)]
+                              if nodes and nodes[-1].op == "output" else [])
         for what, specs, wanted in (("input", inputs, self.alloc_graph_input), ("output", outputs, self.alloc_graph_output)):
             for spec in specs:
                 if (spec.mem_id is not None) != wanted:
