@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from executorch.cli.errors import CliError
-from executorch.cli.models import call_factory, resolve_model
+from executorch.cli.export import call_factory, resolve_model
 
 # Short names; any recipe type's value (`portable_fp32`, `xnnpack_pt2e_int8_dynamic_per_channel`,
 # `executor_backend_fp32`, ...) works too.

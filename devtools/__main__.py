@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     from executorch.devtools.etdump.serialize import ETDumpError
-    from executorch.devtools.etrecord._etrecord import ETRecordError
+    from executorch.exir._etrecord import ETRecordError
     from executorch.devtools.timeline import write_trace
 
     for path, what in ((args.etdump, "ETDump"), (args.etrecord, "ETRecord")):

@@ -14,8 +14,8 @@ from typing import Any, Optional, Union
 import torch
 from torch.export import ExportedProgram
 
-from executorch.exir._program_copy import _copy_program
 from executorch.exir.error import ExportError
+from executorch.exir.passes._graph import _copy_program
 
 
 class ETRecordReservedFileNames(str, Enum):

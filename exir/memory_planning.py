@@ -65,10 +65,8 @@ def lifetimes(gm: fx.GraphModule | fx.Graph) -> dict[fx.Node, Lifetime]:
 
 def extend_lifetimes(graph: fx.Graph, buffer_of: Callable[[fx.Node], Optional[Buffer]], state: list[Buffer],
                      moved: list[tuple[Buffer, Buffer]]) -> None:
-    """A method's buffers get their final lifetimes: each node's buffer (`buffer_of(node)`, None for nodes
-    without one, such as multi-output nodes whose getitems carry theirs) lives at least as long as
-    `lifetimes` says its node does; mutable state (`state`) for the whole call; and a buffer moved into
-    another (`moved`: (source, destination), a branch result into its cond output) as long as that one."""
+    """Final lifetimes: a node's buffer as long as its node lives, mutable state for the whole call, a
+    buffer moved into another (a cond's result) as long as that one."""
     nodes = list(graph.nodes)
     for node, life in lifetimes(graph).items():
         buf = buffer_of(node)
@@ -198,10 +196,8 @@ class MemoryPlanningPass:
 
 def plan_method(method: str, buffers: list[Buffer], plan: "MemoryPlanningPass", by_device: bool,
                 shares_state: bool) -> list[tuple[int, tuple]]:
-    """Plan one method's buffers as `plan` says: arena 1 for the host's, arenas of their own after it for
-    each device's (listed in the method's `non_const_buffer_device`); each arena's (size, device). A
-    method that shares state (`shares_state`) keeps it in arena 2, placed by `SharedState` once every
-    method is emitted, so it gets an arena 1 even when it has nothing else to plan."""
+    """Each arena's (size, device) for one method, the host's first; a method sharing state (arena 2)
+    has an arena 1, even an empty one."""
     arenas = plan_by_device(buffers, plan.planner, plan.alignment, by_device)
     if shares_state and any(device != HOST for _, device in arenas):
         raise ExportError(

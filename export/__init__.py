@@ -1,6 +1,6 @@
 """Recipes and staged sessions from a model to a `.pte`: `export(model, inputs, recipe)`."""
 
-from executorch.export import portable_recipes as _portable_recipes  # noqa: F401  (registers the portable provider)
+from executorch.export import portable_recipes as _portable_recipes  # noqa: F401  (registers it)
 from executorch.export.export import ExportSession, export
 from executorch.export.recipe import AOQuantizationConfig, ExportRecipe, LoweringRecipe, QuantizationRecipe, RecipeType
 from executorch.export.recipe_provider import BackendRecipeProvider

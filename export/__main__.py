@@ -1,4 +1,4 @@
-"""Entry point for `python -m executorch.export` (the command lives with the others, in `executorch.cli.recipe`)."""
+"""Entry point for `python -m executorch.export` (see `executorch.cli.recipe`)."""
 
 import sys
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-if TYPE_CHECKING:  # the recipe types import the registry, which imports this interface
+if TYPE_CHECKING:  # recipe.py -> recipe_registry.py -> here
     from executorch.export.recipe import ExportRecipe, RecipeType
 
 

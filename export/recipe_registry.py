@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from executorch.export.recipe_provider import BackendRecipeProvider
 
-if TYPE_CHECKING:  # `ExportRecipe.get_recipe` looks recipes up here
+if TYPE_CHECKING:  # recipe.py imports this module
     from executorch.export.recipe import ExportRecipe, RecipeType
 
 
 class RecipeRegistry:
-    """Backend name -> provider; there is one, `recipe_registry`. A backend's recipe module registers its
-    provider when imported (`executorch.export` imports the portable one; importing a backend's recipe
-    types, e.g. `executorch.backends.xnnpack.recipes.XNNPackRecipeType`, registers that backend's)."""
+    """Backend name -> provider; there is one, `recipe_registry`. Importing a backend's recipe types
+    registers its provider (`executorch.export` imports the portable one)."""
 
     _instance: Optional["RecipeRegistry"] = None
 

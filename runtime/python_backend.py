@@ -71,7 +71,6 @@ def _builtin() -> None:
 
 
 def _set_builtin_loader(loader: Callable[[], None]) -> None:
-    """Called by the runtime that ships the built-in backends (`executorch.runtime._python`): `loader`
-    registers them on the first lookup, so plain runs stay light and this registry imports none of them."""
+    """`executorch.runtime._python` sets the loader of the built-in backends (run on first lookup)."""
     global _builtin_loader
     _builtin_loader = loader

@@ -168,12 +168,12 @@ def test_truncated_and_corrupt_ptd_are_errors(engine, tmp_path):
 
 
 def test_delegate_named_data_with_an_external_tag_goes_to_the_ptd():
-    from executorch.exir._serialize._named_data_store import NamedDataStore
-    from executorch.exir.emit._program_state import ExternalConstants, _data_files
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.emit._program_state import ProgramState
 
-    store = NamedDataStore()
-    store.add_named_data("blob", b"\x01\x02\x03", alignment=64, external_tag="weights")
-    files = _data_files(ExternalConstants(), store.get_named_data_store_output())
+    state = ProgramState(ExecutorchBackendConfig(), 16)
+    state.delegates.named.add_named_data("blob", b"\x01\x02\x03", alignment=64, external_tag="weights")
+    files = state.data_files()
     data = b"".join(FlatTensorSerializer().serialize_chunks(files["weights"]))
     entry = read_ptd(data)["blob"]
     assert bytes(entry.data) == b"\x01\x02\x03" and entry.tensor_layout is None

@@ -7,12 +7,12 @@ from functools import singledispatch
 
 from torch.export import ExportedProgram
 
-from executorch.exir._program_copy import _copy_program
 from executorch.exir.backend._lowering import Partition
 from executorch.exir.backend.backend_details import PreprocessResult, find_backend
 from executorch.exir.backend.partitioner import Partitioner, PartitionResult
 from executorch.exir.error import ExportError
 from executorch.exir.lowered_backend_module import LoweredBackendModule
+from executorch.exir.passes._graph import _copy_program
 
 
 @singledispatch

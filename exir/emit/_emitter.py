@@ -52,8 +52,7 @@ class _Planned:
 
 
 class _MethodEmitter:
-    """Emits one method: its values, operators, instructions and memory plan; what the program's
-    methods share (tables, shared state, options) comes from `program`."""
+    """Emits one method; what all methods share comes from `program`."""
 
     def __init__(self, name: str, ep: torch.export.ExportedProgram, program: ProgramState,
                  memory_plan: memory_planning.MemoryPlanningPass):
@@ -249,7 +248,7 @@ class _MethodEmitter:
             inputs=inputs,
             outputs=outputs,
             chains=[S.Chain(inputs=[], outputs=[], instructions=self.instructions,
-                            stacktrace=self.frames if self.program.emit_stacktrace else None)],
+                            stacktrace=self.frames if self.program.config.emit_stacktrace else None)],
             operators=self.operators,
             delegates=self.delegates,
             non_const_buffer_sizes=self.arena_sizes,
@@ -335,7 +334,7 @@ class _MethodEmitter:
         if node.meta.get("et_init_buffer"):
             data = self._constant_data(spec).detach()
             value.data_buffer_idx = self.program.mutable.add(data.contiguous())
-        if self.program.emit_mutable_buffer_names:
+        if self.program.config.emit_mutable_buffer_names:
             device = device_of(node)
             value.extra_tensor_info = S.ExtraTensorInfo(
                 mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT,
@@ -447,7 +446,7 @@ class _MethodEmitter:
     def _append(self, instr_args: S.InstructionArguments, node: Optional[fx.Node]) -> S.InstructionArguments:
         self.instructions.append(S.Instruction(instr_args))
         self.debug_handles.append(node.meta.get("debug_handle") if node is not None else None)
-        if self.program.emit_stacktrace:
+        if self.program.config.emit_stacktrace:
             self.frames.append(_frames(node))
         return instr_args
 
@@ -592,11 +591,11 @@ class _MethodEmitter:
         return self.buffer_of.get(idx) if isinstance(idx, int) else None
 
     def _plan(self) -> None:
-        """Memory planning places the buffers (shared state aside: `to_executorch` places it in arena 2);
-        each planned value then records where its bytes are."""
+        """Memory planning places the buffers (but shared state: arena 2); each value records where."""
         buffers = [b for b in {id(p.buffer): p.buffer for p in self.planned}.values()
                    if id(b) not in self.shared_offset]
-        arenas = memory_planning.plan_method(self.name, buffers, self.memory_plan, self.program.plan_devices,
+        arenas = memory_planning.plan_method(self.name, buffers, self.memory_plan,
+                                             self.program.config.enable_non_cpu_memory_planning,
                                              self.shared_state is not None)
         for p in self.planned:
             shared = self.shared_offset.get(id(p.buffer))

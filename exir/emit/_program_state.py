@@ -111,29 +111,6 @@ class MutableDataTable:
         return len(self.buffers) - 1
 
 
-def _data_files(external: ExternalConstants, named) -> dict:
-    """Per `.ptd` file name: the payload (tensor views and layouts, then delegates' named data)."""
-    files: dict[str, DataPayload] = {}
-    for tag, entries in external.files.items():
-        payload = files.setdefault(tag, DataPayload())
-        for key, (t, layout) in entries.items():
-            payload.named_data[key] = DataEntry(len(payload.buffers), 1, layout)
-            payload.buffers.append(tensor_bytes(t))
-    for tag, entries in named.external_data.items():
-        payload = files.setdefault(tag, DataPayload())
-        base: dict[int, int] = {}
-        for key, e in entries.items():
-            if key in payload.named_data:
-                raise ExportError(
-                    f"named data {key!r} for {tag}.ptd clashes with an external constant of that name; give "
-                    "the delegate's data a distinct key")
-            if e.buffer_index not in base:
-                base[e.buffer_index] = len(payload.buffers)
-                payload.buffers.append(named.buffers[e.buffer_index])
-            payload.named_data[key] = DataEntry(base[e.buffer_index], e.alignment, e.tensor_layout)
-    return files
-
-
 def _concatenate(buffers: list[bytes], alignment: int) -> tuple[bytes, list[int]]:
     """The buffers back to back, each starting at a multiple of `alignment`, and their offsets."""
     blob, offsets = bytearray(), []
@@ -145,12 +122,7 @@ def _concatenate(buffers: list[bytes], alignment: int) -> tuple[bytes, list[int]
 
 
 class ProgramState:
-    """What a program's methods share while they are emitted, and how they become one `Program`.
-
-    Built from the `ExecutorchBackendConfig`: the tables every method adds to, the arena-2 state the
-    methods that share mutable buffers place them in, and the emission options that hold for all
-    methods. `program(plans)` numbers the segments (0 the constant segment, then delegate payloads,
-    named data and the mutable buffers' initial contents) and returns the `Program`."""
+    """What all methods share: tables, state (arena 2), config; `program(plans)` numbers the segments."""
 
     def __init__(self, config: ExecutorchBackendConfig, shared_alignment: int) -> None:
         self.constants = ConstantTable()
@@ -159,19 +131,15 @@ class ProgramState:
         self.external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
         self.mutable = MutableDataTable()
         self.shared = SharedState(shared_alignment)
-        self.emit_stacktrace = config.emit_stacktrace
-        self.emit_mutable_buffer_names = config.emit_mutable_buffer_names
-        self.plan_devices = config.enable_non_cpu_memory_planning
-        self.segment_alignment = config.segment_alignment
+        self.config = config
 
     def program(self, plans: list[S.ExecutionPlan]) -> S.Program:
-        """The `Program` of the emitted methods `plans`, with every table and segment filled in."""
         segment_data, named, align = self.delegates.segments()
         for buffer_index, a in align.items():
-            if a > self.segment_alignment:
+            if a > self.config.segment_alignment:
                 raise ExportError(
                     f"named data asks for {a}-byte alignment but segments are aligned to "
-                    f"ExecutorchBackendConfig.segment_alignment={self.segment_alignment}; raise segment_alignment "
+                    f"ExecutorchBackendConfig.segment_alignment={self.config.segment_alignment}; raise segment_alignment "
                     f"to at least {a}"
                 )
         segment_data = [b"", *segment_data] if segment_data else []
@@ -196,5 +164,24 @@ class ProgramState:
         )
 
     def data_files(self) -> dict:
-        """Per `.ptd` file name: its payload (external constants, then delegates' external named data)."""
-        return _data_files(self.external, self.delegates.named.get_named_data_store_output())
+        """Per `.ptd` file name: the payload (tensor views and layouts, then delegates' named data)."""
+        named = self.delegates.named.get_named_data_store_output()
+        files: dict[str, DataPayload] = {}
+        for tag, entries in self.external.files.items():
+            payload = files.setdefault(tag, DataPayload())
+            for key, (t, layout) in entries.items():
+                payload.named_data[key] = DataEntry(len(payload.buffers), 1, layout)
+                payload.buffers.append(tensor_bytes(t))
+        for tag, entries in named.external_data.items():
+            payload = files.setdefault(tag, DataPayload())
+            base: dict[int, int] = {}
+            for key, e in entries.items():
+                if key in payload.named_data:
+                    raise ExportError(
+                        f"named data {key!r} for {tag}.ptd clashes with an external constant of that name; give "
+                        "the delegate's data a distinct key")
+                if e.buffer_index not in base:
+                    base[e.buffer_index] = len(payload.buffers)
+                    payload.buffers.append(named.buffers[e.buffer_index])
+                payload.named_data[key] = DataEntry(base[e.buffer_index], e.alignment, e.tensor_layout)
+        return files

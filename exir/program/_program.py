@@ -13,13 +13,13 @@ from torch.export.graph_signature import InputKind
 
 from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
-from executorch.exir._program_copy import _copy_program, _sync_output_names
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
 from executorch.exir.emit._emitter import emit_constant_method, emit_method_with_delegates
 from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
 from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
                                     torch_decompose, write_back)
+from executorch.exir.passes._graph import _copy_program, _sync_output_names
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from executorch.exir._serialize import read_program
 from executorch.runtime import python_backend
-from executorch.runtime._errors import ExecuTorchError
+from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._python import _kernels
+from executorch.runtime._python._method import PythonMethod
+from executorch.runtime._python._values import SharedArena
 
 
 class ExecutorBackend(python_backend.PythonBackend):
     def init(self, processed, compile_specs, named_data):
-        from executorch.runtime._python._program import load_program
-
-        program = load_program(bytes(processed))
-        method = program.load_method("forward")
+        program = read_program(bytes(processed))
+        plan = next((p for p in program.execution_plan if p.name == "forward"), None)
+        if plan is None:
+            raise InvalidProgramError("the ExecutorBackend payload has no 'forward' method; lower a program with one")
+        method = PythonMethod(program, plan, None, SharedArena(program))
         return method, len(method._plan.inputs), len(method._plan.outputs)
 
     def execute_traced(self, handle, args, tracer):

@@ -48,7 +48,7 @@ def _core_aten(ep: ExportedProgram) -> ExportedProgram:
     """The runtime runs the payload on its portable kernels, so ops a partitioner kept whole
     (ops_to_not_decompose) are lowered to core ATen here."""
     from executorch.exir.passes import decompose, edge
-    from executorch.exir._program_copy import _copy_program, _sync_output_names
+    from executorch.exir.passes._graph import _copy_program, _sync_output_names
 
     ep = _copy_program(ep)
     for gm in edge.graph_modules(ep.graph_module):
