@@ -21,7 +21,7 @@ from executorch.examples.models import MODELS  # noqa: E402
 
 # 310.7 KB (318,140 B) with XNNPACK, ETDump/ETRecord/Inspector, plus room for the QD8 dynamic-shape
 # lowering; the 300 KB goal is open (README-wheel.md, BENCHMARKS.md "Wheels").
-MAX_WHEEL_BYTES = 316 * 1024
+MAX_WHEEL_BYTES = 320 * 1024
 
 
 @pytest.fixture(scope="module")
