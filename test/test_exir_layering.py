@@ -40,7 +40,7 @@ def test_the_package_uses_absolute_executorch_imports_only():
     relative = []
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith(("test/", ".venv/", "cmake-out/", "build/") + _NOT_PACKAGE_CODE) or "/." in "/" + rel:
+        if rel.startswith(("test/", "build/") + _NOT_PACKAGE_CODE) or not _in_package_dirs(rel):
             continue
         tree = ast.parse(path.read_text(), filename=rel)
         relative += [f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
@@ -76,14 +76,20 @@ LAYERS = [
 _COMPILED = {"executorch.extension.pybindings._portable_lib"}
 
 
+def _in_package_dirs(rel: str) -> bool:
+    """Only folders that can be Python packages hold package code: build trees and venvs
+    (cmake-out, build-setuptools, .venv) cannot, whatever a local build left in them."""
+    return all(part.isidentifier() for part in rel.split("/")[:-1])
+
+
 def _package_modules(root) -> dict:
     """executorch module name -> source path, for the package's own code (not tests, not the zoo)."""
     mods = {}
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         parts = rel.split("/")
-        if (rel.startswith(("test/", "setup.py", ".venv/", "cmake-out/", "build/") + _NOT_PACKAGE_CODE)
-                or "test" in parts[:-1] or "/." in "/" + rel):
+        if (rel.startswith(("test/", "setup.py", "build/") + _NOT_PACKAGE_CODE)
+                or "test" in parts[:-1] or not _in_package_dirs(rel)):
             continue
         name = ".".join(["executorch", *parts])[:-3]
         mods[name[: -len(".__init__")] if name.endswith(".__init__") else name] = path
