@@ -218,17 +218,22 @@ def _same_xnnpack_file(args) -> None:
           f"{args.repeat} interleaved runs each, {kind}")
     print("| model | ours 1T | published 1T | ours 2T | published 2T | ours/published 1T | ours/published 2T | check |")
     print("|---|---|---|---|---|---|---|---|")
+    tag = "8da4w" if args.q8da4w else "int8" if args.int8 else "fp32"
     for name in names:
         model, inputs = _bench_models.MODELS[name]()
         with tempfile.TemporaryDirectory() as tmp:
-            pte, inp = Path(tmp) / f"{name}.pte", Path(tmp) / "in.pt"
+            keep = Path(args.export_dir) if args.export_dir else None
+            pte, inp = (keep or Path(tmp)) / f"{name}.{tag}.pte", Path(tmp) / "in.pt"
             flags = ["--xnnpack", "--int8"] if args.int8 else ["--xnnpack"]
             exporter = tool
             if args.q8da4w:
                 exporter, flags = Path(__file__).resolve().parents[1] / "test" / "fixtures" / "xnnpack" / "export_8da4w.py", []
-            subprocess.run([python, str(exporter), f"{Path(__file__).parent / '_bench_models.py'}:"
-                            f"{_bench_models.MODELS[name].__name__}", str(pte), *flags],
-                           check=True, capture_output=True, text=True)
+            if keep is None or not pte.is_file():
+                if keep is not None:
+                    keep.mkdir(parents=True, exist_ok=True)
+                subprocess.run([python, str(exporter), f"{Path(__file__).parent / '_bench_models.py'}:"
+                                f"{_bench_models.MODELS[name].__name__}", str(pte), *flags],
+                               check=True, capture_output=True, text=True)
             torch.save(list(inputs), inp)
             data = pte.read_bytes()
             method = _native.load_program(data, Verification.InternalConsistency).load_method("forward")
@@ -282,6 +287,9 @@ def main() -> None:
     ap.add_argument("--8da4w", dest="q8da4w", action="store_true",
                     help="with --same-xnnpack-file: 8da4w linear layers (the published quantize_model_), e.g. for "
                          "llama_100m_token (one token: ms per decode step, tok/s = 1000 / ms)")
+    ap.add_argument("--export-dir", metavar="DIR",
+                    help="with --same-xnnpack-file: keep the exported files in DIR and reuse those already there "
+                         "(delete them after changing the exporter or the models)")
     args = ap.parse_args()
     if args.same_xnnpack_file:
         _same_xnnpack_file(args)

@@ -155,6 +155,11 @@ void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
                     const Qs8AddParams& p);
 void qd8_gemm_avx512(const Qd8GemmTile& t);
 void qd8_gemm_nibbles_avx512(const Qd8GemmTile& t);
+// The two passes of quantize_row_qd8 (quantized.h) on AVX-512 F/BW, giving the scalar loops'
+// bits: min(0, min x) and max(0, max x) of x[0:k] (zeros unsigned); then
+// q = clamp(rne(x * inv) + zp, -128, 127).
+void qd8_row_range_avx512(const float* x, int64_t k, float* lo, float* hi);
+void qd8_row_quantize_avx512(const float* x, int64_t k, float inv, int32_t zero_point, int8_t* q);
 #endif
 
 }  // namespace ukernel

@@ -379,6 +379,30 @@ void qd8_gemm_nibbles_avx512(const Qd8GemmTile& t) {
   }
 }
 
+void qd8_row_range_avx512(const float* x, int64_t k, float* lo, float* hi) {
+  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(lanes(k - i), x + i);  // masked-off lanes read 0
+    vlo = _mm512_min_ps(vlo, v);
+    vhi = _mm512_max_ps(vhi, v);
+  }
+  // + 0 turns a -0 the vector min/max may keep into the +0 the scalar loop starts from.
+  *lo = _mm512_reduce_min_ps(vlo) + 0.f;
+  *hi = _mm512_reduce_max_ps(vhi) + 0.f;
+}
+
+void qd8_row_quantize_avx512(const float* x, int64_t k, float inv, int32_t zero_point, int8_t* q) {
+  const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(static_cast<float>(zero_point));
+  const __m512 qlo = _mm512_set1_ps(-128.f), qhi = _mm512_set1_ps(127.f);
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = lanes(k - i);
+    const __m512 y = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vinv),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 c = _mm512_min_ps(qhi, _mm512_max_ps(qlo, _mm512_add_ps(y, vzp)));
+    _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(c)));
+  }
+}
+
 void qs8_gemm_avx512(const Qs8GemmTile& t) {
   switch (t.mr) {
     case 1: return qs8_gemm_rows<1>(t);

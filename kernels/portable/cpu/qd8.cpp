@@ -139,10 +139,21 @@ bool scale_ok(float s) { return s > 0.f && std::isfinite(s); }
 }  // namespace
 
 void quantize_row_qd8(const float* x, int64_t k, int8_t* q, float* scale, int32_t* zero_point) {
+#ifdef ET_NHWC_X86
+  static const bool avx512 = float_isa_supported(Isa::kAvx512);
+#else
+  constexpr bool avx512 = false;
+#endif
   float lo = 0.f, hi = 0.f;
-  for (int64_t i = 0; i < k; ++i) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
+  if (avx512) {
+#ifdef ET_NHWC_X86
+    ukernel::qd8_row_range_avx512(x, k, &lo, &hi);
+#endif
+  } else {
+    for (int64_t i = 0; i < k; ++i) {
+      lo = x[i] < lo ? x[i] : lo;
+      hi = x[i] > hi ? x[i] : hi;
+    }
   }
   if (!(hi > lo)) {
     std::memset(q, 0, static_cast<size_t>(k));
@@ -155,6 +166,9 @@ void quantize_row_qd8(const float* x, int64_t k, int8_t* q, float* scale, int32_
   const float zpf = std::nearbyint(-128.f - lo * inv);
   const int32_t zp = static_cast<int32_t>(std::min(127.f, std::max(-128.f, zpf)));
   *zero_point = zp;
+#ifdef ET_NHWC_X86
+  if (avx512) return ukernel::qd8_row_quantize_avx512(x, k, inv, zp, q);
+#endif
   for (int64_t i = 0; i < k; ++i) {
     const float v = std::nearbyint(x[i] * inv) + static_cast<float>(zp);
     q[i] = static_cast<int8_t>(std::min(127.f, std::max(-128.f, v)));
