@@ -196,13 +196,14 @@ import statistics, sys, time, torch
 from executorch.extension.pybindings.portable_lib import _load_for_executorch, _unsafe_reset_threadpool
 module = _load_for_executorch(sys.argv[1])
 inputs = list(torch.load(sys.argv[2]))
+clock = getattr(time, sys.argv[3])
 print("ready", flush=True)
 for line in sys.stdin:
     _unsafe_reset_threadpool(int(line))
     module.forward(inputs)  # after a resize: one untimed run
-    start = time.perf_counter()
+    start = clock()
     module.forward(inputs)
-    print("result-ms", (time.perf_counter() - start) * 1e3, flush=True)
+    print("result-ms", (clock() - start) * 1e3, flush=True)
 """
 
 
@@ -214,21 +215,29 @@ def _same_xnnpack_file(args) -> None:
     names = args.table_models.split(",") if args.table_models else ["mobilenet_v2", "resnet50", "vit_small",
                                                                        "transformer_encoder"]
     kind = "8da4w (quantize_model_)" if args.q8da4w else "int8 (XNNPACKQuantizer)" if args.int8 else "fp32"
+    clock = "thread_time" if args.cpu_time else "perf_counter"
+    counts = (1,) if args.cpu_time else (1, 2)
     print(f"load average before: {os.getloadavg()}, {len(os.sched_getaffinity(0))} CPUs available, "
-          f"{args.repeat} interleaved runs each, {kind}")
+          f"{args.repeat} interleaved runs each, {kind}"
+          + (", 1 thread, thread CPU time (2T columns not run)" if args.cpu_time else ""))
     print("| model | ours 1T | published 1T | ours 2T | published 2T | ours/published 1T | ours/published 2T | check |")
     print("|---|---|---|---|---|---|---|---|")
+    tag = "8da4w" if args.q8da4w else "int8" if args.int8 else "fp32"
     for name in names:
         model, inputs = _bench_models.MODELS[name]()
         with tempfile.TemporaryDirectory() as tmp:
-            pte, inp = Path(tmp) / f"{name}.pte", Path(tmp) / "in.pt"
+            keep = Path(args.export_dir) if args.export_dir else None
+            pte, inp = (keep or Path(tmp)) / f"{name}.{tag}.pte", Path(tmp) / "in.pt"
             flags = ["--xnnpack", "--int8"] if args.int8 else ["--xnnpack"]
             exporter = tool
             if args.q8da4w:
                 exporter, flags = Path(__file__).resolve().parents[1] / "test" / "fixtures" / "xnnpack" / "export_8da4w.py", []
-            subprocess.run([python, str(exporter), f"{Path(__file__).parent / '_bench_models.py'}:"
-                            f"{_bench_models.MODELS[name].__name__}", str(pte), *flags],
-                           check=True, capture_output=True, text=True)
+            if keep is None or not pte.is_file():
+                if keep is not None:
+                    keep.mkdir(parents=True, exist_ok=True)
+                subprocess.run([python, str(exporter), f"{Path(__file__).parent / '_bench_models.py'}:"
+                                f"{_bench_models.MODELS[name].__name__}", str(pte), *flags],
+                               check=True, capture_output=True, text=True)
             torch.save(list(inputs), inp)
             data = pte.read_bytes()
             method = _native.load_program(data, Verification.InternalConsistency).load_method("forward")
@@ -239,18 +248,18 @@ def _same_xnnpack_file(args) -> None:
                 with torch.no_grad():
                     want = model(*inputs)
             check = compare_outputs(method.execute(list(inputs)), want)
-            proc = subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp)], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp), clock], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             while not proc.stdout.readline().startswith("ready"):
                 pass
             times: dict = {}
             for _ in range(args.repeat):
-                for threads in (1, 2):
+                for threads in counts:
                     portable_lib._unsafe_reset_threadpool(threads)
                     method.execute(list(inputs))
-                    start = time.perf_counter()
+                    start = getattr(time, clock)()
                     method.execute(list(inputs))
-                    times.setdefault(("ours", threads), []).append((time.perf_counter() - start) * 1e3)
+                    times.setdefault(("ours", threads), []).append((getattr(time, clock)() - start) * 1e3)
                     proc.stdin.write(f"{threads}\n")
                     proc.stdin.flush()
                     line = proc.stdout.readline()
@@ -260,9 +269,10 @@ def _same_xnnpack_file(args) -> None:
             proc.stdin.close()
             proc.wait()
         med = {key: statistics.median(ts) for key, ts in times.items()}
-        print(f"| {name} | {med[('ours', 1)]:.1f} | {med[('published', 1)]:.1f} | {med[('ours', 2)]:.1f} | "
-              f"{med[('published', 2)]:.1f} | {med[('ours', 1)] / med[('published', 1)]:.2f} | "
-              f"{med[('ours', 2)] / med[('published', 2)]:.2f} | {check} |", flush=True)
+        two = (f"{med[('ours', 2)]:.1f} | {med[('published', 2)]:.1f}", f"{med[('ours', 2)] / med[('published', 2)]:.2f}") \
+            if 2 in counts else ("- | -", "-")
+        print(f"| {name} | {med[('ours', 1)]:.1f} | {med[('published', 1)]:.1f} | {two[0]} | "
+              f"{med[('ours', 1)] / med[('published', 1)]:.2f} | {two[1]} | {check} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 
@@ -282,6 +292,12 @@ def main() -> None:
     ap.add_argument("--8da4w", dest="q8da4w", action="store_true",
                     help="with --same-xnnpack-file: 8da4w linear layers (the published quantize_model_), e.g. for "
                          "llama_100m_token (one token: ms per decode step, tok/s = 1000 / ms)")
+    ap.add_argument("--export-dir", metavar="DIR",
+                    help="with --same-xnnpack-file: keep the exported files in DIR and reuse those already there "
+                         "(delete them after changing the exporter or the models)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="with --same-xnnpack-file: one thread only, timed in thread CPU time (steadier than "
+                         "wall time on a machine others load)")
     args = ap.parse_args()
     if args.same_xnnpack_file:
         _same_xnnpack_file(args)

@@ -107,6 +107,15 @@ struct Qd8GemmTile {
   float min, max;
 };
 
+// The AVX-512 QD8 kernel also reads 4-bit groupwise weights kept as nibbles (half the bytes of
+// the int8 layout, which is what a decode step's time goes to): per group, group / 4 steps of
+// 64 bytes, byte 4 * j + r of a step holding reduction step r of column j in its low nibble and
+// of column j + 16 in its high nibble, as 4-bit two's complement; then NR float scales, as in
+// the int8 layout. The kernel multiplies 16 * w (the nibble moved to a byte's top), so each
+// group's int32 sum is 16 times the int8 layout's, exactly; an arithmetic shift by 4 gives the
+// same sum back (groups of at most kQd8NibbleMaxGroup steps keep 16 times it inside int32).
+constexpr int64_t kQd8NibbleMaxGroup = int64_t(1) << 16;
+
 constexpr Qs8Geometry kQd8Baseline{4, 8, 1, 0};
 constexpr Qs8Geometry kQd8Avx2{2, 8, 8, 0};
 constexpr Qs8Geometry kQd8Avx512{4, 32, 4, 0};
@@ -145,6 +154,12 @@ void qs8_dw_avx512(const Qs8DwTile& t);
 void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
                     const Qs8AddParams& p);
 void qd8_gemm_avx512(const Qd8GemmTile& t);
+void qd8_gemm_nibbles_avx512(const Qd8GemmTile& t);
+// The two passes of quantize_row_qd8 (quantized.h) on AVX-512 F/BW, giving the scalar loops'
+// bits: min(0, min x) and max(0, max x) of x[0:k] (zeros unsigned); then
+// q = clamp(rne(x * inv) + zp, -128, 127).
+void qd8_row_range_avx512(const float* x, int64_t k, float* lo, float* hi);
+void qd8_row_quantize_avx512(const float* x, int64_t k, float inv, int32_t zero_point, int8_t* q);
 #endif
 
 }  // namespace ukernel

@@ -264,6 +264,101 @@ void qd8_gemm_rows(const Qd8GemmTile& p) {
   qd8_gemm_tile<MR, 1>(p);
 }
 
+// The nibble layout (see kQd8NibbleMaxGroup): one 64-byte load holds a step of both halves of the
+// block. The low nibbles shifted up and the high nibbles masked in place are bytes of 16 * w,
+// signed as vpdpbusd reads its second operand. With few rows, U sets of accumulators take
+// alternate steps so more vpdpbusd chains overlap; integer sums are exact, so this changes no bit.
+template <int MR, int NV>
+void qd8_gemm_nibble_tile(const Qd8GemmTile& p) {
+  constexpr int NR = kQd8Avx512.nr;
+  constexpr int U = MR <= 2 ? 2 : 1;
+  const char* blk = static_cast<const char*>(p.w);
+  const __mmask16 m[2] = {lanes(p.nr), lanes(p.nr - 16)};
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i top = _mm512_set1_epi8(static_cast<char>(0xf0));
+  __m512 facc[MR][NV];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) facc[i][v] = _mm512_setzero_ps();
+  for (int64_t k0 = 0; k0 < p.kc; k0 += p.group) {
+    const int64_t steps = p.group / 4;  // the packer takes this layout only for whole steps
+    const uint8_t* w = reinterpret_cast<const uint8_t*>(blk);
+    const float* scale = reinterpret_cast<const float*>(blk + steps * 64);
+    blk = reinterpret_cast<const char*>(scale + NR);
+    __m512i acc[U][MR][NV];
+#pragma GCC unroll 2
+    for (int u = 0; u < U; ++u)
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) acc[u][i][v] = _mm512_setzero_si512();
+    int64_t s = 0;
+    for (; s + U <= steps; s += U) {
+#pragma GCC unroll 2
+      for (int u = 0; u < U; ++u) {
+        const __m512i raw = _mm512_loadu_si512(w + 64 * (s + u));
+        const __m512i b0 = _mm512_and_si512(_mm512_slli_epi16(raw, 4), top);
+        const __m512i b1 = _mm512_and_si512(raw, top);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          int32_t x;
+          __builtin_memcpy(&x, p.a[i] + k0 + 4 * (s + u), 4);
+          const __m512i ai = _mm512_xor_si512(_mm512_set1_epi32(x), flip);
+          acc[u][i][0] = _mm512_dpbusd_epi32(acc[u][i][0], ai, b0);
+          if (NV > 1) acc[u][i][NV - 1] = _mm512_dpbusd_epi32(acc[u][i][NV - 1], ai, b1);
+        }
+      }
+    }
+    for (; s < steps; ++s) {
+      const __m512i raw = _mm512_loadu_si512(w + 64 * s);
+      const __m512i b0 = _mm512_and_si512(_mm512_slli_epi16(raw, 4), top);
+      const __m512i b1 = _mm512_and_si512(raw, top);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        int32_t x;
+        __builtin_memcpy(&x, p.a[i] + k0 + 4 * s, 4);
+        const __m512i ai = _mm512_xor_si512(_mm512_set1_epi32(x), flip);
+        acc[0][i][0] = _mm512_dpbusd_epi32(acc[0][i][0], ai, b0);
+        if (NV > 1) acc[0][i][NV - 1] = _mm512_dpbusd_epi32(acc[0][i][NV - 1], ai, b1);
+      }
+    }
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      const __m512 sc = _mm512_loadu_ps(scale + 16 * v);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        __m512i sum = acc[0][i][v];
+        if (U > 1) sum = _mm512_add_epi32(sum, acc[U - 1][i][v]);
+        sum = _mm512_srai_epi32(sum, 4);  // exact: every product was a multiple of 16
+        facc[i][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), sc, facc[i][v]);
+      }
+    }
+  }
+  const float* bias = reinterpret_cast<const float*>(blk);
+  const float* zsum = bias + NR;
+  const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    const __m512 zp =
+        _mm512_set1_ps(static_cast<float>(p.a_zero_point[i] + kQs8Avx512InputOffset));
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      const __m512 x = _mm512_fnmadd_ps(zp, _mm512_loadu_ps(zsum + 16 * v), facc[i][v]);
+      const __m512 y =
+          _mm512_fmadd_ps(x, _mm512_set1_ps(p.a_scale[i]), _mm512_loadu_ps(bias + 16 * v));
+      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
+                            _mm512_min_ps(_mm512_max_ps(y, lo), hi));
+    }
+  }
+}
+
+template <int MR>
+void qd8_gemm_nibble_rows(const Qd8GemmTile& p) {
+  if (p.nr > 16) return qd8_gemm_nibble_tile<MR, 2>(p);
+  qd8_gemm_nibble_tile<MR, 1>(p);
+}
+
 }  // namespace
 
 void qd8_gemm_avx512(const Qd8GemmTile& t) {
@@ -272,6 +367,39 @@ void qd8_gemm_avx512(const Qd8GemmTile& t) {
     case 2: return qd8_gemm_rows<2>(t);
     case 3: return qd8_gemm_rows<3>(t);
     default: return qd8_gemm_rows<4>(t);
+  }
+}
+
+void qd8_gemm_nibbles_avx512(const Qd8GemmTile& t) {
+  switch (t.mr) {
+    case 1: return qd8_gemm_nibble_rows<1>(t);
+    case 2: return qd8_gemm_nibble_rows<2>(t);
+    case 3: return qd8_gemm_nibble_rows<3>(t);
+    default: return qd8_gemm_nibble_rows<4>(t);
+  }
+}
+
+void qd8_row_range_avx512(const float* x, int64_t k, float* lo, float* hi) {
+  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(lanes(k - i), x + i);  // masked-off lanes read 0
+    vlo = _mm512_min_ps(vlo, v);
+    vhi = _mm512_max_ps(vhi, v);
+  }
+  // + 0 turns a -0 the vector min/max may keep into the +0 the scalar loop starts from.
+  *lo = _mm512_reduce_min_ps(vlo) + 0.f;
+  *hi = _mm512_reduce_max_ps(vhi) + 0.f;
+}
+
+void qd8_row_quantize_avx512(const float* x, int64_t k, float inv, int32_t zero_point, int8_t* q) {
+  const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(static_cast<float>(zero_point));
+  const __m512 qlo = _mm512_set1_ps(-128.f), qhi = _mm512_set1_ps(127.f);
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = lanes(k - i);
+    const __m512 y = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vinv),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 c = _mm512_min_ps(qhi, _mm512_max_ps(qlo, _mm512_add_ps(y, vzp)));
+    _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(c)));
   }
 }
 

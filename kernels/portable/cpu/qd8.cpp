@@ -22,6 +22,7 @@ constexpr int64_t kTaskMacs = int64_t(1) << 17;
 struct Header {
   uint32_t magic;
   int32_t isa, nr, kr;
+  int32_t nibbles;  // 1: 4-bit groups kept as nibbles (see ukernel::kQd8NibbleMaxGroup)
   int64_t n, k, group, block_bytes;
 };
 static_assert(sizeof(Header) <= kHeaderBytes, "header fits its slot");
@@ -31,22 +32,28 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 struct Kernels {
   ukernel::Qs8Geometry geo;
   void (*gemm)(const Qd8GemmTile&);
+  void (*gemm_nibbles)(const Qd8GemmTile&);  // null where the ISA has no nibble layout
 };
 
 bool kernels_for(Isa isa, Kernels* k) {
   if (!int8_isa_supported(isa)) return false;
   switch (isa) {
 #ifdef ET_NHWC_X86
-    case Isa::kAvx512: *k = {ukernel::kQd8Avx512, ukernel::qd8_gemm_avx512}; return true;
-    case Isa::kAvx2: *k = {ukernel::kQd8Avx2, ukernel::qd8_gemm_avx2}; return true;
+    case Isa::kAvx512:
+      *k = {ukernel::kQd8Avx512, ukernel::qd8_gemm_avx512, ukernel::qd8_gemm_nibbles_avx512};
+      return true;
+    case Isa::kAvx2: *k = {ukernel::kQd8Avx2, ukernel::qd8_gemm_avx2, nullptr}; return true;
 #endif
-    case Isa::kBaseline: *k = {ukernel::kQd8Baseline, ukernel::qd8_gemm_baseline}; return true;
+    case Isa::kBaseline: *k = {ukernel::kQd8Baseline, ukernel::qd8_gemm_baseline, nullptr}; return true;
     default: return false;
   }
 }
 
 // Bytes of one group's weights for `gk` reduction steps.
-int64_t group_weight_bytes(const Header& h, int64_t gk) { return ceil_div(gk, h.kr) * h.kr * h.nr; }
+int64_t group_weight_bytes(const Header& h, int64_t gk) {
+  const int64_t bytes = ceil_div(gk, h.kr) * h.kr * h.nr;
+  return h.nibbles ? bytes / 2 : bytes;
+}
 
 bool plan(int64_t n, int64_t k, int64_t group, Isa isa, Header* h) {
   Kernels kk;
@@ -64,6 +71,9 @@ bool plan(int64_t n, int64_t k, int64_t group, Isa isa, Header* h) {
   h->n = n;
   h->k = k;
   h->group = group;
+  // Groupwise weights are always 4-bit (int8 ones have one group of k), so they may stay nibbles.
+  h->nibbles = group != k && kk.gemm_nibbles != nullptr && kk.geo.kr == 4 && kk.geo.nr == 32 &&
+               group % 4 == 0 && group <= ukernel::kQd8NibbleMaxGroup;
   const int64_t groups = k / group;
   h->block_bytes = groups * (group_weight_bytes(*h, group) + 4 * h->nr) + 8 * h->nr;
   return true;
@@ -95,7 +105,13 @@ void pack(const Header& h, const Value& value, const Scale& scale, const float* 
         for (int64_t kk = 0; kk < h.group; ++kk) {
           const int32_t v = value(j0 + j, g * h.group + kk);
           sum += v;
-          w[((kk / kr) * nr + slot) * kr + kk % kr] = static_cast<int8_t>(v);
+          if (h.nibbles) {
+            // Column j and j + nr / 2 share bytes: low and high nibble.
+            const int64_t half = nr / 2, at = ((kk / kr) * half + j % half) * kr + kk % kr;
+            reinterpret_cast<uint8_t*>(w)[at] |= static_cast<uint8_t>((v & 0xf) << (j / half * 4));
+          } else {
+            w[((kk / kr) * nr + slot) * kr + kk % kr] = static_cast<int8_t>(v);
+          }
         }
         const float s = scale(j0 + j, g);
         std::memcpy(tail + 4 * j, &s, 4);
@@ -123,10 +139,21 @@ bool scale_ok(float s) { return s > 0.f && std::isfinite(s); }
 }  // namespace
 
 void quantize_row_qd8(const float* x, int64_t k, int8_t* q, float* scale, int32_t* zero_point) {
+#ifdef ET_NHWC_X86
+  static const bool avx512 = float_isa_supported(Isa::kAvx512);
+#else
+  constexpr bool avx512 = false;
+#endif
   float lo = 0.f, hi = 0.f;
-  for (int64_t i = 0; i < k; ++i) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
+  if (avx512) {
+#ifdef ET_NHWC_X86
+    ukernel::qd8_row_range_avx512(x, k, &lo, &hi);
+#endif
+  } else {
+    for (int64_t i = 0; i < k; ++i) {
+      lo = x[i] < lo ? x[i] : lo;
+      hi = x[i] > hi ? x[i] : hi;
+    }
   }
   if (!(hi > lo)) {
     std::memset(q, 0, static_cast<size_t>(k));
@@ -139,6 +166,9 @@ void quantize_row_qd8(const float* x, int64_t k, int8_t* q, float* scale, int32_
   const float zpf = std::nearbyint(-128.f - lo * inv);
   const int32_t zp = static_cast<int32_t>(std::min(127.f, std::max(-128.f, zpf)));
   *zero_point = zp;
+#ifdef ET_NHWC_X86
+  if (avx512) return ukernel::qd8_row_quantize_avx512(x, k, inv, zp, q);
+#endif
   for (int64_t i = 0; i < k; ++i) {
     const float v = std::nearbyint(x[i] * inv) + static_cast<float>(zp);
     q[i] = static_cast<int8_t>(std::min(127.f, std::max(-128.f, v)));
@@ -204,8 +234,9 @@ bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t
   const Header* h = static_cast<const Header*>(packed);
   Kernels k;
   if (packed == nullptr || h->magic != kMagic || m < 0 || scratch == nullptr ||
-      !kernels_for(static_cast<Isa>(h->isa), &k))
+      !kernels_for(static_cast<Isa>(h->isa), &k) || (h->nibbles && k.gemm_nibbles == nullptr))
     return false;
+  void (*gemm)(const Qd8GemmTile&) = h->nibbles ? k.gemm_nibbles : k.gemm;
   if (m == 0) return true;
   // Scratch: m float scales, m int32 zero points, then the m quantized rows of k bytes.
   char* base = static_cast<char*>(scratch);
@@ -247,7 +278,7 @@ bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t
           p.c_stride = out_stride;
           p.min = out_min;
           p.max = out_max;
-          k.gemm(p);
+          gemm(p);
         }
       }
     }

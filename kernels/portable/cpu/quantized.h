@@ -88,7 +88,8 @@ bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8
 //   scale per (n, group), given as float or as bfloat16 (raw uint16 bits): [n, k / group_size].
 //   Two weights per byte, [n, k / 2] bytes, element k in the low nibble when k is even. Nibble
 //   value v means v - 8 with `nibble_zero_point` 8 (XNNPACK's usual), or the signed 4-bit value
-//   (v ^ 8) - 8 with 0. Packing widens them to int8 (so memory traffic is that of int8 weights).
+//   (v ^ 8) - 8 with 0. On AVX-512 groupwise weights stay 4-bit in the packed buffer (half
+//   the memory traffic of int8); elsewhere, and for one group of k, packing widens them to int8.
 // Scratch: fully_connected_qd8_scratch_bytes(m, k) bytes (the quantized rows), caller-owned.
 size_t fully_connected_qd8_packed_bytes(int64_t n, int64_t k, int64_t group_size, Isa isa);
 bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight,

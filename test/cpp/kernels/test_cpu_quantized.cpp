@@ -1,6 +1,7 @@
 // QS8 convolution, depthwise, fully connected and add against integer reference loops with the
 // documented requantization: every ISA level must return exactly the reference bytes, for any
 // thread count.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -332,6 +333,41 @@ KTEST(qd8_row_quantization_round_trips_within_half_a_step) {
   std::vector<float> zeros(9, 0.f);
   cpu::quantize_row_qd8(zeros.data(), 9, q.data(), &s, &zp);
   CHECK(s == 1.f && zp == 0 && q[0] == 0);
+}
+
+// quantize_row_qd8 runs vectorized where the CPU allows; it must give the documented formula's
+// bytes, scale and zero point exactly (every ISA's QD8 kernels read the same rows).
+KTEST(qd8_row_quantization_is_the_documented_formula_bit_for_bit) {
+  for (int64_t k : {1, 2, 15, 16, 17, 31, 33, 64, 301, 768}) {
+    for (int variant = 0; variant < 5; ++variant) {
+      auto x = ktest::random_floats(k, 500 + k + variant);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (variant == 1) x[i] = std::fabs(x[i]) + 0.25f;   // all positive: lo stays 0
+        if (variant == 2) x[i] = -std::fabs(x[i]) - 0.25f;  // all negative: hi stays 0
+        if (variant == 3) x[i] = i % 3 == 0 ? -0.f : x[i] * 1000.f;
+        if (variant == 4) x[i] = i % 2 ? -0.f : 0.f;  // signed zeros only: the zero row
+      }
+      float lo = 0.f, hi = 0.f;
+      for (float v : x) {
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      std::vector<int8_t> want(k, 0), got(k, 99);
+      float want_s = 1.f, got_s = 0.f;
+      int32_t want_zp = 0, got_zp = 77;
+      if (hi > lo) {
+        const float inv = 255.f / (hi - lo);
+        want_s = (hi - lo) / 255.f;
+        want_zp = static_cast<int32_t>(std::min(127.f, std::max(-128.f, std::nearbyint(-128.f - lo * inv))));
+        for (int64_t i = 0; i < k; ++i)
+          want[i] = static_cast<int8_t>(
+              std::min(127.f, std::max(-128.f, std::nearbyint(x[i] * inv) + static_cast<float>(want_zp))));
+      }
+      cpu::quantize_row_qd8(x.data(), k, got.data(), &got_s, &got_zp);
+      CHECK(std::memcmp(&got_s, &want_s, 4) == 0 && got_zp == want_zp);
+      CHECK(std::memcmp(got.data(), want.data(), k) == 0);
+    }
+  }
 }
 
 KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
