@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import os
@@ -78,7 +77,7 @@ class ReferenceRuntime:
         with open(made.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not made.is_file():
-                # One torch thread, as calibration here runs (`one_torch_thread`): observed ranges,
+                # One torch thread, as calibration here runs (executorch.export._torch_threads): observed ranges,
                 # hence int8 scales, depend on the summation order.
                 proc = subprocess.run(
                     [self.python, str(tool), factory, str(out), *flags],
@@ -97,18 +96,6 @@ class ReferenceRuntime:
         if made.with_suffix(".ref.pt").is_file():
             shutil.copyfile(made.with_suffix(".ref.pt"), out.with_suffix(".ref.pt"))
         return out
-
-
-@contextlib.contextmanager
-def one_torch_thread():
-    """torch on one thread inside the block: results, and pt2e's observed ranges, are the bits the
-    published exporter computes in its own one-thread process."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def pytest_configure(config) -> None:

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils._pytree import tree_flatten
 
-from conftest import load_zoo, one_torch_thread, project_runtimes, zoo_factory_spec  # noqa: E402
+from conftest import load_zoo, project_runtimes, zoo_factory_spec  # noqa: E402
 from xnnpack_structure import structure  # noqa: E402
 
 from executorch.backends.xnnpack import XnnpackPartitioner  # noqa: E402
@@ -22,6 +22,7 @@ from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import ( 
 from executorch.devtools.compare import assert_outputs_close, compare_outputs  # noqa: E402
 from executorch.exir import to_edge_transform_and_lower  # noqa: E402
 from executorch.exir._serialize._program import read_program, serialize_pte_binary  # noqa: E402
+from executorch.export._torch_threads import one_torch_thread  # noqa: E402
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
                                 reason="torchao is not installed (pip install torchao==0.18.0)")
