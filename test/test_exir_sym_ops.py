@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from executorch.devtools.compare import assert_outputs_close
+from executorch.exir import schema as S
 from executorch.exir import to_edge
 
 from conftest import project_runtimes  # noqa: E402
@@ -40,12 +41,22 @@ class Rounding(torch.nn.Module):
         return x.sum() * sizes
 
 
+class SizeOperands(torch.nn.Module):
+    """Tensor (+, -, *, /) size: torch records the size itself where the op's schema takes a Tensor."""
+
+    def forward(self, x, pos):
+        n = x.shape[0]
+        return x + n, x - n, x * n, x / n, n - pos, pos.int() * n, x * (n * 0.5), torch.arange(n) + pos
+
+
 CASES = {
     "rounding": (Rounding(), (torch.randn(6, 3),), ({0: torch.export.Dim("n", min=2, max=16)},),
                  [(torch.randn(5, 3),), (torch.randn(10, 3),), (torch.randn(7, 3),)]),
     "item": (Item(), (torch.arange(8.0), torch.tensor(3)), None, [(torch.arange(8.0), torch.tensor(5))]),
     "sym_ops": (SymOps(), (torch.randn(6),), ({0: torch.export.Dim("n", min=2, max=16)},),
                 [(torch.randn(5),), (torch.randn(2),)]),
+    "size_operands": (SizeOperands(), (torch.randn(6), torch.tensor([3])), ({0: torch.export.Dim("n", min=1, max=16)}, None),
+                      [(torch.randn(1), torch.tensor([-2])), (torch.randn(13), torch.tensor([7]))]),
 }
 
 
@@ -63,14 +74,38 @@ def test_prim_ops_in_the_file():
     assert "aten::_local_scalar_dense" in names
 
 
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kernels_get_tensors_where_their_schema_takes_one(case):
+    """Every kernel call's Tensor argument is a Tensor value: kernels (the published runtime's too) read
+    it as one, and a size (`x + n`) left as an Int makes them abort."""
+    plan = _program(case).executorch_program.execution_plan[0]
+    checked = 0
+    for chain in plan.chains:
+        for ins in chain.instructions:
+            call = ins.instr_args
+            if not isinstance(call, S.KernelCall):
+                continue
+            op = plan.operators[call.op_index]
+            namespace, _, name = op.name.partition("::")
+            if namespace != "aten" or name.startswith("sym_"):
+                continue
+            schema = getattr(getattr(torch.ops.aten, name), op.overload or "default")._schema
+            for a, value in zip(schema.arguments, call.args):
+                if a.type.kind() == "TensorType":
+                    got = plan.values[value].val
+                    assert isinstance(got, S.Tensor), f"{op.name}.{op.overload} argument '{a.name}' is {got!r}"
+                    checked += 1
+    assert checked
+
+
 @pytest.mark.parametrize("engine", sorted(RUNTIMES))
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_sym_ops_match_eager(case, engine):
     model, example, _, more = CASES[case]
     method = RUNTIMES[engine].load_program(_program(case).buffer).load_method("forward")
     for inputs in [example] + more:
-        assert_outputs_close(list(method.execute(list(inputs))), list(model(*inputs)) if case == "sym_ops"
-                             else [model(*inputs)])
+        want = model(*inputs)
+        assert_outputs_close(list(method.execute(list(inputs))), list(want) if isinstance(want, tuple) else [want])
 
 
 def test_published_runtime_runs_sym_ops(tmp_path, reference_runtime):

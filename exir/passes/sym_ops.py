@@ -9,7 +9,7 @@ import torch
 from torch import fx
 
 from executorch.exir.error import ExportError
-from executorch.exir.passes._graph import source_line
+from executorch.exir.passes._graph import fake_mode_of, source_line
 
 
 def _val(a):
@@ -53,3 +53,67 @@ def round_to_int(gm: fx.GraphModule, method: str) -> None:
         changed = True
     if changed:
         gm.recompile()
+
+
+_SYM_KINDS = (bool, int, float, torch.SymBool, torch.SymInt, torch.SymFloat)
+# a sample of each kind, for torch's promotion of a tensor with a Python scalar of that kind
+_SAMPLE = {torch.SymBool: True, torch.SymInt: 1, torch.SymFloat: 1.0}
+
+
+def sizes_as_tensor_operands(gm: fx.GraphModule) -> None:
+    """A size passed where an op's schema takes a Tensor (`x + n` records `aten.add.Tensor(x, n)` with
+    `n` a SymInt) becomes a 0-dim tensor made at run time by `aten.scalar_tensor`. ExecuTorch kernels
+    (the published runtime's too) read a Tensor slot as a tensor and abort on the Int a size is.
+    The tensor has the dtype torch gives the op's first tensor operand with a Python scalar of the
+    size's kind, so results keep their eager dtype; one per size and dtype, made before its first use."""
+    made: dict[tuple[fx.Node, torch.dtype], fx.Node] = {}
+    fake_mode = None
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        schema = node.target._schema
+        ref = next((v for v in map(_val, node.args) if isinstance(v, torch.Tensor)), None)
+        args, kwargs = list(node.args), dict(node.kwargs)
+        for i, a in enumerate(schema.arguments):
+            if i < len(args):
+                given = args[i]
+            elif a.name in kwargs:
+                given = kwargs[a.name]
+            else:
+                continue
+            if not (_takes_tensor(a.type) and isinstance(given, fx.Node) and isinstance(_val(given), _SYM_KINDS)):
+                continue
+            size = _val(given)
+            sample = _SAMPLE.get(type(size), size)
+            dtype = torch.result_type(ref, sample) if ref is not None else torch.tensor(sample).dtype
+            if (given, dtype) not in made:
+                fake_mode = fake_mode or _fake_mode(gm)
+                with gm.graph.inserting_before(node):
+                    wrapped = gm.graph.call_function(torch.ops.aten.scalar_tensor.default, (given,), {"dtype": dtype})
+                for key in ("stack_trace", "nn_module_stack"):
+                    if key in node.meta:
+                        wrapped.meta[key] = node.meta[key]
+                with fake_mode:
+                    wrapped.meta["val"] = torch.empty((), dtype=dtype)
+                made[given, dtype] = wrapped
+            if i < len(args):
+                args[i] = made[given, dtype]
+            else:
+                kwargs[a.name] = made[given, dtype]
+        if made and (tuple(args) != node.args or kwargs != node.kwargs):
+            node.args, node.kwargs = tuple(args), kwargs
+    if made:
+        gm.recompile()
+
+
+def _fake_mode(gm: fx.GraphModule):
+    from torch._guards import detect_fake_mode
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return fake_mode_of(gm.graph) or detect_fake_mode([n.meta.get("val") for n in gm.graph.nodes]) or FakeTensorMode()
+
+
+def _takes_tensor(ty: torch.Type) -> bool:
+    if ty.kind() == "OptionalType":
+        ty = ty.getElementType()
+    return ty.kind() == "TensorType"

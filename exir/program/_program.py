@@ -125,6 +125,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
         edge.to_functional_copies(sub)
         sym_ops.ne_as_not_eq(sub)
         sym_ops.round_to_int(sub, name)
+        sym_ops.sizes_as_tensor_operands(sub)
     dim_order.dense_layouts(gm, _constant_inputs(ep))
     for sub in edge.graph_modules(gm):
         if not config._skip_dim_order:
@@ -339,6 +340,7 @@ class EdgeProgramManager:
                         "the partitioner or drop them from its ops_to_not_decompose"
                     )
                 edge.to_functional_copies(sub)
+                sym_ops.sizes_as_tensor_operands(sub)
                 if not config._skip_dim_order:
                     edge.to_dim_order_ops(sub)
                 sub.graph.eliminate_dead_code()
