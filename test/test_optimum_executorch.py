@@ -221,9 +221,6 @@ def test_xnnpack_8da4w_decodes_like_eager_on_our_engines(qd8_export, engine):
     _assert_within_quantization_noise(got, qd8_export["want"], qd8_export["fp32"])
 
 
-# Not from the QD8 lowering: main's export of this model (linears on portable kernels) aborts the same way.
-@pytest.mark.xfail(strict=True, reason="the published runtime aborts on this program's aten::add.out with an Int "
-                   "'other' (a tensor + SymInt add emitted as add.out; it wants add.Scalar_out)")
 def test_xnnpack_8da4w_decodes_like_eager_on_published_runtime(qd8_export, reference_runtime, tmp_path):
     (tmp_path / "m.pte").write_bytes(qd8_export["pte"])
     torch.save([("forward", call) for call in CALLS], tmp_path / "m.calls.pt")
