@@ -1,4 +1,4 @@
-"""Scalar ops on symbolic sizes and `.item()`: lowered to ExecuTorch's prim ops, run on every runtime."""
+"""Size arithmetic on symbolic sizes, sizes as tensor operands, and `.item()`, run on every runtime."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ CASES = {
     "item": (Item(), (torch.arange(8.0), torch.tensor(3)), None, [(torch.arange(8.0), torch.tensor(5))]),
     "sym_ops": (SymOps(), (torch.randn(6),), ({0: torch.export.Dim("n", min=2, max=16)},),
                 [(torch.randn(5),), (torch.randn(2),)]),
-    "size_operands": (SizeOperands(), (torch.randn(6), torch.tensor([3])), ({0: torch.export.Dim("n", min=1, max=16)}, None),
+    "size_operands": (SizeOperands(), (torch.randn(6), torch.tensor([3])),
+                      ({0: torch.export.Dim("n", min=1, max=16)}, None),
                       [(torch.randn(1), torch.tensor([-2])), (torch.randn(13), torch.tensor([7]))]),
 }
 

@@ -1,4 +1,4 @@
-"""Size arithmetic in the forms ExecuTorch's prim kernels take (`a != b` as `not (a == b)`, `round(a)`)."""
+"""Size arithmetic in the forms ExecuTorch kernels take (`a != b` as `not (a == b)`, sizes as tensors)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def sizes_as_tensor_operands(gm: fx.GraphModule) -> None:
             continue
         schema = node.target._schema
         ref = next((v for v in map(_val, node.args) if isinstance(v, torch.Tensor)), None)
-        args, kwargs = list(node.args), dict(node.kwargs)
+        args, kwargs, changed = list(node.args), dict(node.kwargs), False
         for i, a in enumerate(schema.arguments):
             if i < len(args):
                 given = args[i]
@@ -100,7 +100,8 @@ def sizes_as_tensor_operands(gm: fx.GraphModule) -> None:
                 args[i] = made[given, dtype]
             else:
                 kwargs[a.name] = made[given, dtype]
-        if made and (tuple(args) != node.args or kwargs != node.kwargs):
+            changed = True
+        if changed:
             node.args, node.kwargs = tuple(args), kwargs
     if made:
         gm.recompile()
