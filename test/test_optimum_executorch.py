@@ -221,16 +221,38 @@ def test_xnnpack_8da4w_decodes_like_eager_on_our_engines(qd8_export, engine):
     _assert_within_quantization_noise(got, qd8_export["want"], qd8_export["fp32"])
 
 
-def test_xnnpack_8da4w_decodes_like_eager_on_published_runtime(qd8_export, reference_runtime, tmp_path):
-    (tmp_path / "m.pte").write_bytes(qd8_export["pte"])
+def _published_logits(pte: bytes, reference_runtime, tmp_path) -> torch.Tensor:
+    """The logits of `CALLS` (prefill, then token by token) on the published runtime."""
+    (tmp_path / "m.pte").write_bytes(pte)
     torch.save([("forward", call) for call in CALLS], tmp_path / "m.calls.pt")
     runner = Path(__file__).with_name("reference_stateful.py")
     done = subprocess.run([reference_runtime.python, str(runner), str(tmp_path), "m"], capture_output=True, text=True,
                           timeout=1200)
     assert done.returncode == 0 and not (tmp_path / "m.err.txt").exists(), (
         done.stderr[-2000:], (tmp_path / "m.err.txt").read_text() if (tmp_path / "m.err.txt").exists() else "")
-    got = _logits(torch.load(tmp_path / "m.out.pt"))
+    return _logits(torch.load(tmp_path / "m.out.pt"))
+
+
+def test_xnnpack_8da4w_decodes_like_eager_on_published_runtime(qd8_export, reference_runtime, tmp_path):
+    got = _published_logits(qd8_export["pte"], reference_runtime, tmp_path)
     _assert_within_quantization_noise(got, qd8_export["want"], qd8_export["fp32"])
+
+
+# Both recipes' programs add the token count (a size) to a tensor; the size goes to aten::add.out as a 0-dim
+# tensor made by aten::scalar_tensor, since the published kernel aborts on an Int operand there.
+@pytest.mark.parametrize("qlinear", [None, "8da4w"], ids=["fp32", "8da4w"])
+def test_portable_recipe_decodes_like_eager_on_published_runtime(checkpoints, exports, qlinear, reference_runtime,
+                                                                 tmp_path):
+    _needs_partitioner()
+    if qlinear and importlib.util.find_spec("torchao") is None:
+        pytest.skip("torchao is not installed (pip install torchao==0.18.0)")
+    got = _published_logits((exports("llama", "portable", qlinear) / "model.pte").read_bytes(), reference_runtime,
+                            tmp_path)
+    want = _eager_logits(_eager(checkpoints["llama"], qlinear), TOKENS)
+    if qlinear:
+        _assert_within_quantization_noise(got, want, _eager_logits(_eager(checkpoints["llama"], None), TOKENS))
+    else:
+        assert float((got - want).abs().max()) <= 1e-4 * float(want.abs().max())
 
 
 def test_the_quantization_noise_gate_fails_on_a_wrong_answer(qd8_export):
