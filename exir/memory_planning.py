@@ -9,10 +9,12 @@ arena with host buffers: `plan_by_device` plans each device's buffers in arenas 
 
 from __future__ import annotations
 
+import inspect
 import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple, Optional
 
+import torch
 from torch import fx
 
 from executorch.exir._serialize._alignment import is_power_of_two
@@ -83,7 +85,7 @@ def _align(n: int, alignment: int) -> int:
     return (n + alignment - 1) // alignment * alignment
 
 
-def naive(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
+def _naive_buffers(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
     """Every buffer gets its own bytes, one after another: no reuse."""
     end = 0
     for b in buffers:
@@ -92,7 +94,7 @@ def naive(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
     return end
 
 
-def greedy(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
+def _greedy_buffers(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
     """Greedy by size: largest first, each at the lowest aligned offset where it fits between
     the buffers already placed whose lifetimes overlap it."""
     placed: list[Buffer] = []
@@ -110,7 +112,8 @@ def greedy(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
     return arena
 
 
-PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": greedy, "naive": naive}
+# The planners `MemoryPlanningPass(memory_planning_algo=NAME)` names: `(buffers, alignment) -> arena size`.
+PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": _greedy_buffers, "naive": _naive_buffers}
 
 HOST = (0, 0)
 
@@ -145,7 +148,8 @@ def verify(buffers: list[Buffer]) -> None:
 
 @dataclass
 class MemoryPlanningPass:
-    """How to plan a method's memory: the algorithm ("greedy" or "naive", or a callable
+    """How to plan a method's memory: the algorithm ("greedy" or "naive"; an upstream-style callable
+    such as `MemoryPlanningAlgorithmSuite(algo_list=[greedy, naive])`; or a callable
     `(buffers, alignment) -> arena size`), the alignment of every tensor, and whether graph
     inputs get planned memory (with alloc_graph_input=False the runtime reads the caller's input
     memory in place). Outputs and mutable buffers always get planned memory. With
@@ -178,6 +182,8 @@ class MemoryPlanningPass:
                 f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "
                 "buffers always get planned memory here; pass alloc_mutable_buffers=True"
             )
+        if self.memory_planning_algo is None:  # upstream's default, a suite of greedy alone: the same plan
+            self.memory_planning_algo = "greedy"
         algo = self.memory_planning_algo
         if isinstance(algo, str) and algo not in PLANNERS:
             raise ExportError(
@@ -185,20 +191,25 @@ class MemoryPlanningPass:
             )
         if not (isinstance(algo, str) or callable(algo)):
             raise ExportError(f"memory_planning_algo must be a planner name or a callable, not {type(algo).__name__}")
+        if callable(algo):
+            _takes_specs(algo)
         if not is_power_of_two(self.alignment):
             raise ExportError(f"alignment={self.alignment!r} must be a positive power of two, e.g. 16")
 
-    @property
-    def planner(self) -> Callable[[list[Buffer], int], int]:
+    def planner(self, graph_module=None, graph_signature=None) -> Callable[[list[Buffer], int], int]:
+        """The buffer planner to run; an upstream-style algorithm is given this graph and signature."""
         algo = self.memory_planning_algo
-        return PLANNERS[algo] if isinstance(algo, str) else algo  # type: ignore[return-value]
+        if isinstance(algo, str):
+            return PLANNERS[algo]
+        return _spec_planner(algo, graph_module, graph_signature) if _takes_specs(algo) else algo
 
 
 def plan_method(method: str, buffers: list[Buffer], plan: "MemoryPlanningPass", by_device: bool,
-                shares_state: bool) -> list[tuple[int, tuple]]:
-    """Each arena's (size, device) for one method, the host's first; a method sharing state (arena 2)
-    has an arena 1, even an empty one."""
-    arenas = plan_by_device(buffers, plan.planner, plan.alignment, by_device)
+                shares_state: bool, ep=None) -> list[tuple[int, tuple]]:
+    """Each arena's (size, device) for one method (`ep` its program), the host's first; a method
+    sharing state (arena 2) has an arena 1, even an empty one."""
+    planner = plan.planner(*((ep.graph_module, ep.graph_signature) if ep is not None else ()))
+    arenas = plan_by_device(buffers, planner, plan.alignment, by_device)
     if shares_state and any(device != HOST for _, device in arenas):
         raise ExportError(
             f"method '{method}' has values on a device and shares its mutable buffers with other methods; "
@@ -243,13 +254,115 @@ def filter_nodes(inputs) -> Iterable[fx.Node]:
     return (x for x in pytree.tree_leaves(inputs) if isinstance(x, fx.Node))
 
 
+# --- upstream's planner protocol: `(alignment, specs, graph_module, graph_signature, extra_padding)` ---
+
+@dataclass
+class SpecAllocResult:
+    """Where an algorithm places one TensorSpec: its arena, its storage object and its byte offset."""
+
+    mem_id: int
+    mem_obj_id: int
+    mem_offset: int
+
+
+@dataclass
+class MemoryAlgoResult:
+    """One algorithm's plan: each TensorSpec's placement, and each arena's size (index 0, constants, is 0)."""
+
+    spec_dict: dict
+    bufsizes: list
+
+
+def _disjoint_objects(buffers: list[Buffer], alignment: int) -> int:
+    """Largest first, each buffer whole in a storage object only buffers never live with it share;
+    the objects one after another (greedy without overlapping allocations)."""
+    objects: list[tuple[int, list[Buffer]]] = []
+    for b in sorted(buffers, key=lambda b: (-b.size, b.first)):
+        home = next((o for o in objects if not any(b.overlaps(x) for x in o[1])), None)
+        if home is None:
+            objects.append(home := (b.size, []))
+        home[1].append(b)
+    end = 0
+    for size, members in objects:
+        for b in members:
+            b.offset = end
+        end = _align(end + size, alignment)
+    return end
+
+
+def _plan_specs(planner: Callable[[list[Buffer], int], int], alignment: int, specs, graph_module,
+                extra_padding: int) -> MemoryAlgoResult:
+    """Run a buffer planner over TensorSpecs, arena by arena (a spec's preset `mem_id`, else 1), each
+    arena starting past the bytes `graph_module.input_mem_buffer_sizes` reserves in it; the specs
+    themselves are left as they are (but realigned), as upstream's algorithms leave them."""
+    reserved = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
+    groups: dict[int, list] = {}
+    for spec in specs:
+        if None in tuple(spec.lifetime):
+            raise ExportError(f"memory planning: {spec} has no lifetime; set spec.lifetime = [first, last] "
+                              "(the steps of its first and last use) before planning")
+        spec.realign(alignment)
+        groups.setdefault(1 if spec.mem_id is None else spec.mem_id, []).append(spec)
+    result = MemoryAlgoResult({}, [0, 0])
+    for mem_id, group in sorted(groups.items()):
+        base = reserved[mem_id] if mem_id < len(reserved) else 0
+        buffers = [Buffer(spec.nbytes(), *spec.lifetime) for spec in group]
+        size = planner(buffers, alignment)
+        objects = sorted({b.offset for b in buffers})  # one storage object per start offset
+        for spec, b in zip(group, buffers):
+            result.spec_dict[spec] = SpecAllocResult(mem_id, objects.index(b.offset), base + b.offset)
+        result.bufsizes += [0] * (mem_id + 1 - len(result.bufsizes))
+        result.bufsizes[mem_id] = base + size + extra_padding
+    return result
+
+
+def greedy(alignment, specs=None, graph_module=None, graph_signature=None, extra_padding: int = 0, *,
+           allow_overlapping_allocations: bool = True):
+    """Greedy by size: largest first, each at the lowest aligned offset where it fits beside the
+    tensors live with it; with allow_overlapping_allocations=False each tensor instead takes a whole
+    storage object, shared only with tensors never live with it. Returns a `MemoryAlgoResult` and
+    leaves the specs unplaced (`MemoryPlanningAlgorithmSuite` writes the best plan into them).
+    `greedy(buffers, alignment)`, this package's older form, places `Buffer`s and returns the arena size."""
+    planner = _greedy_buffers if allow_overlapping_allocations else _disjoint_objects
+    if isinstance(alignment, list):
+        return planner(alignment, DEFAULT_ALIGNMENT if specs is None else specs)
+    return _plan_specs(planner, alignment, specs, graph_module, extra_padding)
+
+
+def naive(alignment, specs=None, graph_module=None, graph_signature=None, extra_padding: int = 0):
+    """Every tensor its own bytes, one after another: no reuse. Forms as `greedy`'s."""
+    if isinstance(alignment, list):
+        return _naive_buffers(alignment, DEFAULT_ALIGNMENT if specs is None else specs)
+    return _plan_specs(_naive_buffers, alignment, specs, graph_module, extra_padding)
+
+
+def _algo_name(algo) -> str:
+    return getattr(getattr(algo, "func", algo), "__name__", repr(algo))
+
+
 class MemoryPlanningAlgorithmSuite:
-    """A planner running each of `algo_list` (default: greedy) and keeping the smallest plan."""
+    """Runs each algorithm of `algo_list` (default: greedy), keeps the plan with the smallest arenas,
+    writes it into the specs (`mem_id`, `mem_obj_id`, `mem_offset`) and returns its arena sizes."""
 
     def __init__(self, algo_list: Optional[list] = None) -> None:
         self.algo_list = list(algo_list or [greedy])
 
-    def __call__(self, buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
+    def __call__(self, alignment, specs=None, graph_module=None, graph_signature=None,
+                 extra_padding: int = 0):
+        if isinstance(alignment, list):  # the older form: (buffers, alignment) -> arena size
+            return self._plan_buffers(alignment, DEFAULT_ALIGNMENT if specs is None else specs)
+        specs = list(specs)
+        results = {_algo_name(a): a(alignment, specs, graph_module, graph_signature, extra_padding)
+                   for a in self.algo_list}
+        if len({len(r.bufsizes) for r in results.values()}) != 1:
+            raise ExportError(f"MemoryPlanningAlgorithmSuite: the algorithms {sorted(results)} planned different "
+                              "numbers of arenas; every algorithm must plan the same memory ids")
+        best = min(results.values(), key=lambda r: sum(r.bufsizes))
+        for spec, placed in best.spec_dict.items():
+            spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
+        return list(best.bufsizes)
+
+    def _plan_buffers(self, buffers: list[Buffer], alignment: int) -> int:
         best = None
         for algo in self.algo_list:
             size = algo(buffers, alignment)
@@ -258,6 +371,53 @@ class MemoryPlanningAlgorithmSuite:
         for b, offset in zip(buffers, best[1]):
             b.offset = offset
         return best[0]
+
+
+def _takes_specs(algo) -> bool:
+    """Whether `algo` follows upstream's protocol rather than this package's `(buffers, alignment)`;
+    ExportError when it can be called neither way."""
+    if isinstance(algo, MemoryPlanningAlgorithmSuite) or getattr(algo, "func", algo) in (greedy, naive):
+        return True
+    try:
+        signature = inspect.signature(algo)
+    except (TypeError, ValueError):
+        return False  # no signature to read (a builtin): called the older way
+    for args, upstream in (((0, [], None, None, 0), True), (([], 0), False)):
+        try:
+            signature.bind(*args)
+            return upstream
+        except TypeError:
+            pass
+    raise ExportError(
+        f"memory_planning_algo {_algo_name(algo)}{signature} takes neither upstream's planner arguments "
+        "(alignment, specs, graph_module, graph_signature, extra_padding) nor (buffers, alignment)")
+
+
+def _spec_planner(algo, graph_module, graph_signature) -> Callable[[list[Buffer], int], int]:
+    """A buffer planner running an upstream-style algorithm: one uint8 TensorSpec per buffer (its bytes,
+    its lifetime), the algorithm's plan read back from the specs (or from its `MemoryAlgoResult`)."""
+    def plan(buffers: list[Buffer], alignment: int) -> int:
+        from executorch.exir.tensor import TensorSpec
+
+        specs = []
+        for b in buffers:
+            spec = TensorSpec(torch.uint8, [b.size])
+            spec.lifetime = [b.first, b.last]
+            specs.append(spec)
+        sizes = algo(alignment, specs, graph_module, graph_signature, 0)
+        if isinstance(sizes, MemoryAlgoResult):  # a bare algorithm, not a suite: take its placements
+            for spec, placed in sizes.spec_dict.items():
+                spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
+            sizes = sizes.bufsizes
+        for spec, b in zip(specs, buffers):
+            if spec.mem_id != 1 or spec.mem_offset is None:
+                raise ExportError(
+                    f"memory_planning_algo {_algo_name(algo)} placed a tensor in memory id {spec.mem_id} at offset "
+                    f"{spec.mem_offset}; this exporter plans one arena (memory id 1) per device")
+            b.offset = spec.mem_offset
+        return max([sizes[1] if len(sizes) > 1 else 0] + [b.offset + b.size for b in buffers])
+    return plan
+
 
 def __getattr__(name: str):
     # The plan checker's code ships with the full wheel only (tools/packaging/components.py).

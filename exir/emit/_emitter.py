@@ -596,7 +596,7 @@ class _MethodEmitter:
                    if id(b) not in self.shared_offset]
         arenas = memory_planning.plan_method(self.name, buffers, self.memory_plan,
                                              self.program.config.enable_non_cpu_memory_planning,
-                                             self.shared_state is not None)
+                                             self.shared_state is not None, self.ep)
         for p in self.planned:
             shared = self.shared_offset.get(id(p.buffer))
             p.value.allocation_info = (S.AllocationDetails.at(p.buffer.memory_id, p.buffer.offset) if shared is None

@@ -393,7 +393,7 @@ class EdgeProgramManager:
         program = state.program(plans)
         data_files = state.data_files()
         manager = ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
-                                           data_files, debug_handles)
+                                           data_files, debug_handles, state.external.files)
         if self._etrecord is not None:
             manager._etrecord = self._etrecord.for_executorch(self._programs, manager)
         return manager
@@ -404,8 +404,10 @@ class ExecutorchProgramManager:
 
     def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig,
                  delegate_calls: Optional[dict] = None, config_methods: Iterable[str] = (),
-                 data_files: Optional[dict] = None, debug_handles: Optional[dict] = None):
+                 data_files: Optional[dict] = None, debug_handles: Optional[dict] = None,
+                 external_constants: Optional[dict] = None):
         self._program = program
+        self._external_constants = external_constants or {}  # .ptd name -> {fqn: (tensor, layout)}
         self._debug_handles = debug_handles or {}
         self._etrecord = None  # an ETRecord when the edge program was made with generate_etrecord=True
         self._data_payloads = data_files or {}
@@ -424,6 +426,13 @@ class ExecutorchProgramManager:
                      for pc, lowered in calls}
             for method, calls in self._delegate_calls.items()
         }
+
+    @property
+    def _emitter_output(self):
+        """The emission's `EmitterOutput`, as upstream's manager keeps it (full wheel)."""
+        from executorch.exir.emit._emit_program import emitter_output
+
+        return emitter_output(self)
 
     @property
     def debug_handle_map(self) -> dict[str, dict[int, int]]:
