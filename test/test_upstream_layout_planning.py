@@ -213,3 +213,79 @@ def test_emitter_output_counts_each_delegate_call_s_outputs():
     calls = [pc for pc, i in enumerate(plan.chains[0].instructions) if type(i.instr_args).__name__ == "DelegateCall"]
     assert calls and out.instruction_id_to_num_outs_map == {"forward": {pc: 2 for pc in calls}}
     assert emit_program(to_edge(torch.export.export(TwoOut(), inputs)).exported_program()).instruction_id_to_num_outs_map == {"forward": {}}
+
+
+# --- executorch.exir.capture: CaptureConfig and capture ----------------------------------------
+
+def test_capture_config_is_at_upstream_s_paths_and_refuses_old_tracers_by_name():
+    import executorch.exir as exir
+    from executorch.exir.capture import CaptureConfig
+    from executorch.exir.capture._config import CaptureConfig as Config
+
+    assert exir.CaptureConfig is CaptureConfig is Config
+    CaptureConfig()
+    CaptureConfig(enable_aot=True)
+    CaptureConfig(enable_dynamic_shape=True)
+    for kwargs, name in (({"pt2_mode": False}, "pt2_mode=False"),
+                         ({"enable_functionalization": False}, "enable_functionalization=False"),
+                         ({"_unlift": True}, "_unlift=True"), ({"_use_old_decomp_table": True}, "_use_old_decomp_table"),
+                         ({"_dynamo_config": object()}, "_dynamo_config"),
+                         ({"enable_aot": True, "enable_dynamic_shape": True}, "enable_dynamic_shape=True does nothing"),
+                         ({"enable_aot": "yes"}, "enable_aot must be True or False")):
+        with pytest.raises(ExportError, match=f"CaptureConfig.{name}"):
+            CaptureConfig(**kwargs)
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        return torch.nn.functional.silu(x * self.w)
+
+    def double(self, x):
+        return x * 2.0 + self.w
+
+
+def _targets(ep) -> set:
+    return {str(n.target) for n in ep.graph_module.graph.nodes if n.op == "call_function"}
+
+
+def test_capture_then_to_edge_then_to_executorch_runs():
+    import executorch.exir as exir
+
+    model, x = _Scale(), torch.randn(4, 3)
+    with pytest.warns(DeprecationWarning):
+        captured = exir.capture(model, (x,), exir.CaptureConfig())
+    assert "aten.silu.default" in _targets(captured.exported_program)  # traced as is, not decomposed
+    aot = exir.capture(model, (x,), exir.CaptureConfig(enable_aot=True)).exported_program
+    assert "aten.silu.default" not in _targets(aot)  # enable_aot: core ATen, as upstream's ahead-of-time path
+    assert_outputs_close([captured(x)], [model(x)])
+    edge = captured.to_edge()
+    with pytest.raises(ExportError, match="call to_edge"):
+        captured.to_executorch()
+    pm = edge.to_executorch()
+    for runtime in RUNTIMES.values():
+        assert_outputs_close(runtime.load_program(pm.buffer).load_method("forward").execute([x]), [model(x)])
+    # a module's method is exported in place of its forward; a plain function works too
+    method = exir.capture(model.double, (x,)).to_edge().to_executorch()
+    out = RUNTIMES["python"].load_program(method.buffer).load_method("forward").execute([x])
+    assert_outputs_close(out, [model.double(x)])
+    assert "forward" not in vars(model)
+    fn = exir.capture(lambda a, b: a @ b, (torch.randn(2, 3), torch.randn(3, 2))).exported_program
+    assert "aten.matmul.default" in _targets(fn)
+
+
+def test_capture_dynamic_shapes_need_the_option():
+    import executorch.exir as exir
+
+    x = torch.randn(4, 3)
+    dims = ({0: torch.export.Dim("n", min=2, max=8)},)
+    with pytest.raises(ExportError, match=r"needs CaptureConfig\(enable_dynamic_shape=True\)"):
+        exir.capture(_Scale(), (x,), exir.CaptureConfig(), dynamic_shapes=dims)
+    ep = exir.capture(_Scale(), (x,), exir.CaptureConfig(enable_dynamic_shape=True), dynamic_shapes=dims).exported_program
+    placeholder = next(n for n in ep.graph_module.graph.nodes if n.op == "placeholder" and n.name == "x")
+    assert not isinstance(placeholder.meta["val"].shape[0], int)
+    with pytest.raises(ExportError, match="args must be a tuple"):
+        exir.capture(_Scale(), x)

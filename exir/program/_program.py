@@ -429,10 +429,11 @@ class ExecutorchProgramManager:
 
     @property
     def _emitter_output(self):
-        """The emission's `EmitterOutput`, as upstream's manager keeps it (full wheel)."""
-        from executorch.exir.emit._emit_program import emitter_output
+        """The emission's `EmitterOutput`, as upstream's manager keeps it."""
+        from executorch.exir.emit._output import emitter_output
 
-        return emitter_output(self)
+        return emitter_output(self.executorch_program, self.debug_handle_map, self.delegate_map, self._delegate_calls,
+                              self._external_constants)
 
     @property
     def debug_handle_map(self) -> dict[str, dict[int, int]]:

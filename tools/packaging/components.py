@@ -114,11 +114,11 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "exir_tools", "upstream's graph tools that exporting does not need: SpecPropPass, the sym-shape passes, "
-        "memory_planning.Verifier, emit_program, _ExtendedHeader and Program <-> JSON",
+        "memory_planning.Verifier, emit_program, _ExtendedHeader and Program <-> JSON, the deprecated capture()",
         frozenset({FULL}),
         modules=("executorch.exir.passes.spec_prop_pass", "executorch.exir.passes.sym_shape_eval_pass",
                  "executorch.exir._plan_checks", "executorch.exir.emit._emit_program",
-                 "executorch.exir._serialize._pte_tools"),
+                 "executorch.exir._serialize._pte_tools", "executorch.exir.capture._capture"),
     ),
     Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
