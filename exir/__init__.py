@@ -25,6 +25,7 @@ __all__ = [
     "ExecutorchProgramManager",
     "ExportError",
     "SerializeError",
+    "Value",
     "capture",
     "to_edge",
     "to_edge_transform_and_lower",
@@ -34,6 +35,7 @@ __all__ = [
 _LAZY = {
     "CaptureConfig": "executorch.exir.capture._config",
     "capture": "executorch.exir.capture._capture",
+    "Value": "executorch.exir.capture._capture",
     "EdgeCompileConfig": "executorch.exir.config",
     "ExecutorchBackendConfig": "executorch.exir.config",
     "EdgeProgramManager": "executorch.exir.program._program",

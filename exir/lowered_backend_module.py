@@ -51,3 +51,17 @@ class LoweredBackendModule(torch.nn.Module):
         from executorch.exir.delegate import executorch_call_delegate
 
         return executorch_call_delegate(self, *args)
+
+
+
+def get_lowered_submodules(graph_module: torch.fx.GraphModule) -> list[tuple[str, LoweredBackendModule, torch.fx.Node]]:
+    """(attribute name, lowered module, the call node) for each delegate call in this graph (not in submodules)."""
+    from executorch.exir.delegate import executorch_call_delegate
+
+    return [(n.args[0].target, getattr(graph_module, n.args[0].target), n) for n in graph_module.graph.nodes
+            if n.op == "call_function" and n.target is executorch_call_delegate]
+
+
+def get_lowered_backend_modules(graph_module: torch.fx.GraphModule) -> list[LoweredBackendModule]:
+    """The lowered module of each delegate call in this graph."""
+    return [module for _, module, _ in get_lowered_submodules(graph_module)]

@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 import warnings
 from types import MethodType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import torch
 from torch.export import ExportedProgram
 
 from executorch.exir.capture._config import CaptureConfig, EdgeCompileConfig, ExecutorchBackendConfig
 from executorch.exir.error import ExportError
+
+
+# What a captured function takes and returns (upstream's `executorch.exir.Value`).
+Value = Union[None, bool, int, float, complex, str, torch.Tensor, tuple, list, dict]
 
 
 class _Function(torch.nn.Module):
@@ -24,7 +28,7 @@ class _Function(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _as_forward(module: torch.nn.Module, method: MethodType):
+def patch_forward(module: torch.nn.Module, method: MethodType):
     """`module` with `method` standing in for its forward while exporting."""
     module.forward = method
     try:
@@ -72,7 +76,7 @@ def capture(f: Callable, args: tuple, config: Optional[CaptureConfig] = None,
         raise ExportError("capture(dynamic_shapes=...) needs CaptureConfig(enable_dynamic_shape=True) or "
                           "CaptureConfig(enable_aot=True); without either the program is traced with static shapes")
     if isinstance(f, MethodType) and isinstance(f.__self__, torch.nn.Module):
-        context = _as_forward(f.__self__, f)
+        context = patch_forward(f.__self__, f)
     else:
         context = contextlib.nullcontext(f if isinstance(f, torch.nn.Module) else _Function(f))
     with context as module:

@@ -283,6 +283,11 @@ class EdgeProgramManager:
         return self._etrecord.for_edge(self._programs)
 
     @property
+    def _edge_programs(self) -> dict[str, ExportedProgram]:
+        """The edge program of each method, by name (upstream's attribute of that name)."""
+        return self._programs
+
+    @property
     def methods(self) -> set[str]:
         """The program methods; constant methods are in `config_methods`."""
         return set(self._programs)
@@ -448,6 +453,11 @@ class ExecutorchProgramManager:
                 "this program has no ETRecord; pass generate_etrecord=True to to_edge or "
                 "to_edge_transform_and_lower, then call get_etrecord() on the manager to_executorch returns")
         return self._etrecord
+
+    @property
+    def _edge_programs(self) -> dict[str, ExportedProgram]:
+        """The edge program of each method, by name (upstream's attribute of that name)."""
+        return self._programs
 
     @property
     def methods(self) -> set[str]:

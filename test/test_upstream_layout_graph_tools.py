@@ -1,0 +1,149 @@
+"""Upstream's graph-tool names (backend.utils, canonical partitioners, PassManager, small helpers), used as upstream's tests use them."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+
+from executorch.devtools.compare import assert_outputs_close
+from executorch.exir import to_edge
+from executorch.exir.error import ExportError
+
+from conftest import project_runtimes  # noqa: E402
+
+RUNTIMES = project_runtimes()
+
+
+class _Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x, y):
+        a = x @ self.w
+        b = a - 1.0
+        c = torch.relu(b + y)
+        return c * 2.0
+
+
+def _inputs():
+    return torch.randn(3, 4), torch.randn(3, 4)
+
+
+def _targets(nodes) -> list:
+    return sorted(str(n.target) for n in nodes)
+
+
+def test_all_node_partitioner_lowers_the_whole_graph_and_the_helpers_see_it():
+    from executorch.exir.backend.canonical_partitioners.all_node_partitioner import AllNodePartitioner
+    from executorch.exir.backend.utils import (format_delegated_graph, get_delegated_payload, get_delegates,
+                                               get_non_lowered_nodes)
+    from executorch.exir.lowered_backend_module import get_lowered_backend_modules, get_lowered_submodules
+
+    model, inputs = _Net(), _inputs()
+    edge = to_edge(torch.export.export(model, inputs)).to_backend(AllNodePartitioner("ExecutorBackend", []))
+    gm = edge.exported_program().graph_module
+    (holder,) = get_delegates(gm.graph)
+    assert get_non_lowered_nodes(gm.graph) == []  # only the delegate call and its getitem remain
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function" and n.target is operator.getitem]
+    ((name, lowered, call),) = get_lowered_submodules(gm)
+    assert name == holder.target and call.args[0] is holder and get_lowered_backend_modules(gm) == [lowered]
+    assert get_delegated_payload(gm) == {holder.name: ("ExecutorBackend", [], lowered.processed_bytes)}
+    assert not [p for p in edge.exported_program().graph_signature.input_specs if p.kind.name == "PARAMETER"]
+    text = format_delegated_graph(gm)
+    assert "backend_id: ExecutorBackend" in text and "lowered graph():" in text and "aten.mm.default" in text
+    pte = edge.to_executorch().buffer
+    for runtime in RUNTIMES.values():
+        assert_outputs_close(runtime.load_program(pte).load_method("forward").execute(list(inputs)), [model(*inputs)])
+
+
+def test_helpers_on_a_partly_lowered_graph():
+    from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
+    from executorch.exir.backend.utils import get_delegates, get_non_lowered_nodes
+
+    edge = to_edge(torch.export.export(_Net(), _inputs())).to_backend(
+        ExecutorBackendPartitioner([torch.ops.aten.mm.default]))
+    graph = edge.exported_program().graph_module.graph
+    assert len(get_delegates(graph)) == 1
+    assert _targets(get_non_lowered_nodes(graph)) == ["aten.add.Tensor", "aten.mul.Tensor", "aten.relu.default",
+                                                     "aten.sub.Tensor"]
+
+
+def test_pattern_op_partitions_from_patterns_nodes_and_op_support():
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    from executorch.exir.backend.canonical_partitioners.pattern_op_partitioner import (
+        generate_partitions_from_list_of_nodes, generate_pattern_op_partitions)
+
+    class AddRelu(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.relu(x + y)
+
+    class Mm(OperatorSupportBase):
+        def is_node_supported(self, submodules, node):
+            return node.op == "call_function" and node.target is torch.ops.aten.mm.default
+
+    gm = to_edge(torch.export.export(_Net(), _inputs())).exported_program().graph_module
+    pattern = to_edge(torch.export.export(AddRelu(), _inputs())).exported_program().graph_module.graph
+    (found,) = generate_pattern_op_partitions(gm, patterns=[pattern])
+    assert _targets(found.nodes) == ["aten.add.Tensor", "aten.relu.default"]
+    both = generate_pattern_op_partitions(gm, patterns=[pattern], op_support=Mm())
+    assert sorted(_targets(p.nodes) for p in both) == [["aten.add.Tensor", "aten.relu.default"], ["aten.mm.default"]]
+    sub = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.sub.Tensor)
+    (listed,) = generate_partitions_from_list_of_nodes(gm, [[sub]])
+    assert list(listed.nodes) == [sub] and "match" not in sub.meta
+    with pytest.raises(ValueError, match="needs pattern_list, op_support or both"):
+        generate_partitions_from_list_of_nodes(gm)
+
+
+def test_pass_manager_runs_nested_pass_lists_and_checks_the_module():
+    from executorch.exir.pass_manager import PassManager
+    from executorch.exir.passes import dead_code_elimination_pass
+
+    class Dead(torch.nn.Module):
+        def forward(self, x):
+            torch.sin(x)  # unused
+            return x + 1.0
+
+    gm = torch.export.export(Dead(), (torch.randn(3),)).graph_module
+    seen = []
+    result = PassManager(passes=[[lambda g: seen.append(len(g.graph.nodes))], dead_code_elimination_pass])(gm)
+    assert seen and result.modified
+    assert "aten.sin.default" not in _targets(n for n in result.graph_module.graph.nodes if n.op == "call_function")
+    traced = torch.fx.symbolic_trace(lambda x: x.relu())
+    with pytest.raises(ExportError, match="calls method 'relu'"):
+        PassManager(passes=[dead_code_elimination_pass], run_checks_after_each_pass=True)(traced)
+
+
+def test_small_helpers_at_upstream_paths():
+    import executorch.exir as exir
+    from executorch.exir import passes, schema
+    from executorch.exir._serialize.padding import aligned_size, pad_to, padding_required
+    from executorch.exir.capture._capture import patch_forward
+    from executorch.exir.passes import sym_shape_eval_pass
+    from executorch.exir.scalar_type import ScalarType
+
+    assert ScalarType is schema.ScalarType and ScalarType.FLOAT == 6
+    assert (aligned_size(5, 4), aligned_size(8, 4), padding_required(5, 4), padding_required(8, 4)) == (8, 8, 3, 0)
+    assert pad_to(b"ab", 4) == b"ab\0\0"
+    with pytest.raises(ValueError, match="longer than the padded length 2"):
+        pad_to(b"abc", 2)
+    assert passes.HintBasedSymShapeEvalPass is sym_shape_eval_pass.HintBasedSymShapeEvalPass
+    assert passes.ConstraintBasedSymShapeEvalPass is sym_shape_eval_pass.ConstraintBasedSymShapeEvalPass
+    assert torch.Tensor in exir.Value.__args__
+
+    class Two(torch.nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+        def other(self, x):
+            return x * 3.0
+
+    m, x = Two(), torch.ones(2)
+    with patch_forward(m, m.other):
+        assert torch.equal(m(x), x * 3.0)
+    assert torch.equal(m(x), x + 1.0)
+    edge = to_edge(torch.export.export(m, (x,)))
+    assert edge._edge_programs["forward"] is edge.exported_program()
