@@ -147,3 +147,39 @@ def test_small_helpers_at_upstream_paths():
     assert torch.equal(m(x), x + 1.0)
     edge = to_edge(torch.export.export(m, (x,)))
     assert edge._edge_programs["forward"] is edge.exported_program()
+
+
+class _Composite(torch.nn.Module):
+    """A module calling a lowered module, as upstream's examples compose them."""
+
+    def __init__(self, lowered) -> None:
+        super().__init__()
+        self.lowered = lowered
+
+    def forward(self, x, y):
+        return torch.sin(self.lowered(x, y)) + 1.0
+
+
+def test_a_module_calling_a_lowered_module_exports_and_runs():
+    from executorch.exir.backend.backend_api import to_backend
+    from executorch.exir.delegate import executorch_call_delegate
+    from executorch.exir.lowered_backend_module import get_lowered_submodules
+
+    class MulAdd(torch.nn.Module):
+        def forward(self, x, y):
+            return x * y + y
+
+    inputs = (torch.randn(3, 4), torch.randn(3, 4))
+    lowered = to_backend("ExecutorBackend", to_edge(torch.export.export(MulAdd(), inputs)).exported_program(), [])
+    model = _Composite(lowered)
+    assert_outputs_close([model(*inputs)], [torch.sin(MulAdd()(*inputs)) + 1.0])  # eager runs the partition's graph
+    ep = torch.export.export(model, inputs)
+    calls = [n for n in ep.graph.nodes if n.target is executorch_call_delegate]
+    assert len(calls) == 1 and isinstance(calls[0].meta["val"], torch.Tensor)  # one tensor out, no getitem
+    edge = to_edge(ep)
+    ((_, inner, _),) = get_lowered_submodules(edge.exported_program().graph_module)
+    assert inner.backend_id == "ExecutorBackend"
+    pte = edge.to_executorch().buffer
+    for runtime in RUNTIMES.values():
+        out = runtime.load_program(pte).load_method("forward").execute(list(inputs))
+        assert_outputs_close(out, [model(*inputs)])

@@ -457,8 +457,12 @@ class _MethodEmitter:
         args = []
         for a in node.args[1:]:
             args.append(self._node_value(a) if isinstance(a, fx.Node) else self._arg(a, None, node))
-        outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
-        self.node_values[node] = outs
+        val = node.meta["val"]
+        # A partition returns a tuple of tensors; a module that calls a lowered module and is then exported
+        # (torch traces the call as one node) may have it return a single tensor, used without a getitem.
+        single = isinstance(val, torch.Tensor)
+        outs = [self._planned_tensor(v, node) for v in ([val] if single else val)]
+        self.node_values[node] = outs[0] if single else outs
         index = len(self.delegates)
         self.delegates.append(self.program.delegates.add(lowered))
         self.delegate_calls.append((len(self.instructions), lowered))
