@@ -183,3 +183,30 @@ def test_a_module_calling_a_lowered_module_exports_and_runs():
     for runtime in RUNTIMES.values():
         out = runtime.load_program(pte).load_method("forward").execute(list(inputs))
         assert_outputs_close(out, [model(*inputs)])
+
+
+def test_is_identical_graph_and_the_demo_support_classes():
+    from torch.fx.passes.operator_support import any_chain
+
+    from executorch.exir.backend.canonical_partitioners.pattern_op_partitioner import generate_pattern_op_partitions
+    from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import AnyOperatorSupport
+    from executorch.exir.backend.test.op_partitioner_demo import AddOperatorSupport, MatmulOperatorSupport
+    from executorch.exir.backend.utils import is_identical_graph
+
+    def edge_gm(model):
+        return to_edge(torch.export.export(model, _inputs())).exported_program().graph_module
+
+    class Other(_Net):
+        def forward(self, x, y):
+            return torch.relu((x @ self.w - 1.0) - y) * 2.0  # a sub where _Net adds
+
+    assert is_identical_graph(edge_gm(_Net()), edge_gm(_Net()))
+    assert not is_identical_graph(edge_gm(_Net()), edge_gm(Other()))
+    gm = edge_gm(_Net())
+    (mm,) = generate_pattern_op_partitions(gm, op_support=MatmulOperatorSupport())
+    assert _targets(mm.nodes) == ["aten.mm.default"]
+    both = generate_pattern_op_partitions(gm, op_support=any_chain(AddOperatorSupport(), MatmulOperatorSupport()))
+    assert sorted(_targets(p.nodes) for p in both) == [["aten.add.Tensor"], ["aten.mm.default"]]
+    (everything,) = generate_pattern_op_partitions(gm, op_support=AnyOperatorSupport())
+    assert _targets(everything.nodes) == ["aten.add.Tensor", "aten.mm.default", "aten.mul.Tensor",
+                                          "aten.relu.default", "aten.sub.Tensor"]

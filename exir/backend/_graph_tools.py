@@ -1,4 +1,4 @@
-"""Looking into a lowered graph: its delegates, what stayed outside them, their payloads, a printout (upstream's backend.utils helpers)."""
+"""Looking into a lowered graph: its delegates, what stayed outside them, their payloads, a printout, a structural comparison (upstream's backend.utils helpers)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,18 @@ def get_non_lowered_nodes(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     """The operator calls left outside every delegate (delegate calls and their getitems excluded)."""
     return [n for n in graph.nodes if n.op == "call_function" and n.target is not executorch_call_delegate
             and not _is_delegate_getitem(n)]
+
+
+def is_identical_graph(graph_left: torch.fx.GraphModule, graph_right: torch.fx.GraphModule) -> bool:
+    """Whether the two graphs have the same nodes in the same order: same op, same target, and inputs at
+    the same positions."""
+    left, right = list(graph_left.graph.nodes), list(graph_right.graph.nodes)
+    if len(left) != len(right):
+        return False
+    at_left, at_right = {n: i for i, n in enumerate(left)}, {n: i for i, n in enumerate(right)}
+    return all(a.op == b.op and a.target == b.target
+               and [at_left[x] for x in a.all_input_nodes] == [at_right[x] for x in b.all_input_nodes]
+               for a, b in zip(left, right))
 
 
 def get_delegated_payload(graph_module: torch.fx.GraphModule) -> dict[str, tuple[str, list, bytes]]:

@@ -35,7 +35,7 @@ def tag_mutated_buffer(edge_program: ExportedProgram) -> None:
 
 
 _GRAPH_TOOLS = ("format_delegated_graph", "get_delegated_payload", "get_delegates", "get_non_lowered_nodes",
-                "print_delegated_graph")
+                "is_identical_graph", "print_delegated_graph")
 
 
 def __getattr__(name: str):
