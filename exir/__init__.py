@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CaptureConfig": "executorch.exir.capture._config",
+    "CaptureConfig": "executorch.exir.capture._capture",
     "capture": "executorch.exir.capture._capture",
     "Value": "executorch.exir.capture._capture",
     "EdgeCompileConfig": "executorch.exir.config",

@@ -54,14 +54,11 @@ class LoweredBackendModule(torch.nn.Module):
 
 
 
-def get_lowered_submodules(graph_module: torch.fx.GraphModule) -> list[tuple[str, LoweredBackendModule, torch.fx.Node]]:
-    """(attribute name, lowered module, the call node) for each delegate call in this graph (not in submodules)."""
-    from executorch.exir.delegate import executorch_call_delegate
 
-    return [(n.args[0].target, getattr(graph_module, n.args[0].target), n) for n in graph_module.graph.nodes
-            if n.op == "call_function" and n.target is executorch_call_delegate]
+def __getattr__(name: str):
+    # Graph inspection ships with the full wheel only (tools/packaging/components.py).
+    if name in ("get_lowered_submodules", "get_lowered_backend_modules"):
+        from executorch.exir.backend import _graph_tools
 
-
-def get_lowered_backend_modules(graph_module: torch.fx.GraphModule) -> list[LoweredBackendModule]:
-    """The lowered module of each delegate call in this graph."""
-    return [module for _, module, _ in get_lowered_submodules(graph_module)]
+        return getattr(_graph_tools, name)
+    raise AttributeError(f"module 'executorch.exir.lowered_backend_module' has no attribute {name!r}")

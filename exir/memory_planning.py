@@ -1,10 +1,12 @@
 """Memory planning: place every non-constant tensor in an arena, reusing space across lifetimes.
 
-A buffer is a run of bytes live over an inclusive range of instruction steps. Two buffers may
-share bytes only if their ranges don't overlap. Offsets are aligned; the arena size is the
-largest end offset. Planners are plain functions `list[Buffer] -> arena size` that fill in
-`Buffer.offset`. Buffers on a device (a delegate's side of a host/device copy) never share an
-arena with host buffers: `plan_by_device` plans each device's buffers in arenas of their own.
+A buffer (`executorch.exir._arena.Buffer`) is a run of bytes live over an inclusive range of
+instruction steps. Two buffers may share bytes only if their ranges don't overlap. Offsets are
+aligned; the arena size is the largest end offset. Planners are plain functions `list[Buffer] ->
+arena size` that fill in `Buffer.offset`; upstream's spec-based `greedy`, `naive` and
+`MemoryPlanningAlgorithmSuite` (full wheel, `executorch.exir._spec_planners`) are run through an
+adapter. Buffers on a device (a delegate's side of a host/device copy) never share an arena with
+host buffers: `plan_by_device` plans each device's buffers in arenas of their own.
 """
 
 from __future__ import annotations
@@ -14,27 +16,12 @@ import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple, Optional
 
-import torch
 from torch import fx
 
-from executorch.exir._serialize._alignment import is_power_of_two
+from executorch.exir._arena import Buffer, greedy_buffers, naive_buffers
+from executorch.exir._serialize._alignment import aligned, is_power_of_two
 from executorch.exir.error import ExportError
 from executorch.exir.tensor import ALIGNMENT as DEFAULT_ALIGNMENT
-
-
-@dataclass
-class Buffer:
-    """Storage for one tensor, or for a tensor and the views that alias it."""
-
-    size: int  # bytes, upper bound for dynamically shaped tensors
-    first: int  # first step at which it is live
-    last: int  # last step at which it is live
-    offset: Optional[int] = None
-    device: tuple = (0, 0)  # (schema.DeviceType, index) of the memory it lives in; (0, 0) is the host
-    memory_id: int = 1  # the arena `plan_by_device` placed it in
-
-    def overlaps(self, other: "Buffer") -> bool:
-        return self.first <= other.last and other.first <= self.last
 
 
 class Lifetime(NamedTuple):
@@ -81,39 +68,8 @@ def extend_lifetimes(graph: fx.Graph, buffer_of: Callable[[fx.Node], Optional[Bu
         src.last = max(src.last, dst.last)
 
 
-def _align(n: int, alignment: int) -> int:
-    return (n + alignment - 1) // alignment * alignment
-
-
-def _naive_buffers(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
-    """Every buffer gets its own bytes, one after another: no reuse."""
-    end = 0
-    for b in buffers:
-        b.offset = end
-        end = _align(end + b.size, alignment)
-    return end
-
-
-def _greedy_buffers(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
-    """Greedy by size: largest first, each at the lowest aligned offset where it fits between
-    the buffers already placed whose lifetimes overlap it."""
-    placed: list[Buffer] = []
-    arena = 0
-    for b in sorted(buffers, key=lambda b: (-b.size, b.first)):
-        busy = sorted((p.offset, p.offset + p.size) for p in placed if p.overlaps(b) and p.size)
-        offset = 0
-        for start, end in busy:
-            if offset + b.size <= start:
-                break
-            offset = max(offset, _align(end, alignment))
-        b.offset = offset
-        placed.append(b)
-        arena = max(arena, _align(offset + b.size, alignment))
-    return arena
-
-
 # The planners `MemoryPlanningPass(memory_planning_algo=NAME)` names: `(buffers, alignment) -> arena size`.
-PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": _greedy_buffers, "naive": _naive_buffers}
+PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": greedy_buffers, "naive": naive_buffers}
 
 HOST = (0, 0)
 
@@ -201,7 +157,11 @@ class MemoryPlanningPass:
         algo = self.memory_planning_algo
         if isinstance(algo, str):
             return PLANNERS[algo]
-        return _spec_planner(algo, graph_module, graph_signature) if _takes_specs(algo) else algo
+        if not _takes_specs(algo):
+            return algo
+        from executorch.exir._spec_planners import buffer_planner  # full wheel, as the algorithms are
+
+        return buffer_planner(algo, graph_module, graph_signature)
 
 
 def plan_method(method: str, buffers: list[Buffer], plan: "MemoryPlanningPass", by_device: bool,
@@ -236,9 +196,9 @@ class SharedState:
         """The offset of buffer `name` (`kind` its dtype and sizes); the first method to ask places it."""
         known = self.places.get(name)
         if known is None:
-            offset = _align(self.size, self.alignment)
+            offset = aligned(self.size, self.alignment)
             self.places[name] = (offset, nbytes, kind)
-            self.size = _align(offset + nbytes, self.alignment)
+            self.size = aligned(offset + nbytes, self.alignment)
             return offset
         if known[2] != kind:
             raise ExportError(
@@ -254,130 +214,14 @@ def filter_nodes(inputs) -> Iterable[fx.Node]:
     return (x for x in pytree.tree_leaves(inputs) if isinstance(x, fx.Node))
 
 
-# --- upstream's planner protocol: `(alignment, specs, graph_module, graph_signature, extra_padding)` ---
-
-@dataclass
-class SpecAllocResult:
-    """Where an algorithm places one TensorSpec: its arena, its storage object and its byte offset."""
-
-    mem_id: int
-    mem_obj_id: int
-    mem_offset: int
-
-
-@dataclass
-class MemoryAlgoResult:
-    """One algorithm's plan: each TensorSpec's placement, and each arena's size (index 0, constants, is 0)."""
-
-    spec_dict: dict
-    bufsizes: list
-
-
-def _disjoint_objects(buffers: list[Buffer], alignment: int) -> int:
-    """Largest first, each buffer whole in a storage object only buffers never live with it share;
-    the objects one after another (greedy without overlapping allocations)."""
-    objects: list[tuple[int, list[Buffer]]] = []
-    for b in sorted(buffers, key=lambda b: (-b.size, b.first)):
-        home = next((o for o in objects if not any(b.overlaps(x) for x in o[1])), None)
-        if home is None:
-            objects.append(home := (b.size, []))
-        home[1].append(b)
-    end = 0
-    for size, members in objects:
-        for b in members:
-            b.offset = end
-        end = _align(end + size, alignment)
-    return end
-
-
-def _plan_specs(planner: Callable[[list[Buffer], int], int], alignment: int, specs, graph_module,
-                extra_padding: int) -> MemoryAlgoResult:
-    """Run a buffer planner over TensorSpecs, arena by arena (a spec's preset `mem_id`, else 1), each
-    arena starting past the bytes `graph_module.input_mem_buffer_sizes` reserves in it; the specs
-    themselves are left as they are (but realigned), as upstream's algorithms leave them."""
-    reserved = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
-    groups: dict[int, list] = {}
-    for spec in specs:
-        if None in tuple(spec.lifetime):
-            raise ExportError(f"memory planning: {spec} has no lifetime; set spec.lifetime = [first, last] "
-                              "(the steps of its first and last use) before planning")
-        spec.realign(alignment)
-        groups.setdefault(1 if spec.mem_id is None else spec.mem_id, []).append(spec)
-    result = MemoryAlgoResult({}, [0, 0])
-    for mem_id, group in sorted(groups.items()):
-        base = reserved[mem_id] if mem_id < len(reserved) else 0
-        buffers = [Buffer(spec.nbytes(), *spec.lifetime) for spec in group]
-        size = planner(buffers, alignment)
-        objects = sorted({b.offset for b in buffers})  # one storage object per start offset
-        for spec, b in zip(group, buffers):
-            result.spec_dict[spec] = SpecAllocResult(mem_id, objects.index(b.offset), base + b.offset)
-        result.bufsizes += [0] * (mem_id + 1 - len(result.bufsizes))
-        result.bufsizes[mem_id] = base + size + extra_padding
-    return result
-
-
-def greedy(alignment, specs=None, graph_module=None, graph_signature=None, extra_padding: int = 0, *,
-           allow_overlapping_allocations: bool = True):
-    """Greedy by size: largest first, each at the lowest aligned offset where it fits beside the
-    tensors live with it; with allow_overlapping_allocations=False each tensor instead takes a whole
-    storage object, shared only with tensors never live with it. Returns a `MemoryAlgoResult` and
-    leaves the specs unplaced (`MemoryPlanningAlgorithmSuite` writes the best plan into them).
-    `greedy(buffers, alignment)`, this package's older form, places `Buffer`s and returns the arena size."""
-    planner = _greedy_buffers if allow_overlapping_allocations else _disjoint_objects
-    if isinstance(alignment, list):
-        return planner(alignment, DEFAULT_ALIGNMENT if specs is None else specs)
-    return _plan_specs(planner, alignment, specs, graph_module, extra_padding)
-
-
-def naive(alignment, specs=None, graph_module=None, graph_signature=None, extra_padding: int = 0):
-    """Every tensor its own bytes, one after another: no reuse. Forms as `greedy`'s."""
-    if isinstance(alignment, list):
-        return _naive_buffers(alignment, DEFAULT_ALIGNMENT if specs is None else specs)
-    return _plan_specs(_naive_buffers, alignment, specs, graph_module, extra_padding)
-
-
 def _algo_name(algo) -> str:
     return getattr(getattr(algo, "func", algo), "__name__", repr(algo))
 
 
-class MemoryPlanningAlgorithmSuite:
-    """Runs each algorithm of `algo_list` (default: greedy), keeps the plan with the smallest arenas,
-    writes it into the specs (`mem_id`, `mem_obj_id`, `mem_offset`) and returns its arena sizes."""
-
-    def __init__(self, algo_list: Optional[list] = None) -> None:
-        self.algo_list = list(algo_list or [greedy])
-
-    def __call__(self, alignment, specs=None, graph_module=None, graph_signature=None,
-                 extra_padding: int = 0):
-        if isinstance(alignment, list):  # the older form: (buffers, alignment) -> arena size
-            return self._plan_buffers(alignment, DEFAULT_ALIGNMENT if specs is None else specs)
-        specs = list(specs)
-        results = {_algo_name(a): a(alignment, specs, graph_module, graph_signature, extra_padding)
-                   for a in self.algo_list}
-        if len({len(r.bufsizes) for r in results.values()}) != 1:
-            raise ExportError(f"MemoryPlanningAlgorithmSuite: the algorithms {sorted(results)} planned different "
-                              "numbers of arenas; every algorithm must plan the same memory ids")
-        best = min(results.values(), key=lambda r: sum(r.bufsizes))
-        for spec, placed in best.spec_dict.items():
-            spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
-        return list(best.bufsizes)
-
-    def _plan_buffers(self, buffers: list[Buffer], alignment: int) -> int:
-        best = None
-        for algo in self.algo_list:
-            size = algo(buffers, alignment)
-            if best is None or size < best[0]:
-                best = (size, [b.offset for b in buffers])
-        for b, offset in zip(buffers, best[1]):
-            b.offset = offset
-        return best[0]
-
-
 def _takes_specs(algo) -> bool:
-    """Whether `algo` follows upstream's protocol rather than this package's `(buffers, alignment)`;
-    ExportError when it can be called neither way."""
-    if isinstance(algo, MemoryPlanningAlgorithmSuite) or getattr(algo, "func", algo) in (greedy, naive):
-        return True
+    """Whether `algo` follows upstream's protocol `(alignment, specs, graph_module, graph_signature,
+    extra_padding)` (greedy, naive, a MemoryPlanningAlgorithmSuite, a partial of one) rather than this
+    package's `(buffers, alignment)`; ExportError when it can be called neither way."""
     try:
         signature = inspect.signature(algo)
     except (TypeError, ValueError):
@@ -393,30 +237,8 @@ def _takes_specs(algo) -> bool:
         "(alignment, specs, graph_module, graph_signature, extra_padding) nor (buffers, alignment)")
 
 
-def _spec_planner(algo, graph_module, graph_signature) -> Callable[[list[Buffer], int], int]:
-    """A buffer planner running an upstream-style algorithm: one uint8 TensorSpec per buffer (its bytes,
-    its lifetime), the algorithm's plan read back from the specs (or from its `MemoryAlgoResult`)."""
-    def plan(buffers: list[Buffer], alignment: int) -> int:
-        from executorch.exir.tensor import TensorSpec
-
-        specs = []
-        for b in buffers:
-            spec = TensorSpec(torch.uint8, [b.size])
-            spec.lifetime = [b.first, b.last]
-            specs.append(spec)
-        sizes = algo(alignment, specs, graph_module, graph_signature, 0)
-        if isinstance(sizes, MemoryAlgoResult):  # a bare algorithm, not a suite: take its placements
-            for spec, placed in sizes.spec_dict.items():
-                spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
-            sizes = sizes.bufsizes
-        for spec, b in zip(specs, buffers):
-            if spec.mem_id != 1 or spec.mem_offset is None:
-                raise ExportError(
-                    f"memory_planning_algo {_algo_name(algo)} placed a tensor in memory id {spec.mem_id} at offset "
-                    f"{spec.mem_offset}; this exporter plans one arena (memory id 1) per device")
-            b.offset = spec.mem_offset
-        return max([sizes[1] if len(sizes) > 1 else 0] + [b.offset + b.size for b in buffers])
-    return plan
+# Upstream's spec-based planners ship with the full wheel only (tools/packaging/components.py).
+_SPEC_PLANNERS = ("MemoryAlgoResult", "MemoryPlanningAlgorithmSuite", "SpecAllocResult", "greedy", "naive")
 
 
 def __getattr__(name: str):
@@ -425,4 +247,8 @@ def __getattr__(name: str):
         from executorch.exir._plan_checks import Verifier
 
         return Verifier
+    if name in _SPEC_PLANNERS:
+        from executorch.exir import _spec_planners
+
+        return getattr(_spec_planners, name)
     raise AttributeError(f"module 'executorch.exir.memory_planning' has no attribute {name!r}")

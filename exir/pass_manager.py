@@ -1,4 +1,4 @@
-"""Upstream's `PassManager`: torch.fx's pass manager over a GraphModule, with nested pass lists flattened."""
+"""Upstream's `PassManager` (torch.fx's pass manager over a GraphModule, nested pass lists flattened) and `dead_code_elimination_pass`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from torch.fx.passes.infra.pass_manager import PassManager as _FxPassManager, pa
 from torch.utils import _pytree as pytree
 
 from executorch.exir.error import ExportError
+from executorch.exir.pass_base import PassResult
 
 PassType = Callable[[torch.fx.GraphModule], Optional[object]]
 
@@ -32,3 +33,10 @@ class PassManager(_FxPassManager):
         for node in module.graph.nodes:
             if node.op == "call_method":
                 raise ExportError(f"node {node.name} calls method {node.target!r}; edge graphs call operators only")
+
+
+def dead_code_elimination_pass(graph_module: torch.fx.GraphModule) -> PassResult:
+    """Drops the nodes whose values nothing uses (`executorch.exir.passes.dead_code_elimination_pass`)."""
+    modified = graph_module.graph.eliminate_dead_code()
+    graph_module.recompile()
+    return PassResult(graph_module, modified)

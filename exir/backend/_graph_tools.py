@@ -1,4 +1,4 @@
-"""Looking into a lowered graph: its delegates, what stayed outside them, their payloads, a printout, a structural comparison (upstream's backend.utils helpers)."""
+"""Upstream's helpers that look into a lowered graph: delegates, what stayed outside them, payloads, a printout, a comparison."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import operator
 
 import torch
 
-from executorch.exir.delegate import executorch_call_delegate
-from executorch.exir.lowered_backend_module import LoweredBackendModule
+from executorch.exir.delegate import executorch_call_delegate, is_lowered_module
 
 
 def _is_delegate_getitem(node: torch.fx.Node) -> bool:
@@ -38,12 +37,23 @@ def is_identical_graph(graph_left: torch.fx.GraphModule, graph_right: torch.fx.G
                for a, b in zip(left, right))
 
 
+def get_lowered_submodules(graph_module: torch.fx.GraphModule) -> list[tuple]:
+    """(attribute name, lowered module, the call node) for each delegate call in this graph (not in submodules)."""
+    return [(n.args[0].target, getattr(graph_module, n.args[0].target), n) for n in graph_module.graph.nodes
+            if n.op == "call_function" and n.target is executorch_call_delegate]
+
+
+def get_lowered_backend_modules(graph_module: torch.fx.GraphModule) -> list:
+    """The lowered module of each delegate call in this graph."""
+    return [module for _, module, _ in get_lowered_submodules(graph_module)]
+
+
 def get_delegated_payload(graph_module: torch.fx.GraphModule) -> dict[str, tuple[str, list, bytes]]:
     """Per lowered module's attribute name: (backend id, compile specs, the payload its preprocess made)."""
     out = {}
     for node in get_delegates(graph_module.graph):
         module = getattr(graph_module, node.target, None)
-        if isinstance(module, LoweredBackendModule):
+        if is_lowered_module(module):
             out[node.name] = (module.backend_id, module.compile_specs, module.processed_bytes)
     return out
 

@@ -1,4 +1,4 @@
-"""Helpers partitioners call: give constants and mutated buffers the tag of the nodes using them (and, full wheel, look into a lowered graph)."""
+"""Helpers partitioners call: give constants and mutated buffers the tag of their users (full wheel: look into lowered graphs)."""
 
 from __future__ import annotations
 

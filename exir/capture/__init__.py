@@ -3,16 +3,17 @@
 import sys
 import types
 
-from executorch.exir.capture._config import CaptureConfig, EdgeCompileConfig, ExecutorchBackendConfig
+from executorch.exir.capture._config import EdgeCompileConfig, ExecutorchBackendConfig
 
 __all__ = ["CaptureConfig", "EdgeCompileConfig", "ExecutorchBackendConfig", "capture"]
 
 
 def __getattr__(name: str):
-    if name == "capture":
-        from executorch.exir.capture._capture import capture
+    # capture and CaptureConfig ship with the full wheel only (tools/packaging/components.py).
+    if name in ("capture", "CaptureConfig"):
+        from executorch.exir.capture import _capture
 
-        return capture
+        return getattr(_capture, name)
     raise AttributeError(f"module 'executorch.exir.capture' has no attribute {name!r}")
 
 

@@ -6,21 +6,16 @@ __all__ = ["ConstraintBasedSymShapeEvalPass", "HintBasedSymShapeEvalPass", "Memo
            "dead_code_elimination_pass"]
 
 
-def dead_code_elimination_pass(graph_module):
-    """Drops the nodes whose values nothing uses (upstream's pass of that name); returns a PassResult."""
-    from executorch.exir.pass_base import PassResult
-
-    modified = graph_module.graph.eliminate_dead_code()
-    graph_module.recompile()
-    return PassResult(graph_module, modified)
-
-
 def __getattr__(name: str):
     # These passes' code ships with the full wheel only (tools/packaging/components.py).
     if name == "SpecPropPass":
         from executorch.exir.passes.spec_prop_pass import SpecPropPass
 
         return SpecPropPass
+    if name == "dead_code_elimination_pass":
+        from executorch.exir.pass_manager import dead_code_elimination_pass
+
+        return dead_code_elimination_pass
     if name in ("ConstraintBasedSymShapeEvalPass", "HintBasedSymShapeEvalPass"):
         from executorch.exir.passes import sym_shape_eval_pass
 
