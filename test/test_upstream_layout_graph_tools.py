@@ -210,3 +210,16 @@ def test_is_identical_graph_and_the_demo_support_classes():
     (everything,) = generate_pattern_op_partitions(gm, op_support=AnyOperatorSupport())
     assert _targets(everything.nodes) == ["aten.add.Tensor", "aten.mm.default", "aten.mul.Tensor",
                                           "aten.relu.default", "aten.sub.Tensor"]
+
+
+def test_inspect_node_points_at_the_node_and_its_source():
+    from executorch.exir.print_program import inspect_node
+
+    graph = to_edge(torch.export.export(_Net(), _inputs())).exported_program().graph
+    relu = next(n for n in graph.nodes if n.target is torch.ops.aten.relu.default)
+    text = inspect_node(graph, relu)
+    marked = [line for line in text.splitlines() if line.startswith("-->")]
+    assert len(marked) == 1 and "%relu" in marked[0] and "aten.relu.default" in marked[0]
+    assert "Traceback (most recent call last):" in text and "torch.relu(b + y)" in text  # the line of _Net.forward
+    placeholder = next(iter(graph.nodes))
+    assert "Traceback" not in inspect_node(graph, placeholder)
