@@ -1,4 +1,5 @@
-"""Upstream's `PassManager` (torch.fx's pass manager over a GraphModule, nested pass lists flattened) and `dead_code_elimination_pass`."""
+"""Upstream's pass managers: `PassManager` over a GraphModule (torch.fx's, nested pass lists flattened),
+`ExportedProgramPassManager` over an ExportedProgram; and `dead_code_elimination_pass`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from torch.fx.passes.infra.pass_manager import PassManager as _FxPassManager, pa
 from torch.utils import _pytree as pytree
 
 from executorch.exir.error import ExportError
-from executorch.exir.pass_base import PassResult
+from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult, PassResult
+from executorch.exir.passes._graph import _copy_program
 
 PassType = Callable[[torch.fx.GraphModule], Optional[object]]
 
@@ -28,11 +30,56 @@ class PassManager(_FxPassManager):
         """The module is a linted GraphModule that calls no methods (only a delegate may)."""
         if not isinstance(module, torch.fx.GraphModule):
             raise ExportError(f"PassManager runs on a torch.fx.GraphModule, not {type(module).__name__}")
-        module.recompile()
-        module.graph.lint()
-        for node in module.graph.nodes:
-            if node.op == "call_method":
-                raise ExportError(f"node {node.name} calls method {node.target!r}; edge graphs call operators only")
+        _check_graph(module)
+
+
+def _check_graph(module: torch.fx.GraphModule) -> None:
+    module.recompile()
+    module.graph.lint()
+    for node in module.graph.nodes:
+        if node.op == "call_method":
+            raise ExportError(f"node {node.name} calls method {node.target!r}; edge graphs call operators only")
+
+
+class ExportedProgramPassManager:
+    """Runs `passes` in order over an ExportedProgram, `steps` times at most (stopping once a round changes
+    nothing): an ExportedProgramPassBase gets the program, any other pass its graph module (returning a
+    PassResult, a GraphModule or None) and the signature follows the graph. Returns an
+    ExportedProgramPassResult. Passes run on a copy of the graph, so the program given keeps its graph
+    (its tensors are shared, as upstream's shallow copy shares them)."""
+
+    def __init__(self, passes: Optional[list] = None, run_checks_after_each_pass: bool = False,
+                 steps: int = 1) -> None:
+        self.passes = pytree.tree_leaves(passes or [])
+        self.run_checks_after_each_pass = run_checks_after_each_pass
+        self.steps = steps
+
+    def __call__(self, exported_program) -> ExportedProgramPassResult:
+        ep = _copy_program(exported_program)
+        self.check(ep)
+        modified = False
+        for _ in range(self.steps):
+            changed = False
+            for p in self.passes:
+                if isinstance(p, ExportedProgramPassBase):
+                    result = p(ep)
+                    ep, changed = result.exported_program, changed or result.modified
+                else:
+                    result = pass_result_wrapper(p)(ep.graph_module)
+                    if result.modified:
+                        ep, changed = _copy_program(ep, result.graph_module), True
+                if self.run_checks_after_each_pass:
+                    self.check(ep)
+            modified = modified or changed
+            if not changed:
+                break
+        self.check(ep)
+        return ExportedProgramPassResult(ep, modified)
+
+    def check(self, exported_program) -> None:
+        """The program's graph is linted and calls no methods; the program validates."""
+        _check_graph(exported_program.graph_module)
+        exported_program.validate()
 
 
 def dead_code_elimination_pass(graph_module: torch.fx.GraphModule) -> PassResult:

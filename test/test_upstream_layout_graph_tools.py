@@ -223,3 +223,45 @@ def test_inspect_node_points_at_the_node_and_its_source():
     assert "Traceback (most recent call last):" in text and "torch.relu(b + y)" in text  # the line of _Net.forward
     placeholder = next(iter(graph.nodes))
     assert "Traceback" not in inspect_node(graph, placeholder)
+
+
+def test_exported_program_pass_manager_runs_graph_and_program_passes():
+    from executorch.exir import EdgeProgramManager
+    from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult, ExportPassBaseError
+    from executorch.exir.pass_manager import ExportedProgramPassManager
+
+    class AddToMul:  # a graph pass, returning None: changed in place
+        def __call__(self, gm):
+            for n in gm.graph.nodes:
+                if n.target is torch.ops.aten.add.Tensor:
+                    n.target = torch.ops.aten.mul.Tensor
+
+    class DoubleWeight(ExportedProgramPassBase):
+        def call(self, ep):
+            ep.state_dict["w"] = torch.nn.Parameter(ep.state_dict["w"].detach() * 2.0)
+            return ExportedProgramPassResult(ep, True)
+
+    class NeedsNoAdd(ExportedProgramPassBase):
+        def requires(self, ep):
+            if any(n.target is torch.ops.aten.add.Tensor for n in ep.graph.nodes):
+                raise ExportPassBaseError("add still in the graph")
+
+        def call(self, ep):
+            return ExportedProgramPassResult(ep, False)
+
+    model, inputs = _Net(), _inputs()
+    edge = to_edge(torch.export.export(model, inputs)).exported_program()
+    before = [str(n.target) for n in edge.graph.nodes]
+    result = ExportedProgramPassManager(passes=[[AddToMul()], NeedsNoAdd(), DoubleWeight()])(edge)
+    assert isinstance(result, ExportedProgramPassResult) and result.modified
+    assert [str(n.target) for n in edge.graph.nodes] == before  # the program given keeps its graph
+    ops = [n.target for n in result.exported_program.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.add.Tensor not in ops and ops.count(torch.ops.aten.mul.Tensor) == 2
+    w = model.w.detach() * 2.0
+    x, y = inputs
+    want = torch.relu((x @ w - 1.0) * y) * 2.0
+    pte = EdgeProgramManager({"forward": result.exported_program}).to_executorch().buffer
+    assert_outputs_close(RUNTIMES["python"].load_program(pte).load_method("forward").execute(list(inputs)), [want])
+    with pytest.raises(ExportPassBaseError, match="add still in the graph"):
+        ExportedProgramPassManager(passes=[NeedsNoAdd()])(edge)
+    assert not ExportedProgramPassManager(passes=[NeedsNoAdd()])(result.exported_program).modified
