@@ -17,6 +17,7 @@ from executorch.exir._torch_check import require_torch
 from executorch.exir.error import ExportError, SerializeError
 
 __all__ = [
+    "CaptureConfig",
     "EdgeCompileConfig",
     "EdgeProgramManager",
     "ExecutorchBackendConfig",
@@ -24,12 +25,17 @@ __all__ = [
     "ExecutorchProgramManager",
     "ExportError",
     "SerializeError",
+    "Value",
+    "capture",
     "to_edge",
     "to_edge_transform_and_lower",
     "to_edge_with_preserved_ops",
 ]
 
 _LAZY = {
+    "CaptureConfig": "executorch.exir.capture._capture",
+    "capture": "executorch.exir.capture._capture",
+    "Value": "executorch.exir.capture._capture",
     "EdgeCompileConfig": "executorch.exir.config",
     "ExecutorchBackendConfig": "executorch.exir.config",
     "EdgeProgramManager": "executorch.exir.program._program",

@@ -51,3 +51,14 @@ class LoweredBackendModule(torch.nn.Module):
         from executorch.exir.delegate import executorch_call_delegate
 
         return executorch_call_delegate(self, *args)
+
+
+
+
+def __getattr__(name: str):
+    # Graph inspection ships with the full wheel only (tools/packaging/components.py).
+    if name in ("get_lowered_submodules", "get_lowered_backend_modules"):
+        from executorch.exir.backend import _graph_tools
+
+        return getattr(_graph_tools, name)
+    raise AttributeError(f"module 'executorch.exir.lowered_backend_module' has no attribute {name!r}")

@@ -1,38 +1,27 @@
 """Memory planning: place every non-constant tensor in an arena, reusing space across lifetimes.
 
-A buffer is a run of bytes live over an inclusive range of instruction steps. Two buffers may
-share bytes only if their ranges don't overlap. Offsets are aligned; the arena size is the
-largest end offset. Planners are plain functions `list[Buffer] -> arena size` that fill in
-`Buffer.offset`. Buffers on a device (a delegate's side of a host/device copy) never share an
-arena with host buffers: `plan_by_device` plans each device's buffers in arenas of their own.
+A buffer (`executorch.exir._arena.Buffer`) is a run of bytes live over an inclusive range of
+instruction steps. Two buffers may share bytes only if their ranges don't overlap. Offsets are
+aligned; the arena size is the largest end offset. Planners are plain functions `list[Buffer] ->
+arena size` that fill in `Buffer.offset`; upstream's spec-based `greedy`, `naive` and
+`MemoryPlanningAlgorithmSuite` (full wheel, `executorch.exir._spec_planners`) are run through an
+adapter. Buffers on a device (a delegate's side of a host/device copy) never share an arena with
+host buffers: `plan_by_device` plans each device's buffers in arenas of their own.
 """
 
 from __future__ import annotations
 
+import inspect
 import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple, Optional
 
 from torch import fx
 
-from executorch.exir._serialize._alignment import is_power_of_two
+from executorch.exir._arena import Buffer, greedy_buffers, naive_buffers
+from executorch.exir._serialize._alignment import aligned, is_power_of_two
 from executorch.exir.error import ExportError
 from executorch.exir.tensor import ALIGNMENT as DEFAULT_ALIGNMENT
-
-
-@dataclass
-class Buffer:
-    """Storage for one tensor, or for a tensor and the views that alias it."""
-
-    size: int  # bytes, upper bound for dynamically shaped tensors
-    first: int  # first step at which it is live
-    last: int  # last step at which it is live
-    offset: Optional[int] = None
-    device: tuple = (0, 0)  # (schema.DeviceType, index) of the memory it lives in; (0, 0) is the host
-    memory_id: int = 1  # the arena `plan_by_device` placed it in
-
-    def overlaps(self, other: "Buffer") -> bool:
-        return self.first <= other.last and other.first <= self.last
 
 
 class Lifetime(NamedTuple):
@@ -79,38 +68,8 @@ def extend_lifetimes(graph: fx.Graph, buffer_of: Callable[[fx.Node], Optional[Bu
         src.last = max(src.last, dst.last)
 
 
-def _align(n: int, alignment: int) -> int:
-    return (n + alignment - 1) // alignment * alignment
-
-
-def naive(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
-    """Every buffer gets its own bytes, one after another: no reuse."""
-    end = 0
-    for b in buffers:
-        b.offset = end
-        end = _align(end + b.size, alignment)
-    return end
-
-
-def greedy(buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
-    """Greedy by size: largest first, each at the lowest aligned offset where it fits between
-    the buffers already placed whose lifetimes overlap it."""
-    placed: list[Buffer] = []
-    arena = 0
-    for b in sorted(buffers, key=lambda b: (-b.size, b.first)):
-        busy = sorted((p.offset, p.offset + p.size) for p in placed if p.overlaps(b) and p.size)
-        offset = 0
-        for start, end in busy:
-            if offset + b.size <= start:
-                break
-            offset = max(offset, _align(end, alignment))
-        b.offset = offset
-        placed.append(b)
-        arena = max(arena, _align(offset + b.size, alignment))
-    return arena
-
-
-PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": greedy, "naive": naive}
+# The planners `MemoryPlanningPass(memory_planning_algo=NAME)` names: `(buffers, alignment) -> arena size`.
+PLANNERS: dict[str, Callable[[list[Buffer], int], int]] = {"greedy": greedy_buffers, "naive": naive_buffers}
 
 HOST = (0, 0)
 
@@ -145,7 +104,8 @@ def verify(buffers: list[Buffer]) -> None:
 
 @dataclass
 class MemoryPlanningPass:
-    """How to plan a method's memory: the algorithm ("greedy" or "naive", or a callable
+    """How to plan a method's memory: the algorithm ("greedy" or "naive"; an upstream-style callable
+    such as `MemoryPlanningAlgorithmSuite(algo_list=[greedy, naive])`; or a callable
     `(buffers, alignment) -> arena size`), the alignment of every tensor, and whether graph
     inputs get planned memory (with alloc_graph_input=False the runtime reads the caller's input
     memory in place). Outputs and mutable buffers always get planned memory. With
@@ -178,6 +138,8 @@ class MemoryPlanningPass:
                 f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "
                 "buffers always get planned memory here; pass alloc_mutable_buffers=True"
             )
+        if self.memory_planning_algo is None:  # upstream's default, a suite of greedy alone: the same plan
+            self.memory_planning_algo = "greedy"
         algo = self.memory_planning_algo
         if isinstance(algo, str) and algo not in PLANNERS:
             raise ExportError(
@@ -185,20 +147,29 @@ class MemoryPlanningPass:
             )
         if not (isinstance(algo, str) or callable(algo)):
             raise ExportError(f"memory_planning_algo must be a planner name or a callable, not {type(algo).__name__}")
+        if callable(algo):
+            _takes_specs(algo)
         if not is_power_of_two(self.alignment):
             raise ExportError(f"alignment={self.alignment!r} must be a positive power of two, e.g. 16")
 
-    @property
-    def planner(self) -> Callable[[list[Buffer], int], int]:
+    def planner(self, graph_module=None, graph_signature=None) -> Callable[[list[Buffer], int], int]:
+        """The buffer planner to run; an upstream-style algorithm is given this graph and signature."""
         algo = self.memory_planning_algo
-        return PLANNERS[algo] if isinstance(algo, str) else algo  # type: ignore[return-value]
+        if isinstance(algo, str):
+            return PLANNERS[algo]
+        if not _takes_specs(algo):
+            return algo
+        from executorch.exir._spec_planners import buffer_planner  # full wheel, as the algorithms are
+
+        return buffer_planner(algo, graph_module, graph_signature)
 
 
 def plan_method(method: str, buffers: list[Buffer], plan: "MemoryPlanningPass", by_device: bool,
-                shares_state: bool) -> list[tuple[int, tuple]]:
-    """Each arena's (size, device) for one method, the host's first; a method sharing state (arena 2)
-    has an arena 1, even an empty one."""
-    arenas = plan_by_device(buffers, plan.planner, plan.alignment, by_device)
+                shares_state: bool, ep=None) -> list[tuple[int, tuple]]:
+    """Each arena's (size, device) for one method (`ep` its program), the host's first; a method
+    sharing state (arena 2) has an arena 1, even an empty one."""
+    planner = plan.planner(*((ep.graph_module, ep.graph_signature) if ep is not None else ()))
+    arenas = plan_by_device(buffers, planner, plan.alignment, by_device)
     if shares_state and any(device != HOST for _, device in arenas):
         raise ExportError(
             f"method '{method}' has values on a device and shares its mutable buffers with other methods; "
@@ -225,9 +196,9 @@ class SharedState:
         """The offset of buffer `name` (`kind` its dtype and sizes); the first method to ask places it."""
         known = self.places.get(name)
         if known is None:
-            offset = _align(self.size, self.alignment)
+            offset = aligned(self.size, self.alignment)
             self.places[name] = (offset, nbytes, kind)
-            self.size = _align(offset + nbytes, self.alignment)
+            self.size = aligned(offset + nbytes, self.alignment)
             return offset
         if known[2] != kind:
             raise ExportError(
@@ -243,21 +214,32 @@ def filter_nodes(inputs) -> Iterable[fx.Node]:
     return (x for x in pytree.tree_leaves(inputs) if isinstance(x, fx.Node))
 
 
-class MemoryPlanningAlgorithmSuite:
-    """A planner running each of `algo_list` (default: greedy) and keeping the smallest plan."""
+def _algo_name(algo) -> str:
+    return getattr(getattr(algo, "func", algo), "__name__", repr(algo))
 
-    def __init__(self, algo_list: Optional[list] = None) -> None:
-        self.algo_list = list(algo_list or [greedy])
 
-    def __call__(self, buffers: list[Buffer], alignment: int = DEFAULT_ALIGNMENT) -> int:
-        best = None
-        for algo in self.algo_list:
-            size = algo(buffers, alignment)
-            if best is None or size < best[0]:
-                best = (size, [b.offset for b in buffers])
-        for b, offset in zip(buffers, best[1]):
-            b.offset = offset
-        return best[0]
+def _takes_specs(algo) -> bool:
+    """Whether `algo` follows upstream's protocol `(alignment, specs, graph_module, graph_signature,
+    extra_padding)` (greedy, naive, a MemoryPlanningAlgorithmSuite, a partial of one) rather than this
+    package's `(buffers, alignment)`; ExportError when it can be called neither way."""
+    try:
+        signature = inspect.signature(algo)
+    except (TypeError, ValueError):
+        return False  # no signature to read (a builtin): called the older way
+    for args, upstream in (((0, [], None, None, 0), True), (([], 0), False)):
+        try:
+            signature.bind(*args)
+            return upstream
+        except TypeError:
+            pass
+    raise ExportError(
+        f"memory_planning_algo {_algo_name(algo)}{signature} takes neither upstream's planner arguments "
+        "(alignment, specs, graph_module, graph_signature, extra_padding) nor (buffers, alignment)")
+
+
+# Upstream's spec-based planners ship with the full wheel only (tools/packaging/components.py).
+_SPEC_PLANNERS = ("MemoryAlgoResult", "MemoryPlanningAlgorithmSuite", "SpecAllocResult", "greedy", "naive")
+
 
 def __getattr__(name: str):
     # The plan checker's code ships with the full wheel only (tools/packaging/components.py).
@@ -265,4 +247,8 @@ def __getattr__(name: str):
         from executorch.exir._plan_checks import Verifier
 
         return Verifier
+    if name in _SPEC_PLANNERS:
+        from executorch.exir import _spec_planners
+
+        return getattr(_spec_planners, name)
     raise AttributeError(f"module 'executorch.exir.memory_planning' has no attribute {name!r}")

@@ -1,8 +1,10 @@
-"""`ExportPass`: a graph pass that rebuilds the graph node by node through overridable hooks."""
+"""`ExportPass`: a graph pass that rebuilds the graph node by node through overridable hooks; `ExportedProgramPassBase`, a pass over a whole program."""
 
 from __future__ import annotations
 
 import operator
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
@@ -12,7 +14,39 @@ from torch.utils import _pytree as pytree
 
 from executorch.exir.error import ExportError
 
-__all__ = ["ExportPass", "NodeMetadata", "PassResult", "ProxyValue"]
+__all__ = ["ExportPass", "ExportPassBaseError", "ExportedProgramPassBase", "ExportedProgramPassResult", "NodeMetadata",
+           "PassResult", "ProxyValue"]
+
+
+class ExportPassBaseError(RuntimeError):
+    """A pass found its input or its output not as it needs them."""
+
+
+@dataclass(frozen=True)
+class ExportedProgramPassResult:
+    exported_program: Any  # torch.export.ExportedProgram
+    modified: bool
+
+
+class ExportedProgramPassBase(ABC):
+    """A pass over a whole ExportedProgram (graph, signature, constants): `call` does the work and returns an
+    ExportedProgramPassResult; `requires` and `ensures` may check the program before and after."""
+
+    def __call__(self, exported_program) -> ExportedProgramPassResult:
+        self.requires(exported_program)
+        result = self.call(exported_program)
+        self.ensures(result.exported_program)
+        return result
+
+    @abstractmethod
+    def call(self, exported_program) -> ExportedProgramPassResult:
+        """The pass itself."""
+
+    def requires(self, exported_program) -> None:  # noqa: B027 (optional hook)
+        """Raise ExportPassBaseError if the program lacks what `call` needs."""
+
+    def ensures(self, exported_program) -> None:  # noqa: B027 (optional hook)
+        """Raise ExportPassBaseError if `call` left the program wrong."""
 
 
 class NodeMetadata:

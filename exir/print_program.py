@@ -1,4 +1,4 @@
-"""`pretty_print`: a `Program` (or any part of one) printed field by field, as its schema names them."""
+"""`pretty_print`: a `Program` (or any part of one) printed field by field, as its schema names them; `inspect_node`."""
 
 from __future__ import annotations
 
@@ -35,6 +35,17 @@ def print_program(program: s.Program, out: Optional[TextIO] = None) -> None:
         for c, chain in enumerate(plan.chains):
             for i, instr in enumerate(chain.instructions):
                 out.write(f"  {c}.{i}: {_instruction(plan, instr.instr_args)}\n")
+
+
+def inspect_node(graph: fx.Graph, node: fx.Node) -> str:
+    """The graph with `-->` before `node`'s line, then the node's spec and the stack trace that made it."""
+    lines = [f"{'-->' if n is node else '   '} {n.format_node()}" for n in graph.nodes]
+    text = "Here is the node in the graph module:\ngraph():\n" + "\n".join(lines) + f"\nThis node {node} has metadata of:\n"
+    if "spec" in node.meta:
+        text += f"The node spec:\n{node.meta['spec']}\n"
+    if node.meta.get("stack_trace"):
+        text += f"The node stacktrace:\nTraceback (most recent call last):\n{node.meta['stack_trace'].rstrip()}\n"
+    return text
 
 
 def _instruction(plan: s.ExecutionPlan, args: s.InstructionArguments) -> str:

@@ -272,7 +272,7 @@ def _buffers():
     return [Buffer(64, 0, 1), Buffer(64, 2, 3), Buffer(32, 1, 2), Buffer(16, 0, 3)]
 
 
-def test_algorithm_suite_keeps_the_smallest_plan():
+def test_algorithm_suite_keeps_the_smallest_plan_in_the_older_buffer_form():
     from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy, naive, verify
 
     sizes = {algo.__name__: algo(_buffers(), 16) for algo in (greedy, naive)}

@@ -1,4 +1,4 @@
-"""Helpers partitioners call: give constants and mutated buffers the tag of the nodes using them."""
+"""Helpers partitioners call: give constants and mutated buffers the tag of their users (full wheel: look into lowered graphs)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,16 @@ def tag_mutated_buffer(edge_program: ExportedProgram) -> None:
         tags = {u.meta.get("delegation_tag") for u in node.users}
         if len(tags) == 1 and None not in tags:
             node.meta["delegation_tag"] = tags.pop()
+
+
+_GRAPH_TOOLS = ("format_delegated_graph", "get_delegated_payload", "get_delegates", "get_non_lowered_nodes",
+                "is_identical_graph", "print_delegated_graph")
+
+
+def __getattr__(name: str):
+    # Graph inspection ships with the full wheel only (tools/packaging/components.py).
+    if name in _GRAPH_TOOLS:
+        from executorch.exir.backend import _graph_tools
+
+        return getattr(_graph_tools, name)
+    raise AttributeError(f"module 'executorch.exir.backend.utils' has no attribute {name!r}")

@@ -1,5 +1,14 @@
-"""Upstream's module path of the lowering configs; they are defined in `executorch.exir.config`."""
+"""Upstream's module path of the lowering configs (defined in `executorch.exir.config`), and `CaptureConfig` (full wheel)."""
 
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
 
-__all__ = ["EdgeCompileConfig", "ExecutorchBackendConfig"]
+__all__ = ["CaptureConfig", "EdgeCompileConfig", "ExecutorchBackendConfig"]
+
+
+def __getattr__(name: str):
+    # CaptureConfig ships with capture(), in the full wheel only (tools/packaging/components.py).
+    if name == "CaptureConfig":
+        from executorch.exir.capture._capture import CaptureConfig
+
+        return CaptureConfig
+    raise AttributeError(f"module 'executorch.exir.capture._config' has no attribute {name!r}")

@@ -1,11 +1,15 @@
-"""Emission: edge programs -> the in-memory `Program`; `emit_program` (full wheel) as upstream names it."""
+"""Emission: edge programs -> the in-memory `Program`; `emit_program` (full wheel) and `EmitterOutput` as upstream names them."""
 
 __all__ = ["EmitterOutput", "emit_program"]
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        from executorch.exir.emit import _emit_program
+    if name == "EmitterOutput":
+        from executorch.exir.emit._output import EmitterOutput
 
-        return getattr(_emit_program, name)
+        return EmitterOutput
+    if name == "emit_program":
+        from executorch.exir.emit._emit_program import emit_program
+
+        return emit_program
     raise AttributeError(f"module 'executorch.exir.emit' has no attribute {name!r}")

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from torch.export import ExportedProgram
 
-from executorch.exir import schema as S
-
-
-@dataclass
-class EmitterOutput:
-    """What emission makes: the program, per method each instruction's debug handle, and per method
-    each DelegateCall's backend and its debug-handle map."""
-
-    program: S.Program
-    debug_handle_map: dict[str, dict[int, int]]
-    method_to_delegate_debug_id_map: dict[str, dict[int, dict]]
-    mutable_data: Optional[list[S.Buffer]] = None
+from executorch.exir.emit._output import EmitterOutput
 
 
 def emit_program(methods: Union[ExportedProgram, dict[str, ExportedProgram]], emit_stacktrace: bool = False,
@@ -33,10 +21,4 @@ def emit_program(methods: Union[ExportedProgram, dict[str, ExportedProgram]], em
     config = ExecutorchBackendConfig(emit_stacktrace=emit_stacktrace,
                                      emit_mutable_buffer_names=emit_mutable_buffer_names)
     manager = EdgeProgramManager(programs, _check_constant_methods(prim_getters, programs)).to_executorch(config)
-    program = manager.executorch_program
-    mutable = None
-    if program.mutable_data_segments:
-        from executorch.exir._serialize._program import _extras
-
-        mutable = _extras(program)[0]
-    return EmitterOutput(program, manager.debug_handle_map, manager.delegate_map, mutable)
+    return manager._emitter_output

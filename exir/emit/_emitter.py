@@ -457,8 +457,12 @@ class _MethodEmitter:
         args = []
         for a in node.args[1:]:
             args.append(self._node_value(a) if isinstance(a, fx.Node) else self._arg(a, None, node))
-        outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
-        self.node_values[node] = outs
+        val = node.meta["val"]
+        # A partition returns a tuple of tensors; a module that calls a lowered module and is then exported
+        # (torch traces the call as one node) may have it return a single tensor, used without a getitem.
+        single = isinstance(val, torch.Tensor)
+        outs = [self._planned_tensor(v, node) for v in ([val] if single else val)]
+        self.node_values[node] = outs[0] if single else outs
         index = len(self.delegates)
         self.delegates.append(self.program.delegates.add(lowered))
         self.delegate_calls.append((len(self.instructions), lowered))
@@ -596,7 +600,7 @@ class _MethodEmitter:
                    if id(b) not in self.shared_offset]
         arenas = memory_planning.plan_method(self.name, buffers, self.memory_plan,
                                              self.program.config.enable_non_cpu_memory_planning,
-                                             self.shared_state is not None)
+                                             self.shared_state is not None, self.ep)
         for p in self.planned:
             shared = self.shared_offset.get(id(p.buffer))
             p.value.allocation_info = (S.AllocationDetails.at(p.buffer.memory_id, p.buffer.offset) if shared is None

@@ -1,14 +1,23 @@
-"""Graph passes of the export pipeline; `MemoryPlanningPass` and `SpecPropPass` are importable here as in ExecuTorch."""
+"""Graph passes of the export pipeline; upstream's names (`MemoryPlanningPass`, `SpecPropPass`, the sym-shape passes, `dead_code_elimination_pass`) importable here."""
 
 from executorch.exir.memory_planning import MemoryPlanningPass
 
-__all__ = ["MemoryPlanningPass", "SpecPropPass"]
+__all__ = ["ConstraintBasedSymShapeEvalPass", "HintBasedSymShapeEvalPass", "MemoryPlanningPass", "SpecPropPass",
+           "dead_code_elimination_pass"]
 
 
 def __getattr__(name: str):
-    # SpecPropPass's code ships with the full wheel only (tools/packaging/components.py).
+    # These passes' code ships with the full wheel only (tools/packaging/components.py).
     if name == "SpecPropPass":
         from executorch.exir.passes.spec_prop_pass import SpecPropPass
 
         return SpecPropPass
+    if name == "dead_code_elimination_pass":
+        from executorch.exir.pass_manager import dead_code_elimination_pass
+
+        return dead_code_elimination_pass
+    if name in ("ConstraintBasedSymShapeEvalPass", "HintBasedSymShapeEvalPass"):
+        from executorch.exir.passes import sym_shape_eval_pass
+
+        return getattr(sym_shape_eval_pass, name)
     raise AttributeError(f"module 'executorch.exir.passes' has no attribute {name!r}")

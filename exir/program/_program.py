@@ -283,6 +283,11 @@ class EdgeProgramManager:
         return self._etrecord.for_edge(self._programs)
 
     @property
+    def _edge_programs(self) -> dict[str, ExportedProgram]:
+        """The edge program of each method, by name (upstream's attribute of that name)."""
+        return self._programs
+
+    @property
     def methods(self) -> set[str]:
         """The program methods; constant methods are in `config_methods`."""
         return set(self._programs)
@@ -393,7 +398,7 @@ class EdgeProgramManager:
         program = state.program(plans)
         data_files = state.data_files()
         manager = ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
-                                           data_files, debug_handles)
+                                           data_files, debug_handles, state.external.files)
         if self._etrecord is not None:
             manager._etrecord = self._etrecord.for_executorch(self._programs, manager)
         return manager
@@ -404,8 +409,10 @@ class ExecutorchProgramManager:
 
     def __init__(self, program: S.Program, programs: dict[str, ExportedProgram], config: ExecutorchBackendConfig,
                  delegate_calls: Optional[dict] = None, config_methods: Iterable[str] = (),
-                 data_files: Optional[dict] = None, debug_handles: Optional[dict] = None):
+                 data_files: Optional[dict] = None, debug_handles: Optional[dict] = None,
+                 external_constants: Optional[dict] = None):
         self._program = program
+        self._external_constants = external_constants or {}  # .ptd name -> {fqn: (tensor, layout)}
         self._debug_handles = debug_handles or {}
         self._etrecord = None  # an ETRecord when the edge program was made with generate_etrecord=True
         self._data_payloads = data_files or {}
@@ -426,6 +433,14 @@ class ExecutorchProgramManager:
         }
 
     @property
+    def _emitter_output(self):
+        """The emission's `EmitterOutput`, as upstream's manager keeps it."""
+        from executorch.exir.emit._output import emitter_output
+
+        return emitter_output(self.executorch_program, self.debug_handle_map, self.delegate_map, self._delegate_calls,
+                              self._external_constants)
+
+    @property
     def debug_handle_map(self) -> dict[str, dict[int, int]]:
         """Per method, per instruction: the debug handle of the edge-graph node it was emitted from."""
         return {method: dict(handles) for method, handles in self._debug_handles.items()}
@@ -438,6 +453,11 @@ class ExecutorchProgramManager:
                 "this program has no ETRecord; pass generate_etrecord=True to to_edge or "
                 "to_edge_transform_and_lower, then call get_etrecord() on the manager to_executorch returns")
         return self._etrecord
+
+    @property
+    def _edge_programs(self) -> dict[str, ExportedProgram]:
+        """The edge program of each method, by name (upstream's attribute of that name)."""
+        return self._programs
 
     @property
     def methods(self) -> set[str]:

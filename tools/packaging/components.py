@@ -114,11 +114,17 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "exir_tools", "upstream's graph tools that exporting does not need: SpecPropPass, the sym-shape passes, "
-        "memory_planning.Verifier, emit_program, _ExtendedHeader and Program <-> JSON",
+        "memory_planning's Verifier and spec-based planners (greedy, naive, the suite), emit_program and "
+        "EmitterOutput, _ExtendedHeader and Program <-> JSON, the deprecated capture(), PassManager, the "
+        "lowered-graph helpers of backend.utils, the canonical partitioners, scalar_type and _serialize.padding",
         frozenset({FULL}),
         modules=("executorch.exir.passes.spec_prop_pass", "executorch.exir.passes.sym_shape_eval_pass",
                  "executorch.exir._plan_checks", "executorch.exir.emit._emit_program",
-                 "executorch.exir._serialize._pte_tools"),
+                 "executorch.exir._serialize._pte_tools", "executorch.exir.capture._capture",
+                 "executorch.exir.backend._graph_tools", "executorch.exir.pass_manager", "executorch.exir.scalar_type",
+                 "executorch.exir._serialize.padding", "executorch.exir._spec_planners", "executorch.exir.emit._output",
+                 "executorch.exir.backend.canonical_partitioners.all_node_partitioner",
+                 "executorch.exir.backend.canonical_partitioners.pattern_op_partitioner"),
     ),
     Component(
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",

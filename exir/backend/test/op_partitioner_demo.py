@@ -1,4 +1,4 @@
-"""`AddMulPartitionerDemo`: the partitioner of ExecuTorch's delegation tutorial; claims add and mm for BackendWithCompilerDemo."""
+"""`AddMulPartitionerDemo`: the partitioner of ExecuTorch's delegation tutorial; claims add and mm for BackendWithCompilerDemo (with `AddOperatorSupport` and `MatmulOperatorSupport`)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,25 @@ from typing import final
 import torch
 from torch.export import ExportedProgram
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
-from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.operator_support import OperatorSupportBase, any_chain
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.test.backend_with_compiler_demo import BackendWithCompilerDemo
 
 
-class _AddMmSupport(OperatorSupportBase):
+class AddOperatorSupport(OperatorSupportBase):
+    """Accepts add.Tensor nodes."""
+
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and node.target in (torch.ops.aten.add.Tensor, torch.ops.aten.mm.default)
+        return node.op == "call_function" and node.target is torch.ops.aten.add.Tensor
+
+
+class MatmulOperatorSupport(OperatorSupportBase):
+    """Accepts mm nodes."""
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        return node.op == "call_function" and node.target is torch.ops.aten.mm.default
 
 
 @final
@@ -26,7 +35,7 @@ class AddMulPartitionerDemo(Partitioner):
 
     def __init__(self) -> None:
         super().__init__()
-        self.op_support = _AddMmSupport()
+        self.op_support = any_chain(AddOperatorSupport(), MatmulOperatorSupport())
         self.delegation_spec = DelegationSpec(BackendWithCompilerDemo.__name__, [CompileSpec("max_value", bytes([4]))])
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:

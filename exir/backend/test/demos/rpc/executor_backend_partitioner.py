@@ -34,6 +34,13 @@ class _Supported(OperatorSupportBase):
         return self.ops is None or node.target in self.ops
 
 
+class AnyOperatorSupport(OperatorSupportBase):
+    """Accepts every call_function node (upstream's support class of that name)."""
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        return node.op == "call_function"
+
+
 class ExecutorBackendPartitioner(Partitioner):
     """Tags every operator node (or, with `ops`, the nodes of those ops) in convex groups, one
     partition per group, for the backend id "ExecutorBackend"."""

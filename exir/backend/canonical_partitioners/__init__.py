@@ -1,0 +1,1 @@
+"""Upstream's ready-made partitioners and partition helpers (`all_node_partitioner`, `pattern_op_partitioner`)."""
