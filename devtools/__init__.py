@@ -1,5 +1,4 @@
-"""Developer tools that ship in every wheel: output comparison, bundled programs (`BundledProgram`),
-ETDump/ETRecord and the `Inspector`."""
+"""Developer tools: output comparison, ETDump/ETRecord and the `Inspector` (every wheel); `BundledProgram` (full wheel)."""
 
 from typing import Any
 

@@ -71,13 +71,20 @@ COMPONENTS: tuple[Component, ...] = (
         requires=("flatbuffers>=24.3",),
     ),
     Component(
-        "devtools", "output comparison; ETDump (runtime profile) writer/reader, ETRecord, the Inspector "
-        "and the timeline; pandas/tabulate for the Inspector's tables and matplotlib for the profile command's "
-        "bar chart come with the devtools extra",
+        "devtools", "output comparison; ETDump (runtime profile) writer/reader, ETRecord and the Inspector; "
+        "pandas/tabulate for the Inspector's tables come with the devtools extra",
         EVERY_MODE,
         packages=("executorch.devtools", "executorch.devtools.etdump", "executorch.devtools.etrecord",
                   "executorch.devtools.inspector"),
-        extras=(("devtools", ("pandas", "tabulate", "matplotlib")),),
+        extras=(("devtools", ("pandas", "tabulate")),),
+    ),
+    Component(
+        "run_tools", "tools that time or view a run, which exporting does not need: the profile command "
+        "(matplotlib for its bar chart comes with the devtools extra) and the ETDump timeline; full wheel only, "
+        "to keep the minimal wheel within 300 KB",
+        frozenset({FULL}),
+        modules=("executorch.cli.profile", "executorch.devtools.timeline"),
+        extras=(("devtools", ("matplotlib",)),),
     ),
     Component(
         "cli", "the command line (python -m executorch.exir export|inspect|bundled|profile), on top of exir and runtime",
@@ -137,8 +144,9 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.extension.flat_tensor.**",),
     ),
     Component(
-        "bundled_program", ".bpte (program + test cases) serializer",
-        EVERY_MODE,
+        "bundled_program", ".bpte (program + test cases) serializer and runner, for checking a build on a "
+        "device; exporting a .pte does not need it; full wheel only, to keep the minimal wheel within 300 KB",
+        frozenset({FULL}),
         packages=("executorch.devtools.bundled_program.**",),
     ),
     Component(
