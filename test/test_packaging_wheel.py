@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 import zlib
 from pathlib import Path
@@ -101,12 +103,39 @@ def test_export_path_is_complete(minimal_wheel):
     assert expected <= names, sorted(expected - names)
 
 
-def test_ptd_and_bpte_serializers_ship(minimal_wheel):
+def test_ptd_serializer_ships_and_run_tools_stay_in_the_full_wheel(minimal_wheel):
     names = set(wheel_metadata(minimal_wheel)[0])
     flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix() for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
     assert "executorch/extension/flat_tensor/serialize/serialize.py" in flat_tensor
-    expected = flat_tensor | _source_modules(REPO / "devtools" / "bundled_program")
-    assert expected <= names, sorted(expected - names)
+    assert flat_tensor <= names, sorted(flat_tensor - names)
+    # The .bpte serializer and runner, the profile command and the timeline: full wheel only (300 KB budget).
+    full_only = _source_modules(REPO / "devtools" / "bundled_program") | {
+        "executorch/cli/profile.py", "executorch/devtools/timeline.py"}
+    assert "executorch/devtools/bundled_program/serialize/__init__.py" in full_only
+    assert not full_only & names, sorted(full_only & names)
+    assert {"executorch/devtools/inspector/_inspector.py", "executorch/devtools/__main__.py"} <= names
+
+
+def test_minimal_wheel_cli_refuses_full_wheel_commands_by_name(minimal_wheel, tmp_path):
+    with zipfile.ZipFile(minimal_wheel) as zf:
+        zf.extractall(tmp_path / "site")
+    # -S: the source tree's editable install is invisible; torch comes after the wheel.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), sysconfig.get_paths()["purelib"]])}
+    model = tmp_path / "m.py"
+    model.write_text("import torch\ndef make():\n    return torch.nn.ReLU(), (torch.randn(2),)\n")
+    cases = {
+        "--bundled": ["executorch.cli", "export", f"{model}:make", "-o", "m.pte", "--bundled", "m.bpte"],
+        "the bundled command": ["executorch.cli", "bundled", "m.bpte"],
+        "the profile command": ["executorch.cli", "profile", "m.pte"],
+        "the timeline command": ["executorch.devtools", "timeline", "x.etdp", "-o", "t.json"],
+    }
+    for what, argv in cases.items():
+        proc = subprocess.run([sys.executable, "-S", "-m", *argv], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 1, (what, proc.stdout, proc.stderr[-2000:])
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"error: {what} needs executorch.") and "full executorch wheel" in line, line
+    assert not (tmp_path / "m.pte").exists()  # --bundled is refused before anything is exported
 
 
 def test_executor_backend_partitioner_ships_at_the_published_path_and_lowers(minimal_wheel, tmp_path):
