@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from executorch.cli.errors import CliError, require_full_wheel
+from executorch.cli.errors import CliError
 
 
 @dataclass
@@ -24,8 +24,6 @@ def run_export(args: argparse.Namespace) -> int:
     """Export, summarize, verify; prints an OK or FAIL verdict line and returns the exit code."""
     import torch
 
-    if args.bundled is not None:  # refused before any work is done
-        require_full_wheel("executorch.devtools.bundled_program", "--bundled")
     source = resolve_model(args.model)
     torch.manual_seed(args.seed)
     model, inputs = call_factory(source)

@@ -117,7 +117,6 @@ def _run_export(args: argparse.Namespace) -> int:
 
 
 def _run_bundled(args: argparse.Namespace) -> int:
-    require_full_wheel("executorch.devtools.bundled_program", "the bundled command")
     from executorch.devtools.bundled_program.run import run_bundled_program
     from executorch.exir.error import SerializeError
     from executorch.runtime import ExecuTorchError

@@ -1,4 +1,5 @@
-"""Developer tools: output comparison, ETDump/ETRecord and the `Inspector` (every wheel); `BundledProgram` (full wheel)."""
+"""Developer tools that ship in every wheel: output comparison, bundled programs (`BundledProgram`),
+ETDump/ETRecord and the `Inspector`."""
 
 from typing import Any
 

@@ -107,12 +107,14 @@ def test_every_mode_ships_executor_backend_partitioner_and_nothing_else_under_te
     assert rpc in built.packages and rpc not in built.whole_packages
 
 
-def test_schemas_ship_with_flatc_only():
-    # The Python code writes and reads every format without them; they are input for flatc.
-    assert plan(REPO, Mode.MINIMAL).package_data == {}
-    data = plan(REPO, Mode.FULL).package_data
+def test_every_wheel_ships_the_schemas_of_its_formats():
+    # .pte, XNNPACK payload, .ptd and .bpte: the minimal wheel writes and reads them all (issues 3 and 12).
+    data = plan(REPO, Mode.MINIMAL).package_data
+    assert data == plan(REPO, Mode.FULL).package_data
     assert "schema/program.fbs" in data["executorch"] and "schema/scalar_type.fbs" in data["executorch"]
     assert data["executorch.backends.xnnpack.serialization"] == ["schema.fbs"]
+    assert data["executorch.extension.flat_tensor.serialize"] == ["flat_tensor.fbs"]
+    assert data["executorch.devtools.bundled_program.schema"] == ["bundled_program_schema.fbs"]
     shipped = [f for files in data.values() for f in files]
     assert all(f.endswith(".fbs") for f in shipped), shipped
 
@@ -135,7 +137,7 @@ def test_flatc_mode_adds_only_the_flatc_row():
         return
     with_flatc = plan(REPO, Mode.MINIMAL_FLATC)
     added = {row.name for row in with_flatc.rows} - {row.name for row in minimal.rows}
-    assert added == {"flatbuffers_ep", "schemas"} and not with_flatc.skipped
+    assert added == {"flatbuffers_ep"} and not with_flatc.skipped
     assert with_flatc.install_requires == minimal.install_requires
     assert with_flatc.kind is WheelKind.TOOL and with_flatc.install_components == ("flatc",)
     assert with_flatc.cmake_targets == ("flatbuffers_ep",) and not any(with_flatc.cmake_options.values())

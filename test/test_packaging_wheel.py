@@ -75,12 +75,11 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
     for folder in ("examples", "kernels", "tools", "bin", "test", "benchmarks"):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
-    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime.
+    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
     backends = [n for n in files if n.startswith("executorch/backends/")]
-    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith(".py")
+    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
                             for n in backends), backends
-    # No flatc input and no adapter to the compiled runtime: the minimal wheel has neither tool.
-    assert not [n for n in files if n.endswith(".fbs")]
+    # No adapter to the compiled runtime: the minimal wheel has no extension for it to import.
     assert "executorch/runtime/_native.py" not in files
     assert "executorch/setup.py" not in files and "executorch/_launch.py" not in files
     assert all(n.startswith(("executorch/", "executorch-")) for n in files)
@@ -92,7 +91,8 @@ def test_export_path_is_complete(minimal_wheel):
     (tools_row,) = [row for row in COMPONENTS if row.name == "exir_tools"]
     full_only = {m.replace(".", "/") + ".py" for m in tools_row.modules}
     assert full_only and not full_only & names
-    expected = _source_modules(REPO / "exir") - full_only | {"executorch/__init__.py"}
+    expected = _source_modules(REPO / "exir") - full_only | {"executorch/__init__.py", "executorch/schema/program.fbs",
+                                                             "executorch/schema/scalar_type.fbs"}
     if (REPO / "runtime" / "__init__.py").is_file():
         expected |= _source_modules(REPO / "runtime") - {"executorch/runtime/_native.py"}
     # The Python engine's XnnpackBackend, so the minimal wheel's CLI can check an XNNPACK export.
@@ -103,39 +103,59 @@ def test_export_path_is_complete(minimal_wheel):
     assert expected <= names, sorted(expected - names)
 
 
-def test_ptd_serializer_ships_and_run_tools_stay_in_the_full_wheel(minimal_wheel):
+def test_ptd_and_bpte_serializers_ship_with_their_schemas(minimal_wheel):
     names = set(wheel_metadata(minimal_wheel)[0])
     flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix() for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
     assert "executorch/extension/flat_tensor/serialize/serialize.py" in flat_tensor
-    assert flat_tensor <= names, sorted(flat_tensor - names)
-    # The .bpte serializer and runner, the profile command and the timeline: full wheel only (300 KB budget).
-    full_only = _source_modules(REPO / "devtools" / "bundled_program") | {
-        "executorch/cli/profile.py", "executorch/devtools/timeline.py"}
-    assert "executorch/devtools/bundled_program/serialize/__init__.py" in full_only
+    bundled = _source_modules(REPO / "devtools" / "bundled_program")
+    assert "executorch/devtools/bundled_program/serialize/__init__.py" in bundled
+    expected = (flat_tensor | bundled
+                | {"executorch/extension/flat_tensor/serialize/flat_tensor.fbs",
+                   "executorch/devtools/bundled_program/schema/bundled_program_schema.fbs",
+                   "executorch/backends/xnnpack/serialization/schema.fbs"})
+    assert expected <= names, sorted(expected - names)
+
+
+def test_run_tools_stay_in_the_full_wheel(minimal_wheel):
+    names = set(wheel_metadata(minimal_wheel)[0])
+    # The profile command and the timeline time or view a run: full wheel only (300 KB budget).
+    full_only = {"executorch/cli/profile.py", "executorch/devtools/timeline.py"}
     assert not full_only & names, sorted(full_only & names)
     assert {"executorch/devtools/inspector/_inspector.py", "executorch/devtools/__main__.py"} <= names
 
 
-def test_minimal_wheel_cli_refuses_full_wheel_commands_by_name(minimal_wheel, tmp_path):
-    with zipfile.ZipFile(minimal_wheel) as zf:
-        zf.extractall(tmp_path / "site")
+def _run_from_wheel(minimal_wheel, tmp_path, argv):
+    site = tmp_path / "site"
+    if not site.is_dir():
+        with zipfile.ZipFile(minimal_wheel) as zf:
+            zf.extractall(site)
     # -S: the source tree's editable install is invisible; torch comes after the wheel.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), sysconfig.get_paths()["purelib"]])}
-    model = tmp_path / "m.py"
-    model.write_text("import torch\ndef make():\n    return torch.nn.ReLU(), (torch.randn(2),)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]])}
+    return subprocess.run([sys.executable, "-S", "-m", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_minimal_wheel_cli_exports_and_runs_a_bundled_program(minimal_wheel, tmp_path):
+    (tmp_path / "m.py").write_text("import torch\ndef make():\n    return torch.nn.ReLU(), (torch.randn(2, 3),)\n")
+    export = _run_from_wheel(minimal_wheel, tmp_path, ["executorch.cli", "export", "m.py:make", "-o", "m.pte",
+                                                       "--bundled", "m.bpte"])
+    assert export.returncode == 0, (export.stdout, export.stderr[-2000:])
+    assert (tmp_path / "m.pte").stat().st_size > 0 and (tmp_path / "m.bpte").read_bytes()[4:8] == b"BP08"
+    run = _run_from_wheel(minimal_wheel, tmp_path, ["executorch.cli", "bundled", "m.bpte"])
+    assert run.returncode == 0, (run.stdout, run.stderr[-2000:])
+    assert run.stdout.strip().splitlines()[-1].startswith("OK: 1/1 test cases passed"), run.stdout
+
+
+def test_minimal_wheel_cli_refuses_full_wheel_commands_by_name(minimal_wheel, tmp_path):
     cases = {
-        "--bundled": ["executorch.cli", "export", f"{model}:make", "-o", "m.pte", "--bundled", "m.bpte"],
-        "the bundled command": ["executorch.cli", "bundled", "m.bpte"],
         "the profile command": ["executorch.cli", "profile", "m.pte"],
         "the timeline command": ["executorch.devtools", "timeline", "x.etdp", "-o", "t.json"],
     }
     for what, argv in cases.items():
-        proc = subprocess.run([sys.executable, "-S", "-m", *argv], env=env, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)
+        proc = _run_from_wheel(minimal_wheel, tmp_path, argv)
         assert proc.returncode == 1, (what, proc.stdout, proc.stderr[-2000:])
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith(f"error: {what} needs executorch.") and "full executorch wheel" in line, line
-    assert not (tmp_path / "m.pte").exists()  # --bundled is refused before anything is exported
 
 
 def test_executor_backend_partitioner_ships_at_the_published_path_and_lowers(minimal_wheel, tmp_path):

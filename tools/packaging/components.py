@@ -144,15 +144,14 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.extension.flat_tensor.**",),
     ),
     Component(
-        "bundled_program", ".bpte (program + test cases) serializer and runner, for checking a build on a "
-        "device; exporting a .pte does not need it; full wheel only, to keep the minimal wheel within 300 KB",
-        frozenset({FULL}),
+        "bundled_program", ".bpte (program + test cases) serializer and runner, for checking a build on a device",
+        EVERY_MODE,
         packages=("executorch.devtools.bundled_program.**",),
     ),
     Component(
-        "schemas", "the FlatBuffers schemas (.fbs) of the formats the Python code writes and reads: input for "
-        "the flatc these wheels ship (the Python code never reads them, so the minimal wheel goes without)",
-        frozenset({MINIMAL_FLATC, FULL}),
+        "schemas", "the FlatBuffers schemas (.fbs) of the formats the Python code writes and reads (.pte, "
+        "XNNPACK payloads, .ptd, .bpte): the formats' reference, and input for flatc",
+        EVERY_MODE,
         data=("schema/*.fbs", "backends/xnnpack/serialization/*.fbs", "extension/flat_tensor/serialize/*.fbs",
               "devtools/bundled_program/schema/*.fbs"),
     ),
