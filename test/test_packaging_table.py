@@ -9,7 +9,7 @@ import pytest
 
 from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
 from tools.packaging import sourcetree  # noqa: E402
-from tools.packaging.components import COMPONENTS, EXCLUDED  # noqa: E402
+from tools.packaging.components import COMPONENTS, EXCLUDED, ZOPFLI  # noqa: E402
 from tools.packaging.mode import BuildConfigError, Mode  # noqa: E402
 from tools.packaging.plan import WheelKind, absent_packages, classify, plan  # noqa: E402
 
@@ -71,7 +71,10 @@ def test_rows_are_well_formed():
 def test_minimal_plan_is_pure_python_with_only_flatbuffers():
     minimal = plan(REPO, Mode.MINIMAL)
     assert minimal.kind is WheelKind.PURE
-    assert not minimal.cmake_targets and not minimal.install_components and not minimal.build_requires
+    assert not minimal.cmake_targets and not minimal.install_components
+    # Its one build requirement is zopfli, which deflates its members; no other mode uses it.
+    assert minimal.build_requires == (ZOPFLI,) and minimal.zopfli
+    assert not plan(REPO, Mode.FULL).zopfli and ZOPFLI not in plan(REPO, Mode.FULL).build_requires
     assert [req.split(">")[0].split("=")[0] for req in minimal.install_requires] == ["flatbuffers"]
     assert not any(value for value in minimal.cmake_options.values())
     assert "executorch.exir" in minimal.whole_packages

@@ -207,10 +207,47 @@ def test_entries_are_dated_from_source_date_epoch_and_normalized(minimal_wheel):
     assert {info.external_attr >> 16 & 0o777 for info in files} == {0o644}
 
 
-def test_members_are_deflated_at_the_best_level(minimal_wheel):
-    # The wheel writer leaves zlib's default level (6); the build recompresses at 9, a lossless ~0.6 KB.
+def test_members_are_deflated_with_zopfli(minimal_wheel):
+    # The wheel writer leaves zlib's default level (6); the minimal build deflates every member again with
+    # zopfli (the same settings each time), into standard streams smaller than zlib's best level.
+    import zopfli.zlib
+
+    from tools.packaging.reproducible import ZOPFLI_ITERATIONS
+
     with zipfile.ZipFile(minimal_wheel) as zf:
         infos = zf.infolist()
         assert {info.compress_type for info in infos} == {zipfile.ZIP_DEFLATED}
-        at_best = [len(zlib.compress(zf.read(info), 9)) - 6 for info in infos]  # less zlib's header and checksum
-    assert [info.compress_size for info in infos] == at_best
+        assert zf.testzip() is None  # every stream inflates to its recorded CRC
+        datas = [zf.read(info) for info in infos]
+    # less zlib's 2-byte header and 4-byte checksum
+    by_zopfli = [len(zopfli.zlib.compress(d, numiterations=ZOPFLI_ITERATIONS, blocksplitting=0)) - 6 for d in datas]
+    at_best = [len(zlib.compress(d, 9)) - 6 for d in datas]
+    assert [info.compress_size for info in infos] == by_zopfli
+    assert sum(by_zopfli) < sum(at_best) - 5 * 1024, (sum(by_zopfli), sum(at_best))
+
+
+def test_zip_writer_matches_zipfile_at_the_best_level(minimal_wheel, tmp_path):
+    # The writer that lays out zopfli's streams, given zlib's level 9, gives zipfile's bytes exactly.
+    from tools.packaging.reproducible import recompress_zip
+
+    with zipfile.ZipFile(minimal_wheel) as src, zipfile.ZipFile(tmp_path / "by_zipfile.zip", "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    ours = tmp_path / "ours.zip"
+    ours.write_bytes((tmp_path / "by_zipfile.zip").read_bytes())
+    recompress_zip(ours)
+    assert ours.read_bytes() == (tmp_path / "by_zipfile.zip").read_bytes()
+
+
+def test_minimal_build_without_zopfli_fails_in_one_line_naming_the_fix(source_copy, tmp_path):
+    # A build without isolation where zopfli cannot be imported must not fall back to a bigger wheel.
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['zopfli'] = None\n")
+    pythonpath = os.pathsep.join(filter(None, [str(hide), os.environ.get("PYTHONPATH")]))
+    with pytest.raises(AssertionError) as err:
+        build_wheel(source_copy, tmp_path / "out", {**MINIMAL, "PYTHONPATH": pythonpath})
+    lines = [line.strip() for line in str(err.value).splitlines() if "zopfli" in line]  # pip indents them
+    assert lines and lines[0].startswith("error: the minimal wheel's members are deflated with zopfli"), lines
+    assert "pip install zopfli" in lines[0]
+    assert not list((tmp_path / "out").glob("*.whl"))

@@ -166,7 +166,8 @@ class BuildNative(build_ext):
 
 
 class BdistWheel(bdist_wheel):
-    """Tag the wheel from the plan's kind and zip it with normalized file modes, at the best deflate level."""
+    """Tag the wheel from the plan's kind and zip it with normalized file modes, deflated at zlib's best level
+    or, where the plan says so, with zopfli."""
 
     plan: BuildPlan
 
@@ -187,10 +188,14 @@ class BdistWheel(bdist_wheel):
         reproducible.normalize_modes(Path(self.bdist_dir))
 
     def run(self) -> None:
+        if self.plan.zopfli and importlib.util.find_spec("zopfli") is None:
+            raise SystemExit(
+                f"error: the {self.plan.mode.value} wheel's members are deflated with zopfli, which {sys.executable} "
+                "cannot import: pip install zopfli (or let pip's build isolation install it)")
         super().run()
         # bdist_wheel records the archive it wrote as the last bdist_wheel entry of dist_files.
         wheel = next(path for command, _, path in reversed(self.distribution.dist_files) if command == "bdist_wheel")
-        reproducible.recompress_zip(Path(wheel))
+        reproducible.recompress_zip(Path(wheel), zopfli=self.plan.zopfli)
 
 
 class EggInfo(egg_info):
