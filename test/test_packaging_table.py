@@ -75,6 +75,9 @@ def test_minimal_plan_is_pure_python_with_only_flatbuffers():
     # Its one build requirement is zopfli, which deflates its members; no other mode uses it.
     assert minimal.build_requires == (ZOPFLI,) and minimal.zopfli
     assert not plan(REPO, Mode.FULL).zopfli and ZOPFLI not in plan(REPO, Mode.FULL).build_requires
+    # Its Python files lose their comments as the build copies them; the other wheels keep them.
+    assert minimal.strip_comments
+    assert not plan(REPO, Mode.FULL).strip_comments and not plan(REPO, Mode.MINIMAL_FLATC).strip_comments
     assert [req.split(">")[0].split("=")[0] for req in minimal.install_requires] == ["flatbuffers"]
     assert not any(value for value in minimal.cmake_options.values())
     assert "executorch.exir" in minimal.whole_packages

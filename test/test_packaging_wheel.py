@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import sysconfig
+import tokenize
 import zipfile
 import zlib
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
+from _packaging import REPO, build_wheel, copy_tree, same_code, wheel_metadata  # noqa: E402
 
 from tools.packaging.components import COMPONENTS  # noqa: E402
 from tools.packaging.inspect_wheel import LISTED  # noqa: E402
@@ -185,6 +187,34 @@ def test_executor_backend_partitioner_ships_at_the_published_path_and_lowers(min
 def test_runtime_ships_python_only(minimal_wheel):
     names = [n for n in wheel_metadata(minimal_wheel)[0] if n.startswith("executorch/runtime/")]
     assert all(n.endswith(".py") for n in names), names
+
+
+def _comment_lines(source: bytes) -> list[int]:
+    return [t.start[0] for t in tokenize.tokenize(io.BytesIO(source).readline) if t.type == tokenize.COMMENT]
+
+
+def test_python_files_have_no_comments_and_the_same_code_lines_and_docstrings(minimal_wheel, source_copy):
+    # Each module is its source without comments: same bytecode, constants (docstrings) and line table, recursively,
+    # and the same lines, so a traceback from the wheel points at the right line of the source tree.
+    with zipfile.ZipFile(minimal_wheel) as zf:
+        shipped = {n: zf.read(n) for n in zf.namelist() if n.endswith(".py")}
+    assert len(shipped) > 100
+    stripped_some = 0
+    for name, data in sorted(shipped.items()):
+        source = (source_copy / name.removeprefix("executorch/")).read_bytes()
+        assert data.count(b"\n") == source.count(b"\n"), name
+        assert same_code(compile(source, name, "exec"), compile(data, name, "exec")), name
+        assert _comment_lines(data) == [], name
+        stripped_some += data != source
+    assert stripped_some > 100, stripped_some
+    # The check fails on a wrong transform: dropping the comment-only lines instead shifts the line table.
+    name = "executorch/exir/tensor.py"
+    source = (source_copy / name.removeprefix("executorch/")).read_bytes()
+    commented = set(_comment_lines(source))
+    dropped = b"\n".join(line for row, line in enumerate(source.split(b"\n"), 1)
+                         if not (row in commented and line.lstrip().startswith(b"#")))
+    assert dropped != source and same_code(compile(dropped, name, "exec"), compile(dropped, name, "exec"))
+    assert not same_code(compile(source, name, "exec"), compile(dropped, name, "exec"))
 
 
 def test_two_builds_are_byte_identical(minimal_wheel, source_copy, tmp_path):

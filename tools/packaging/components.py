@@ -61,6 +61,8 @@ class Component:
     # Source-tree files (globs from the root, `**` for any depth) the row's build reads besides its
     # packages and data: C++ sources, CMake files, build-time helpers. The sdist holds these.
     sources: tuple[str, ...] = ()
+    # The wheel's Python files lose their comments at build time (tools/packaging/comments.py); lines stay.
+    strip_comments: bool = False
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -162,6 +164,12 @@ COMPONENTS: tuple[Component, ...] = (
         "about 7 KB smaller than zlib's best, for about a second more per build, to keep it within 300 KB",
         frozenset({MINIMAL}),
         build_requires=(ZOPFLI,),
+    ),
+    Component(
+        "no_comments", "the pure-Python wheel's Python files without their comments (each line kept, so tracebacks' "
+        "line numbers match the source tree; docstrings kept): about 13 KB smaller, to keep it within 300 KB",
+        frozenset({MINIMAL}),
+        strip_comments=True,
     ),
     # --- native, built by CMake ---------------------------------------------------------------
     Component(

@@ -51,6 +51,11 @@ class BuildPlan:
         return ZOPFLI in self.build_requires
 
     @property
+    def strip_comments(self) -> bool:
+        """True when the wheel's Python files lose their comments (each line kept) as the build copies them."""
+        return any(row.strip_comments for row in self.rows)
+
+    @property
     def kind(self) -> WheelKind:
         if any(row.python_extension for row in self.rows):
             return WheelKind.EXTENSION
