@@ -206,7 +206,7 @@ def test_python_files_have_no_comments_and_the_same_code_lines_and_docstrings(mi
         assert same_code(compile(source, name, "exec"), compile(data, name, "exec")), name
         assert _comment_lines(data) == [], name
         stripped_some += data != source
-    assert stripped_some > 100, stripped_some
+    assert stripped_some > len(shipped) // 2, (stripped_some, len(shipped))
     # The check fails on a wrong transform: dropping the comment-only lines instead shifts the line table.
     name = "executorch/exir/tensor.py"
     source = (source_copy / name.removeprefix("executorch/")).read_bytes()
