@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tokenize
 
 import pytest
@@ -104,7 +105,8 @@ def test_the_checks_fail_on_a_wrong_transform():
         "a column moved": source.replace(b'return "#x"', b'return  "#x"'),
     }
     for what, text in wrong.items():
-        assert not compiles_the_same(source, text), what
+        if what != "a column moved" or sys.version_info >= (3, 11):  # code objects hold columns from 3.11
+            assert not compiles_the_same(source, text), what
         assert not same_program(source, text), what
 
 
