@@ -2,7 +2,7 @@
 
 EXECUTORCH_BUILD_MINIMAL=1 builds the pure-Python export-only wheel; unset, the full wheel with
 the native runtime built by CMake, for this machine or (EXECUTORCH_TARGET_ARCH=aarch64) cross-compiled
-for 64-bit Arm. See README-wheel.md.
+for 64-bit Arm. See README.md, "Wheels".
 """
 
 import os

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import NoReturn, Optional, Sequence
 
-from executorch.cli.errors import CliError
+from executorch.cli.errors import CliError, require_full_wheel
 
 _EPILOG = """\
 MODEL is a model-zoo name (e.g. mobilenet_v2; the zoo, executorch.examples.models, is in
@@ -104,6 +104,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _run_profile(args: argparse.Namespace) -> int:
+    require_full_wheel("executorch.cli.profile", "the profile command")
     from executorch.cli.profile import run_profile
 
     return run_profile(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -22,6 +23,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if importlib.util.find_spec("executorch.devtools.timeline") is None:
+        print("error: the timeline command needs executorch.devtools.timeline, which ships with the full executorch "
+              "wheel, not the minimal one; install the full wheel (built without EXECUTORCH_BUILD_MINIMAL=1)",
+              file=sys.stderr)
+        return 1
     from executorch.devtools.etdump.serialize import ETDumpError
     from executorch.exir._etrecord import ETRecordError
     from executorch.devtools.timeline import write_trace

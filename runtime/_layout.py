@@ -1,4 +1,4 @@
-"""Element types and memory layout: ScalarType codes to torch dtypes, dim orders to strides."""
+"""Element types and memory layout: ScalarType codes to torch dtypes, dim orders of tensors."""
 
 from __future__ import annotations
 
@@ -35,16 +35,6 @@ def memory_format(code: int) -> torch.memory_format:
 
 def is_permutation(dim_order: Sequence[int], ndim: int) -> bool:
     return sorted(dim_order) == list(range(ndim))
-
-
-def strides_for(sizes: Sequence[int], dim_order: Sequence[int]) -> list[int]:
-    """Strides of a dense tensor of `sizes` laid out outermost-first in `dim_order`."""
-    strides = [0] * len(sizes)
-    step = 1
-    for dim in reversed(dim_order):
-        strides[dim] = step
-        step *= max(sizes[dim], 1)
-    return strides
 
 
 def dim_order_of(t: torch.Tensor) -> list[int]:

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 import zipfile
 from email.parser import Parser
 from pathlib import Path
@@ -47,3 +48,20 @@ def wheel_metadata(wheel: Path) -> tuple[list[str], dict, dict]:
         metadata = Parser().parsestr(zf.read(f"{dist_info}/METADATA").decode())
         wheel_file = Parser().parsestr(zf.read(f"{dist_info}/WHEEL").decode())
     return names, metadata, wheel_file
+
+
+def same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """True when two code objects have the same bytecode, names, line table and constants, recursively."""
+    fields = ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_qualname", "co_flags")
+    if any(getattr(a, f, None) != getattr(b, f, None) for f in fields) or list(a.co_lines()) != list(b.co_lines()):
+        return False
+    positions = (list(getattr(code, "co_positions", tuple)()) for code in (a, b))  # Python 3.11+
+    if next(positions) != next(positions) or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
+            if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True

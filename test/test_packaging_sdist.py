@@ -59,6 +59,11 @@ def test_the_minimal_wheel_from_the_sdist_is_the_one_from_the_tree(tmp_path):
     from_tree = build_wheel(copy_tree(tmp_path / "tree"), tmp_path / "from_tree", env)
     assert from_sdist.name == from_tree.name
     assert from_sdist.read_bytes() == from_tree.read_bytes()
+    # The sdist's Python files are the repository's, comments and all (only the minimal wheel's lose them).
+    with tarfile.open(sdist) as tar:
+        top = tar.getmembers()[0].name.split("/")[0]
+        in_sdist = tar.extractfile(f"{top}/exir/tensor.py").read()
+    assert in_sdist == (REPO / "exir" / "tensor.py").read_bytes() and b"# " in in_sdist
 
 
 def test_every_listed_file_exists_and_none_is_a_build_output():

@@ -9,7 +9,7 @@ import pytest
 
 from _packaging import REPO  # noqa: E402  (also puts the source root on sys.path)
 from tools.packaging import sourcetree  # noqa: E402
-from tools.packaging.components import COMPONENTS, EXCLUDED  # noqa: E402
+from tools.packaging.components import COMPONENTS, EXCLUDED, ZOPFLI  # noqa: E402
 from tools.packaging.mode import BuildConfigError, Mode  # noqa: E402
 from tools.packaging.plan import WheelKind, absent_packages, classify, plan  # noqa: E402
 
@@ -71,7 +71,13 @@ def test_rows_are_well_formed():
 def test_minimal_plan_is_pure_python_with_only_flatbuffers():
     minimal = plan(REPO, Mode.MINIMAL)
     assert minimal.kind is WheelKind.PURE
-    assert not minimal.cmake_targets and not minimal.install_components and not minimal.build_requires
+    assert not minimal.cmake_targets and not minimal.install_components
+    # Its one build requirement is zopfli, which deflates its members; no other mode uses it.
+    assert minimal.build_requires == (ZOPFLI,) and minimal.zopfli
+    assert not plan(REPO, Mode.FULL).zopfli and ZOPFLI not in plan(REPO, Mode.FULL).build_requires
+    # Its Python files lose their comments as the build copies them; the other wheels keep them.
+    assert minimal.strip_comments
+    assert not plan(REPO, Mode.FULL).strip_comments and not plan(REPO, Mode.MINIMAL_FLATC).strip_comments
     assert [req.split(">")[0].split("=")[0] for req in minimal.install_requires] == ["flatbuffers"]
     assert not any(value for value in minimal.cmake_options.values())
     assert "executorch.exir" in minimal.whole_packages
@@ -83,7 +89,9 @@ def test_extras_reach_the_wheel_metadata():
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert plan(REPO, Mode.MINIMAL).extras_require["devtools"] == ["matplotlib", "pandas", "tabulate"]
+    assert plan(REPO, Mode.MINIMAL).extras_require["devtools"] == ["pandas", "tabulate"]
+    # matplotlib draws the profile command's chart, and the command ships with the full wheel only.
+    assert plan(REPO, Mode.FULL).extras_require["devtools"] == ["matplotlib", "pandas", "tabulate"]
     assert "optional-dependencies" in project["dynamic"] and "dependencies" in project["dynamic"]
 
 
@@ -105,12 +113,14 @@ def test_every_mode_ships_executor_backend_partitioner_and_nothing_else_under_te
     assert rpc in built.packages and rpc not in built.whole_packages
 
 
-def test_schemas_ship_with_flatc_only():
-    # The Python code writes and reads every format without them; they are input for flatc.
-    assert plan(REPO, Mode.MINIMAL).package_data == {}
-    data = plan(REPO, Mode.FULL).package_data
+def test_every_wheel_ships_the_schemas_of_its_formats():
+    # .pte, XNNPACK payload, .ptd and .bpte: the minimal wheel writes and reads them all (issues 3 and 12).
+    data = plan(REPO, Mode.MINIMAL).package_data
+    assert data == plan(REPO, Mode.FULL).package_data
     assert "schema/program.fbs" in data["executorch"] and "schema/scalar_type.fbs" in data["executorch"]
     assert data["executorch.backends.xnnpack.serialization"] == ["schema.fbs"]
+    assert data["executorch.extension.flat_tensor.serialize"] == ["flat_tensor.fbs"]
+    assert data["executorch.devtools.bundled_program.schema"] == ["bundled_program_schema.fbs"]
     shipped = [f for files in data.values() for f in files]
     assert all(f.endswith(".fbs") for f in shipped), shipped
 
@@ -133,7 +143,7 @@ def test_flatc_mode_adds_only_the_flatc_row():
         return
     with_flatc = plan(REPO, Mode.MINIMAL_FLATC)
     added = {row.name for row in with_flatc.rows} - {row.name for row in minimal.rows}
-    assert added == {"flatbuffers_ep", "schemas"} and not with_flatc.skipped
+    assert added == {"flatbuffers_ep"} and not with_flatc.skipped
     assert with_flatc.install_requires == minimal.install_requires
     assert with_flatc.kind is WheelKind.TOOL and with_flatc.install_components == ("flatc",)
     assert with_flatc.cmake_targets == ("flatbuffers_ep",) and not any(with_flatc.cmake_options.values())

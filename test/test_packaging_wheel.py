@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import os
 import subprocess
 import sys
+import sysconfig
+import tokenize
 import zipfile
 import zlib
 from pathlib import Path
@@ -11,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from _packaging import REPO, build_wheel, copy_tree, wheel_metadata  # noqa: E402
+from _packaging import REPO, build_wheel, copy_tree, same_code, wheel_metadata  # noqa: E402
 
 from tools.packaging.components import COMPONENTS  # noqa: E402
 from tools.packaging.inspect_wheel import LISTED  # noqa: E402
@@ -73,12 +77,11 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
     for folder in ("examples", "kernels", "tools", "bin", "test", "benchmarks"):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
-    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime.
+    # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
     backends = [n for n in files if n.startswith("executorch/backends/")]
-    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith(".py")
+    assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
                             for n in backends), backends
-    # No flatc input and no adapter to the compiled runtime: the minimal wheel has neither tool.
-    assert not [n for n in files if n.endswith(".fbs")]
+    # No adapter to the compiled runtime: the minimal wheel has no extension for it to import.
     assert "executorch/runtime/_native.py" not in files
     assert "executorch/setup.py" not in files and "executorch/_launch.py" not in files
     assert all(n.startswith(("executorch/", "executorch-")) for n in files)
@@ -90,7 +93,8 @@ def test_export_path_is_complete(minimal_wheel):
     (tools_row,) = [row for row in COMPONENTS if row.name == "exir_tools"]
     full_only = {m.replace(".", "/") + ".py" for m in tools_row.modules}
     assert full_only and not full_only & names
-    expected = _source_modules(REPO / "exir") - full_only | {"executorch/__init__.py"}
+    expected = _source_modules(REPO / "exir") - full_only | {"executorch/__init__.py", "executorch/schema/program.fbs",
+                                                             "executorch/schema/scalar_type.fbs"}
     if (REPO / "runtime" / "__init__.py").is_file():
         expected |= _source_modules(REPO / "runtime") - {"executorch/runtime/_native.py"}
     # The Python engine's XnnpackBackend, so the minimal wheel's CLI can check an XNNPACK export.
@@ -101,12 +105,59 @@ def test_export_path_is_complete(minimal_wheel):
     assert expected <= names, sorted(expected - names)
 
 
-def test_ptd_and_bpte_serializers_ship(minimal_wheel):
+def test_ptd_and_bpte_serializers_ship_with_their_schemas(minimal_wheel):
     names = set(wheel_metadata(minimal_wheel)[0])
     flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix() for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
     assert "executorch/extension/flat_tensor/serialize/serialize.py" in flat_tensor
-    expected = flat_tensor | _source_modules(REPO / "devtools" / "bundled_program")
+    bundled = _source_modules(REPO / "devtools" / "bundled_program")
+    assert "executorch/devtools/bundled_program/serialize/__init__.py" in bundled
+    expected = (flat_tensor | bundled
+                | {"executorch/extension/flat_tensor/serialize/flat_tensor.fbs",
+                   "executorch/devtools/bundled_program/schema/bundled_program_schema.fbs",
+                   "executorch/backends/xnnpack/serialization/schema.fbs"})
     assert expected <= names, sorted(expected - names)
+
+
+def test_run_tools_stay_in_the_full_wheel(minimal_wheel):
+    names = set(wheel_metadata(minimal_wheel)[0])
+    # The profile command and the timeline time or view a run: full wheel only (300 KB budget).
+    full_only = {"executorch/cli/profile.py", "executorch/devtools/timeline.py"}
+    assert not full_only & names, sorted(full_only & names)
+    assert {"executorch/devtools/inspector/_inspector.py", "executorch/devtools/__main__.py"} <= names
+
+
+def _run_from_wheel(minimal_wheel, tmp_path, argv):
+    site = tmp_path / "site"
+    if not site.is_dir():
+        with zipfile.ZipFile(minimal_wheel) as zf:
+            zf.extractall(site)
+    # -S: the source tree's editable install is invisible; torch comes after the wheel.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]])}
+    return subprocess.run([sys.executable, "-S", "-m", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_minimal_wheel_cli_exports_and_runs_a_bundled_program(minimal_wheel, tmp_path):
+    (tmp_path / "m.py").write_text("import torch\ndef make():\n    return torch.nn.ReLU(), (torch.randn(2, 3),)\n")
+    export = _run_from_wheel(minimal_wheel, tmp_path, ["executorch.cli", "export", "m.py:make", "-o", "m.pte",
+                                                       "--bundled", "m.bpte"])
+    assert export.returncode == 0, (export.stdout, export.stderr[-2000:])
+    assert (tmp_path / "m.pte").stat().st_size > 0 and (tmp_path / "m.bpte").read_bytes()[4:8] == b"BP08"
+    run = _run_from_wheel(minimal_wheel, tmp_path, ["executorch.cli", "bundled", "m.bpte"])
+    assert run.returncode == 0, (run.stdout, run.stderr[-2000:])
+    assert run.stdout.strip().splitlines()[-1].startswith("OK: 1/1 test cases passed"), run.stdout
+
+
+def test_minimal_wheel_cli_refuses_full_wheel_commands_by_name(minimal_wheel, tmp_path):
+    cases = {
+        "the profile command": ["executorch.cli", "profile", "m.pte"],
+        "the timeline command": ["executorch.devtools", "timeline", "x.etdp", "-o", "t.json"],
+    }
+    for what, argv in cases.items():
+        proc = _run_from_wheel(minimal_wheel, tmp_path, argv)
+        assert proc.returncode == 1, (what, proc.stdout, proc.stderr[-2000:])
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"error: {what} needs executorch.") and "full executorch wheel" in line, line
 
 
 def test_executor_backend_partitioner_ships_at_the_published_path_and_lowers(minimal_wheel, tmp_path):
@@ -138,6 +189,34 @@ def test_runtime_ships_python_only(minimal_wheel):
     assert all(n.endswith(".py") for n in names), names
 
 
+def _comment_lines(source: bytes) -> list[int]:
+    return [t.start[0] for t in tokenize.tokenize(io.BytesIO(source).readline) if t.type == tokenize.COMMENT]
+
+
+def test_python_files_have_no_comments_and_the_same_code_lines_and_docstrings(minimal_wheel, source_copy):
+    # Each module is its source without comments: same bytecode, constants (docstrings) and line table, recursively,
+    # and the same lines, so a traceback from the wheel points at the right line of the source tree.
+    with zipfile.ZipFile(minimal_wheel) as zf:
+        shipped = {n: zf.read(n) for n in zf.namelist() if n.endswith(".py")}
+    assert len(shipped) > 100
+    stripped_some = 0
+    for name, data in sorted(shipped.items()):
+        source = (source_copy / name.removeprefix("executorch/")).read_bytes()
+        assert data.count(b"\n") == source.count(b"\n"), name
+        assert same_code(compile(source, name, "exec"), compile(data, name, "exec")), name
+        assert _comment_lines(data) == [], name
+        stripped_some += data != source
+    assert stripped_some > len(shipped) // 2, (stripped_some, len(shipped))
+    # The check fails on a wrong transform: dropping the comment-only lines instead shifts the line table.
+    name = "executorch/exir/tensor.py"
+    source = (source_copy / name.removeprefix("executorch/")).read_bytes()
+    commented = set(_comment_lines(source))
+    dropped = b"\n".join(line for row, line in enumerate(source.split(b"\n"), 1)
+                         if not (row in commented and line.lstrip().startswith(b"#")))
+    assert dropped != source and same_code(compile(dropped, name, "exec"), compile(dropped, name, "exec"))
+    assert not same_code(compile(source, name, "exec"), compile(dropped, name, "exec"))
+
+
 def test_two_builds_are_byte_identical(minimal_wheel, source_copy, tmp_path):
     # A second copy, other file mtimes and a stricter umask must not change a byte.
     src = copy_tree(tmp_path / "executorch", source_copy)
@@ -158,10 +237,47 @@ def test_entries_are_dated_from_source_date_epoch_and_normalized(minimal_wheel):
     assert {info.external_attr >> 16 & 0o777 for info in files} == {0o644}
 
 
-def test_members_are_deflated_at_the_best_level(minimal_wheel):
-    # The wheel writer leaves zlib's default level (6); the build recompresses at 9, a lossless ~0.6 KB.
+def test_members_are_deflated_with_zopfli(minimal_wheel):
+    # The wheel writer leaves zlib's default level (6); the minimal build deflates every member again with
+    # zopfli (the same settings each time), into standard streams smaller than zlib's best level.
+    import zopfli.zlib
+
+    from tools.packaging.reproducible import ZOPFLI_ITERATIONS
+
     with zipfile.ZipFile(minimal_wheel) as zf:
         infos = zf.infolist()
         assert {info.compress_type for info in infos} == {zipfile.ZIP_DEFLATED}
-        at_best = [len(zlib.compress(zf.read(info), 9)) - 6 for info in infos]  # less zlib's header and checksum
-    assert [info.compress_size for info in infos] == at_best
+        assert zf.testzip() is None  # every stream inflates to its recorded CRC
+        datas = [zf.read(info) for info in infos]
+    # less zlib's 2-byte header and 4-byte checksum
+    by_zopfli = [len(zopfli.zlib.compress(d, numiterations=ZOPFLI_ITERATIONS, blocksplitting=0)) - 6 for d in datas]
+    at_best = [len(zlib.compress(d, 9)) - 6 for d in datas]
+    assert [info.compress_size for info in infos] == by_zopfli
+    assert sum(by_zopfli) < sum(at_best) - 5 * 1024, (sum(by_zopfli), sum(at_best))
+
+
+def test_zip_writer_matches_zipfile_at_the_best_level(minimal_wheel, tmp_path):
+    # The writer that lays out zopfli's streams, given zlib's level 9, gives zipfile's bytes exactly.
+    from tools.packaging.reproducible import recompress_zip
+
+    with zipfile.ZipFile(minimal_wheel) as src, zipfile.ZipFile(tmp_path / "by_zipfile.zip", "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    ours = tmp_path / "ours.zip"
+    ours.write_bytes((tmp_path / "by_zipfile.zip").read_bytes())
+    recompress_zip(ours)
+    assert ours.read_bytes() == (tmp_path / "by_zipfile.zip").read_bytes()
+
+
+def test_minimal_build_without_zopfli_fails_in_one_line_naming_the_fix(source_copy, tmp_path):
+    # A build without isolation where zopfli cannot be imported must not fall back to a bigger wheel.
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['zopfli'] = None\n")
+    pythonpath = os.pathsep.join(filter(None, [str(hide), os.environ.get("PYTHONPATH")]))
+    with pytest.raises(AssertionError) as err:
+        build_wheel(source_copy, tmp_path / "out", {**MINIMAL, "PYTHONPATH": pythonpath})
+    lines = [line.strip() for line in str(err.value).splitlines() if "zopfli" in line]  # pip indents them
+    assert lines and lines[0].startswith("error: the minimal wheel's members are deflated with zopfli"), lines
+    assert "pip install zopfli" in lines[0]
+    assert not list((tmp_path / "out").glob("*.whl"))

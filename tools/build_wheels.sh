@@ -78,7 +78,7 @@ for v in $VERSIONS; do
   if [ "$ARCH" = "$HOST" ] && [ "${SMOKE:-1}" != 0 ]; then
     venv="$raw/venv"
     "$py" -m venv "$venv"
-    # No torch: this machine has torch 2.13 for CPython 3.11 only (README-wheel.md); the extension
+    # No torch: this machine has torch 2.13 for CPython 3.11 only (README.md, "Wheels"); the extension
     # itself needs none, and the smoke script drives it directly.
     "$venv/bin/python" -m pip install -q --no-deps "$fixed" "flatbuffers>=24.3" 2>&1 | grep -v '^WARNING: Location' || true
     (cd "$ROOT" && ET_SMOKE_PYTHON="$venv/bin/python" "$PYTHON" -m pytest -q -p no:cacheprovider -s \

@@ -37,7 +37,7 @@ WHEEL=$(ls "$WORK"/dist/executorch-*.whl)
 echo "built $(basename "$WHEEL")"
 
 step "manylinux: every ELF's symbol versions within $PLAT, auditwheel agrees, repair retags"
-# The full build links for glibc 2.28 (EXECUTORCH_GLIBC_TARGET, README-wheel.md); this checks it.
+# The full build links for glibc 2.28 (EXECUTORCH_GLIBC_TARGET, README.md "Wheels"); this checks it.
 "$PYTHON" "$ROOT/tools/packaging/check_manylinux.py" "$WHEEL" --plat "$PLAT" --list
 (cd "$ROOT" && ET_FULL_WHEEL="$WHEEL" "$PYTHON" -m pytest -q -p no:cacheprovider test/test_packaging_manylinux.py)
 auditwheel show "$WHEEL" | tee "$WORK/auditwheel.txt"

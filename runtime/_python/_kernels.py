@@ -12,6 +12,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from executorch.exir.tensor import stride_from_dim_order
 from executorch.runtime import _layout
 
 
@@ -22,7 +23,7 @@ def resize(t: torch.Tensor, sizes: Sequence[int], dim_order: Optional[Sequence[i
         return
     if dim_order is None:
         dim_order = _layout.dim_order_of(t) if t.dim() == len(sizes) else range(len(sizes))
-    t.set_(t.untyped_storage(), t.storage_offset(), sizes, _layout.strides_for(sizes, list(dim_order)))
+    t.set_(t.untyped_storage(), t.storage_offset(), sizes, stride_from_dim_order(sizes, list(dim_order)))
 
 
 def _copy_in_dim_order(src: torch.Tensor, non_blocking: bool, dim_order: Optional[list], out: torch.Tensor,
@@ -48,7 +49,7 @@ def _et_view(src: torch.Tensor, size: list, out: torch.Tensor) -> None:
         target[target.index(-1)] = src.numel() // known if known else 0
     if math.prod(target) != src.numel():
         raise ValueError(f"et_view: cannot view {src.numel()} elements as {target}")
-    out.set_(src.untyped_storage(), src.storage_offset(), target, _layout.strides_for(target, range(len(target))))
+    out.set_(src.untyped_storage(), src.storage_offset(), target, stride_from_dim_order(target, range(len(target))))
 
 
 def _et_copy_index(copy_to: torch.Tensor, copy_from: torch.Tensor, index: int) -> None:

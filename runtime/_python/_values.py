@@ -10,6 +10,7 @@ from typing import Optional, Union
 import torch
 
 from executorch.exir import schema
+from executorch.exir.tensor import stride_from_dim_order
 from executorch.runtime import _layout
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 
@@ -127,7 +128,7 @@ class PlanValues:
             raise InvalidProgramError(
                 f"{where} has dim_order {list(dim_order)}, not a permutation of its {len(sizes)} dims")
         nbytes = _layout.numel(sizes) * dtype.itemsize
-        strides = _layout.strides_for(sizes, dim_order)
+        strides = stride_from_dim_order(sizes, dim_order)
         extra = t.extra_tensor_info
         external = extra is not None and extra.location == schema.TensorDataLocation.EXTERNAL
         planned = t.allocation_info is not None

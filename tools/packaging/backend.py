@@ -1,4 +1,5 @@
-"""PEP 517 backend: setuptools, asking for CMake, Ninja and friends only when the mode builds native code."""
+"""PEP 517 backend: setuptools, asking for what the selected rows build with (CMake, Ninja and friends for
+native code, zopfli for the minimal wheel)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .plan import plan
 from .target import target_from_env
 
 
-def _native_requires() -> list[str]:
+def _planned_requires() -> list[str]:
     try:
         return list(plan(Path.cwd(), mode_from_env(), target_from_env()).build_requires)
     except BuildConfigError as err:
@@ -28,9 +29,9 @@ def _native_requires() -> list[str]:
 
 def get_requires_for_build_wheel(config_settings=None) -> list[str]:
     """setuptools' own needs plus the selected rows' build requirements."""
-    return _setuptools.get_requires_for_build_wheel(config_settings) + _native_requires()
+    return _setuptools.get_requires_for_build_wheel(config_settings) + _planned_requires()
 
 
 def get_requires_for_build_editable(config_settings=None) -> list[str]:
     """Same as for a wheel: an editable install builds the same native parts."""
-    return _setuptools.get_requires_for_build_editable(config_settings) + _native_requires()
+    return _setuptools.get_requires_for_build_editable(config_settings) + _planned_requires()

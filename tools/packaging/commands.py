@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 from setuptools import Command, Distribution
@@ -17,7 +18,7 @@ from setuptools.command.build_py import build_py
 from setuptools.command.egg_info import egg_info
 from setuptools.command.sdist import sdist
 
-from . import reproducible
+from . import comments, reproducible
 from .mode import BuildConfigError, Mode
 from .plan import BuildPlan, WheelKind
 from .sdist import sdist_files
@@ -107,7 +108,8 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
 
 
 class BuildPy(build_py):
-    """Copy only the modules and data the plan allows, into a build_lib cleared of earlier builds."""
+    """Copy only the modules and data the plan allows, into a build_lib cleared of earlier builds; where the plan
+    says so, the copied modules lose their comments (each line kept)."""
 
     plan: BuildPlan
 
@@ -122,6 +124,16 @@ class BuildPy(build_py):
     def find_package_modules(self, package, package_dir):
         found = super().find_package_modules(package, package_dir)
         return [m for m in found if self.plan.ships_module(m[0], m[1])]
+
+    def build_module(self, module, module_file, package):
+        outfile, copied = super().build_module(module, module_file, package)
+        # Every wheel build copies each module here (run() clears build_lib first); an editable install copies none.
+        if copied and self.plan.strip_comments and not self.editable_mode:
+            try:
+                comments.strip_file(outfile)
+            except (SyntaxError, ValueError, tokenize.TokenError) as err:
+                raise SystemExit(f"error: cannot remove the comments from {module_file}: {err}") from None
+        return outfile, copied
 
 
 class BuildNative(build_ext):
@@ -166,7 +178,8 @@ class BuildNative(build_ext):
 
 
 class BdistWheel(bdist_wheel):
-    """Tag the wheel from the plan's kind and zip it with normalized file modes, at the best deflate level."""
+    """Tag the wheel from the plan's kind and zip it with normalized file modes, deflated at zlib's best level
+    or, where the plan says so, with zopfli."""
 
     plan: BuildPlan
 
@@ -187,10 +200,14 @@ class BdistWheel(bdist_wheel):
         reproducible.normalize_modes(Path(self.bdist_dir))
 
     def run(self) -> None:
+        if self.plan.zopfli and importlib.util.find_spec("zopfli") is None:
+            raise SystemExit(
+                f"error: the {self.plan.mode.value} wheel's members are deflated with zopfli, which {sys.executable} "
+                "cannot import: pip install zopfli (or let pip's build isolation install it)")
         super().run()
         # bdist_wheel records the archive it wrote as the last bdist_wheel entry of dist_files.
         wheel = next(path for command, _, path in reversed(self.distribution.dist_files) if command == "bdist_wheel")
-        reproducible.recompress_zip(Path(wheel))
+        reproducible.recompress_zip(Path(wheel), zopfli=self.plan.zopfli)
 
 
 class EggInfo(egg_info):

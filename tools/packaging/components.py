@@ -23,6 +23,8 @@ BUILD_SOURCES = ("setup.py", "pyproject.toml", "README-wheel.md", "version.txt",
 # What every CMake build reads: the top CMakeLists, its modules, the size probes it always adds.
 CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*", "tools/cmake/toolchains/*.cmake", "benchmarks/CMakeLists.txt",
                  "benchmarks/size_probe.cpp", "benchmarks/size_report.sh")
+# The minimal wheel's members are deflated again with zopfli (tools/packaging/reproducible.py).
+ZOPFLI = "zopfli>=0.2"
 # The compiled rows link for an older glibc on Linux (EXECUTORCH_GLIBC_TARGET) with zig's stub libraries.
 GLIBC_TARGET_BUILD = ('ziglang; sys_platform == "linux"',)
 # ExecutorBackend ships with every build, so its ahead-of-time half does too, where upstream puts it.
@@ -59,6 +61,8 @@ class Component:
     # Source-tree files (globs from the root, `**` for any depth) the row's build reads besides its
     # packages and data: C++ sources, CMake files, build-time helpers. The sdist holds these.
     sources: tuple[str, ...] = ()
+    # The wheel's Python files lose their comments at build time (tools/packaging/comments.py); lines stay.
+    strip_comments: bool = False
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -71,13 +75,20 @@ COMPONENTS: tuple[Component, ...] = (
         requires=("flatbuffers>=24.3",),
     ),
     Component(
-        "devtools", "output comparison; ETDump (runtime profile) writer/reader, ETRecord, the Inspector "
-        "and the timeline; pandas/tabulate for the Inspector's tables and matplotlib for the profile command's "
-        "bar chart come with the devtools extra",
+        "devtools", "output comparison; ETDump (runtime profile) writer/reader, ETRecord and the Inspector; "
+        "pandas/tabulate for the Inspector's tables come with the devtools extra",
         EVERY_MODE,
         packages=("executorch.devtools", "executorch.devtools.etdump", "executorch.devtools.etrecord",
                   "executorch.devtools.inspector"),
-        extras=(("devtools", ("pandas", "tabulate", "matplotlib")),),
+        extras=(("devtools", ("pandas", "tabulate")),),
+    ),
+    Component(
+        "run_tools", "tools that time or view a run, which exporting does not need: the profile command "
+        "(matplotlib for its bar chart comes with the devtools extra) and the ETDump timeline; full wheel only, "
+        "to keep the minimal wheel within 300 KB",
+        frozenset({FULL}),
+        modules=("executorch.cli.profile", "executorch.devtools.timeline"),
+        extras=(("devtools", ("matplotlib",)),),
     ),
     Component(
         "cli", "the command line (python -m executorch.exir export|inspect|bundled|profile), on top of exir and runtime",
@@ -137,16 +148,28 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.extension.flat_tensor.**",),
     ),
     Component(
-        "bundled_program", ".bpte (program + test cases) serializer",
+        "bundled_program", ".bpte (program + test cases) serializer and runner, for checking a build on a device",
         EVERY_MODE,
         packages=("executorch.devtools.bundled_program.**",),
     ),
     Component(
-        "schemas", "the FlatBuffers schemas (.fbs) of the formats the Python code writes and reads: input for "
-        "the flatc these wheels ship (the Python code never reads them, so the minimal wheel goes without)",
-        frozenset({MINIMAL_FLATC, FULL}),
+        "schemas", "the FlatBuffers schemas (.fbs) of the formats the Python code writes and reads (.pte, "
+        "XNNPACK payloads, .ptd, .bpte): the formats' reference, and input for flatc",
+        EVERY_MODE,
         data=("schema/*.fbs", "backends/xnnpack/serialization/*.fbs", "extension/flat_tensor/serialize/*.fbs",
               "devtools/bundled_program/schema/*.fbs"),
+    ),
+    Component(
+        "zopfli", "the pure-Python wheel's members deflated again with zopfli: standard deflate streams "
+        "about 7 KB smaller than zlib's best, for about a second more per build, to keep it within 300 KB",
+        frozenset({MINIMAL}),
+        build_requires=(ZOPFLI,),
+    ),
+    Component(
+        "no_comments", "the pure-Python wheel's Python files without their comments (each line kept, so tracebacks' "
+        "line numbers match the source tree; docstrings kept): about 13 KB smaller, to keep it within 300 KB",
+        frozenset({MINIMAL}),
+        strip_comments=True,
     ),
     # --- native, built by CMake ---------------------------------------------------------------
     Component(

@@ -33,10 +33,15 @@ def _listed_test_files() -> frozenset[str]:
 
 
 LISTED = _listed_test_files()
-# The one backend the minimal wheel carries: XNNPACK's Python half (its table row), Python only.
+# The one backend the minimal wheel carries: XNNPACK's Python half (its table row), Python and schema only.
 XNNPACK_PREFIX = "executorch/backends/xnnpack/"
-# Files only the wheels with native parts use: the schemas are flatc's input, the adapter needs the extension.
-NOT_IN_MINIMAL = (".fbs", "executorch/runtime/_native.py")
+# The adapter to the compiled runtime: only the wheel with the extension can import it.
+NOT_IN_MINIMAL = ("executorch/runtime/_native.py",)
+# The schemas of every format the minimal wheel writes and reads (.pte, XNNPACK payload, .ptd, .bpte).
+SCHEMAS = ("executorch/schema/program.fbs", "executorch/schema/scalar_type.fbs",
+           "executorch/backends/xnnpack/serialization/schema.fbs",
+           "executorch/extension/flat_tensor/serialize/flat_tensor.fbs",
+           "executorch/devtools/bundled_program/schema/bundled_program_schema.fbs")
 
 
 def _metadata(zf: zipfile.ZipFile) -> tuple[str, dict, dict]:
@@ -69,16 +74,16 @@ def problems(wheel_path: Path, minimal: bool, requires: list[str] | None, max_kb
         elif name.endswith(NATIVE_SOURCE):
             out.append(f"native source, header or kernel list {name}")
         elif name.endswith(NOT_IN_MINIMAL):
-            out.append(f"{name} serves only flatc or the native runtime, which the minimal wheel lacks")
+            out.append(f"{name} serves only the native runtime, which the minimal wheel lacks")
         elif name in LISTED:
             continue
-        elif name.startswith(XNNPACK_PREFIX) and name.endswith(".py") and not any(
+        elif name.startswith(XNNPACK_PREFIX) and name.endswith((".py", ".fbs")) and not any(
                 part in ("test", "tests") for part in parts[3:-1]) and not parts[-1].startswith("test_"):
             continue
         elif any(part in NEVER_IN_MINIMAL for part in parts[1:-1]) or parts[-1].startswith("test_"):
             out.append(f"kernel, backend, example, test or tool content {name}")
     for needed in ("executorch/__init__.py", "executorch/exir/__init__.py", "executorch/exir/_serialize/_program.py",
-                   *sorted(LISTED)):
+                   "executorch/devtools/bundled_program/serialize/__init__.py", *SCHEMAS, *sorted(LISTED)):
         if needed not in files:
             out.append(f"missing {needed}")
     return out

@@ -8,7 +8,7 @@ from enum import Enum
 from pathlib import Path
 
 from . import sourcetree
-from .components import COMPONENTS, EXCLUDED, Component
+from .components import COMPONENTS, EXCLUDED, ZOPFLI, Component
 from .mode import FLATC_VAR, BuildConfigError, Mode
 from .target import TARGET_VAR, Target, host_machine
 
@@ -44,6 +44,16 @@ class BuildPlan:
     install_components: tuple[str, ...] = ()
     # Optional dependencies by extra name (`pip install executorch[devtools]`).
     extras_require: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def zopfli(self) -> bool:
+        """True when the wheel's members are deflated again with zopfli rather than zlib's best level."""
+        return ZOPFLI in self.build_requires
+
+    @property
+    def strip_comments(self) -> bool:
+        """True when the wheel's Python files lose their comments (each line kept) as the build copies them."""
+        return any(row.strip_comments for row in self.rows)
 
     @property
     def kind(self) -> WheelKind:

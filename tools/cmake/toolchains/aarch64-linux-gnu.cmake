@@ -2,7 +2,7 @@
 # cross GCC (apt-get install g++-aarch64-linux-gnu): the same GCC major as the x86-64 build, so the
 # SDK keeps libstdc++'s C++ ABI, and its static libstdc++/libc for the aarch64 side.
 #   cmake -S . -B cmake-out-aarch64 -DCMAKE_TOOLCHAIN_FILE=tools/cmake/toolchains/aarch64-linux-gnu.cmake
-# The full wheel's build picks this file with EXECUTORCH_TARGET_ARCH=aarch64 (README-wheel.md).
+# The full wheel's build picks this file with EXECUTORCH_TARGET_ARCH=aarch64 (README.md, "Wheels").
 
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
