@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
 
 namespace executorch {
@@ -249,6 +250,52 @@ void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
 }
 
 }  // namespace
+
+// Load pass: a dequantize of constants (an int8 weight, its scales and zero points) runs once at
+// load into memory the method owns, and its instruction is dropped; the float weight then counts
+// as a constant for later passes (a linear weight's transpose is read in place). Skipped when
+// the dequantized tensor may be written by another instruction or the method allocator is full.
+size_t dequantize_constants_once(runtime::MethodRewriter& m) {
+  constexpr size_t kMaxUses = 8;
+  size_t done = 0;
+  for (size_t pc = 0; pc < m.num_steps(); ++pc) {
+    const runtime::OpFunction op = m.kernel(pc);
+    if (op != dequantize_per_channel_out && op != dequantize_per_tensor_out &&
+        op != dequantize_per_tensor_tensor_out)
+      continue;
+    const Args args = m.args(pc);
+    if (args.size() < 3 || args[args.size() - 1] != args[args.size() - 2] || !args[args.size() - 1]->isTensor())
+      continue;
+    const EValue* out = args[args.size() - 1];
+    bool ok = true;
+    for (size_t i = 0; i + 2 < args.size(); ++i) ok = ok && (args[i]->isNone() || m.is_constant(args[i]));
+    size_t pcs[kMaxUses];
+    const size_t n = ok ? m.uses(out, pcs, kMaxUses) : 0;
+    ok = ok && n <= kMaxUses;
+    for (size_t u = 0; ok && u < n; ++u) {
+      const Args reader = m.args(pcs[u]);
+      ok = pcs[u] == pc || (m.kernel(pcs[u]) != nullptr && reader[reader.size() - 1] != out);
+    }
+    runtime::TensorImpl* t = out->toTensor().unsafeGetTensorImpl();
+    void* data = ok ? m.allocate(t->nbytes() == 0 ? 1 : t->nbytes(), 64) : nullptr;
+    if (data == nullptr) continue;
+    void* planned = t->data();
+    const size_t capacity = t->capacity_bytes();
+    t->set_data(data);
+    t->set_capacity_bytes(t->nbytes());
+    KernelRuntimeContext ctx;
+    op(ctx, args);
+    if (ctx.failure_state() != Error::Ok) {  // it fails again at run time, where it is reported
+      t->set_data(planned);
+      t->set_capacity_bytes(capacity);
+      continue;
+    }
+    m.make_constant(out, data, t->nbytes());
+    m.remove(pc);
+    ++done;
+  }
+  return done;
+}
 
 // Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
 #include "portable_registrations/op_quantize.inc"

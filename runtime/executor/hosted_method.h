@@ -165,8 +165,11 @@ class HostedMethod final {
                                                     const char* name, const Limits& limits,
                                                     const NamedDataMap* external_data, EventTracer* event_tracer) {
     // Every runtime structure comes from file content, so a multiple of the FlatBuffer's
-    // size is enough in practice; the loop only grows it for unusual programs.
-    for (size_t bytes = (size_t(64) << 10) + 16 * program.program_size();; bytes *= 4) {
+    // size is enough in practice; the loop only grows it for unusual programs. Load passes keep
+    // weights they dequantize (4 bytes per int8 weight) and pack (about their own size) there
+    // too, so the segments count as well; pages they leave unused are never touched.
+    const size_t segments = program.file_size() - program.program_size();
+    for (size_t bytes = (size_t(64) << 10) + 16 * program.program_size() + 9 * segments;; bytes *= 4) {
       if (bytes > limits.max_method_bytes) bytes = limits.max_method_bytes;
       std::unique_ptr<uint8_t, void (*)(void*)> block(static_cast<uint8_t*>(std::malloc(bytes)), std::free);
       ET_CHECK_OR_RETURN(block != nullptr, MemoryAllocationFailed, "cannot allocate %zu bytes", bytes);
