@@ -1,4 +1,4 @@
-"""Native load passes: constant dequantizes run once at load."""
+"""Native load passes: constant dequantizes run once, convolutions on packed channels-last kernels."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
 from executorch.exir import to_edge_transform_and_lower  # noqa: E402
-from executorch.extension.pybindings import _portable_lib  # noqa: E402
+from executorch.extension.pybindings import _portable_lib, portable_lib  # noqa: E402
 from executorch.runtime import _native  # noqa: E402
 from executorch.runtime._backend import Verification  # noqa: E402
 
-PASSES = re.compile(r"load passes: (\d+) dequantizes run at load")
+PASSES = re.compile(r"load passes: (\d+) dequantizes run at load, (\d+) convolutions packed "
+                    r"\((\d+) ops folded\), (\d+) tensors channels-last")
 
 
 def _pte(model, inputs) -> bytes:
@@ -32,11 +33,113 @@ def _load(data: bytes, capfd):
     finally:
         _portable_lib.set_log_echo(False)
     found = PASSES.findall(capfd.readouterr().err)
-    return method, {"dequantized": int(found[-1]) if found else 0}
+    counts = tuple(int(n) for n in found[-1]) if found else (0, 0, 0, 0)
+    return method, dict(zip(("dequantized", "packed", "folded", "channels_last"), counts))
 
 
 def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out.double() - ref.double()).abs().max() / max(ref.double().abs().max().item(), 1e-30))
+
+
+class _Chain(torch.nn.Module):
+    """Every conv shape the pass handles, through batch norm, ReLU6/ReLU/clamp, a residual add and a
+    pooled head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 24, 3, stride=2, padding=1)
+        self.expand = torch.nn.Conv2d(24, 48, 1, bias=False)
+        self.depthwise = torch.nn.Conv2d(48, 48, 3, padding=1, groups=48)
+        self.project = torch.nn.Conv2d(48, 24, 1)
+        self.bn = torch.nn.BatchNorm2d(24)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-1, 1)
+        self.grouped = torch.nn.Conv2d(24, 36, 3, padding=2, dilation=2, groups=3)
+        self.wide = torch.nn.Conv2d(36, 40, (5, 3), stride=(2, 1), padding=(2, 1))
+        self.head = torch.nn.Linear(40, 10)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.stem(x))
+        z = self.bn(self.project(torch.nn.functional.relu6(self.depthwise(torch.relu(self.expand(y))))))
+        y = y + z
+        y = torch.clamp(self.grouped(y), -1.0, 2.0)
+        y = self.wide(y)
+        return self.head(y.mean(dim=(2, 3)))
+
+
+def test_conv_chain_runs_packed_channels_last_and_matches_eager(capfd):
+    torch.manual_seed(0)
+    model = _Chain().eval()
+    x = torch.randn(2, 3, 37, 41)
+    method, passes = _load(_pte(model, (x,)), capfd)
+    # Six convolutions packed; the activations after stem, expand, depthwise and grouped and the
+    # batch norm after project folded (the memory plan puts depthwise's ReLU6 and grouped's clamp
+    # outputs over the convolution's input: those two write through temp memory); the tensors
+    # between convolutions channels-last.
+    assert passes["packed"] == 6 and passes["folded"] == 5 and passes["channels_last"] >= 6, passes
+    out = method.execute([x])[0]
+    with torch.no_grad():
+        ref = model.double()(x.double())
+    assert _rel_err(out, ref) <= 1e-5
+    # The gate fails on a wrong answer: one output channel's weights off by 1% is far outside it.
+    with torch.no_grad():
+        model.wide.weight[0] *= 1.01
+        wrong = model(x.double())
+    assert _rel_err(out, wrong) > 1e-5
+
+
+def test_packed_convolutions_are_bit_identical_for_1_2_and_3_threads(capfd):
+    torch.manual_seed(1)
+    model = _Chain().eval()
+    x = torch.randn(3, 3, 64, 48)
+    method, passes = _load(_pte(model, (x,)), capfd)
+    assert passes["packed"] == 6
+    before = portable_lib._threadpool_get_thread_count()
+    try:
+        outs = []
+        for threads in (1, 2, 3):
+            portable_lib._unsafe_reset_threadpool(threads)
+            outs.append(method.execute([x])[0])
+    finally:
+        portable_lib._unsafe_reset_threadpool(before)
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+
+
+class _ChannelsLastIn(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_channels_last_program_runs_packed_on_its_own_tensors(capfd):
+    torch.manual_seed(2)
+    model = _ChannelsLastIn().eval().to(memory_format=torch.channels_last)
+    x = torch.randn(1, 8, 19, 23).to(memory_format=torch.channels_last)
+    method, passes = _load(_pte(model, (x,)), capfd)
+    assert passes["packed"] == 2
+    out = method.execute([x])[0]
+    with torch.no_grad():
+        ref = model.double()(x.double())
+    assert _rel_err(out, ref) <= 1e-5
+
+
+def test_a_convolution_reading_its_own_weight_as_input_is_left_alone(capfd):
+    class InputWeight(torch.nn.Module):
+        def forward(self, x, w):
+            return torch.nn.functional.conv2d(x, w, padding=1)
+
+    x, w = torch.randn(1, 4, 9, 9), torch.randn(6, 4, 3, 3)
+    method, passes = _load(_pte(InputWeight(), (x, w)), capfd)
+    assert passes["packed"] == 0
+    out = method.execute([x, w])[0]
+    assert _rel_err(out, torch.nn.functional.conv2d(x.double(), w.double(), padding=1)) <= 1e-5
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
@@ -71,7 +174,7 @@ def test_int8_weights_are_dequantized_once_at_load(capfd):
                   if plan.operators[c.instr_args.op_index].name == "quantized_decomposed::dequantize_per_channel")
     assert weights == 3
     method, passes = _load(session.get_pte_buffer(), capfd)
-    assert passes["dequantized"] == weights, passes
+    assert passes["dequantized"] >= weights and passes["packed"] == 2, passes
     out = method.execute([x])[0]
     err = float((out - ref).abs().max() / (ref.max() - ref.min()))
     assert err <= 1e-2, f"native int8 differs from the converted module by {err:.3g} of its range"

@@ -8,7 +8,12 @@ namespace {
 void portable_load_passes(runtime::MethodRewriter& m) {
   const size_t dequantized = dequantize_constants_once(m);
   read_weight_transposes_in_place(m);
-  if (dequantized > 0) ET_LOG(Info, "load passes: %zu dequantizes run at load", dequantized);
+  size_t folded = 0;
+  const size_t packed = pack_convolutions(m, &folded);
+  const size_t relabelled = channels_last_conv_chains(m);
+  if (dequantized + packed > 0)
+    ET_LOG(Info, "load passes: %zu dequantizes run at load, %zu convolutions packed (%zu ops folded), "
+           "%zu tensors channels-last", dequantized, packed, folded, relabelled);
 }
 
 ET_REGISTER_LOAD_PASS(portable_load_passes);
