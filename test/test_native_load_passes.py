@@ -178,3 +178,29 @@ def test_int8_weights_are_dequantized_once_at_load(capfd):
     out = method.execute([x])[0]
     err = float((out - ref).abs().max() / (ref.max() - ref.min()))
     assert err <= 1e-2, f"native int8 differs from the converted module by {err:.3g} of its range"
+
+
+class _ViewedOutput(torch.nn.Module):
+    """The second convolution's output is read only through a flatten the memory plan aliases to
+    it (no instruction): it must stay NCHW, and be written where the view reads it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(5, 12, 3, stride=2, padding=1)
+        self.b = torch.nn.Conv2d(12, 7, 1)
+
+    def forward(self, x):
+        y = self.b(torch.relu(self.a(x)))
+        return y.flatten(2).transpose(1, 2).contiguous() * 2
+
+
+def test_a_view_the_memory_plan_aliases_keeps_its_tensors_layout(capfd):
+    torch.manual_seed(4)
+    model = _ViewedOutput().eval()
+    x = torch.randn(2, 5, 21, 23)
+    method, passes = _load(_pte(model, (x,)), capfd)
+    assert passes["packed"] == 2
+    out = method.execute([x])[0]
+    with torch.no_grad():
+        ref = model.double()(x.double())
+    assert _rel_err(out, ref) <= 1e-5

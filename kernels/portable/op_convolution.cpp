@@ -231,7 +231,7 @@ bool overlap(const void* a, size_t an, const void* b, size_t bn) {
 size_t sole_reader(runtime::MethodRewriter& m, size_t pc) {
   const Args a = m.args(pc);
   size_t pcs[3];
-  if (a[10] != a[9] || m.uses(a[9], pcs, 3) != 2 || pcs[0] != pc) return 0;
+  if (a[10] != a[9] || m.aliased(a[9]) || m.uses(a[9], pcs, 3) != 2 || pcs[0] != pc) return 0;
   for (size_t k = pc + 1; k < pcs[1]; ++k)
     if (!m.does_nothing(k)) return 0;
   return pcs[1];
@@ -422,7 +422,7 @@ bool relabel_candidate(runtime::MethodRewriter& m, const EValue* v) {
   constexpr size_t kMaxUses = 16;
   if (!v->isTensor() || m.is_constant(v)) return false;
   const Tensor t = v->toTensor();
-  if (t.dim() != 4 || !t.is_contiguous() || t.const_data_ptr() == nullptr) return false;
+  if (t.dim() != 4 || !t.is_contiguous() || t.const_data_ptr() == nullptr || m.aliased(v)) return false;
   size_t pcs[kMaxUses];
   const size_t n = m.uses(v, pcs, kMaxUses);
   if (n == 0 || n > kMaxUses) return false;

@@ -253,7 +253,7 @@ size_t read_weight_transposes_in_place(runtime::MethodRewriter& m) {
     const Span<const int64_t> d = a[1]->toIntList();
     runtime::TensorImpl* w = a[0]->toTensor().unsafeGetTensorImpl();
     runtime::TensorImpl* t = a[2]->toTensor().unsafeGetTensorImpl();
-    if (d.size() != 2 || d[0] != 1 || d[1] != 0 || w == t || w->data() == nullptr || t->data() == nullptr ||
+    if (m.aliased(a[2]) || d.size() != 2 || d[0] != 1 || d[1] != 0 || w == t || w->data() == nullptr || t->data() == nullptr ||
         w->dim() != 2 || t->dim() != 2 || w->scalar_type() != t->scalar_type() || w->dim_order()[0] != 0 ||
         t->dim_order()[0] != 0 || t->sizes()[0] != w->sizes()[1] || t->sizes()[1] != w->sizes()[0])
       continue;

@@ -276,6 +276,7 @@ size_t dequantize_constants_once(runtime::MethodRewriter& m) {
       const Args reader = m.args(pcs[u]);
       ok = pcs[u] == pc || (m.kernel(pcs[u]) != nullptr && reader[reader.size() - 1] != out);
     }
+    ok = ok && !m.aliased(out);  // a view of its planned memory would read it there
     runtime::TensorImpl* t = out->toTensor().unsafeGetTensorImpl();
     void* data = ok ? m.allocate(t->nbytes() == 0 ? 1 : t->nbytes(), 64) : nullptr;
     if (data == nullptr) continue;

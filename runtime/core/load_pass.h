@@ -31,6 +31,10 @@ class MethodRewriter {
   // list argument, moves, jumps) in order, and returns how many there are; returns SIZE_MAX
   // when `v` is a method input or output, whose uses a pass cannot see.
   virtual size_t uses(const EValue* v, size_t* pcs, size_t max) const = 0;
+  // Whether tensor `v`'s memory is also another tensor's that no instruction writes: a view the
+  // memory plan aliases to it. Such a view reads v's memory, so v must keep its layout and its
+  // memory, and must still be written there.
+  virtual bool aliased(const EValue* v) const = 0;
   // `bytes` of memory the method owns, or null when its allocator is full (the pass then
   // leaves the instruction as it was).
   virtual void* allocate(size_t bytes, size_t alignment) = 0;

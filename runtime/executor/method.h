@@ -125,8 +125,9 @@ class Method final {
   const char** op_event_names_ = nullptr;
   DelegateSlots delegates_;
   // Per value, set by run_load_passes: kWritten (an instruction or the caller writes it),
-  // kEscapes (a method input/output or list item), kFolded (a pass computed it at load).
-  static constexpr uint8_t kWritten = 1, kEscapes = 2, kFolded = 4;
+  // kEscapes (a method input/output), kFolded (a pass computed it at load), kView (planned memory
+  // no instruction writes: an alias of another tensor's).
+  static constexpr uint8_t kWritten = 1, kEscapes = 2, kFolded = 4, kView = 8;
   uint8_t* value_flags_ = nullptr;
   // Where external tensors and named data come from while loading; not used after init().
   const NamedDataMap* external_ = nullptr;

@@ -53,6 +53,21 @@ class MethodRewriterImpl final : public MethodRewriter {
     }
     return n;
   }
+  bool aliased(const EValue* v) const override {
+    const size_t i = index(v);
+    if (i >= m_.num_values_ || !v->isTensor() || first_ == nullptr) return true;
+    for (size_t j = 0; j < m_.num_values_; ++j) {
+      if (j == i || !(m_.value_flags_[j] & Method::kView) || !overlaps(i, j)) continue;
+      // The view shows whichever overlapping tensor was written last before its first read.
+      size_t source = SIZE_MAX;
+      for (size_t k = 0; k < m_.num_values_; ++k)
+        if (!(m_.value_flags_[k] & Method::kView) && first_[k] < first_[j] && overlaps(k, j) &&
+            (source == SIZE_MAX || first_[k] > first_[source]))
+          source = k;
+      if (source == i) return true;
+    }
+    return false;
+  }
   void* allocate(size_t bytes, size_t alignment) override { return alloc_->allocate(bytes, alignment); }
   void* allocate_temp(size_t bytes, size_t alignment) override {
     return m_.temp_allocator_ != nullptr ? m_.temp_allocator_->allocate(bytes, alignment) : nullptr;
@@ -94,6 +109,13 @@ class MethodRewriterImpl final : public MethodRewriter {
       if (item && item->unsafeGetTensorImpl() == t) return true;
     return false;
   }
+  // Whether tensor values i and j have planned memory in common.
+  bool overlaps(size_t i, size_t j) const {
+    if (!m_.values_[i].isTensor() || !m_.values_[j].isTensor()) return false;
+    const Tensor a = m_.values_[i].toTensor(), b = m_.values_[j].toTensor();
+    const auto x = reinterpret_cast<uintptr_t>(a.const_data_ptr()), y = reinterpret_cast<uintptr_t>(b.const_data_ptr());
+    return x != 0 && y != 0 && x < y + b.nbytes() && y < x + a.nbytes();
+  }
   size_t index(const EValue* v) const {
     return v >= m_.values_ && v < m_.values_ + m_.num_values_ ? static_cast<size_t>(v - m_.values_)
                                                               : SIZE_MAX;
@@ -101,6 +123,11 @@ class MethodRewriterImpl final : public MethodRewriter {
 
   Method& m_;
   MemoryAllocator* alloc_;
+
+ public:
+  // Per value, the first instruction naming it (kNever: none); null when there was no room.
+  static constexpr uint32_t kNever = UINT32_MAX;
+  uint32_t* first_ = nullptr;
 };
 
 
@@ -148,7 +175,28 @@ void MethodRewriterImpl::run(Method& m, MemoryAllocator* a) {
     if (s.kind == Step::Kind::Kernel && s.a > 0) flags[s.args[s.a - 1] - m.values_] |= Method::kWritten;
     for (uint32_t j = 0; s.kind == Step::Kind::Delegate && j < s.a; ++j) flags[s.args[j] - m.values_] |= Method::kWritten;
   }
+  // A planned tensor nothing writes is a view of memory another tensor fills.
+  for (size_t i = 0; i < m.num_values_; ++i) {
+    const fb::EValue* v = values->Get(i);
+    if (v != nullptr && v->val_type() == fb::KernelTypes::Tensor && v->val_as_Tensor()->allocation_info() != nullptr &&
+        !(flags[i] & Method::kWritten))
+      flags[i] |= Method::kView;
+  }
   MethodRewriterImpl rewriter(m, a);
+  rewriter.first_ = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
+  for (size_t i = 0; rewriter.first_ != nullptr && i < m.num_values_; ++i) rewriter.first_[i] = kNever;
+  for (size_t pc = m.num_steps_; rewriter.first_ != nullptr && pc-- > 0;) {
+    const Step& s = m.steps_[pc];
+    if (s.kind == Step::Kind::Move) rewriter.first_[s.a] = rewriter.first_[s.b] = static_cast<uint32_t>(pc);
+    if (s.kind == Step::Kind::JumpFalse) rewriter.first_[s.a] = static_cast<uint32_t>(pc);
+    for (uint32_t j = 0; s.args != nullptr && j < s.a; ++j) {
+      rewriter.first_[s.args[j] - m.values_] = static_cast<uint32_t>(pc);
+      for (const Tensor& item : s.args[j]->toTensorList())
+        for (size_t k = 0; k < m.num_values_; ++k)
+          if (m.values_[k].isTensor() && m.values_[k].toTensor().unsafeGetTensorImpl() == item.unsafeGetTensorImpl())
+            rewriter.first_[k] = static_cast<uint32_t>(pc);
+    }
+  }
   for (size_t i = 0; i < g_num_passes; ++i) {
     g_passes[i](rewriter);
     rewriter.free_temp();
