@@ -174,7 +174,9 @@ def test_int8_weights_are_dequantized_once_at_load(capfd):
                   if plan.operators[c.instr_args.op_index].name == "quantized_decomposed::dequantize_per_channel")
     assert weights == 3
     method, passes = _load(session.get_pte_buffer(), capfd)
-    assert passes["dequantized"] >= weights and passes["packed"] == 2, passes
+    # Both convolutions packed, and the int8 and float tensors between them (through quantize,
+    # dequantize and ReLU) channels-last.
+    assert passes["dequantized"] >= weights and passes["packed"] == 2 and passes["channels_last"] >= 4, passes
     out = method.execute([x])[0]
     err = float((out - ref).abs().max() / (ref.max() - ref.min()))
     assert err <= 1e-2, f"native int8 differs from the converted module by {err:.3g} of its range"

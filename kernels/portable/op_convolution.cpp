@@ -404,11 +404,14 @@ size_t pack_convolutions(runtime::MethodRewriter& m, size_t* folded) {
 
 namespace {
 
-// Elementwise ops whose every tensor argument has one shape: any dim order works if all share it.
+// Elementwise ops whose every tensor argument has one shape: any dim order works if all share it
+// (per-tensor quantize and dequantize included: an int8 program's activations pass through them).
 bool layout_free(runtime::OpFunction op) {
   static const runtime::OpFunction ops[] = {
       runtime::get_op_function("aten::add", "out"), runtime::get_op_function("aten::relu", "out"),
-      runtime::get_op_function("aten::hardtanh", "out"), runtime::get_op_function("aten::clamp", "out")};
+      runtime::get_op_function("aten::hardtanh", "out"), runtime::get_op_function("aten::clamp", "out"),
+      runtime::get_op_function("quantized_decomposed::quantize_per_tensor", "out"),
+      runtime::get_op_function("quantized_decomposed::dequantize_per_tensor", "out")};
   for (runtime::OpFunction o : ops)
     if (o != nullptr && o == op) return true;
   return false;

@@ -4,7 +4,10 @@
 // pt2e module bit for bit when the inputs do.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "kernels/portable/cpu/parallel.h"
+#include "kernels/portable/cpu/vectorize.h"
 #include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
 
@@ -52,7 +55,7 @@ bool prepare(KernelRuntimeContext& ctx, const char* op, const Tensor& in, const 
 }
 
 template <typename Q>
-void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
+void quantize_loop(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
   const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
   for (int64_t i = 0; i < n; ++i) {
     float v = std::nearbyint(in[i] * inv_scale) + zp;
@@ -61,6 +64,38 @@ void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp
     const int64_t q = v == v ? static_cast<int64_t>(v) : qmin;
     out[i] = static_cast<Q>(q > qmax ? qmax : q);
   }
+}
+
+// The 8-bit forms (every activation of an int8 program), vectorized per ISA: the clamped value is
+// within 8 bits, so it converts through int32 exactly, and each element's arithmetic is the same
+// on every ISA (nothing there fuses), so are the bytes.
+template <typename Q>
+ET_ALWAYS_INLINE void quantize_loop_8bit(const float* in, Q* out, int64_t n, float inv_scale, float zp, float lo,
+                                         float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::nearbyint(in[i] * inv_scale) + zp;
+    v = v < lo ? lo : (v > hi ? hi : v);
+    out[i] = static_cast<Q>(static_cast<int32_t>(v == v ? v : lo));
+  }
+}
+ET_MULTIVERSION void quantize_i8(const float* in, int8_t* out, int64_t n, float inv, float zp, float lo, float hi) {
+  quantize_loop_8bit(in, out, n, inv, zp, lo, hi);
+}
+ET_MULTIVERSION void quantize_u8(const float* in, uint8_t* out, int64_t n, float inv, float zp, float lo, float hi) {
+  quantize_loop_8bit(in, out, n, inv, zp, lo, hi);
+}
+
+// Elements per chunk of the thread pool's share-out (fixed, so results do not depend on threads).
+constexpr int64_t kQuantGrain = 1 << 15;
+
+template <typename Q>
+void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
+  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
+  cpu::parallel_for(0, n, kQuantGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<Q, int8_t>) quantize_i8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
+    else if constexpr (std::is_same_v<Q, uint8_t>) quantize_u8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
+    else quantize_loop(in + b, out + b, e - b, inv_scale, zp, qmin, qmax);
+  });
 }
 
 void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, int64_t zp, int64_t qmin,
@@ -82,8 +117,23 @@ void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, 
 }
 
 template <typename Q>
-void dequantize_into(const Q* in, float* out, int64_t n, float scale, float zp) {
+ET_ALWAYS_INLINE void dequantize_loop(const Q* in, float* out, int64_t n, float scale, float zp) {
   for (int64_t i = 0; i < n; ++i) out[i] = (static_cast<float>(in[i]) - zp) * scale;
+}
+ET_MULTIVERSION void dequantize_i8(const int8_t* in, float* out, int64_t n, float scale, float zp) {
+  dequantize_loop(in, out, n, scale, zp);
+}
+ET_MULTIVERSION void dequantize_u8(const uint8_t* in, float* out, int64_t n, float scale, float zp) {
+  dequantize_loop(in, out, n, scale, zp);
+}
+
+template <typename Q>
+void dequantize_into(const Q* in, float* out, int64_t n, float scale, float zp) {
+  cpu::parallel_for(0, n, kQuantGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<Q, int8_t>) dequantize_i8(in + b, out + b, e - b, scale, zp);
+    else if constexpr (std::is_same_v<Q, uint8_t>) dequantize_u8(in + b, out + b, e - b, scale, zp);
+    else dequantize_loop(in + b, out + b, e - b, scale, zp);
+  });
 }
 
 bool dequant_types_ok(KernelRuntimeContext& ctx, const char* op, const Tensor& in, ScalarType qtype,
