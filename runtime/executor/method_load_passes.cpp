@@ -55,17 +55,9 @@ class MethodRewriterImpl final : public MethodRewriter {
   }
   bool aliased(const EValue* v) const override {
     const size_t i = index(v);
-    if (i >= m_.num_values_ || !v->isTensor() || first_ == nullptr) return true;
-    for (size_t j = 0; j < m_.num_values_; ++j) {
-      if (j == i || !(m_.value_flags_[j] & Method::kView) || !overlaps(i, j)) continue;
-      // The view shows whichever overlapping tensor was written last before its first read.
-      size_t source = SIZE_MAX;
-      for (size_t k = 0; k < m_.num_values_; ++k)
-        if (!(m_.value_flags_[k] & Method::kView) && first_[k] < first_[j] && overlaps(k, j) &&
-            (source == SIZE_MAX || first_[k] > first_[source]))
-          source = k;
-      if (source == i) return true;
-    }
+    if (i >= m_.num_values_ || !v->isTensor() || source_ == nullptr) return true;
+    for (size_t j = 0; j < m_.num_values_; ++j)
+      if ((m_.value_flags_[j] & Method::kView) && source_[j] == i) return true;
     return false;
   }
   void* allocate(size_t bytes, size_t alignment) override { return alloc_->allocate(bytes, alignment); }
@@ -125,9 +117,10 @@ class MethodRewriterImpl final : public MethodRewriter {
   MemoryAllocator* alloc_;
 
  public:
-  // Per value, the first instruction naming it (kNever: none); null when there was no room.
+  // Per view, the tensor it shows: the overlapping one written last before the view's first read
+  // (kNever: none). Null when there was no room: every tensor then counts as aliased.
   static constexpr uint32_t kNever = UINT32_MAX;
-  uint32_t* first_ = nullptr;
+  uint32_t* source_ = nullptr;
 };
 
 
@@ -183,20 +176,30 @@ void MethodRewriterImpl::run(Method& m, MemoryAllocator* a) {
       flags[i] |= Method::kView;
   }
   MethodRewriterImpl rewriter(m, a);
-  rewriter.first_ = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
-  for (size_t i = 0; rewriter.first_ != nullptr && i < m.num_values_; ++i) rewriter.first_[i] = kNever;
-  for (size_t pc = m.num_steps_; rewriter.first_ != nullptr && pc-- > 0;) {
+  // The first instruction naming each value, then each view's source.
+  uint32_t* first = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
+  uint32_t* source = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
+  for (size_t i = 0; first != nullptr && source != nullptr && i < m.num_values_; ++i) first[i] = source[i] = kNever;
+  for (size_t pc = m.num_steps_; first != nullptr && source != nullptr && pc-- > 0;) {
     const Step& s = m.steps_[pc];
-    if (s.kind == Step::Kind::Move) rewriter.first_[s.a] = rewriter.first_[s.b] = static_cast<uint32_t>(pc);
-    if (s.kind == Step::Kind::JumpFalse) rewriter.first_[s.a] = static_cast<uint32_t>(pc);
+    if (s.kind == Step::Kind::Move) first[s.a] = first[s.b] = static_cast<uint32_t>(pc);
+    if (s.kind == Step::Kind::JumpFalse) first[s.a] = static_cast<uint32_t>(pc);
     for (uint32_t j = 0; s.args != nullptr && j < s.a; ++j) {
-      rewriter.first_[s.args[j] - m.values_] = static_cast<uint32_t>(pc);
+      first[s.args[j] - m.values_] = static_cast<uint32_t>(pc);
       for (const Tensor& item : s.args[j]->toTensorList())
         for (size_t k = 0; k < m.num_values_; ++k)
           if (m.values_[k].isTensor() && m.values_[k].toTensor().unsafeGetTensorImpl() == item.unsafeGetTensorImpl())
-            rewriter.first_[k] = static_cast<uint32_t>(pc);
+            first[k] = static_cast<uint32_t>(pc);
     }
   }
+  for (size_t j = 0; first != nullptr && source != nullptr && j < m.num_values_; ++j) {
+    if (!(flags[j] & Method::kView)) continue;
+    for (size_t k = 0; k < m.num_values_; ++k)
+      if (!(flags[k] & Method::kView) && first[k] < first[j] && rewriter.overlaps(k, j) &&
+          (source[j] == kNever || first[k] > first[source[j]]))
+        source[j] = static_cast<uint32_t>(k);
+  }
+  rewriter.source_ = first != nullptr ? source : nullptr;
   for (size_t i = 0; i < g_num_passes; ++i) {
     g_passes[i](rewriter);
     rewriter.free_temp();
