@@ -380,13 +380,15 @@ size_t pack_convolutions(runtime::MethodRewriter& m, size_t* folded) {
     const size_t bn = batch_norm_after(m, pc, oc, scale, shift, state);
     const float* w = weight.const_data_ptr<float>();
     const bool hwi = channels_last(weight);  // already OHWI in memory
-    for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t o = 0; o < oc; ++o) {  // written in order; OIHW read with a stride of `taps`
       const float f = bn ? scale[o] : 1.f;
-      for (int64_t i = 0; i < gin; ++i)
-        for (int64_t t = 0; t < taps; ++t) {
-          const int64_t at = (o * taps + t) * gin + i;
-          ohwi[at] = w[hwi ? at : (o * gin + i) * taps + t] * f;
-        }
+      float* dst = ohwi + o * taps * gin;
+      const float* src = w + o * taps * gin;
+      if (hwi || taps == 1)
+        for (int64_t k = 0; k < taps * gin; ++k) dst[k] = src[k] * f;
+      else
+        for (int64_t t = 0; t < taps; ++t)
+          for (int64_t i = 0; i < gin; ++i) dst[t * gin + i] = src[i * taps + t] * f;
       if (bn) shift[o] += bias ? bias[o] * scale[o] : 0.f;
     }
     if (!cpu::conv2d_nhwc_f32_pack(g, cpu::ConvWeights::kOhwi, ohwi, bn ? shift : bias, isa, packed)) continue;

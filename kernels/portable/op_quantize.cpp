@@ -228,11 +228,40 @@ void quantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
     quantize_channels<float>(ctx, in, scales, zps, ch, qmin, qmax, out);
 }
 
+// One channel's run of 8-bit values: (q - z) * s in S, as dequantize_channels() computes each.
+// With |z| <= 2^23 the difference is exact in S (float or double), so it is taken there, where
+// the loop vectorizes.
+template <typename Q, typename S>
+void dequantize_run(const Q* q, float* y, int64_t n, int64_t z, S s) {
+  if (z >= -(int64_t{1} << 23) && z <= (int64_t{1} << 23)) {
+    const S zs = static_cast<S>(z);
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((static_cast<S>(q[i]) - zs) * s);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<float>(static_cast<S>(static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(q[i])) -
+                                                                  static_cast<uint64_t>(z))) * s);
+}
+
 template <typename S>
 void dequantize_channels(const Tensor& in, const Tensor& scales, const Tensor* zps, const Channels& ch,
                          const Tensor& out) {
   const S* s = scales.const_data_ptr<S>();
   float* y = out.mutable_data_ptr<float>();
+  if (in.scalar_type() == ScalarType::Char || in.scalar_type() == ScalarType::Byte) {
+    // 8-bit weights (an int8 program's, dequantized at load): runs of `stride` elements share a
+    // channel, so its scale and zero point are read once per run; the same arithmetic as below.
+    const bool is_signed = in.scalar_type() == ScalarType::Char;
+    const int64_t n = in.numel();
+    for (int64_t start = 0, run = 0; start < n; start += ch.stride, ++run) {
+      const int64_t c = run % ch.count, end = start + ch.stride < n ? start + ch.stride : n;
+      const int64_t z = zps ? load_int(zps->const_data_ptr(), zps->scalar_type(), c) : 0;
+      const S sc = s[c];
+      if (is_signed) dequantize_run(in.const_data_ptr<int8_t>() + start, y + start, end - start, z, sc);
+      else dequantize_run(in.const_data_ptr<uint8_t>() + start, y + start, end - start, z, sc);
+    }
+    return;
+  }
   for (int64_t i = 0; i < in.numel(); ++i) {
     const int64_t c = ch.of(i);
     const int64_t q = load_int(in.const_data_ptr(), in.scalar_type(), i);

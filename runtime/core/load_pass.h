@@ -22,7 +22,9 @@ class MethodRewriter {
   virtual OpFunction kernel(size_t pc) const = 0;
   // Whether instruction `pc` does nothing (a free, or an instruction a pass removed).
   virtual bool does_nothing(size_t pc) const = 0;
-  // Instruction `pc`'s arguments (empty unless it is a kernel call).
+  // Instruction `pc`'s arguments (empty unless it is a kernel call). A pass may point one at
+  // another value only as part of a fold that then remove()s the folded instruction: uses()
+  // answers from an index rebuilt after each remove().
   virtual Span<EValue*> args(size_t pc) const = 0;
   // A tensor whose data came with the program (or was computed by a pass), or a scalar or list
   // no instruction can overwrite: the same before every run.

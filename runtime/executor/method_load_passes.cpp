@@ -40,13 +40,16 @@ class MethodRewriterImpl final : public MethodRewriter {
   size_t uses(const EValue* v, size_t* pcs, size_t max) const override {
     const size_t i = index(v);
     if (i >= m_.num_values_ || (m_.value_flags_[i] & Method::kEscapes)) return SIZE_MAX;
-    size_t n = 0;
+    if (stale_ && !no_index_) index_uses();
+    if (!no_index_) {
+      const size_t n = use_start_[i + 1] - use_start_[i];
+      for (size_t k = 0; k < n && k < max; ++k) pcs[k] = use_pc_[use_start_[i] + k];
+      return n;
+    }
+    size_t n = 0;  // no index (no room for it): scan every instruction
     for (size_t pc = 0; pc < m_.num_steps_; ++pc) {
-      const Step& s = m_.steps_[pc];
       bool named = false;
-      if (s.kind == Step::Kind::Move) named = s.a == i || s.b == i;
-      else if (s.kind == Step::Kind::JumpFalse) named = s.a == i;
-      for (uint32_t j = 0; s.args != nullptr && j < s.a && !named; ++j) named = names(*s.args[j], v);
+      for_each_named(pc, [&](size_t j) { named = named || j == i; });
       if (!named) continue;
       if (n < max) pcs[n] = pc;
       ++n;
@@ -55,10 +58,7 @@ class MethodRewriterImpl final : public MethodRewriter {
   }
   bool aliased(const EValue* v) const override {
     const size_t i = index(v);
-    if (i >= m_.num_values_ || !v->isTensor() || source_ == nullptr) return true;
-    for (size_t j = 0; j < m_.num_values_; ++j)
-      if ((m_.value_flags_[j] & Method::kView) && source_[j] == i) return true;
-    return false;
+    return i >= m_.num_values_ || !v->isTensor() || aliased_ == nullptr || aliased_[i] != 0;
   }
   void* allocate(size_t bytes, size_t alignment) override { return alloc_->allocate(bytes, alignment); }
   void* allocate_temp(size_t bytes, size_t alignment) override {
@@ -74,6 +74,7 @@ class MethodRewriterImpl final : public MethodRewriter {
   }
   void remove(size_t pc) override {
     if (kernel(pc) == nullptr) return;
+    stale_ = true;  // passes edit arguments in place before removing the instruction they fold
     // A Free of the first argument's value: it names a value in range and does nothing.
     const size_t first = m_.steps_[pc].a > 0 ? index(m_.steps_[pc].args[0]) : 0;
     m_.steps_[pc] = Step{Step::Kind::Free, static_cast<uint32_t>(first < m_.num_values_ ? first : 0), 0,
@@ -90,17 +91,78 @@ class MethodRewriterImpl final : public MethodRewriter {
 
  private:
   bool constant_tensor(size_t i) const;
-  // Whether `arg` is `v`, or a tensor list holding v's tensor.
-  static bool names(const EValue& arg, const EValue* v) {
-    if (&arg == v) return true;
-    if (!v->isTensor()) return false;
-    const TensorImpl* t = v->toTensor().unsafeGetTensorImpl();
-    for (const Tensor& item : arg.toTensorList())
-      if (item.unsafeGetTensorImpl() == t) return true;
-    for (const auto& item : arg.toListOptionalTensor())
-      if (item && item->unsafeGetTensorImpl() == t) return true;
-    return false;
+
+ public:
+  // Calls f(value index) for every value instruction `pc` names: a Move's two, a JumpFalse's
+  // condition, each argument and each tensor in a tensor list argument (by the list's items in
+  // the file, which the method checked at load). A value may come more than once.
+  template <typename F>
+  void for_each_named(size_t pc, F&& f) const {
+    const Step& s = m_.steps_[pc];
+    if (s.kind == Step::Kind::Move) f(s.a), f(s.b);
+    if (s.kind == Step::Kind::JumpFalse) f(s.a);
+    if (s.args == nullptr || (s.kind != Step::Kind::Kernel && s.kind != Step::Kind::Delegate)) return;
+    const auto* values = m_.meta_.flatbuffer()->values();
+    for (uint32_t j = 0; j < s.a; ++j) {
+      const size_t i = index(s.args[j]);
+      if (i >= m_.num_values_) continue;
+      f(i);
+      const fb::EValue* v = values->Get(static_cast<flatbuffers::uoffset_t>(i));
+      const flatbuffers::Vector<int32_t>* items = nullptr;
+      if (v != nullptr && v->val_type() == fb::KernelTypes::TensorList) items = v->val_as_TensorList()->items();
+      if (v != nullptr && v->val_type() == fb::KernelTypes::OptionalTensorList)
+        items = v->val_as_OptionalTensorList()->items();
+      for (flatbuffers::uoffset_t k = 0; items != nullptr && k < items->size(); ++k)
+        if (items->Get(k) >= 0 && static_cast<size_t>(items->Get(k)) < m_.num_values_) f(static_cast<size_t>(items->Get(k)));
+    }
   }
+  // (Re)builds the index of the instructions naming each value, in order and once per
+  // instruction; passes edit instructions rarely, so rebuilding after an edit keeps every
+  // uses() query proportional to its answer instead of to the method. The arrays are sized at
+  // the first build; if an edit ever made the index outgrow them, uses() scans instead.
+  void index_uses() const {
+    const size_t nv = m_.num_values_;
+    if (use_start_ == nullptr) {
+      use_start_ = alloc_->allocate_list<uint32_t>(nv + 1);
+      last_ = alloc_->allocate_list<uint32_t>(nv == 0 ? 1 : nv);
+      if (use_start_ == nullptr || last_ == nullptr) {
+        no_index_ = true;  // no room: scan
+        return;
+      }
+    }
+    for (size_t i = 0; i <= nv; ++i) use_start_[i] = 0;
+    for (size_t i = 0; i < nv; ++i) last_[i] = kNever;
+    size_t total = 0;
+    for (size_t pc = 0; pc < m_.num_steps_; ++pc)
+      for_each_named(pc, [&](size_t i) {
+        if (last_[i] == pc) return;
+        last_[i] = static_cast<uint32_t>(pc);
+        ++use_start_[i + 1];
+        ++total;
+      });
+    if (use_pc_ == nullptr) {
+      use_pc_ = alloc_->allocate_list<uint32_t>(total == 0 ? 1 : total);
+      use_cap_ = use_pc_ != nullptr ? total : 0;
+    }
+    if (use_pc_ == nullptr || total > use_cap_) {
+      no_index_ = true;  // scan from now on
+      return;
+    }
+    for (size_t i = 0; i < nv; ++i) use_start_[i + 1] += use_start_[i];
+    for (size_t i = 0; i < nv; ++i) last_[i] = kNever;
+    // Fill: use_start_[i] advances as value i's slots fill, then is restored from its neighbour.
+    for (size_t pc = 0; pc < m_.num_steps_; ++pc)
+      for_each_named(pc, [&](size_t i) {
+        if (last_[i] == pc) return;
+        last_[i] = static_cast<uint32_t>(pc);
+        use_pc_[use_start_[i]++] = static_cast<uint32_t>(pc);
+      });
+    for (size_t i = nv; i > 0; --i) use_start_[i] = use_start_[i - 1];
+    use_start_[0] = 0;
+    stale_ = false;
+  }
+
+ private:
   // Whether tensor values i and j have planned memory in common.
   bool overlaps(size_t i, size_t j) const {
     if (!m_.values_[i].isTensor() || !m_.values_[j].isTensor()) return false;
@@ -115,12 +177,20 @@ class MethodRewriterImpl final : public MethodRewriter {
 
   Method& m_;
   MemoryAllocator* alloc_;
+  // The use index (index_uses()); stale_ until built and after an edit.
+  mutable uint32_t* use_start_ = nullptr;
+  mutable uint32_t* use_pc_ = nullptr;
+  mutable uint32_t* last_ = nullptr;
+  mutable size_t use_cap_ = 0;
+  mutable bool stale_ = true;
+  mutable bool no_index_ = false;
 
  public:
-  // Per view, the tensor it shows: the overlapping one written last before the view's first read
-  // (kNever: none). Null when there was no room: every tensor then counts as aliased.
   static constexpr uint32_t kNever = UINT32_MAX;
-  uint32_t* source_ = nullptr;
+  // Per value, nonzero when a view the memory plan aliases to it shows its memory (the view's
+  // source: the overlapping tensor written last before the view's first read). Null when there
+  // was no room: every tensor then counts as aliased.
+  uint8_t* aliased_ = nullptr;
 };
 
 
@@ -176,30 +246,23 @@ void MethodRewriterImpl::run(Method& m, MemoryAllocator* a) {
       flags[i] |= Method::kView;
   }
   MethodRewriterImpl rewriter(m, a);
-  // The first instruction naming each value, then each view's source.
+  // The first instruction naming each value, then each view's source (one pass over the views
+  // and the tensors they may show).
   uint32_t* first = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
-  uint32_t* source = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
-  for (size_t i = 0; first != nullptr && source != nullptr && i < m.num_values_; ++i) first[i] = source[i] = kNever;
-  for (size_t pc = m.num_steps_; first != nullptr && source != nullptr && pc-- > 0;) {
-    const Step& s = m.steps_[pc];
-    if (s.kind == Step::Kind::Move) first[s.a] = first[s.b] = static_cast<uint32_t>(pc);
-    if (s.kind == Step::Kind::JumpFalse) first[s.a] = static_cast<uint32_t>(pc);
-    for (uint32_t j = 0; s.args != nullptr && j < s.a; ++j) {
-      first[s.args[j] - m.values_] = static_cast<uint32_t>(pc);
-      for (const Tensor& item : s.args[j]->toTensorList())
-        for (size_t k = 0; k < m.num_values_; ++k)
-          if (m.values_[k].isTensor() && m.values_[k].toTensor().unsafeGetTensorImpl() == item.unsafeGetTensorImpl())
-            first[k] = static_cast<uint32_t>(pc);
-    }
-  }
-  for (size_t j = 0; first != nullptr && source != nullptr && j < m.num_values_; ++j) {
+  uint8_t* aliased = a->allocate_list<uint8_t>(m.num_values_ == 0 ? 1 : m.num_values_);
+  for (size_t i = 0; first != nullptr && aliased != nullptr && i < m.num_values_; ++i) first[i] = kNever, aliased[i] = 0;
+  for (size_t pc = m.num_steps_; first != nullptr && aliased != nullptr && pc-- > 0;)
+    rewriter.for_each_named(pc, [&](size_t i) { first[i] = static_cast<uint32_t>(pc); });
+  for (size_t j = 0; first != nullptr && aliased != nullptr && j < m.num_values_; ++j) {
     if (!(flags[j] & Method::kView)) continue;
+    uint32_t source = kNever;
     for (size_t k = 0; k < m.num_values_; ++k)
       if (!(flags[k] & Method::kView) && first[k] < first[j] && rewriter.overlaps(k, j) &&
-          (source[j] == kNever || first[k] > first[source[j]]))
-        source[j] = static_cast<uint32_t>(k);
+          (source == kNever || first[k] > first[source]))
+        source = static_cast<uint32_t>(k);
+    if (source != kNever) aliased[source] = 1;
   }
-  rewriter.source_ = first != nullptr ? source : nullptr;
+  rewriter.aliased_ = first != nullptr ? aliased : nullptr;
   for (size_t i = 0; i < g_num_passes; ++i) {
     g_passes[i](rewriter);
     rewriter.free_temp();
