@@ -9,6 +9,7 @@
 #include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/load_pass_util.h"
 #include "kernels/portable/util/widen.h"
 
 namespace executorch {
@@ -141,30 +142,6 @@ struct PackedConv {
   bool output_over_input;  // the output tensor may share memory with the input: write via temp
 };
 
-bool channels_last(const Tensor& t) {
-  const auto d = t.dim_order();
-  return t.dim() == 4 && d[0] == 0 && d[1] == 2 && d[2] == 3 && d[3] == 1;
-}
-
-// [n, c, p] <-> [n, p, c] for p = H * W pixels, in tiles so both sides are read in runs.
-void transpose_planes(const float* in, float* out, int64_t n, int64_t rows, int64_t cols) {
-  constexpr int64_t kTile = 32;
-  cpu::parallel_for(0, n * ((rows + kTile - 1) / kTile), 1, [&](int64_t lo, int64_t hi) {
-    const int64_t row_tiles = (rows + kTile - 1) / kTile;
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t b = t / row_tiles, r0 = (t % row_tiles) * kTile;
-      const int64_t r1 = r0 + kTile < rows ? r0 + kTile : rows;
-      const float* src = in + b * rows * cols;
-      float* dst = out + b * rows * cols;
-      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-        const int64_t c1 = c0 + kTile < cols ? c0 + kTile : cols;
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
-      }
-    }
-  });
-}
-
 // convolution.out over weights pack_convolutions() packed: NHWC tensors are read and written in
 // place; NCHW ones, and an output sharing memory with the input, go through temp memory (the
 // load pass checked there is enough).
@@ -201,28 +178,6 @@ void convolution_packed_out(KernelRuntimeContext& ctx, Args args) {
                       InvalidArgument, , "convolution: the packed kernel refused the shapes");
   if (y_nhwc != nullptr && channels_last(out)) std::memcpy(y, y_nhwc, out.nbytes());
   else if (y_nhwc != nullptr) transpose_planes(y_nhwc, y, n, oh * ow, g.out_channels());
-}
-
-// A constant int list argument of one value or one per spatial dim, as a pair (h, w).
-bool pair_of(runtime::MethodRewriter& m, const EValue* v, int64_t fallback, int64_t* hw) {
-  if (!v->isIntList() || !m.is_constant(v)) return false;
-  const Span<const int64_t> l = v->toIntList();
-  if (l.size() > 2) return false;
-  hw[0] = l.size() == 0 ? fallback : l[0];
-  hw[1] = l.size() == 0 ? fallback : l[l.size() - 1];
-  return true;
-}
-
-bool constant_scalar(runtime::MethodRewriter& m, const EValue* v, float* out) {
-  if (!v->isScalar() || !m.is_constant(v)) return false;
-  *out = static_cast<float>(v->toScalarDouble());
-  return true;
-}
-
-// Whether [a, a + an) and [b, b + bn) share a byte.
-bool overlap(const void* a, size_t an, const void* b, size_t bn) {
-  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return x < y + bn && y < x + an;
 }
 
 // The instruction after `pc` (frees aside) when it is the only other one naming pc's result;
@@ -341,31 +296,14 @@ size_t pack_convolutions(runtime::MethodRewriter& m, size_t* folded) {
       if (b.scalar_type() != ScalarType::Float || b.numel() != weight.size(0)) continue;
       bias = b.const_data_ptr<float>();
     }
-    int64_t stride[2], pad[2], dilation[2];
-    if (!pair_of(m, a[3], 1, stride) || !pair_of(m, a[4], 0, pad) || !pair_of(m, a[5], 1, dilation)) continue;
     cpu::ConvNhwc g;
-    g.kernel_h = weight.size(2);
-    g.kernel_w = weight.size(3);
-    g.stride_h = stride[0];
-    g.stride_w = stride[1];
-    g.dilation_h = dilation[0];
-    g.dilation_w = dilation[1];
-    g.pad_top = g.pad_bottom = pad[0];
-    g.pad_left = g.pad_right = pad[1];
-    g.groups = a[8]->toInt();
-    g.group_in_channels = weight.size(1);
-    g.group_out_channels = g.groups > 0 && weight.size(0) % g.groups == 0 ? weight.size(0) / g.groups : 0;
-    if (!g.valid() || in.size(1) != g.in_channels()) continue;
+    if (!conv_geometry(m, a, weight, in.size(1), &g)) continue;
     const cpu::Isa isa = cpu::best_float_isa();
     const size_t bytes = cpu::conv2d_nhwc_f32_packed_bytes(g, isa);
     auto* state = static_cast<PackedConv*>(m.allocate(sizeof(PackedConv), alignof(PackedConv)));
     void* packed = bytes > 0 && state != nullptr ? m.allocate(bytes, 64) : nullptr;
     if (packed == nullptr) continue;
     // Runs may need temp memory for the input and the output (NCHW, or the output over the input).
-    auto bytes_of = [](const Tensor& t) {
-      const size_t cap = t.unsafeGetTensorImpl()->capacity_bytes();
-      return cap > t.nbytes() ? cap : t.nbytes();
-    };
     m.free_temp();
     if (m.allocate_temp(bytes_of(in), 64) == nullptr || m.allocate_temp(bytes_of(out), 64) == nullptr) continue;
     // OIHW -> OHWI, times a following batch norm's scale; bias plus its shift.
@@ -416,13 +354,15 @@ bool layout_free(runtime::OpFunction op) {
       runtime::get_op_function("quantized_decomposed::dequantize_per_tensor", "out")};
   for (runtime::OpFunction o : ops)
     if (o != nullptr && o == op) return true;
-  return false;
+  return is_int8_elementwise_kernel(op);
 }
 
-bool is_packed_conv(runtime::MethodRewriter& m, size_t pc) { return m.kernel(pc) == convolution_packed_out; }
+bool is_packed_conv(runtime::MethodRewriter& m, size_t pc) {
+  return m.kernel(pc) == convolution_packed_out || is_int8_conv_kernel(m.kernel(pc));
+}
 
 // Whether tensor `v` may become channels-last: a planned 4-D tensor whose every use is a packed
-// convolution (as its float32 input or output) or a layout-free op over tensors of its shape.
+// convolution, float32 or int8 (as its input or output) or a layout-free op over tensors of its shape.
 bool relabel_candidate(runtime::MethodRewriter& m, const EValue* v) {
   constexpr size_t kMaxUses = 16;
   if (!v->isTensor() || m.is_constant(v)) return false;
@@ -469,7 +409,7 @@ size_t channels_last_conv_chains(runtime::MethodRewriter& m) {
     if (nb < cap && !in(banned, nb, v)) banned[nb++] = v;
   };
   for (size_t pc = 0; pc < m.num_steps(); ++pc) {
-    if (m.kernel(pc) != convolution_packed_out) continue;
+    if (!is_packed_conv(m, pc)) continue;
     for (const EValue* v : {m.args(pc)[0], m.args(pc)[9]}) {
       if (in(set, n, v) || in(banned, nb, v)) continue;
       if (!relabel_candidate(m, v)) ban(v);

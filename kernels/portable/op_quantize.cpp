@@ -330,6 +330,13 @@ void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
 
 }  // namespace
 
+int32_t quantize_8bit_value(float x, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
+  int8_t out = 0;
+  quantize_loop_8bit(&x, &out, 1, static_cast<float>(1.0 / scale), static_cast<float>(zero_point),
+                     static_cast<float>(quant_min), static_cast<float>(quant_max));
+  return out;
+}
+
 // Load pass: a dequantize of constants (an int8 weight, its scales and zero points) runs once at
 // load into memory the method owns, and its instruction is dropped; the float weight then counts
 // as a constant for later passes (a linear weight's transpose is read in place). Skipped when
