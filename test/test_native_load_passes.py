@@ -17,7 +17,7 @@ from executorch.runtime import _native  # noqa: E402
 from executorch.runtime._backend import Verification  # noqa: E402
 
 PASSES = re.compile(r"load passes: (\d+) dequantizes run at load, (\d+) convolutions packed "
-                    r"\((\d+) ops folded\), (\d+) tensors channels-last")
+                    r"\((\d+) ops folded\), (\d+) tensors channels-last, (\d+) int8 chains")
 
 
 def _pte(model, inputs) -> bytes:
@@ -33,8 +33,8 @@ def _load(data: bytes, capfd):
     finally:
         _portable_lib.set_log_echo(False)
     found = PASSES.findall(capfd.readouterr().err)
-    counts = tuple(int(n) for n in found[-1]) if found else (0, 0, 0, 0)
-    return method, dict(zip(("dequantized", "packed", "folded", "channels_last"), counts))
+    counts = tuple(int(n) for n in found[-1]) if found else (0, 0, 0, 0, 0)
+    return method, dict(zip(("dequantized", "packed", "folded", "channels_last", "int8_chains"), counts))
 
 
 def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -174,9 +174,10 @@ def test_int8_weights_are_dequantized_once_at_load(capfd):
                   if plan.operators[c.instr_args.op_index].name == "quantized_decomposed::dequantize_per_channel")
     assert weights == 3
     method, passes = _load(session.get_pte_buffer(), capfd)
-    # Both convolutions packed, and the int8 and float tensors between them (through quantize,
-    # dequantize and ReLU) channels-last.
-    assert passes["dequantized"] >= weights and passes["packed"] == 2 and passes["channels_last"] >= 4, passes
+    # Both convolutions run on int8 weights packed at load (their ReLU folded in), so only the
+    # linear's weight is dequantized at load; the int8 tensor between them is channels-last.
+    assert passes["int8_chains"] == 2 and passes["dequantized"] == 1 and passes["packed"] == 0, passes
+    assert passes["channels_last"] >= 1, passes
     out = method.execute([x])[0]
     err = float((out - ref).abs().max() / (ref.max() - ref.min()))
     assert err <= 1e-2, f"native int8 differs from the converted module by {err:.3g} of its range"
@@ -206,3 +207,112 @@ def test_a_view_the_memory_plan_aliases_keeps_its_tensors_layout(capfd):
     with torch.no_grad():
         ref = model.double()(x.double())
     assert _rel_err(out, ref) <= 1e-5
+
+
+_needs_torchao = pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
+                                    reason="torchao is not installed (pip install torchao==0.18.0)")
+
+
+def _int8_session(model, x, samples: int = 3):
+    """`model` exported by the portable INT8 recipe (calibrated on x and `samples` random inputs),
+    and the converted pt2e module's and the float model's outputs on x."""
+    from executorch.export import ExportRecipe, StageType, export
+    from executorch.export._torch_threads import one_torch_thread
+    from executorch.export.portable_recipes import PortableRecipeType
+
+    g = torch.Generator().manual_seed(1)
+    with one_torch_thread():
+        session = export(model, [(x,)] + [(torch.randn(x.shape, generator=g),) for _ in range(samples)],
+                         ExportRecipe.get_recipe(PortableRecipeType.INT8))
+        converted = session.get_stage_artifacts()[StageType.QUANTIZE].data["forward"]
+        with torch.no_grad():
+            return session.get_pte_buffer(), converted(x), model(x)
+
+
+def _moved(a: torch.Tensor, ref: torch.Tensor) -> float:
+    """How far `a` is from `ref`, relative to the reference's largest value."""
+    return float((a - ref).abs().max() / ref.abs().max())
+
+
+class _Int8Blocks(torch.nn.Module):
+    """MobileNetV2's and ResNet's int8 chains: stem conv + ReLU6, expand / depthwise / project with a
+    residual add, a grouped strided conv + clamp, a ReLU after an add, and a pooled head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.expand = torch.nn.Conv2d(16, 48, 1)
+        self.depthwise = torch.nn.Conv2d(48, 48, 3, padding=1, groups=48)
+        self.project = torch.nn.Conv2d(48, 16, 1)
+        self.grouped = torch.nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=4, bias=False)
+        self.wide = torch.nn.Conv2d(32, 32, (5, 3), padding=(2, 1))
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.stem(x))
+        y = y + self.project(torch.nn.functional.relu6(self.depthwise(torch.nn.functional.relu6(self.expand(y)))))
+        y = torch.clamp(self.grouped(y), -2.0, 3.0)
+        y = torch.relu(self.wide(y) + y)
+        return self.head(y.mean(dim=(2, 3)))
+
+
+@_needs_torchao
+def test_int8_chains_run_int8_kernels_within_quantization_noise_of_the_converted_module(capfd):
+    torch.manual_seed(5)
+    model = _Int8Blocks().eval()
+    x = torch.randn(2, 3, 40, 36)
+    pte, converted, eager = _int8_session(model, x)
+    method, passes = _load(pte, capfd)
+    # Six convolutions on int8 weights packed at load (no float convolution left, no conv weight
+    # dequantized at load: only the linear's), both adds in int8; the activations after stem,
+    # expand, depthwise and grouped are folded into their convolutions.
+    assert passes["packed"] == 0 and passes["dequantized"] == 1, passes
+    assert passes["int8_chains"] >= 8, passes
+    out = method.execute([x])[0]
+    # The QS8 convolution requantizes its exact int32 sum once where the converted module rounds a
+    # float convolution: quantization noise, no further from the converted module than the float
+    # model is (the rule the XNNPACK int8 tests use).
+    bound = 1.5 * _moved(eager, converted)
+    assert _moved(out, converted) <= bound, (_moved(out, converted), bound)
+    # The gate fails on a wrong answer: the converted module's output for another input.
+    with torch.no_grad():
+        other = _int8_session(model, torch.randn(x.shape))[1]
+    assert _moved(out, other) > bound
+
+
+@_needs_torchao
+def test_int8_chains_are_bit_identical_for_1_2_and_3_threads(capfd):
+    torch.manual_seed(6)
+    model = _Int8Blocks().eval()
+    x = torch.randn(3, 3, 64, 48)
+    method, passes = _load(_int8_session(model, x)[0], capfd)
+    assert passes["int8_chains"] >= 8
+    before = portable_lib._threadpool_get_thread_count()
+    try:
+        outs = []
+        for threads in (1, 2, 3):
+            portable_lib._unsafe_reset_threadpool(threads)
+            outs.append(method.execute([x])[0])
+    finally:
+        portable_lib._unsafe_reset_threadpool(before)
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+
+
+class _Int8Elementwise(torch.nn.Module):
+    """Only activations and adds between quantize and dequantize: no convolution."""
+
+    def forward(self, x):
+        a = torch.nn.functional.hardtanh(x, -1.0, 1.5)
+        b = torch.relu(x * 1.0)
+        return torch.nn.functional.relu6(a + b) + torch.clamp(x, -0.5, 0.5)
+
+
+@_needs_torchao
+def test_int8_activations_and_adds_are_bit_identical_to_the_converted_module(capfd):
+    # They run the float path's own arithmetic (dequantize, op, quantize) fused into one pass.
+    torch.manual_seed(7)
+    x = torch.randn(2, 8, 13, 11) * 2
+    pte, converted, _ = _int8_session(_Int8Elementwise().eval(), x)
+    method, passes = _load(pte, capfd)
+    assert passes["int8_chains"] >= 2, passes
+    assert torch.equal(method.execute([x])[0], converted)
