@@ -8,16 +8,20 @@
 //   0, axis 0)) [-> relu/hardtanh/clamp] -> quantize_per_tensor: the QS8 convolution
 //   (cpu/quantized.h) over weights packed as int8 at load, bias quantized to int32 at
 //   in_scale * weight_scale. Its requantization rounds once from the exact int32 sum, where the
-//   float path rounds the float convolution: an output may differ from it by one step.
+//   float path rounds the float convolution: an output may differ from it by one step. A
+//   following `q -> dq -> relu/hardtanh/clamp -> q` (an activation quantized on its own) folds in
+//   too: one requantization to its scale, clamped to the bounds the chain applies, where the
+//   float path rounds twice.
 // - dequantize_per_tensor -> relu/hardtanh/clamp -> quantize_per_tensor: the float path's own
 //   arithmetic fused into one pass over the int8 tensors, so bit-identical to it.
 // - add [-> relu/hardtanh/clamp] -> quantize_per_tensor: the float path's arithmetic in one pass
 //   to the int8 result, reading an operand dequantized from int8 as int8 where that tensor is
 //   still intact at the add; bit-identical to the float path. (XNNPACK's fixed-point QS8 add
 //   would differ from it by a step and gains nothing on an op this memory-bound.)
-// A chain's instructions must follow one another (frees aside), so the int8 inputs are still
-// intact when the rewritten instruction reads them, and its float tensors must be read by
-// nothing else.
+// An int8 input must still be intact when the rewritten instruction reads it (nothing between its
+// dequantize and the op names memory meeting it), the quantize and a folded activation must
+// follow the op directly (frees aside), and the float tensors dropped must be read by nothing
+// else.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -253,7 +257,9 @@ void int8_convolution_out(KernelRuntimeContext& ctx, Args args) {
 bool int8_weight(runtime::MethodRewriter& m, size_t pc, int64_t channels, EValue** weight, float* scales) {
   if (m.kernel(pc) != ops().dq_channel) return false;
   const Args a = m.args(pc);
-  if (a.size() != 10 || a[9] != a[8] || !a[0]->isTensor() || !a[1]->isTensor() || !a[3]->isInt() || !a[6]->isInt())
+  if (a.size() != 10 || a[9] != a[8] || !a[0]->isTensor() || !a[1]->isTensor() || !a[3]->isInt() || !a[6]->isInt() ||
+      !a[8]->isTensor() || !same_shape(a[0]->toTensor(), a[8]->toTensor()) ||
+      !(a[7]->isNone() || (a[7]->isInt() && a[7]->toInt() == static_cast<int64_t>(ScalarType::Float))))
     return false;
   for (size_t i = 0; i <= 6; ++i)
     if (!a[i]->isNone() && !m.is_constant(a[i])) return false;
@@ -297,7 +303,7 @@ bool int8_conv_chain(runtime::MethodRewriter& m, size_t pc) {
   wdq = pcs[0];
   m.free_temp();
   auto* wscale = static_cast<float*>(m.allocate_temp(static_cast<size_t>(oc) * sizeof(float), 64));
-  if (wscale == nullptr || !int8_weight(m, wdq, oc, &weight, wscale)) return false;
+  if (wscale == nullptr || !int8_weight(m, wdq, oc, &weight, wscale) || m.args(wdq)[9] != a[1]) return false;
   if (!quantized_output(m, pc, a[9], &q, &act, &lo, &hi, &out_q, &y)) return false;
   const float* bias = nullptr;
   if (!a[2]->isNone()) {
