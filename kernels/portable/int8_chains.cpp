@@ -14,8 +14,8 @@
 //   float path rounds twice.
 // - dequantize_per_tensor -> relu/hardtanh/clamp -> quantize_per_tensor: the float path's own
 //   arithmetic fused into one pass over the int8 tensors, so bit-identical to it.
-// - add [-> relu/hardtanh/clamp] -> quantize_per_tensor: the float path's arithmetic in one pass
-//   to the int8 result, reading an operand dequantized from int8 as int8 where that tensor is
+// - add [-> relu/hardtanh/clamp] -> quantize_per_tensor [-> dq -> activation -> q]: the float
+//   path's arithmetic in one pass to the int8 result, reading an operand dequantized from int8 as int8 where that tensor is
 //   still intact at the add; bit-identical to the float path. (XNNPACK's fixed-point QS8 add
 //   would differ from it by a step and gains nothing on an op this memory-bound.)
 // An int8 input must still be intact when the rewritten instruction reads it (nothing between its
@@ -119,14 +119,20 @@ bool intact_between(runtime::MethodRewriter& m, const EValue* x, size_t from, si
   return from < to;
 }
 
-// The dequantize right before `pc` (frees aside) writing `v`, which only `pc` reads.
+// The dequantize writing `v`, which `pc` reads: its parameters and int8 input; `*shared` when
+// other instructions read `v` too (the dequantize then stays for them).
 bool dequantized_input(runtime::MethodRewriter& m, size_t pc, const EValue* v, size_t* dq, QParams* p,
-                       EValue** int8) {
-  size_t pcs[3];
+                       EValue** int8, bool* shared) {
+  constexpr size_t kMaxUses = 8;
+  size_t pcs[kMaxUses];
   EValue* real = nullptr;
-  if (!v->isTensor() || m.aliased(v) || m.uses(v, pcs, 3) != 2 || pcs[1] != pc) return false;
+  const size_t n = v->isTensor() && !m.aliased(v) ? m.uses(v, pcs, kMaxUses) : 0;
+  if (n < 2 || n > kMaxUses) return false;
+  bool read_at_pc = false;
+  for (size_t i = 1; i < n; ++i) read_at_pc = read_at_pc || pcs[i] == pc;
   *dq = pcs[0];
-  return per_tensor_int8(m, *dq, true, p, int8, &real) && real == v;
+  *shared = n > 2;
+  return read_at_pc && per_tensor_int8(m, *dq, true, p, int8, &real) && real == v;
 }
 
 // A ReLU/hardtanh/clamp call with constant bounds: its float bounds.
@@ -297,7 +303,8 @@ bool int8_conv_chain(runtime::MethodRewriter& m, size_t pc) {
   QParams in_q, out_q;
   EValue *x = nullptr, *y = nullptr, *weight = nullptr;
   float lo = 0, hi = 0;
-  if (!dequantized_input(m, pc, a[0], &dq, &in_q, &x) || !intact_between(m, x, dq, pc)) return false;
+  bool shared = false;
+  if (!dequantized_input(m, pc, a[0], &dq, &in_q, &x, &shared) || !intact_between(m, x, dq, pc)) return false;
   size_t pcs[3];
   if (m.uses(a[1], pcs, 3) != 2 || pcs[1] != pc || m.aliased(a[1])) return false;
   wdq = pcs[0];
@@ -377,7 +384,7 @@ bool int8_conv_chain(runtime::MethodRewriter& m, size_t pc) {
   a[0] = x;
   a[1] = weight;
   a[9] = a[10] = y;
-  m.remove(dq);
+  if (!shared) m.remove(dq);
   m.remove(wdq);
   if (act != 0) m.remove(act);
   m.remove(q);
@@ -397,6 +404,12 @@ bool int8_conv_chain(runtime::MethodRewriter& m, size_t pc) {
 struct Int8Activation {
   float in_scale, in_zero_point, lo, hi, inv_out_scale, out_zero_point, qmin, qmax;
 };
+
+Int8Activation activation_params(const QParams& in, float lo, float hi, const QParams& out) {
+  return Int8Activation{static_cast<float>(in.scale), static_cast<float>(in.zero_point), lo, hi,
+                        static_cast<float>(1.0 / out.scale), static_cast<float>(out.zero_point),
+                        static_cast<float>(out.qmin), static_cast<float>(out.qmax)};
+}
 
 ET_MULTIVERSION void activate_int8(const int8_t* x, int8_t* y, int64_t n, Int8Activation p) {
   for (int64_t i = 0; i < n; ++i) {
@@ -438,7 +451,8 @@ bool int8_activation_chain(runtime::MethodRewriter& m, size_t pc) {
   size_t dq = 0;
   QParams in_q, out_q;
   EValue *x = nullptr, *y = nullptr, *real = nullptr;
-  if (!dequantized_input(m, pc, a[0], &dq, &in_q, &x) || !intact_between(m, x, dq, pc)) return false;
+  bool shared = false;
+  if (!dequantized_input(m, pc, a[0], &dq, &in_q, &x, &shared) || !intact_between(m, x, dq, pc)) return false;
   EValue* v = a[a.size() - 1];
   size_t pcs[3];
   if (!v->isTensor() || m.aliased(v) || m.uses(v, pcs, 3) != 2 || pcs[0] != pc) return false;
@@ -446,13 +460,11 @@ bool int8_activation_chain(runtime::MethodRewriter& m, size_t pc) {
   if (!quiet_between(m, pc, q) || !per_tensor_int8(m, q, false, &out_q, &y, &real) || real != v) return false;
   auto* state = static_cast<Int8Activation*>(m.allocate(sizeof(Int8Activation), alignof(Int8Activation)));
   if (state == nullptr) return false;
-  *state = Int8Activation{static_cast<float>(in_q.scale), static_cast<float>(in_q.zero_point), lo, hi,
-                          static_cast<float>(1.0 / out_q.scale), static_cast<float>(out_q.zero_point),
-                          static_cast<float>(out_q.qmin), static_cast<float>(out_q.qmax)};
+  *state = activation_params(in_q, lo, hi, out_q);
   m.set_kernel(pc, int8_activation_out, state);
   a[0] = x;
   a[a.size() - 1] = a[a.size() - 2] = y;
-  m.remove(dq);
+  if (!shared) m.remove(dq);
   m.remove(q);
   return true;
 }
@@ -462,6 +474,10 @@ bool int8_activation_chain(runtime::MethodRewriter& m, size_t pc) {
 struct Int8Add {
   float scale[2], zero_point[2];  // of int8 operands
   float lo, hi, inv_out_scale, out_zero_point, qmin, qmax;
+  // A dq -> activation -> q after the add's quantize, applied to each chunk of the result while
+  // it is in cache: the float path's second rounding, exactly.
+  bool then_activate;
+  Int8Activation activation;
 };
 
 template <typename A, typename B>
@@ -516,6 +532,7 @@ void int8_add_out(KernelRuntimeContext& ctx, Args args) {
     else if (qb) add_fq(fa, ib, y + s, e - s, p);
     else if (qa) add_qf(ia, fb, y + s, e - s, p);
     else add_ff(fa, fb, y + s, e - s, p);
+    if (p.then_activate) activate_int8(y + s, y + s, e - s, p.activation);
   });
 }
 
@@ -537,14 +554,23 @@ bool int8_add_chain(runtime::MethodRewriter& m, size_t pc) {
   auto* state = static_cast<Int8Add*>(m.allocate(sizeof(Int8Add), alignof(Int8Add)));
   if (state == nullptr) return false;
   *state = Int8Add{{1.f, 1.f}, {0.f, 0.f}, lo, hi, static_cast<float>(1.0 / out_q.scale),
-                   static_cast<float>(out_q.zero_point), static_cast<float>(out_q.qmin), static_cast<float>(out_q.qmax)};
+                   static_cast<float>(out_q.zero_point), static_cast<float>(out_q.qmin), static_cast<float>(out_q.qmax),
+                   false, Int8Activation{}};
+  ActivationAfter after;
+  if (!activation_after(m, q, y, out_q, &after)) after = ActivationAfter{};  // fields a failed match left
+  if (after.act != 0) {
+    state->then_activate = true;
+    state->activation = activation_params(out_q, after.lo, after.hi, after.p);
+    y = after.y;
+  }
   // An operand dequantized from int8 is read as int8 when that tensor is still intact at the add
   // (a residual's int8 tensor may not be: the memory plan reuses it after its last reader).
   size_t dq[2] = {0, 0};
   EValue* x[2] = {nullptr, nullptr};
+  bool shared[2] = {false, false};
   for (int i = 0; i < 2; ++i) {
     QParams p;
-    if (!dequantized_input(m, pc, a[i], &dq[i], &p, &x[i]) || !intact_between(m, x[i], dq[i], pc)) {
+    if (!dequantized_input(m, pc, a[i], &dq[i], &p, &x[i], &shared[i]) || !intact_between(m, x[i], dq[i], pc)) {
       x[i] = nullptr;
       continue;
     }
@@ -556,9 +582,14 @@ bool int8_add_chain(runtime::MethodRewriter& m, size_t pc) {
     if (x[i] != nullptr) a[i] = x[i];
   a[3] = a[4] = y;
   for (int i = 0; i < 2; ++i)
-    if (x[i] != nullptr) m.remove(dq[i]);
+    if (x[i] != nullptr && !shared[i]) m.remove(dq[i]);
   if (act != 0) m.remove(act);
   m.remove(q);
+  if (after.act != 0) {
+    m.remove(after.dq);
+    m.remove(after.act);
+    m.remove(after.q);
+  }
   return true;
 }
 
