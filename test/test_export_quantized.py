@@ -101,12 +101,14 @@ def test_python_engine_matches_the_converted_module(exported):
     assert _rel_err(eager, ref) > 1e-3
 
 
-# The native engine's float kernels sum in another order than torch's, so an activation on a
-# rounding boundary can land one int8 step apart and the steps carry through the later layers:
-# MobileNetV2 measured 6.4e-7 of its range with one calibration and 3.3e-3 with another. A scale
-# off by 0.5% on one dequantize moves it by 4.4e-2, so this bound still catches a wrong kernel
-# (test_the_accuracy_gate_fails_on_a_scale_off_by_half_a_percent).
-NATIVE_BOUND = 1e-2
+# The native engine runs an int8 program's convolutions on QS8 kernels (the load passes): each
+# requantizes its exact int32 sum, with the bias rounded to the accumulator's scale, where the
+# converted module rounds a float convolution, so an activation near a rounding boundary lands one
+# int8 step apart now and then and the steps carry through the later layers: MobileNetV2 measured
+# 1.4e-2 of its range (2.2e-2 on another input; with float kernels it was 6.4e-7 to 3.3e-3). A
+# scale off by 0.5% on one dequantize moves it by 4.4e-2 or more, so this bound still catches a
+# wrong kernel (test_the_accuracy_gate_fails_on_a_scale_off_by_half_a_percent).
+NATIVE_BOUND = 3e-2
 BOUND = {"python": 1e-3, "native": NATIVE_BOUND}
 
 

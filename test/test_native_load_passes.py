@@ -174,9 +174,10 @@ def test_int8_weights_are_dequantized_once_at_load(capfd):
                   if plan.operators[c.instr_args.op_index].name == "quantized_decomposed::dequantize_per_channel")
     assert weights == 3
     method, passes = _load(session.get_pte_buffer(), capfd)
-    # Both convolutions run on int8 weights packed at load (their ReLU folded in), so only the
-    # linear's weight is dequantized at load; the int8 tensor between them is channels-last.
-    assert passes["int8_chains"] == 2 and passes["dequantized"] == 1 and passes["packed"] == 0, passes
+    # Both convolutions run on int8 weights packed at load and the ReLU between them on int8 (three
+    # chains), so only the linear's weight is dequantized at load; the int8 tensors between the
+    # convolutions are channels-last.
+    assert passes["int8_chains"] == 3 and passes["dequantized"] == 1 and passes["packed"] == 0, passes
     assert passes["channels_last"] >= 1, passes
     out = method.execute([x])[0]
     err = float((out - ref).abs().max() / (ref.max() - ref.min()))
@@ -264,8 +265,7 @@ def test_int8_chains_run_int8_kernels_within_quantization_noise_of_the_converted
     pte, converted, eager = _int8_session(model, x)
     method, passes = _load(pte, capfd)
     # Six convolutions on int8 weights packed at load (no float convolution left, no conv weight
-    # dequantized at load: only the linear's), both adds in int8; the activations after stem,
-    # expand, depthwise and grouped are folded into their convolutions.
+    # dequantized at load: only the linear's), both adds and the activations in int8.
     assert passes["packed"] == 0 and passes["dequantized"] == 1, passes
     assert passes["int8_chains"] >= 8, passes
     out = method.execute([x])[0]

@@ -8,10 +8,11 @@
 //   0, axis 0)) [-> relu/hardtanh/clamp] -> quantize_per_tensor: the QS8 convolution
 //   (cpu/quantized.h) over weights packed as int8 at load, bias quantized to int32 at
 //   in_scale * weight_scale. Its requantization rounds once from the exact int32 sum, where the
-//   float path rounds the float convolution: an output may differ from it by one step. A
-//   following `q -> dq -> relu/hardtanh/clamp -> q` (an activation quantized on its own) folds in
-//   too: one requantization to its scale, clamped to the bounds the chain applies, where the
-//   float path rounds twice.
+//   float path rounds the float convolution (and the bias is rounded to the accumulator's
+//   scale): an output near a rounding boundary may land a step away from it. An activation the
+//   program quantizes on its own after it (`q -> dq -> hardtanh -> q`) stays a chain of its own:
+//   folding it into the requantization would round once where the float path rounds twice, a
+//   step off far more often.
 // - dequantize_per_tensor -> relu/hardtanh/clamp -> quantize_per_tensor: the float path's own
 //   arithmetic fused into one pass over the int8 tensors, so bit-identical to it.
 // - add [-> relu/hardtanh/clamp] -> quantize_per_tensor [-> dq -> activation -> q]: the float
@@ -22,7 +23,6 @@
 // dequantize and the op names memory meeting it), the quantize and a folded activation must
 // follow the op directly (frees aside), and the float tensors dropped must be read by nothing
 // else.
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -319,28 +319,11 @@ bool int8_conv_chain(runtime::MethodRewriter& m, size_t pc) {
     if (b.scalar_type() != ScalarType::Float || b.numel() != oc) return false;
     bias = b.const_data_ptr<float>();
   }
-  // An activation quantized on its own after the convolution's quantize (conv -> q -> dq -> act
-  // -> q) folds in too: the convolution requantizes straight to the activation's output, clamped
-  // to the float bounds the chain applies (the activation's, and the first quantize's range).
-  ActivationAfter after;
-  if (!activation_after(m, q, y, out_q, &after)) after = ActivationAfter{};  // fields a failed match left
-  if (after.act != 0) {
-    const float s1 = static_cast<float>(out_q.scale), z1 = static_cast<float>(out_q.zero_point);
-    const float l = std::max({lo, (static_cast<float>(out_q.qmin) - z1) * s1, after.lo});
-    const float h = std::min({hi, (static_cast<float>(out_q.qmax) - z1) * s1, after.hi});
-    if (l <= h) {
-      lo = l, hi = h;
-      out_q = after.p;
-      y = after.y;
-    } else {
-      after = ActivationAfter{};
-    }
-  }
   const Tensor xt = x->toTensor(), yt = y->toTensor(), wt = weight->toTensor();
   if (!same_shape(yt, fout) || yt.const_data_ptr() == nullptr) return false;
   // The kernel takes the quantized bounds of the quantize and of the folded activations.
   int8_t out_min = static_cast<int8_t>(out_q.qmin), out_max = static_cast<int8_t>(out_q.qmax);
-  if (act != 0 || after.act != 0) {
+  if (act != 0) {
     int8_t alo = 0, ahi = 0;
     int8_bounds(lo, hi, out_q, &alo, &ahi);
     out_min = alo > out_min ? alo : out_min;
@@ -388,11 +371,6 @@ bool int8_conv_chain(runtime::MethodRewriter& m, size_t pc) {
   m.remove(wdq);
   if (act != 0) m.remove(act);
   m.remove(q);
-  if (after.act != 0) {
-    m.remove(after.dq);
-    m.remove(after.act);
-    m.remove(after.q);
-  }
   return true;
 }
 
