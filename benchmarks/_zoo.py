@@ -25,6 +25,7 @@ def zoo_file(name: str):
     self-contained), so a foreign venv without this project can build the model too."""
     spec = importlib.util.spec_from_file_location(f"bench_zoo_{name}", _MODELS_DIR / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # strict torch.export imports the model's module by name
     spec.loader.exec_module(module)
     return module
 

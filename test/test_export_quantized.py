@@ -102,18 +102,25 @@ def test_python_engine_matches_the_converted_module(exported):
 
 
 # The native engine's float kernels sum in another order than torch's, so an activation on a
-# rounding boundary can land one int8 step apart and the steps carry through the later layers:
-# MobileNetV2 measured 6.4e-7 of its range with one calibration and 3.3e-3 with another. A scale
-# off by 0.5% on one dequantize moves it by 4.4e-2, so this bound still catches a wrong kernel
+# rounding boundary can land one int8 step apart and the steps carry through the later layers
+# (MobileNetV2 measured 6.4e-7 to 3.3e-3 of its range on float kernels). Its convolutions now run
+# on QS8 kernels (the load passes): each requantizes its exact int32 sum, with the bias rounded to
+# the accumulator's scale, where the converted module rounds a float convolution, so such steps
+# come more often: MobileNetV2 measured 1.4e-2 (2.2e-2 on another input). A scale off by 0.5% on
+# one dequantize moves MobileNetV2 by 4.4e-2 and the encoder (no convolution, float kernels) by
+# 1.3e-2, so these bounds still catch a wrong kernel
 # (test_the_accuracy_gate_fails_on_a_scale_off_by_half_a_percent).
-NATIVE_BOUND = 1e-2
-BOUND = {"python": 1e-3, "native": NATIVE_BOUND}
+NATIVE_BOUND = {"mobilenet_v2": 3e-2, "transformer_encoder": 1e-2}
+
+
+def _bound(engine: str, name: str) -> float:
+    return 1e-3 if engine == "python" else NATIVE_BOUND[name]
 
 
 def test_native_engine_matches_the_converted_module(exported):
     name, _, int8, inputs, ref, eager = exported
     err = _rel_err(_run(int8, inputs, "native"), ref)
-    assert err <= NATIVE_BOUND, f"{name}: native engine differs by {err:.3g} of the range"
+    assert err <= NATIVE_BOUND[name], f"{name}: native engine differs by {err:.3g} of the range"
 
 
 def _with_scaled_dequantize(buffer: bytes, factor: float) -> bytes:
@@ -135,7 +142,7 @@ def test_the_accuracy_gate_fails_on_a_scale_off_by_half_a_percent(exported, engi
     name, _, int8, inputs, ref, _ = exported
     wrong = _with_scaled_dequantize(int8.get_pte_buffer(), 1.005)
     out = _on(engine, lambda rt: rt.load_program(wrong).load_method("forward").execute(list(inputs))[0])
-    assert _rel_err(out, ref) > BOUND[engine], f"{name} on {engine}: a scale 0.5% off still passes the gate"
+    assert _rel_err(out, ref) > _bound(engine, name), f"{name} on {engine}: a scale 0.5% off still passes the gate"
 
 
 def test_quantized_recipe_without_torchao_names_the_package(monkeypatch):
@@ -172,7 +179,7 @@ def test_published_exporters_quantized_file_runs_here(exported, engine, tmp_path
     out = _on(engine, lambda rt: rt.load_program(pte).load_method("forward")
               .execute(list(inputs))[0])
     err = _rel_err(out, ref)
-    assert err <= BOUND[engine], f"{name} on {engine}: the published file differs by {err:.3g}"
+    assert err <= _bound(engine, name), f"{name} on {engine}: the published file differs by {err:.3g}"
 
 
 _SMALL_FACTORY = '''

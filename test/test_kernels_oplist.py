@@ -46,7 +46,9 @@ def test_yaml_kernels_exist_and_every_kernel_is_listed():
             # Macro-made kernels (NAME##_out) show only their stem.
             stem = kernel.removesuffix("_out")
             assert re.search(rf"\b({kernel}|{stem})\b", text), f"{path.name}: no kernel {kernel}"
-        unlisted = set(_KERNEL_DEF.findall(text)) - listed
+        # A kernel a load pass installs on an instruction (set_kernel) is called, never looked up by name.
+        installed = set(re.findall(r"set_kernel\(\w+, (\w+),", text))
+        unlisted = set(_KERNEL_DEF.findall(text)) - listed - installed
         assert not unlisted, f"{path.name}: kernels not in functions.yaml (never registered): {unlisted}"
 
 

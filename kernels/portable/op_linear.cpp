@@ -8,6 +8,7 @@
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/load_passes.h"
 
 namespace executorch {
 namespace kernels {
@@ -233,6 +234,54 @@ void linear_out(KernelRuntimeContext& ctx, Args args) {
 }
 
 }  // namespace
+
+// Load pass: linear layers export as permute_copy(weight, [1, 0]) feeding mm/addmm, which would
+// copy every weight on every run. Where the weight is a constant (from the file, or dequantized at
+// load) and the copy is read only as the product's right operand, the copy's tensor becomes the
+// weight itself with transposed strides (the product kernels honour any dim order) and its
+// instruction goes.
+size_t read_weight_transposes_in_place(runtime::MethodRewriter& m) {
+  constexpr size_t kMaxUses = 16;
+  const runtime::OpFunction permute = runtime::get_op_function("aten::permute_copy", "out");
+  size_t elided = 0;
+  for (size_t pc = 0; permute != nullptr && pc < m.num_steps(); ++pc) {
+    if (m.kernel(pc) != permute) continue;
+    const Args a = m.args(pc);
+    if (a.size() < 3 || !a[0]->isTensor() || !a[2]->isTensor() || !a[1]->isIntList() || !m.is_constant(a[0]) ||
+        !m.is_constant(a[1]) || m.is_constant(a[2]))
+      continue;
+    const Span<const int64_t> d = a[1]->toIntList();
+    runtime::TensorImpl* w = a[0]->toTensor().unsafeGetTensorImpl();
+    runtime::TensorImpl* t = a[2]->toTensor().unsafeGetTensorImpl();
+    if (m.aliased(a[2]) || d.size() != 2 || d[0] != 1 || d[1] != 0 || w == t || w->data() == nullptr || t->data() == nullptr ||
+        w->dim() != 2 || t->dim() != 2 || w->scalar_type() != t->scalar_type() || w->dim_order()[0] != 0 ||
+        t->dim_order()[0] != 0 || t->sizes()[0] != w->sizes()[1] || t->sizes()[1] != w->sizes()[0])
+      continue;
+    size_t pcs[kMaxUses];
+    const size_t n = m.uses(a[2], pcs, kMaxUses);
+    bool ok = n <= kMaxUses;
+    for (size_t u = 0; ok && u < n; ++u) {
+      if (pcs[u] == pc) continue;
+      const Args r = m.args(pcs[u]);
+      const runtime::OpFunction op = m.kernel(pcs[u]);
+      // Only as the right operand: mm(self, mat2, out) or addmm(self, mat1, mat2, ..., out).
+      for (size_t j = 0; ok && j < r.size(); ++j)
+        ok = r[j] != a[2] || (op == mm_out && j == 1) || (op == addmm_out && j == 2);
+      ok = ok && (op == mm_out || op == addmm_out);
+    }
+    if (!ok) continue;
+    // The Method allocated these arrays; the transpose of [n, k] is k-major.
+    const_cast<runtime::DimOrderType*>(t->dim_order().data())[0] = 1;
+    const_cast<runtime::DimOrderType*>(t->dim_order().data())[1] = 0;
+    const_cast<runtime::StridesType*>(t->strides().data())[0] = 1;
+    const_cast<runtime::StridesType*>(t->strides().data())[1] = w->sizes()[1];
+    m.make_constant(a[2], w->data(), w->capacity_bytes());
+    m.remove(pc);
+    ++elided;
+  }
+  if (elided > 0) ET_LOG(Info, "load passes: %zu weight transposes read in place", elided);
+  return elided;
+}
 
 // Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
 #include "portable_registrations/op_linear.inc"

@@ -4,7 +4,11 @@
 // pt2e module bit for bit when the inputs do.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "kernels/portable/cpu/parallel.h"
+#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
 
 namespace executorch {
@@ -51,7 +55,7 @@ bool prepare(KernelRuntimeContext& ctx, const char* op, const Tensor& in, const 
 }
 
 template <typename Q>
-void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
+void quantize_loop(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
   const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
   for (int64_t i = 0; i < n; ++i) {
     float v = std::nearbyint(in[i] * inv_scale) + zp;
@@ -60,6 +64,38 @@ void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp
     const int64_t q = v == v ? static_cast<int64_t>(v) : qmin;
     out[i] = static_cast<Q>(q > qmax ? qmax : q);
   }
+}
+
+// The 8-bit forms (every activation of an int8 program), vectorized per ISA: the clamped value is
+// within 8 bits, so it converts through int32 exactly, and each element's arithmetic is the same
+// on every ISA (nothing there fuses), so are the bytes.
+template <typename Q>
+ET_ALWAYS_INLINE void quantize_loop_8bit(const float* in, Q* out, int64_t n, float inv_scale, float zp, float lo,
+                                         float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::nearbyint(in[i] * inv_scale) + zp;
+    v = v < lo ? lo : (v > hi ? hi : v);
+    out[i] = static_cast<Q>(static_cast<int32_t>(v == v ? v : lo));
+  }
+}
+ET_MULTIVERSION void quantize_i8(const float* in, int8_t* out, int64_t n, float inv, float zp, float lo, float hi) {
+  quantize_loop_8bit(in, out, n, inv, zp, lo, hi);
+}
+ET_MULTIVERSION void quantize_u8(const float* in, uint8_t* out, int64_t n, float inv, float zp, float lo, float hi) {
+  quantize_loop_8bit(in, out, n, inv, zp, lo, hi);
+}
+
+// Elements per chunk of the thread pool's share-out (fixed, so results do not depend on threads).
+constexpr int64_t kQuantGrain = 1 << 15;
+
+template <typename Q>
+void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
+  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
+  cpu::parallel_for(0, n, kQuantGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<Q, int8_t>) quantize_i8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
+    else if constexpr (std::is_same_v<Q, uint8_t>) quantize_u8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
+    else quantize_loop(in + b, out + b, e - b, inv_scale, zp, qmin, qmax);
+  });
 }
 
 void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, int64_t zp, int64_t qmin,
@@ -81,8 +117,23 @@ void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, 
 }
 
 template <typename Q>
-void dequantize_into(const Q* in, float* out, int64_t n, float scale, float zp) {
+ET_ALWAYS_INLINE void dequantize_loop(const Q* in, float* out, int64_t n, float scale, float zp) {
   for (int64_t i = 0; i < n; ++i) out[i] = (static_cast<float>(in[i]) - zp) * scale;
+}
+ET_MULTIVERSION void dequantize_i8(const int8_t* in, float* out, int64_t n, float scale, float zp) {
+  dequantize_loop(in, out, n, scale, zp);
+}
+ET_MULTIVERSION void dequantize_u8(const uint8_t* in, float* out, int64_t n, float scale, float zp) {
+  dequantize_loop(in, out, n, scale, zp);
+}
+
+template <typename Q>
+void dequantize_into(const Q* in, float* out, int64_t n, float scale, float zp) {
+  cpu::parallel_for(0, n, kQuantGrain, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<Q, int8_t>) dequantize_i8(in + b, out + b, e - b, scale, zp);
+    else if constexpr (std::is_same_v<Q, uint8_t>) dequantize_u8(in + b, out + b, e - b, scale, zp);
+    else dequantize_loop(in + b, out + b, e - b, scale, zp);
+  });
 }
 
 bool dequant_types_ok(KernelRuntimeContext& ctx, const char* op, const Tensor& in, ScalarType qtype,
@@ -177,11 +228,40 @@ void quantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
     quantize_channels<float>(ctx, in, scales, zps, ch, qmin, qmax, out);
 }
 
+// One channel's run of 8-bit values: (q - z) * s in S, as dequantize_channels() computes each.
+// With |z| <= 2^23 the difference is exact in S (float or double), so it is taken there, where
+// the loop vectorizes.
+template <typename Q, typename S>
+void dequantize_run(const Q* q, float* y, int64_t n, int64_t z, S s) {
+  if (z >= -(int64_t{1} << 23) && z <= (int64_t{1} << 23)) {
+    const S zs = static_cast<S>(z);
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((static_cast<S>(q[i]) - zs) * s);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<float>(static_cast<S>(static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(q[i])) -
+                                                                  static_cast<uint64_t>(z))) * s);
+}
+
 template <typename S>
 void dequantize_channels(const Tensor& in, const Tensor& scales, const Tensor* zps, const Channels& ch,
                          const Tensor& out) {
   const S* s = scales.const_data_ptr<S>();
   float* y = out.mutable_data_ptr<float>();
+  if (in.scalar_type() == ScalarType::Char || in.scalar_type() == ScalarType::Byte) {
+    // 8-bit weights (an int8 program's, dequantized at load): runs of `stride` elements share a
+    // channel, so its scale and zero point are read once per run; the same arithmetic as below.
+    const bool is_signed = in.scalar_type() == ScalarType::Char;
+    const int64_t n = in.numel();
+    for (int64_t start = 0, run = 0; start < n; start += ch.stride, ++run) {
+      const int64_t c = run % ch.count, end = start + ch.stride < n ? start + ch.stride : n;
+      const int64_t z = zps ? load_int(zps->const_data_ptr(), zps->scalar_type(), c) : 0;
+      const S sc = s[c];
+      if (is_signed) dequantize_run(in.const_data_ptr<int8_t>() + start, y + start, end - start, z, sc);
+      else dequantize_run(in.const_data_ptr<uint8_t>() + start, y + start, end - start, z, sc);
+    }
+    return;
+  }
   for (int64_t i = 0; i < in.numel(); ++i) {
     const int64_t c = ch.of(i);
     const int64_t q = load_int(in.const_data_ptr(), in.scalar_type(), i);
@@ -249,6 +329,60 @@ void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
 }
 
 }  // namespace
+
+int32_t quantize_8bit_value(float x, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
+  int8_t out = 0;
+  quantize_loop_8bit(&x, &out, 1, static_cast<float>(1.0 / scale), static_cast<float>(zero_point),
+                     static_cast<float>(quant_min), static_cast<float>(quant_max));
+  return out;
+}
+
+// Load pass: a dequantize of constants (an int8 weight, its scales and zero points) runs once at
+// load into memory the method owns, and its instruction is dropped; the float weight then counts
+// as a constant for later passes (a linear weight's transpose is read in place). Skipped when
+// the dequantized tensor may be written by another instruction or the method allocator is full.
+size_t dequantize_constants_once(runtime::MethodRewriter& m) {
+  constexpr size_t kMaxUses = 8;
+  size_t done = 0;
+  for (size_t pc = 0; pc < m.num_steps(); ++pc) {
+    const runtime::OpFunction op = m.kernel(pc);
+    if (op != dequantize_per_channel_out && op != dequantize_per_tensor_out &&
+        op != dequantize_per_tensor_tensor_out)
+      continue;
+    const Args args = m.args(pc);
+    if (args.size() < 3 || args[args.size() - 1] != args[args.size() - 2] || !args[args.size() - 1]->isTensor())
+      continue;
+    const EValue* out = args[args.size() - 1];
+    bool ok = true;
+    for (size_t i = 0; i + 2 < args.size(); ++i) ok = ok && (args[i]->isNone() || m.is_constant(args[i]));
+    size_t pcs[kMaxUses];
+    const size_t n = ok ? m.uses(out, pcs, kMaxUses) : 0;
+    ok = ok && n <= kMaxUses;
+    for (size_t u = 0; ok && u < n; ++u) {
+      const Args reader = m.args(pcs[u]);
+      ok = pcs[u] == pc || (m.kernel(pcs[u]) != nullptr && reader[reader.size() - 1] != out);
+    }
+    ok = ok && !m.aliased(out);  // a view of its planned memory would read it there
+    runtime::TensorImpl* t = out->toTensor().unsafeGetTensorImpl();
+    void* data = ok ? m.allocate(t->nbytes() == 0 ? 1 : t->nbytes(), 64) : nullptr;
+    if (data == nullptr) continue;
+    void* planned = t->data();
+    const size_t capacity = t->capacity_bytes();
+    t->set_data(data);
+    t->set_capacity_bytes(t->nbytes());
+    KernelRuntimeContext ctx;
+    op(ctx, args);
+    if (ctx.failure_state() != Error::Ok) {  // it fails again at run time, where it is reported
+      t->set_data(planned);
+      t->set_capacity_bytes(capacity);
+      continue;
+    }
+    m.make_constant(out, data, t->nbytes());
+    m.remove(pc);
+    ++done;
+  }
+  return done;
+}
 
 // Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).
 #include "portable_registrations/op_quantize.inc"

@@ -15,8 +15,12 @@ namespace runtime {
 
 class KernelRuntimeContext final {
  public:
-  explicit KernelRuntimeContext(MemoryAllocator* temp_allocator = nullptr)
-      : temp_allocator_(temp_allocator) {}
+  explicit KernelRuntimeContext(MemoryAllocator* temp_allocator = nullptr,
+                                 const void* call_state = nullptr)
+      : temp_allocator_(temp_allocator), call_state_(call_state) {}
+
+  // What a load pass prepared for this call site (runtime/core/load_pass.h), or null.
+  const void* call_state() const { return call_state_; }
 
   // Records a failure; the executor stops after the kernel returns and
   // reports it. The first failure wins.
@@ -35,6 +39,7 @@ class KernelRuntimeContext final {
 
  private:
   MemoryAllocator* temp_allocator_;
+  const void* call_state_;
   Error failure_ = Error::Ok;
 };
 

@@ -254,6 +254,8 @@ Error list_items(const flatbuffers::Vector<int64_t>* items, EValue* values, size
 
 }  // namespace
 
+void (*Method::run_load_passes_)(Method&, MemoryAllocator*) = nullptr;
+
 Error Method::init(const Program& program, MemoryManager* mm) {
   const fb::ExecutionPlan* plan = meta_.flatbuffer();
   temp_allocator_ = mm->temp_allocator;
@@ -300,7 +302,7 @@ Error Method::init(const Program& program, MemoryManager* mm) {
     output_index_[i] = static_cast<uint32_t>(v);
   }
   ET_TRY(init_steps(program, mm));
-  elide_weight_transposes();
+  if (run_load_passes_ != nullptr) run_load_passes_(*this, mm->method_allocator);
   return check_tensor_memory();
 }
 
@@ -757,7 +759,7 @@ Error Method::run_steps() {
     }
     switch (s.kind) {
       case Step::Kind::Kernel: {
-        KernelRuntimeContext context(temp_allocator_);
+        KernelRuntimeContext context(temp_allocator_, s.state);
         EventTracerEntry inner;
         if (kTraced) inner = tracer->start_profiling(op_event_names_[s.b], 0, static_cast<DebugHandle>(pc));
         s.op(context, Span<EValue*>(s.args, s.a));

@@ -27,6 +27,7 @@ struct Step {
   uint32_t b;  // Kernel: operator; Move: to; JumpFalse: destination instruction; Delegate: delegate
   OpFunction op;
   EValue** args;
+  const void* state = nullptr;  // Kernel: what a load pass prepared for it (call_state())
 };
 
 // The initialised delegates of a method; destroyed (backend destroy()) with it.
@@ -89,6 +90,7 @@ class Method final {
 
  private:
   friend class Program;
+  friend class MethodRewriterImpl;
   Method(MethodMeta meta) : meta_(meta) {}
   Error init(const Program& program, MemoryManager* memory_manager);
   Error init_values(const Program& program, MemoryManager* mm);
@@ -98,11 +100,11 @@ class Method final {
   Error check_lists();
   Error check_tensor_memory();
   Error bind_view_outputs();
-  void elide_weight_transposes();
+  // Set by the first register_load_pass(): runs the passes on a loaded method.
+  static void (*run_load_passes_)(Method& method, MemoryAllocator* a);
   template <bool kTraced>
   Error run_steps();
   void log_value(const EValue& v, LoggedEValueType type);
-  bool read_only_as_mat2(const EValue* v, const Step* permute, OpFunction mm, OpFunction addmm) const;
 
   MethodMeta meta_;
   MemoryAllocator* temp_allocator_ = nullptr;
@@ -122,6 +124,11 @@ class Method final {
   // Per operator, "native_call_<name>.<overload>": the kernel events' names.
   const char** op_event_names_ = nullptr;
   DelegateSlots delegates_;
+  // Per value, set by run_load_passes: kWritten (an instruction or the caller writes it),
+  // kEscapes (a method input/output), kFolded (a pass computed it at load), kView (planned memory
+  // no instruction writes: an alias of another tensor's).
+  static constexpr uint8_t kWritten = 1, kEscapes = 2, kFolded = 4, kView = 8;
+  uint8_t* value_flags_ = nullptr;
   // Where external tensors and named data come from while loading; not used after init().
   const NamedDataMap* external_ = nullptr;
 };

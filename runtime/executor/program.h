@@ -76,6 +76,8 @@ class Program final {
   const executorch_flatbuffer::Program* flatbuffer() const { return program_; }
   // Bytes of the FlatBuffer part of the file (without segments).
   size_t program_size() const { return program_size_; }
+  // Bytes of the whole file (segments included).
+  size_t file_size() const { return size_; }
   // True when `p` points into the FlatBuffer part (e.g. a legacy inline constant).
   bool in_program_table(const void* p) const {
     return static_cast<const uint8_t*>(p) >= data_ && static_cast<const uint8_t*>(p) < data_ + program_size_;

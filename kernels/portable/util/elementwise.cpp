@@ -72,8 +72,10 @@ Walk plan_walk(const Tensor& out, const Operand* ins, size_t n) {
   Walk w;
   w.ndim = static_cast<size_t>(out.dim());
   w.count = n + 1;
-  bool linear = out.is_contiguous();
-  bool dense = linear;
+  // Output tensors are dense in their dim order, so operands of its sizes and strides (dims of
+  // one element aside) are walked at the same offsets, whatever that order is.
+  bool linear = true;
+  bool dense = true;
   for (size_t d = 0; d < w.ndim; ++d) {
     w.sizes[d] = out.sizes()[d];
     w.strides[0][d] = out.strides()[d];
@@ -87,11 +89,11 @@ Walk plan_walk(const Tensor& out, const Operand* ins, size_t n) {
       continue;
     }
     const size_t shift = w.ndim - o.ndim;
-    bool full = o.row_major && o.ndim == w.ndim;
+    bool full = o.ndim == w.ndim;
     for (size_t d = 0; d < w.ndim; ++d) {
       const bool present = d >= shift && o.sizes[d - shift] == w.sizes[d];
       w.strides[k + 1][d] = present ? o.strides[d - shift] : 0;
-      full = full && present;
+      full = full && present && (w.sizes[d] <= 1 || o.strides[d] == w.strides[0][d]);
     }
     // An operand of one element is offset 0 everywhere, like a scalar.
     int64_t numel = 1;

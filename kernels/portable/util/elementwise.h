@@ -50,7 +50,7 @@ struct Walk {
   int64_t sizes[kMaxDim] = {};
   int64_t strides[4][kMaxDim] = {};  // [0] is the output, then the inputs
   size_t count = 1;
-  bool linear = false;  // every operand is row-major with the output's shape (or a scalar)
+  bool linear = false;  // every operand has the output's sizes and strides (or is a scalar)
   bool dense = false;   // linear, and no operand is a scalar or a single broadcast element
 };
 
