@@ -57,6 +57,15 @@ def shape(node: torch.fx.Node) -> list[int]:
     return dims
 
 
+def new_shape(node: torch.fx.Node) -> list[int]:
+    """`node`'s dims as a reshape's new shape: a symbolic one as 0, which XNNPACK infers from the element count."""
+    dims = [d if isinstance(d, int) else 0 for d in node_val(node).shape]
+    if dims.count(0) > 1:
+        raise ExportError(f"XNNPACK: reshape '{node.name}' makes {dims.count(0)} dynamic dimensions; XNNPACK infers "
+                          "one at most, so the partitioner should not have claimed it, please report this")
+    return dims or [1]
+
+
 def to_layout(dims: list, layout: str) -> list:
     return [dims[i] for i in PERM_NCHW_TO_NHWC] if layout == NHWC else list(dims)
 

@@ -33,6 +33,20 @@ def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
     return items
 
 
+_SIZED = (torch.ops.aten.view_copy.default, torch.ops.aten.expand_copy.default)
+
+
+def _sizes_inferable(node: torch.fx.Node, sizes: list) -> bool:
+    """-1 can stand for every symbolic size: a view's one (with no -1 already), or an expand's where
+    the input has the same size in that place."""
+    if node.target == torch.ops.aten.view_copy.default:
+        return sum(not isinstance(d, int) for d in sizes) == 1 and -1 not in sizes
+    have = list(node.args[0].meta["val"].shape)
+    lead = len(sizes) - len(have)
+    out = node.meta["val"].shape
+    return all(isinstance(d, int) or (i >= lead and out[i] == have[i - lead]) for i, d in enumerate(sizes))
+
+
 class _Claimed(OperatorSupportBase):
     def __init__(self, nodes: set) -> None:
         self.nodes = nodes
@@ -109,8 +123,35 @@ class XnnpackPartitioner(Partitioner):
                     break
         return groups
 
+    def _drop_symbolic_sizes(self, ep: ExportedProgram) -> None:
+        """A view or expand naming sizes by symbols (`x.view(1, s, 4, 16)` over a dynamic `s`) reads
+        SymInts, which no delegate takes. Where a config would then claim it, such a size becomes -1
+        (the same op: a view infers one size, an expand keeps the input's) and the size computation
+        it no longer reads goes."""
+        for node in list(ep.graph.nodes):
+            if node.op != "call_function" or node.target not in _SIZED:
+                continue
+            sizes = list(node.args[1])
+            syms = [d for d in sizes if isinstance(d, torch.fx.Node)]
+            if not syms or not _sizes_inferable(node, sizes):
+                continue
+            old = node.args
+            node.args = (old[0], [-1 if isinstance(d, torch.fx.Node) else d for d in sizes], *old[2:])
+            if not any(c.check_constraints(node, ep) for c in self._by_target.get(node.target.__name__, ())):
+                node.args = old
+                continue
+            todo, gone = syms, set()
+            while todo:
+                n = todo.pop()
+                if (n not in gone and n.op == "call_function" and not n.users
+                        and not isinstance(n.meta.get("val"), torch.Tensor)):
+                    todo += n.all_input_nodes
+                    gone.add(n)
+                    ep.graph.erase_node(n)
+
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         ep = exported_program
+        self._drop_symbolic_sizes(ep)
         groups = self._groups(ep)
         if self.per_op_mode:
             parts, seen = [], set()

@@ -12,9 +12,12 @@ from typing import Callable, List, Optional, Type
 import torch
 from torch.export import ExportedProgram
 
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    ConfigPrecisionType, XNNPartitionerConfig, _static_shapes,
+)
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
+from executorch.exir.tensor import shape_upper_bound
 
 FP32 = [ConfigPrecisionType.FP32]
 FP32_QS8 = [ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT]
@@ -25,15 +28,18 @@ Check = Callable[[torch.fx.Node, ExportedProgram], bool]
 
 def _config(name: str, target: str, precisions: list, check: Optional[Check] = None,
             keep: Optional[torch._ops.OpOverload] = None, deps: Optional[Callable] = None,
-            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
+            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None,
+            static: bool = False) -> Type[XNNPartitionerConfig]:
     """A config class for one op: `check` narrows what it claims in floating point and `qcheck`
     quantized, `keep` is an op kept whole through to_edge for it, `deps(node, ep)` lists nodes claimed
-    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices."""
+    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices;
+    `static` takes it only on static shapes (the others take bounded dynamic dims too)."""
 
     def check_constraints(self, node, ep):
         if self.quantized_deps(node, ep) is not None:
             return True
-        return self.check_common_constraints(node, ep) and (check is None or check(node, ep))
+        return (self.check_common_constraints(node, ep) and (not static or _static_shapes(node))
+                and (check is None or check(node, ep)))
 
     def get_node_and_deps(self, node, ep):
         if deps is None:
@@ -59,6 +65,10 @@ def _arg(node: torch.fx.Node, i: int, name: str, default):
 
 def _rank(node) -> int:
     return node.meta["val"].dim()
+
+
+def _val(node):
+    return node.meta["val"]
 
 
 def _alpha_one(node, ep) -> bool:
@@ -159,11 +169,13 @@ def _mean_dims(node):
 
 
 def _mean(node, ep) -> bool:
-    """Mean over H and W of a 4-D value, or over the last dim of any value."""
+    """Mean over H and W of a static 4-D value, or over the (static) last dim of any value."""
     if node.kwargs.get("dtype") is not None:
         return False
     dims, rank = _mean_dims(node)
-    return (rank == 4 and dims == [2, 3]) or dims == [rank - 1]
+    if rank == 4 and dims == [2, 3]:
+        return _static_shapes(node)
+    return dims == [rank - 1] and _static_shapes(node, leading=True) and _reshape(node, ep)
 
 
 def _softmax(node, ep) -> bool:
@@ -183,7 +195,26 @@ def _slice(node, ep) -> bool:
 
 
 def _cat(node, ep) -> bool:
-    return len(node.args[0]) >= 2
+    """Two or more inputs; with dynamic dims, the inputs' upper bounds add up to the output's along the
+    axis and equal it elsewhere (the payload holds the bounds)."""
+    parts = node.args[0]
+    if len(parts) < 2:
+        return False
+    out = [shape_upper_bound(d) for d in _val(node).shape]
+    axis = _arg(node, 1, "dim", 0) % len(out)
+    bounds = [[shape_upper_bound(d) for d in _val(p).shape] for p in parts]
+    return sum(b[axis] for b in bounds) == out[axis] and all(
+        b[:axis] + b[axis + 1:] == out[:axis] + out[axis + 1:] for b in bounds)
+
+
+def _same_shape(node, ep) -> bool:
+    """An expand that keeps the shape (written for a dynamic size): a copy."""
+    return _val(node).shape == _val(node.args[0]).shape
+
+
+def _reshape(node, ep) -> bool:
+    """At most one dynamic dim in the result: XNNPACK infers it (0 in the new shape) from the element count."""
+    return sum(not isinstance(d, int) for d in _val(node).shape) <= 1
 
 
 def _pad(node, ep) -> bool:
@@ -312,9 +343,9 @@ AbsConfig = _config("AbsConfig", "abs.default", FP32)
 AddConfig = _config("AddConfig", "add.Tensor", FP32_QS8, _alpha_one, qcheck=_q_pass(_alpha_one))
 AddScalarConfig = _config("AddScalarConfig", "add.Scalar", FP32, _alpha_one)
 AddmmConfig = _config("AddmmConfig", "addmm.default", GEMM, _gemm)
-AvgPoolingConfig = _config("AvgPoolingConfig", "avg_pool2d.default", FP32, _avg_pool)
+AvgPoolingConfig = _config("AvgPoolingConfig", "avg_pool2d.default", FP32, _avg_pool, static=True)
 BatchNormConfig = _config("BatchNormConfig", "_native_batch_norm_legit_no_training.default", FP32,
-                          deps=_batch_norm_deps)
+                          deps=_batch_norm_deps, static=True)
 BMMConfig = _config("BMMConfig", "bmm.default", FP32)
 CatConfig = _config("CatConfig", "cat.default", FP32_QS8, _cat, qcheck=_q_pass(_cat))
 CeilConfig = _config("CeilConfig", "ceil.default", FP32)
@@ -324,9 +355,11 @@ CloneConfig = _config("CloneConfig", "clone.default", FP32_QS8, _same_layout_cop
 CloneDimOrderConfig = _config("CloneDimOrderConfig", "_clone_dim_order.default", FP32_QS8, _same_layout_copy,
                               qcheck=_q_pass(_same_layout_copy))
 ConstantPadConfig = _config("ConstantPadConfig", "constant_pad_nd.default", FP32, _pad)
-ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv)
+ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv,
+                               static=True)
 CosConfig = _config("CosConfig", "cos.default", FP32)
 DivConfig = _config("DivConfig", "div.Tensor", FP32)
+ExpandCopyConfig = _config("ExpandCopyConfig", "expand_copy.default", FP32, _same_shape)
 ExpConfig = _config("ExpConfig", "exp.default", FP32)
 FloorConfig = _config("FloorConfig", "floor.default", FP32)
 GeluConfig = _config("GeluConfig", "gelu.default", FP32, _gelu)
@@ -339,9 +372,10 @@ LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=ate
 LogConfig = _config("LogConfig", "log.default", FP32)
 MaximumConfig = _config("MaximumConfig", "maximum.default", FP32)
 MaxPool2dConfig = _config("MaxPool2dConfig", "max_pool2d.default", FP32_QS8, _max_pool, keep=aten.max_pool2d.default,
-                          qcheck=_q_pass(_max_pool))
+                          qcheck=_q_pass(_max_pool), static=True)
 MaxPool2dWithIndicesConfig = _config("MaxPool2dWithIndicesConfig", "max_pool2d_with_indices.default", FP32_QS8,
-                                     _max_pool, deps=_first_output_only, qcheck=_q_pass(_max_pool))
+                                     _max_pool, deps=_first_output_only, qcheck=_q_pass(_max_pool),
+                                     static=True)
 MeanDimConfig = _config("MeanDimConfig", "mean.dim", FP32_QS8, _mean, qcheck=_q_mean)
 MinimumConfig = _config("MinimumConfig", "minimum.default", FP32)
 MMConfig = _config("MMConfig", "mm.default", GEMM, _gemm)
@@ -352,24 +386,25 @@ PermuteConfig = _config("PermuteConfig", "permute_copy.default", FP32_QS8)
 PowConfig = _config("PowConfig", "pow.Tensor_Scalar", FP32, _square)
 ReciprocalSquareRootConfig = _config("ReciprocalSquareRootConfig", "rsqrt.default", FP32)
 ReLUConfig = _config("ReLUConfig", "relu.default", FP32_QS8)
-SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8)
+SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8, static=True)
 SigmoidConfig = _config("SigmoidConfig", "sigmoid.default", FP32)
 SinConfig = _config("SinConfig", "sin.default", FP32)
-SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice, qcheck=_q_pass(_slice))
+SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice, qcheck=_q_pass(_slice),
+                          static=True)
 SoftmaxConfig = _config("SoftmaxConfig", "_softmax.default", FP32, _softmax)
 SquareRootConfig = _config("SquareRootConfig", "sqrt.default", FP32)
-SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8)
+SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8, _reshape)
 SubConfig = _config("SubConfig", "sub.Tensor", FP32_QS8, _alpha_one, qcheck=_q_pass(_alpha_one))
 TanhConfig = _config("TanhConfig", "tanh.default", FP32)
 ToDimOrderCopyConfig = _config("ToDimOrderCopyConfig", "_to_dim_order_copy.default", FP32_QS8, _same_layout_copy,
                                qcheck=_q_pass(_same_layout_copy))
-UnsqueezeCopyConfig = _config("UnsqueezeCopyConfig", "unsqueeze_copy.default", FP32_QS8)
-ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8)
+UnsqueezeCopyConfig = _config("UnsqueezeCopyConfig", "unsqueeze_copy.default", FP32_QS8, _reshape)
+ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8, _reshape)
 
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
     CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
-    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpandCopyConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
     LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
     MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizeAffineConfig, QuantizedPerTensorConfig,
