@@ -11,7 +11,9 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    ConfigPrecisionType, XNNPartitionerConfig, same_dims,
+)
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
@@ -44,7 +46,8 @@ def _sizes_inferable(node: torch.fx.Node, sizes: list) -> bool:
     have = list(node.args[0].meta["val"].shape)
     lead = len(sizes) - len(have)
     out = node.meta["val"].shape
-    return all(isinstance(d, int) or (i >= lead and out[i] == have[i - lead]) for i, d in enumerate(sizes))
+    return all(isinstance(d, int) or (i >= lead and same_dims([out[i]], [have[i - lead]]))
+               for i, d in enumerate(sizes))
 
 
 class _Claimed(OperatorSupportBase):

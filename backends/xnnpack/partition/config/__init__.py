@@ -13,7 +13,7 @@ import torch
 from torch.export import ExportedProgram
 
 from executorch.backends.xnnpack.partition.config.xnnpack_config import (
-    ConfigPrecisionType, XNNPartitionerConfig, _static_shapes,
+    ConfigPrecisionType, XNNPartitionerConfig, _static_shapes, same_dims,
 )
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
@@ -209,7 +209,7 @@ def _cat(node, ep) -> bool:
 
 def _same_shape(node, ep) -> bool:
     """An expand that keeps the shape (written for a dynamic size): a copy."""
-    return _val(node).shape == _val(node.args[0]).shape
+    return same_dims(_val(node).shape, _val(node.args[0]).shape)
 
 
 def _reshape(node, ep) -> bool:
