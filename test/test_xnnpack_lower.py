@@ -308,3 +308,31 @@ def test_dynamic_model_on_published_runtime_like_eager(dynamic, reference_runtim
     assert done.returncode == 0 and not err.exists(), (done.stderr[-2000:], err.exists() and err.read_text())
     for got, want in zip(torch.load(tmp_path / "m.out.pt"), dynamic["want"][name]):
         assert_outputs_close(got, want)
+
+
+class _DynamicViews(nn.Module):
+    def forward(self, x):
+        y = torch.relu(x)
+        heads = y.view(x.shape[0], x.shape[1], 2, 4)  # two dynamic dims: XNNPACK infers one at most
+        flat = y.reshape(-1, 8)  # one dynamic dim (b * t): a reshape with 0 in XNNPACK
+        return heads * 2, flat + 1, y[:, 1:]  # a slice over a dynamic dim stays on portable kernels
+
+
+def test_dynamic_ops_xnnpack_cannot_take_stay_on_portable_kernels(tmp_path, reference_runtime):
+    from conftest import project_runtimes
+
+    torch.manual_seed(0)
+    model = _DynamicViews()
+    b, t = torch.export.Dim("b", min=1, max=4), torch.export.Dim("t", min=3, max=10)
+    ep = torch.export.export(model, (torch.randn(2, 5, 8),), dynamic_shapes=({0: b, 1: t},))
+    pte = tmp_path / "m.pte"
+    pte.write_bytes(to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer)
+    s = structure(pte)
+    assert s.kernel_calls["aten::view_copy"] >= 1 and s.kernel_calls["aten::slice_copy"] == 1, s
+    assert s.node_kinds["StaticReshape"] == 1 and s.node_kinds["Clamp"] == 1, s
+    for bs, ts in [(1, 3), (3, 7), (4, 10)]:
+        inputs = (torch.randn(bs, ts, 8),)
+        for runtime in project_runtimes().values():
+            assert_outputs_close(runtime.load_program(pte.read_bytes()).load_method("forward").execute(list(inputs)),
+                                 _eager(model, inputs))
+        assert_outputs_close(reference_runtime.run(pte, inputs, tmp_path), _eager(model, inputs))
