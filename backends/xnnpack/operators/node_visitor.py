@@ -58,11 +58,11 @@ def shape(node: torch.fx.Node) -> list[int]:
 
 
 def new_shape(node: torch.fx.Node) -> list[int]:
-    """`node`'s dims as a reshape's new shape: a symbolic one as 0, which XNNPACK infers from the element count."""
+    """`node`'s dims as a reshape's new shape: a symbolic one as 0 (XNNPACK infers it)."""
     dims = [d if isinstance(d, int) else 0 for d in node_val(node).shape]
     if dims.count(0) > 1:
-        raise ExportError(f"XNNPACK: reshape '{node.name}' makes {dims.count(0)} dynamic dimensions; XNNPACK infers "
-                          "one at most, so the partitioner should not have claimed it, please report this")
+        raise ExportError(f"XNNPACK: reshape '{node.name}' has {dims.count(0)} dynamic dims; XNNPACK infers one "
+                          "at most")
     return dims or [1]
 
 

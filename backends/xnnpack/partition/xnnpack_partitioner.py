@@ -39,8 +39,7 @@ _SIZED = (torch.ops.aten.view_copy.default, torch.ops.aten.expand_copy.default)
 
 
 def _sizes_inferable(node: torch.fx.Node, sizes: list) -> bool:
-    """-1 can stand for every symbolic size: a view's one (with no -1 already), or an expand's where
-    the input has the same size in that place."""
+    """-1 can stand for each symbolic size: a view's only one, an expand's where the input has that size."""
     if node.target == torch.ops.aten.view_copy.default:
         return sum(not isinstance(d, int) for d in sizes) == 1 and -1 not in sizes
     have = list(node.args[0].meta["val"].shape)
@@ -127,10 +126,8 @@ class XnnpackPartitioner(Partitioner):
         return groups
 
     def _drop_symbolic_sizes(self, ep: ExportedProgram) -> None:
-        """A view or expand naming sizes by symbols (`x.view(1, s, 4, 16)` over a dynamic `s`) reads
-        SymInts, which no delegate takes. Where a config would then claim it, such a size becomes -1
-        (the same op: a view infers one size, an expand keeps the input's) and the size computation
-        it no longer reads goes."""
+        """A view or expand naming sizes by symbols (`x.view(1, s, 4, 16)`) reads SymInts, which no delegate
+        takes: where a config then claims it, they become -1 (the same op) and their unused producers go."""
         for node in list(ep.graph.nodes):
             if node.op != "call_function" or node.target not in _SIZED:
                 continue

@@ -195,8 +195,7 @@ def _slice(node, ep) -> bool:
 
 
 def _cat(node, ep) -> bool:
-    """Two or more inputs; with dynamic dims, the inputs' upper bounds add up to the output's along the
-    axis and equal it elsewhere (the payload holds the bounds)."""
+    """Two or more inputs whose upper bounds add up to the output's along the axis and equal it elsewhere."""
     parts = node.args[0]
     if len(parts) < 2:
         return False
@@ -208,12 +207,12 @@ def _cat(node, ep) -> bool:
 
 
 def _same_shape(node, ep) -> bool:
-    """An expand that keeps the shape (written for a dynamic size): a copy."""
+    """An expand keeping the shape: a copy."""
     return same_dims(_val(node).shape, _val(node.args[0]).shape)
 
 
 def _reshape(node, ep) -> bool:
-    """At most one dynamic dim in the result: XNNPACK infers it (0 in the new shape) from the element count."""
+    """At most one dynamic dim in the result (XNNPACK infers one)."""
     return sum(not isinstance(d, int) for d in _val(node).shape) <= 1
 
 
@@ -404,7 +403,8 @@ ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8, _resha
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
     CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
-    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpandCopyConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpandCopyConfig, ExpConfig, FloorConfig,
+    GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
     LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
     MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizeAffineConfig, QuantizedPerTensorConfig,

@@ -25,15 +25,14 @@ _FLOAT_DTYPES = (torch.float32, torch.float16)
 
 
 def _dim_ok(d, dynamic: bool) -> bool:
-    """A positive size: an int, or (with `dynamic`) a symbol with an upper bound (XNNPACK's value holds
-    the bound and is resized to each call's inputs)."""
+    """A positive size: an int, or with `dynamic` a backed symbol with an upper bound (the payload holds it)."""
     if isinstance(d, int):
         return d > 0
     return dynamic and not free_unbacked_symbols(d) and (shape_upper_bound(d) or 0) > 0
 
 
 def same_dims(a, b) -> bool:
-    """Sizes equal by construction: the same ints or the same symbolic expressions (never by example values)."""
+    """Sizes equal by construction (same ints or symbolic expressions, never by example values)."""
     key = lambda d: d if isinstance(d, int) else str(d.node.expr)  # noqa: E731
     return len(a) == len(b) and all(key(x) == key(y) for x, y in zip(a, b))
 
