@@ -11,9 +11,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
-from executorch.backends.xnnpack.partition.config.xnnpack_config import (
-    ConfigPrecisionType, XNNPartitionerConfig, same_dims,
-)
+from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
@@ -36,17 +34,6 @@ def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
 
 
 _SIZED = (torch.ops.aten.view_copy.default, torch.ops.aten.expand_copy.default)
-
-
-def _sizes_inferable(node: torch.fx.Node, sizes: list) -> bool:
-    """-1 can stand for each symbolic size: a view's only one, an expand's where the input has that size."""
-    if node.target == torch.ops.aten.view_copy.default:
-        return sum(not isinstance(d, int) for d in sizes) == 1 and -1 not in sizes
-    have = list(node.args[0].meta["val"].shape)
-    lead = len(sizes) - len(have)
-    out = node.meta["val"].shape
-    return all(isinstance(d, int) or (i >= lead and same_dims([out[i]], [have[i - lead]]))
-               for i, d in enumerate(sizes))
 
 
 class _Claimed(OperatorSupportBase):
@@ -133,8 +120,8 @@ class XnnpackPartitioner(Partitioner):
                 continue
             sizes = list(node.args[1])
             syms = [d for d in sizes if isinstance(d, torch.fx.Node)]
-            if not syms or not _sizes_inferable(node, sizes):
-                continue
+            if not syms or -1 in sizes or (len(syms) > 1 and node.target == _SIZED[0]):
+                continue  # a view infers one size at most
             old = node.args
             node.args = (old[0], [-1 if isinstance(d, torch.fx.Node) else d for d in sizes], *old[2:])
             if not any(c.check_constraints(node, ep) for c in self._by_target.get(node.target.__name__, ())):

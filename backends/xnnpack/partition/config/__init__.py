@@ -13,7 +13,7 @@ import torch
 from torch.export import ExportedProgram
 
 from executorch.backends.xnnpack.partition.config.xnnpack_config import (
-    ConfigPrecisionType, XNNPartitionerConfig, _static_shapes, same_dims,
+    ConfigPrecisionType, XNNPartitionerConfig, _static_shapes,
 )
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
@@ -207,8 +207,8 @@ def _cat(node, ep) -> bool:
 
 
 def _same_shape(node, ep) -> bool:
-    """An expand keeping the shape: a copy."""
-    return same_dims(_val(node).shape, _val(node.args[0]).shape)
+    """An expand keeping the shape (the same sizes or symbols, never equal by example values): a copy."""
+    return str(_val(node).shape) == str(_val(node.args[0]).shape)
 
 
 def _reshape(node, ep) -> bool:

@@ -31,12 +31,6 @@ def _dim_ok(d, dynamic: bool) -> bool:
     return dynamic and not free_unbacked_symbols(d) and (shape_upper_bound(d) or 0) > 0
 
 
-def same_dims(a, b) -> bool:
-    """Sizes equal by construction (same ints or symbolic expressions, never by example values)."""
-    key = lambda d: d if isinstance(d, int) else str(d.node.expr)  # noqa: E731
-    return len(a) == len(b) and all(key(x) == key(y) for x, y in zip(a, b))
-
-
 def _tensor_ok(val) -> bool:
     """A value XNNPACK can hold: a non-empty float32/float16 tensor, static or with bounded dynamic dims."""
     if not isinstance(val, torch.Tensor) or val.dtype not in _FLOAT_DTYPES:
