@@ -58,12 +58,8 @@ def shape(node: torch.fx.Node) -> list[int]:
 
 
 def new_shape(node: torch.fx.Node) -> list[int]:
-    """`node`'s dims as a reshape's new shape: a symbolic one as 0 (XNNPACK infers it)."""
-    dims = [d if isinstance(d, int) else 0 for d in node_val(node).shape]
-    if dims.count(0) > 1:
-        raise ExportError(f"XNNPACK: reshape '{node.name}' has {dims.count(0)} dynamic dims; XNNPACK infers one "
-                          "at most")
-    return dims or [1]
+    """`node`'s dims as a reshape's new shape: a symbolic one (one at most, see ViewCopyConfig) as 0, inferred."""
+    return [d if isinstance(d, int) else 0 for d in node_val(node).shape] or [1]
 
 
 def to_layout(dims: list, layout: str) -> list:

@@ -114,26 +114,19 @@ class XnnpackPartitioner(Partitioner):
 
     def _drop_symbolic_sizes(self, ep: ExportedProgram) -> None:
         """A view or expand naming sizes by symbols (`x.view(1, s, 4, 16)`) reads SymInts, which no delegate
-        takes: where a config then claims it, they become -1 (the same op) and their unused producers go."""
+        takes: where a config then claims it, they become -1 (the same op), their unused sym_size nodes go."""
         for node in list(ep.graph.nodes):
-            if node.op != "call_function" or node.target not in _SIZED:
-                continue
-            sizes = list(node.args[1])
+            sizes = node.args[1] if node.target in _SIZED else ()
             syms = [d for d in sizes if isinstance(d, torch.fx.Node)]
             if not syms or -1 in sizes or (len(syms) > 1 and node.target == _SIZED[0]):
                 continue  # a view infers one size at most
             old = node.args
-            node.args = (old[0], [-1 if isinstance(d, torch.fx.Node) else d for d in sizes], *old[2:])
+            node.args = (old[0], [-1 if d in syms else d for d in sizes], *old[2:])
             if not any(c.check_constraints(node, ep) for c in self._by_target.get(node.target.__name__, ())):
                 node.args = old
                 continue
-            todo, gone = syms, set()
-            while todo:
-                n = todo.pop()
-                if (n not in gone and n.op == "call_function" and not n.users
-                        and not isinstance(n.meta.get("val"), torch.Tensor)):
-                    todo += n.all_input_nodes
-                    gone.add(n)
+            for n in dict.fromkeys(syms):
+                if n.op == "call_function" and not n.users:
                     ep.graph.erase_node(n)
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:

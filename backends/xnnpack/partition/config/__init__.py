@@ -28,18 +28,15 @@ Check = Callable[[torch.fx.Node, ExportedProgram], bool]
 
 def _config(name: str, target: str, precisions: list, check: Optional[Check] = None,
             keep: Optional[torch._ops.OpOverload] = None, deps: Optional[Callable] = None,
-            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None,
-            static: bool = False) -> Type[XNNPartitionerConfig]:
+            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
     """A config class for one op: `check` narrows what it claims in floating point and `qcheck`
     quantized, `keep` is an op kept whole through to_edge for it, `deps(node, ep)` lists nodes claimed
-    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices;
-    `static` takes it only on static shapes (the others take bounded dynamic dims too)."""
+    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices."""
 
     def check_constraints(self, node, ep):
         if self.quantized_deps(node, ep) is not None:
             return True
-        return (self.check_common_constraints(node, ep) and (not static or _static_shapes(node))
-                and (check is None or check(node, ep)))
+        return self.check_common_constraints(node, ep) and (check is None or check(node, ep))
 
     def get_node_and_deps(self, node, ep):
         if deps is None:
@@ -67,10 +64,6 @@ def _rank(node) -> int:
     return node.meta["val"].dim()
 
 
-def _val(node):
-    return node.meta["val"]
-
-
 def _alpha_one(node, ep) -> bool:
     return node.kwargs.get("alpha", 1) == 1
 
@@ -83,7 +76,8 @@ def _own_constant(node, ep) -> bool:
 
 def _conv(node, ep) -> bool:
     weight = node.args[1]
-    return weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
+    return (weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
+            and _static_shapes(node))
 
 
 def _gemm(node, ep) -> bool:
@@ -146,7 +140,7 @@ def _pool_args(node):
 
 
 def _max_pool(node, ep) -> bool:
-    if _rank(node.args[0]) != 4:
+    if _rank(node.args[0]) != 4 or not _static_shapes(node):
         return False
     k, stride, _ = _pool_args(node)
     ceil_mode = _arg(node, 5, "ceil_mode", False)
@@ -154,7 +148,7 @@ def _max_pool(node, ep) -> bool:
 
 
 def _avg_pool(node, ep) -> bool:
-    if _rank(node.args[0]) != 4:
+    if _rank(node.args[0]) != 4 or not _static_shapes(node):
         return False
     k, _, pad = _pool_args(node)
     ceil_mode = _arg(node, 4, "ceil_mode", False)
@@ -169,13 +163,12 @@ def _mean_dims(node):
 
 
 def _mean(node, ep) -> bool:
-    """Mean over H and W of a static 4-D value, or over the (static) last dim of any value."""
+    """Mean over H and W of a static 4-D value, or over the last dim of any value."""
     if node.kwargs.get("dtype") is not None:
         return False
     dims, rank = _mean_dims(node)
-    if rank == 4 and dims == [2, 3]:
-        return _static_shapes(node)
-    return dims == [rank - 1] and _static_shapes(node, leading=True) and _reshape(node, ep)
+    hw = rank == 4 and dims == [2, 3]
+    return (hw or dims == [rank - 1]) and _static_shapes(node, leading=not hw) and _reshape(node, ep)
 
 
 def _softmax(node, ep) -> bool:
@@ -191,29 +184,24 @@ def _gelu(node, ep) -> bool:
 
 
 def _slice(node, ep) -> bool:
-    return _arg(node, 4, "step", 1) == 1
+    return _arg(node, 4, "step", 1) == 1 and _static_shapes(node)
 
 
 def _cat(node, ep) -> bool:
     """Two or more inputs whose upper bounds add up to the output's along the axis and equal it elsewhere."""
-    parts = node.args[0]
-    if len(parts) < 2:
-        return False
-    out = [shape_upper_bound(d) for d in _val(node).shape]
+    out, *parts = [[shape_upper_bound(d) for d in n.meta["val"].shape] for n in [node, *node.args[0]]]
     axis = _arg(node, 1, "dim", 0) % len(out)
-    bounds = [[shape_upper_bound(d) for d in _val(p).shape] for p in parts]
-    return sum(b[axis] for b in bounds) == out[axis] and all(
-        b[:axis] + b[axis + 1:] == out[:axis] + out[axis + 1:] for b in bounds)
+    return len(parts) > 1 and sum(p.pop(axis) for p in parts) == out.pop(axis) and all(p == out for p in parts)
 
 
 def _same_shape(node, ep) -> bool:
     """An expand keeping the shape (the same sizes or symbols, never equal by example values): a copy."""
-    return str(_val(node).shape) == str(_val(node.args[0]).shape)
+    return str(node.meta["val"].shape) == str(node.args[0].meta["val"].shape)
 
 
 def _reshape(node, ep) -> bool:
     """At most one dynamic dim in the result (XNNPACK infers one)."""
-    return sum(not isinstance(d, int) for d in _val(node).shape) <= 1
+    return sum(not isinstance(d, int) for d in node.meta["val"].shape) <= 1
 
 
 def _pad(node, ep) -> bool:
@@ -342,9 +330,9 @@ AbsConfig = _config("AbsConfig", "abs.default", FP32)
 AddConfig = _config("AddConfig", "add.Tensor", FP32_QS8, _alpha_one, qcheck=_q_pass(_alpha_one))
 AddScalarConfig = _config("AddScalarConfig", "add.Scalar", FP32, _alpha_one)
 AddmmConfig = _config("AddmmConfig", "addmm.default", GEMM, _gemm)
-AvgPoolingConfig = _config("AvgPoolingConfig", "avg_pool2d.default", FP32, _avg_pool, static=True)
+AvgPoolingConfig = _config("AvgPoolingConfig", "avg_pool2d.default", FP32, _avg_pool)
 BatchNormConfig = _config("BatchNormConfig", "_native_batch_norm_legit_no_training.default", FP32,
-                          deps=_batch_norm_deps, static=True)
+                          deps=_batch_norm_deps)
 BMMConfig = _config("BMMConfig", "bmm.default", FP32)
 CatConfig = _config("CatConfig", "cat.default", FP32_QS8, _cat, qcheck=_q_pass(_cat))
 CeilConfig = _config("CeilConfig", "ceil.default", FP32)
@@ -354,8 +342,7 @@ CloneConfig = _config("CloneConfig", "clone.default", FP32_QS8, _same_layout_cop
 CloneDimOrderConfig = _config("CloneDimOrderConfig", "_clone_dim_order.default", FP32_QS8, _same_layout_copy,
                               qcheck=_q_pass(_same_layout_copy))
 ConstantPadConfig = _config("ConstantPadConfig", "constant_pad_nd.default", FP32, _pad)
-ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv,
-                               static=True)
+ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv)
 CosConfig = _config("CosConfig", "cos.default", FP32)
 DivConfig = _config("DivConfig", "div.Tensor", FP32)
 ExpandCopyConfig = _config("ExpandCopyConfig", "expand_copy.default", FP32, _same_shape)
@@ -371,10 +358,9 @@ LinearConfig = _config("LinearConfig", "linear.default", GEMM, _linear, keep=ate
 LogConfig = _config("LogConfig", "log.default", FP32)
 MaximumConfig = _config("MaximumConfig", "maximum.default", FP32)
 MaxPool2dConfig = _config("MaxPool2dConfig", "max_pool2d.default", FP32_QS8, _max_pool, keep=aten.max_pool2d.default,
-                          qcheck=_q_pass(_max_pool), static=True)
+                          qcheck=_q_pass(_max_pool))
 MaxPool2dWithIndicesConfig = _config("MaxPool2dWithIndicesConfig", "max_pool2d_with_indices.default", FP32_QS8,
-                                     _max_pool, deps=_first_output_only, qcheck=_q_pass(_max_pool),
-                                     static=True)
+                                     _max_pool, deps=_first_output_only, qcheck=_q_pass(_max_pool))
 MeanDimConfig = _config("MeanDimConfig", "mean.dim", FP32_QS8, _mean, qcheck=_q_mean)
 MinimumConfig = _config("MinimumConfig", "minimum.default", FP32)
 MMConfig = _config("MMConfig", "mm.default", GEMM, _gemm)
@@ -385,11 +371,11 @@ PermuteConfig = _config("PermuteConfig", "permute_copy.default", FP32_QS8)
 PowConfig = _config("PowConfig", "pow.Tensor_Scalar", FP32, _square)
 ReciprocalSquareRootConfig = _config("ReciprocalSquareRootConfig", "rsqrt.default", FP32)
 ReLUConfig = _config("ReLUConfig", "relu.default", FP32_QS8)
-SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8, static=True)
+SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8,
+                           lambda node, ep: _static_shapes(node))
 SigmoidConfig = _config("SigmoidConfig", "sigmoid.default", FP32)
 SinConfig = _config("SinConfig", "sin.default", FP32)
-SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice, qcheck=_q_pass(_slice),
-                          static=True)
+SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice, qcheck=_q_pass(_slice))
 SoftmaxConfig = _config("SoftmaxConfig", "_softmax.default", FP32, _softmax)
 SquareRootConfig = _config("SquareRootConfig", "sqrt.default", FP32)
 SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8, _reshape)

@@ -25,14 +25,14 @@ _FLOAT_DTYPES = (torch.float32, torch.float16)
 
 
 def _dim_ok(d, dynamic: bool) -> bool:
-    """A positive size: an int, or with `dynamic` a backed symbol with an upper bound (the payload holds it)."""
+    """A positive int, or with `dynamic` a backed symbol with an upper bound."""
     if isinstance(d, int):
         return d > 0
     return dynamic and not free_unbacked_symbols(d) and (shape_upper_bound(d) or 0) > 0
 
 
 def _tensor_ok(val) -> bool:
-    """A value XNNPACK can hold: a non-empty float32/float16 tensor, static or with bounded dynamic dims."""
+    """A value XNNPACK can hold: a non-empty float32/float16 tensor (dynamic dims bounded)."""
     if not isinstance(val, torch.Tensor) or val.dtype not in _FLOAT_DTYPES:
         return False
     return all(_dim_ok(d, True) for d in val.shape)
