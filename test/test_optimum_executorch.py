@@ -15,6 +15,8 @@ import torch
 
 from conftest import project_runtimes  # noqa: E402
 
+from executorch.devtools.compare import assert_outputs_close  # noqa: E402
+
 if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.executorch") is None:
     pytest.skip("optimum-executorch is not installed (pip install -r requirements-dev.txt, then "
                 "pip install --no-deps -r requirements-dev-nodeps.txt)", allow_module_level=True)
@@ -260,3 +262,52 @@ def test_the_quantization_noise_gate_fails_on_a_wrong_answer(qd8_export):
     for wrong in (fp32, want.roll(1, dims=0), want * 1.05):
         with pytest.raises(AssertionError):
             _assert_within_quantization_noise(wrong, want, fp32)
+
+
+# The xnnpack recipe in fp32: linears, attention and norms over the dynamic token count as XNNPACK nodes.
+# Its file has no more delegates and no more kernel calls left outside than the published exporter's lowering
+# of the same exported program with the recipe's options, and it decodes like eager on every runtime
+# (CALLS: a parallel prefill of the prompt, then one token at a time through the cache).
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_xnnpack_fp32_structure_at_least_as_good_as_published(checkpoints, exports, arch, reference_runtime, tmp_path):
+    _needs_partitioner()
+    from optimum.exporters.executorch.task_registry import discover_tasks, task_registry
+
+    from xnnpack_structure import structure
+
+    discover_tasks()
+    module = task_registry.get("text-generation")(str(checkpoints[arch]), max_seq_len=MAX_SEQ_LEN)
+    (ep,) = module.export().values()
+    torch.export.save(ep, tmp_path / "m.pt2")
+    script = Path(__file__).with_name("reference_lower_xnnpack_pt2.py")
+    done = subprocess.run([reference_runtime.python, str(script), str(tmp_path / "m.pt2"), str(tmp_path / "ref.pte"),
+                           "--optimum"], capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ref, ours = structure(tmp_path / "ref.pte"), structure(exports(arch, "xnnpack", None) / "model.pte")
+    assert ours.delegates <= ref.delegates, (ours.delegates, ref.delegates)
+    assert sum(ours.kernel_calls.values()) <= sum(ref.kernel_calls.values()), (ours.kernel_calls, ref.kernel_calls)
+    linears = 2 * 7 + 1  # 2 layers x (q, k, v, o, gate, up, down) + lm_head
+    assert ours.node_kinds["FullyConnected"] >= max(linears, ref.node_kinds["FullyConnected"]), ours.node_kinds
+    assert ours.node_kinds["BatchMatrixMultiply"] >= ref.node_kinds["BatchMatrixMultiply"], ours.node_kinds
+
+
+@pytest.fixture(scope="module")
+def fp32_xnnpack(checkpoints, exports) -> dict:
+    _needs_partitioner()
+    return {"pte": (exports("llama", "xnnpack", None) / "model.pte").read_bytes(),
+            "want": _eager_logits(_eager(checkpoints["llama"], None), TOKENS)}
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_xnnpack_fp32_decodes_like_eager_on_our_engines(fp32_xnnpack, engine):
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip("the native runtime is not built (bash tools/run_tests.sh builds it)")
+    method = runtime.load_program(fp32_xnnpack["pte"]).load_method("forward")
+    got = _logits([method.execute(list(call)) for call in CALLS])
+    assert_outputs_close(got, fp32_xnnpack["want"])
+
+
+def test_xnnpack_fp32_decodes_like_eager_on_published_runtime(fp32_xnnpack, reference_runtime, tmp_path):
+    got = _published_logits(fp32_xnnpack["pte"], reference_runtime, tmp_path)
+    assert_outputs_close(got, fp32_xnnpack["want"])

@@ -57,6 +57,11 @@ def shape(node: torch.fx.Node) -> list[int]:
     return dims
 
 
+def new_shape(node: torch.fx.Node) -> list[int]:
+    """`node`'s dims as a reshape's new shape: a symbolic one (one at most, see ViewCopyConfig) as 0, inferred."""
+    return [d if isinstance(d, int) else 0 for d in node_val(node).shape] or [1]
+
+
 def to_layout(dims: list, layout: str) -> list:
     return [dims[i] for i in PERM_NCHW_TO_NHWC] if layout == NHWC else list(dims)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from executorch.backends.xnnpack.operators.node_visitor import (
-    INVALID, NHWC, PERM_NCHW_TO_NHWC, XnnGraphBuilder, node_val, register, shape,
+    INVALID, NHWC, PERM_NCHW_TO_NHWC, XnnGraphBuilder, new_shape, node_val, register, shape,
 )
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 
@@ -79,8 +79,8 @@ def mean(b: XnnGraphBuilder, node) -> None:
     if not keepdim:
         # [N, 1, 1, C] in NHWC and [N, C, 1, 1] hold the same bytes, as do [..., 1] and [...].
         final = b.output(node)
-        new_shape = shape(node) or [1]
-        b.add(xs.XNNStaticReshape(num_dims=len(new_shape), new_shape=new_shape, input_id=out, output_id=final), node)
+        dims = new_shape(node)
+        b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims, input_id=out, output_id=final), node)
 
 
 @register(aten.native_layer_norm.default)

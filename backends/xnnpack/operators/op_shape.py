@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from executorch.backends.xnnpack.operators.node_visitor import (
-    NCHW, NHWC, PERM_NCHW_TO_NHWC, PERM_NHWC_TO_NCHW, XnnGraphBuilder, node_val, register, shape, to_layout,
+    NCHW, NHWC, PERM_NCHW_TO_NHWC, PERM_NHWC_TO_NCHW, XnnGraphBuilder, new_shape, node_val, register, shape,
+    to_layout,
 )
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 
@@ -30,9 +31,9 @@ def _dim_in(layout: str, dim: int, rank: int) -> int:
           aten.unsqueeze_copy.default)
 def reshape(b: XnnGraphBuilder, node) -> None:
     inp = b.tensor(node.args[0])
-    dims = shape(node)
+    dims = new_shape(node)
     out = b.output(node)
-    b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims or [1], input_id=inp, output_id=out), node)
+    b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims, input_id=inp, output_id=out), node)
 
 
 @register(aten.permute_copy.default)
@@ -133,7 +134,7 @@ def constant_pad(b: XnnGraphBuilder, node) -> None:
                                   padding_value=float(value), input_id=inp, output_id=out), node)
 
 
-@register(aten.clone.default, torch.ops.dim_order_ops._clone_dim_order.default,
+@register(aten.clone.default, aten.expand_copy.default, torch.ops.dim_order_ops._clone_dim_order.default,
           torch.ops.dim_order_ops._to_dim_order_copy.default)
 def copy(b: XnnGraphBuilder, node) -> None:
     x = node.args[0]

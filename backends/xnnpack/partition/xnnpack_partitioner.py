@@ -33,6 +33,9 @@ def _precisions(arg) -> Optional[List[ConfigPrecisionType]]:
     return items
 
 
+_SIZED = (torch.ops.aten.view_copy.default, torch.ops.aten.expand_copy.default)
+
+
 class _Claimed(OperatorSupportBase):
     def __init__(self, nodes: set) -> None:
         self.nodes = nodes
@@ -109,8 +112,26 @@ class XnnpackPartitioner(Partitioner):
                     break
         return groups
 
+    def _drop_symbolic_sizes(self, ep: ExportedProgram) -> None:
+        """A view or expand naming sizes by symbols (`x.view(1, s, 4, 16)`) reads SymInts, which no delegate
+        takes: where a config then claims it, they become -1 (the same op), their unused sym_size nodes go."""
+        for node in list(ep.graph.nodes):
+            sizes = node.args[1] if node.target in _SIZED else ()
+            syms = [d for d in sizes if isinstance(d, torch.fx.Node)]
+            if not syms or -1 in sizes or (len(syms) > 1 and node.target == _SIZED[0]):
+                continue  # a view infers one size at most
+            old = node.args
+            node.args = (old[0], [-1 if d in syms else d for d in sizes], *old[2:])
+            if not any(c.check_constraints(node, ep) for c in self._by_target.get(node.target.__name__, ())):
+                node.args = old
+                continue
+            for n in dict.fromkeys(syms):
+                if n.op == "call_function" and not n.users:
+                    ep.graph.erase_node(n)
+
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         ep = exported_program
+        self._drop_symbolic_sizes(ep)
         groups = self._groups(ep)
         if self.per_op_mode:
             parts, seen = [], set()

@@ -12,9 +12,12 @@ from typing import Callable, List, Optional, Type
 import torch
 from torch.export import ExportedProgram
 
-from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
+from executorch.backends.xnnpack.partition.config.xnnpack_config import (
+    ConfigPrecisionType, XNNPartitionerConfig, _static_shapes,
+)
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
+from executorch.exir.tensor import shape_upper_bound
 
 FP32 = [ConfigPrecisionType.FP32]
 FP32_QS8 = [ConfigPrecisionType.FP32, ConfigPrecisionType.STATIC_QUANT]
@@ -73,7 +76,8 @@ def _own_constant(node, ep) -> bool:
 
 def _conv(node, ep) -> bool:
     weight = node.args[1]
-    return weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
+    return (weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
+            and _static_shapes(node))
 
 
 def _gemm(node, ep) -> bool:
@@ -136,7 +140,7 @@ def _pool_args(node):
 
 
 def _max_pool(node, ep) -> bool:
-    if _rank(node.args[0]) != 4:
+    if _rank(node.args[0]) != 4 or not _static_shapes(node):
         return False
     k, stride, _ = _pool_args(node)
     ceil_mode = _arg(node, 5, "ceil_mode", False)
@@ -144,7 +148,7 @@ def _max_pool(node, ep) -> bool:
 
 
 def _avg_pool(node, ep) -> bool:
-    if _rank(node.args[0]) != 4:
+    if _rank(node.args[0]) != 4 or not _static_shapes(node):
         return False
     k, _, pad = _pool_args(node)
     ceil_mode = _arg(node, 4, "ceil_mode", False)
@@ -159,11 +163,12 @@ def _mean_dims(node):
 
 
 def _mean(node, ep) -> bool:
-    """Mean over H and W of a 4-D value, or over the last dim of any value."""
+    """Mean over H and W of a static 4-D value, or over the last dim of any value."""
     if node.kwargs.get("dtype") is not None:
         return False
     dims, rank = _mean_dims(node)
-    return (rank == 4 and dims == [2, 3]) or dims == [rank - 1]
+    hw = rank == 4 and dims == [2, 3]
+    return (hw or dims == [rank - 1]) and _static_shapes(node, leading=not hw) and _reshape(node, ep)
 
 
 def _softmax(node, ep) -> bool:
@@ -179,11 +184,24 @@ def _gelu(node, ep) -> bool:
 
 
 def _slice(node, ep) -> bool:
-    return _arg(node, 4, "step", 1) == 1
+    return _arg(node, 4, "step", 1) == 1 and _static_shapes(node)
 
 
 def _cat(node, ep) -> bool:
-    return len(node.args[0]) >= 2
+    """Two or more inputs whose upper bounds add up to the output's along the axis and equal it elsewhere."""
+    out, *parts = [[shape_upper_bound(d) for d in n.meta["val"].shape] for n in [node, *node.args[0]]]
+    axis = _arg(node, 1, "dim", 0) % len(out)
+    return len(parts) > 1 and sum(p.pop(axis) for p in parts) == out.pop(axis) and all(p == out for p in parts)
+
+
+def _same_shape(node, ep) -> bool:
+    """An expand keeping the shape (the same sizes or symbols, never equal by example values): a copy."""
+    return str(node.meta["val"].shape) == str(node.args[0].meta["val"].shape)
+
+
+def _reshape(node, ep) -> bool:
+    """At most one dynamic dim in the result (XNNPACK infers one)."""
+    return sum(not isinstance(d, int) for d in node.meta["val"].shape) <= 1
 
 
 def _pad(node, ep) -> bool:
@@ -327,6 +345,7 @@ ConstantPadConfig = _config("ConstantPadConfig", "constant_pad_nd.default", FP32
 ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv)
 CosConfig = _config("CosConfig", "cos.default", FP32)
 DivConfig = _config("DivConfig", "div.Tensor", FP32)
+ExpandCopyConfig = _config("ExpandCopyConfig", "expand_copy.default", FP32, _same_shape)
 ExpConfig = _config("ExpConfig", "exp.default", FP32)
 FloorConfig = _config("FloorConfig", "floor.default", FP32)
 GeluConfig = _config("GeluConfig", "gelu.default", FP32, _gelu)
@@ -352,24 +371,26 @@ PermuteConfig = _config("PermuteConfig", "permute_copy.default", FP32_QS8)
 PowConfig = _config("PowConfig", "pow.Tensor_Scalar", FP32, _square)
 ReciprocalSquareRootConfig = _config("ReciprocalSquareRootConfig", "rsqrt.default", FP32)
 ReLUConfig = _config("ReLUConfig", "relu.default", FP32_QS8)
-SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8)
+SelectCopyConfig = _config("SelectCopyConfig", "select_copy.int", FP32_QS8,
+                           lambda node, ep: _static_shapes(node))
 SigmoidConfig = _config("SigmoidConfig", "sigmoid.default", FP32)
 SinConfig = _config("SinConfig", "sin.default", FP32)
 SliceCopyConfig = _config("SliceCopyConfig", "slice_copy.Tensor", FP32_QS8, _slice, qcheck=_q_pass(_slice))
 SoftmaxConfig = _config("SoftmaxConfig", "_softmax.default", FP32, _softmax)
 SquareRootConfig = _config("SquareRootConfig", "sqrt.default", FP32)
-SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8)
+SqueezeCopyConfig = _config("SqueezeCopyConfig", "squeeze_copy.dims", FP32_QS8, _reshape)
 SubConfig = _config("SubConfig", "sub.Tensor", FP32_QS8, _alpha_one, qcheck=_q_pass(_alpha_one))
 TanhConfig = _config("TanhConfig", "tanh.default", FP32)
 ToDimOrderCopyConfig = _config("ToDimOrderCopyConfig", "_to_dim_order_copy.default", FP32_QS8, _same_layout_copy,
                                qcheck=_q_pass(_same_layout_copy))
-UnsqueezeCopyConfig = _config("UnsqueezeCopyConfig", "unsqueeze_copy.default", FP32_QS8)
-ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8)
+UnsqueezeCopyConfig = _config("UnsqueezeCopyConfig", "unsqueeze_copy.default", FP32_QS8, _reshape)
+ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8, _reshape)
 
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
     CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
-    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpConfig, FloorConfig, GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
+    DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpandCopyConfig, ExpConfig, FloorConfig,
+    GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
     LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
     MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizeAffineConfig, QuantizedPerTensorConfig,

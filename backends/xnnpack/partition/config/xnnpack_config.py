@@ -7,6 +7,7 @@ from typing import Iterable, List, Optional
 
 import torch
 from torch.export import ExportedProgram
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
@@ -23,21 +24,27 @@ class ConfigPrecisionType(Enum):
 _FLOAT_DTYPES = (torch.float32, torch.float16)
 
 
+def _dim_ok(d, dynamic: bool) -> bool:
+    """A positive int, or with `dynamic` a backed symbol with an upper bound."""
+    if isinstance(d, int):
+        return d > 0
+    return dynamic and not free_unbacked_symbols(d) and (shape_upper_bound(d) or 0) > 0
+
+
 def _tensor_ok(val) -> bool:
-    """A value XNNPACK can hold: a float32/float16 tensor of static, non-empty shape."""
+    """A value XNNPACK can hold: a non-empty float32/float16 tensor (dynamic dims bounded)."""
     if not isinstance(val, torch.Tensor) or val.dtype not in _FLOAT_DTYPES:
         return False
-    return all(isinstance(d, int) and d > 0 for d in val.shape)
+    return all(_dim_ok(d, True) for d in val.shape)
 
 
 def _static_shapes(node: torch.fx.Node, leading: bool = False) -> bool:
     """`node`'s output and tensor inputs have static, non-empty shapes; with `leading`, dims but the last
-    may be symbolic with an upper bound (XNNPACK's value holds the bound and is resized per call)."""
+    may be symbolic with an upper bound."""
     vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
     vals = [v[0] if isinstance(v, (tuple, list)) else v for v in vals]
-    return all(not isinstance(v, torch.Tensor) or all(
-        (d > 0) if isinstance(d, int) else (leading and i < v.dim() - 1 and (shape_upper_bound(d) or 0) > 0)
-        for i, d in enumerate(v.shape)) for v in vals)
+    return all(not isinstance(v, torch.Tensor) or all(_dim_ok(d, leading and i < v.dim() - 1)
+                                                      for i, d in enumerate(v.shape)) for v in vals)
 
 
 def _constant_like(ep: ExportedProgram, node) -> bool:
@@ -93,7 +100,7 @@ class XNNPartitionerConfig:
             self.enabled_precision_types = [p for p in precisions if p in self.supported_precision_types()]
 
     def check_common_constraints(self, node: torch.fx.Node, ep: ExportedProgram) -> bool:
-        """Enabled for fp32, and every tensor in and out is a static float tensor of one dtype."""
+        """Enabled for fp32, and every tensor in and out is a float tensor of one dtype (dynamic dims bounded)."""
         if ConfigPrecisionType.FP32 not in self.enabled_precision_types:
             return False
         vals = [a.meta.get("val") for a in node.all_input_nodes]
