@@ -58,6 +58,7 @@ struct Kernels {
   ukernel::F32Geometry geo;
   void (*gemm)(const F32GemmTile&);
   void (*dw)(const F32DwTile&);
+  ukernel::F32GemmRowFn gemm_row;  // one-row tiles over several blocks; null: gemm per block
 };
 
 bool kernels_for(Isa isa, Kernels* k) {
@@ -65,14 +66,15 @@ bool kernels_for(Isa isa, Kernels* k) {
   switch (isa) {
 #ifdef ET_NHWC_X86
     case Isa::kAvx512:
-      *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512};
+      *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512,
+            ukernel::f32_gemm_row_avx512};
       return true;
     case Isa::kAvx2:
-      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2};
+      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2, nullptr};
       return true;
 #endif
     case Isa::kBaseline:
-      *k = {ukernel::kF32Baseline, ukernel::f32_gemm_baseline, ukernel::f32_dw_baseline};
+      *k = {ukernel::kF32Baseline, ukernel::f32_gemm_baseline, ukernel::f32_dw_baseline, nullptr};
       return true;
     default:
       return false;
@@ -228,6 +230,24 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
             const auto tap = tap_of(tap0 + t);
             for (int64_t i = 0; i < mr; ++i)
               a[t * kMaxMR + i] = row_ptr(pos[i], tap, g, patch + (t * kMaxMR + i) * h.cg);
+          }
+          if (mr == 1 && k.gemm_row != nullptr) {
+            const int64_t b0 = bt * blocks_per;
+            const float* blk = w + (g * blocks + b0) * block_floats;
+            F32GemmTile p;
+            p.mr = 1;
+            p.nr = std::min(h.ocg, b_end * NR) - b0 * NR;
+            p.kc = h.cg;
+            p.ks = taps;
+            p.a = a;
+            p.w = blk + NR * (1 + tap0 * h.cg);
+            p.init = tap0 == 0 ? blk : nullptr;
+            p.c = out + r0 * out_stride + g * h.ocg + b0 * NR;
+            p.c_stride = out_stride;
+            p.min = last ? out_min : -kInf;
+            p.max = last ? out_max : kInf;
+            k.gemm_row(p, b_end - b0, block_floats);
+            continue;
           }
           for (int64_t b = bt * blocks_per; b < b_end; ++b) {
             const float* blk = w + (g * blocks + b) * block_floats;

@@ -65,6 +65,42 @@ void gemm_rows(const F32GemmTile& p) {
   gemm_tile<MR, 1>(p);
 }
 
+// NB column blocks of one row at once: 2 * NB independent FMA chains instead of 2.
+template <int NB>
+void gemm_row_group(const F32GemmTile& p, int64_t block_floats) {
+  constexpr int NR = kF32Avx512.nr;
+  __mmask16 m[NB][2];
+  __m512 acc[NB][2];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      m[j][v] = lanes(p.nr - NR * j - 16 * v);
+      acc[j][v] = p.init ? _mm512_loadu_ps(p.init + j * block_floats + 16 * v)
+                         : _mm512_maskz_loadu_ps(m[j][v], p.c + NR * j + 16 * v);
+    }
+  int64_t off = 0;  // weights of block j for step (t, k) at p.w + j * block_floats + off
+  for (int64_t t = 0; t < p.ks; ++t) {
+    const float* a = p.a[t * kMaxMR];
+    for (int64_t k = 0; k < p.kc; ++k, off += NR) {
+      const __m512 x = _mm512_set1_ps(a[k]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) {
+        const float* w = p.w + j * block_floats + off;
+        acc[j][0] = _mm512_fmadd_ps(x, _mm512_loadu_ps(w), acc[j][0]);
+        acc[j][1] = _mm512_fmadd_ps(x, _mm512_loadu_ps(w + 16), acc[j][1]);
+      }
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v)
+      _mm512_mask_storeu_ps(p.c + NR * j + 16 * v, m[j][v],
+                            _mm512_min_ps(_mm512_max_ps(acc[j][v], lo), hi));
+}
+
 // KS taps known at compile time keep the block's weights in registers across pixels. P pixels
 // go at once so their FMA chains overlap (each pixel still sums its taps in order).
 template <int KS, int P>
@@ -490,6 +526,23 @@ void f32_gemm_avx512(const F32GemmTile& t) {
     case 6: return gemm_rows<6>(t);
     case 7: return gemm_rows<7>(t);
     default: return gemm_rows<8>(t);
+  }
+}
+
+void f32_gemm_row_avx512(const F32GemmTile& t, int64_t blocks, int64_t block_floats) {
+  constexpr int NR = kF32Avx512.nr;
+  for (int64_t b = 0; b < blocks; b += 4) {
+    F32GemmTile p = t;
+    p.w += b * block_floats;
+    if (p.init) p.init += b * block_floats;
+    p.c += b * NR;
+    p.nr -= b * NR;
+    switch (blocks - b) {
+      case 1: gemm_row_group<1>(p, block_floats); break;
+      case 2: gemm_row_group<2>(p, block_floats); break;
+      case 3: gemm_row_group<3>(p, block_floats); break;
+      default: gemm_row_group<4>(p, block_floats); break;
+    }
   }
 }
 
