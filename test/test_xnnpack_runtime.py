@@ -292,6 +292,25 @@ def test_data_movement_nodes():
                                resized.permute(0, 2, 3, 1)])
 
 
+def test_transposes_with_a_short_last_dim_walk_the_input_in_order():
+    # A last output dim under 16 beside a long input-contiguous dim takes the line-along-the-input
+    # loops: NCHW -> NHWC with 3 channels (whole pixels per line), and that dim elsewhere.
+    torch.manual_seed(0)
+    x, y = torch.randn(2, 3, 18, 20), torch.randn(2, 3, 5, 17)
+    g = GraphBuilder()
+    xi, yi = g.input([2, 3, 18, 20]), g.input([2, 3, 5, 17])
+    dims = ([2, 18, 20, 3], [2, 17, 3, 5], [2, 5, 17, 3], [20, 2, 18, 3])
+    outs = [g.output(d) for d in dims]
+    g.node(xs.XNNStaticTranspose(4, [0, 2, 3, 1], xi, outs[0]))
+    g.node(xs.XNNStaticTranspose(4, [0, 3, 1, 2], yi, outs[1]))
+    g.node(xs.XNNStaticTranspose(4, [0, 2, 3, 1], yi, outs[2]))
+    g.node(xs.XNNStaticTranspose(4, [3, 0, 2, 1], xi, outs[3]))
+    got = _run_graph(g, [x, y], [list(d) for d in dims])
+    want = [x.permute(0, 2, 3, 1), y.permute(0, 3, 1, 2), y.permute(0, 2, 3, 1), x.permute(3, 0, 2, 1)]
+    for a, b in zip(got, want):
+        assert torch.equal(a, b.contiguous())
+
+
 UNARY = {
     xs.XNNSigmoid: torch.sigmoid, xs.XNNFloor: torch.floor, xs.XNNCeiling: torch.ceil,
     xs.XNNSquareRoot: lambda t: torch.sqrt(t.abs()), xs.XNNReciprocalSquareRoot: lambda t: torch.rsqrt(t.abs()),
