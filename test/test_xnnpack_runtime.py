@@ -259,6 +259,22 @@ def test_pooling_counts_only_real_pixels_and_max_pooling_pads_with_minus_infinit
     assert_outputs_close(got, [_nhwc(want_avg), _nhwc(want_max), _nhwc(x.mean((2, 3), keepdim=True))])
 
 
+def test_max_pooling_over_channel_blocks_and_filters_of_many_taps():
+    # 70 channels: a whole block of the kernel's channel loop and a tail; a 9x9 filter has more
+    # taps than the kernel's tap list (its fallback loop); then ResNet's 3x3 stride-2 pool, clamped.
+    torch.manual_seed(0)
+    x = torch.randn(1, 70, 12, 13)
+    g = GraphBuilder()
+    xi = g.input([1, 12, 13, 70])
+    small, big = g.output([1, 6, 7, 70]), g.output([1, 4, 5, 70])
+    g.node(xs.XNNMaxPooling2d(1, 1, 1, 1, 3, 3, 2, 2, 1, 1, xi, small), mm=(-0.5, 1.0))
+    g.node(xs.XNNMaxPooling2d(0, 0, 0, 0, 9, 9, 1, 1, 1, 1, xi, big))
+    got = _run_graph(g, [_nhwc(x)], [[1, 6, 7, 70], [1, 4, 5, 70]])
+    want = [F.max_pool2d(x, 3, 2, 1).clamp(-0.5, 1.0), F.max_pool2d(x, 9, 1)]
+    for a, b in zip(got, want):
+        assert torch.equal(a, _nhwc(b))
+
+
 def test_fully_connected_with_transposed_weights_and_no_bias_and_batched_matmul():
     torch.manual_seed(0)
     x, w, b = torch.randn(2, 3, 5), torch.randn(4, 5), torch.randn(4)
