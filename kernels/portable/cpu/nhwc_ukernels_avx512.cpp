@@ -22,8 +22,9 @@ inline __mmask16 lanes(int64_t n) {
   return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-// NV vectors of 16 columns per row (NV == 1 for a last block of at most 16 columns).
-template <int MR, int NV>
+// NV vectors of 16 columns per row (NV == 1 for a last block of at most 16 columns). FULL tiles
+// (all NV * 16 columns) load and store without masks: masked stores cost more on some cores.
+template <int MR, int NV, bool FULL>
 void gemm_tile(const F32GemmTile& p) {
   constexpr int NR = kF32Avx512.nr;
   const __mmask16 m[2] = {lanes(p.nr), lanes(p.nr - 16)};
@@ -33,7 +34,8 @@ void gemm_tile(const F32GemmTile& p) {
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
       acc[i][v] = p.init ? _mm512_loadu_ps(p.init + 16 * v)
-                         : _mm512_maskz_loadu_ps(m[v], p.c + i * p.c_stride + 16 * v);
+                  : FULL   ? _mm512_loadu_ps(p.c + i * p.c_stride + 16 * v)
+                           : _mm512_maskz_loadu_ps(m[v], p.c + i * p.c_stride + 16 * v);
   const float* w = p.w;
   for (int64_t t = 0; t < p.ks; ++t) {
     const float* a[MR];
@@ -54,15 +56,22 @@ void gemm_tile(const F32GemmTile& p) {
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v)
-      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
-                            _mm512_min_ps(_mm512_max_ps(acc[i][v], lo), hi));
+    for (int v = 0; v < NV; ++v) {
+      const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[i][v], lo), hi);
+      if (FULL) {
+        _mm512_storeu_ps(p.c + i * p.c_stride + 16 * v, r);
+      } else {
+        _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v], r);
+      }
+    }
 }
 
 template <int MR>
 void gemm_rows(const F32GemmTile& p) {
-  if (p.nr > 16) return gemm_tile<MR, 2>(p);
-  gemm_tile<MR, 1>(p);
+  if (p.nr == 32) return gemm_tile<MR, 2, true>(p);
+  if (p.nr > 16) return gemm_tile<MR, 2, false>(p);
+  if (p.nr == 16) return gemm_tile<MR, 1, true>(p);
+  gemm_tile<MR, 1, false>(p);
 }
 
 // NB column blocks of one row at once: 2 * NB independent FMA chains instead of 2.
@@ -93,17 +102,29 @@ void gemm_row_group(const F32GemmTile& p, int64_t block_floats) {
     }
   }
   const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
+  const bool full = p.nr >= NR * NB;
 #pragma GCC unroll 4
   for (int j = 0; j < NB; ++j)
 #pragma GCC unroll 2
-    for (int v = 0; v < 2; ++v)
-      _mm512_mask_storeu_ps(p.c + NR * j + 16 * v, m[j][v],
-                            _mm512_min_ps(_mm512_max_ps(acc[j][v], lo), hi));
+    for (int v = 0; v < 2; ++v) {
+      const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[j][v], lo), hi);
+      if (full) {
+        _mm512_storeu_ps(p.c + NR * j + 16 * v, r);
+      } else {
+        _mm512_mask_storeu_ps(p.c + NR * j + 16 * v, m[j][v], r);
+      }
+    }
 }
 
 // KS taps known at compile time keep the block's weights in registers across pixels. P pixels
 // go at once so their FMA chains overlap (each pixel still sums its taps in order).
-template <int KS, int P>
+// An input vector of a block: FULL blocks load without a mask.
+template <bool FULL>
+inline __m512 dw_load(__mmask16 m, const float* p) {
+  return FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+
+template <int KS, int P, bool FULL>
 void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
   const int64_t ks = KS > 0 ? KS : t.ks;
   const __m512 lo = _mm512_set1_ps(t.min), hi = _mm512_set1_ps(t.max);
@@ -123,12 +144,17 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
       const __m512 wk = KS > 0 ? w[KS > 0 ? k : 0] : _mm512_loadu_ps(block + 16 * (k + 1));
 #pragma GCC unroll 4
       for (int q = 0; q < P; ++q)
-        acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[q * qs + k] + off + q * t.in_step + c0), wk, acc[q]);
+        acc[q] = _mm512_fmadd_ps(dw_load<FULL>(m, in[q * qs + k] + off + q * t.in_step + c0), wk, acc[q]);
     }
 #pragma GCC unroll 4
-    for (int q = 0; q < P; ++q)
-      _mm512_mask_storeu_ps(t.out + (px + q) * t.out_stride + c0, m,
-                            _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
+    for (int q = 0; q < P; ++q) {
+      const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi);
+      if (FULL) {
+        _mm512_storeu_ps(t.out + (px + q) * t.out_stride + c0, r);
+      } else {
+        _mm512_mask_storeu_ps(t.out + (px + q) * t.out_stride + c0, m, r);
+      }
+    }
   }
   for (; px < t.pixels; ++px) {
     const float* const* in = t.in + (t.in_step ? 0 : px * ks);
@@ -550,10 +576,18 @@ void f32_dw_avx512(const F32DwTile& t) {
   const float* block = t.w;
   for (int64_t c0 = 0; c0 < t.channels; c0 += 16, block += 16 * (t.ks + 1)) {
     const __mmask16 m = lanes(t.channels - c0);
-    switch (t.ks) {
-      case 9: dw_block<9, 4>(t, c0, m, block); break;
-      case 25: dw_block<25, 2>(t, c0, m, block); break;
-      default: dw_block<0, 4>(t, c0, m, block); break;
+    if (t.channels - c0 >= 16) {
+      switch (t.ks) {
+        case 9: dw_block<9, 4, true>(t, c0, m, block); break;
+        case 25: dw_block<25, 2, true>(t, c0, m, block); break;
+        default: dw_block<0, 4, true>(t, c0, m, block); break;
+      }
+    } else {
+      switch (t.ks) {
+        case 9: dw_block<9, 4, false>(t, c0, m, block); break;
+        case 25: dw_block<25, 2, false>(t, c0, m, block); break;
+        default: dw_block<0, 4, false>(t, c0, m, block); break;
+      }
     }
   }
 }
