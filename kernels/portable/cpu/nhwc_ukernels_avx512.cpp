@@ -189,7 +189,17 @@ inline __m128i requantize16(__m512i acc, __m512 scale, const Qs8Requant& rq) {
 
 // vpdpbusd over k steps of four channels: the input bytes (flipped to unsigned by adding 128,
 // which the packed bias undoes) broadcast against 16 output channels x 4 weights per vector.
-template <int MR, int NV>
+// Sixteen int8 outputs; FULL stores without a mask (see gemm_tile).
+template <bool FULL>
+inline void store16(int8_t* c, __mmask16 m, __m128i q) {
+  if (FULL) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), q);
+  } else {
+    _mm_mask_storeu_epi8(c, m, q);
+  }
+}
+
+template <int MR, int NV, bool FULL>
 void qs8_gemm_tile(const Qs8GemmTile& p) {
   constexpr int NR = kQs8Avx512.nr;
   const int32_t* bias = static_cast<const int32_t*>(p.w);
@@ -236,14 +246,16 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
-      _mm_mask_storeu_epi8(p.c + i * p.c_stride + 16 * v, m[v],
-                           requantize16(acc[i][v], _mm512_loadu_ps(scale + 16 * v), p.rq));
+      store16<FULL>(p.c + i * p.c_stride + 16 * v, m[v],
+                    requantize16(acc[i][v], _mm512_loadu_ps(scale + 16 * v), p.rq));
 }
 
 template <int MR>
 void qs8_gemm_rows(const Qs8GemmTile& p) {
-  if (p.nr > 16) return qs8_gemm_tile<MR, 2>(p);
-  qs8_gemm_tile<MR, 1>(p);
+  if (p.nr == 32) return qs8_gemm_tile<MR, 2, true>(p);
+  if (p.nr > 16) return qs8_gemm_tile<MR, 2, false>(p);
+  if (p.nr == 16) return qs8_gemm_tile<MR, 1, true>(p);
+  qs8_gemm_tile<MR, 1, false>(p);
 }
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
@@ -481,7 +493,13 @@ void qs8_gemm_avx512(const Qs8GemmTile& t) {
 // Per tap, 16 channels' input bytes sign-extended to int32 lanes times their weights' 16 bits
 // zero-extended: vpdpwssd then adds exactly x * w per lane (the high halves multiply zero).
 // As for floats, KS known at compile time keeps the weights in registers, and P pixels overlap.
-template <int KS, int P>
+// Sixteen input bytes of a depthwise block; FULL loads without a mask.
+template <bool FULL>
+inline __m128i load16(__mmask16 m, const int8_t* p) {
+  return FULL ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)) : _mm_maskz_loadu_epi8(m, p);
+}
+
+template <int KS, int P, bool FULL>
 static void qs8_dw_block(const Qs8DwTile& t, int64_t c0, __mmask16 m, const int32_t* bias) {
   constexpr int CB = kQs8Avx512.dw_cb;
   const int64_t ks = KS > 0 ? KS : t.ks;
@@ -504,12 +522,11 @@ static void qs8_dw_block(const Qs8DwTile& t, int64_t c0, __mmask16 m, const int3
 #pragma GCC unroll 4
       for (int q = 0; q < P; ++q)
         acc[q] = _mm512_dpwssd_epi32(
-            acc[q], _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, in[q * qs + k] + off + q * t.in_step + c0)), wk);
+            acc[q], _mm512_cvtepi8_epi32(load16<FULL>(m, in[q * qs + k] + off + q * t.in_step + c0)), wk);
     }
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q)
-      _mm_mask_storeu_epi8(t.out + (px + q) * t.out_stride + c0, m,
-                           requantize16(acc[q], scale, t.rq));
+      store16<FULL>(t.out + (px + q) * t.out_stride + c0, m, requantize16(acc[q], scale, t.rq));
   }
   for (; px < t.pixels; ++px) {
     const int8_t* const* in = t.in + (t.in_step ? 0 : px * ks);
@@ -529,10 +546,18 @@ void qs8_dw_avx512(const Qs8DwTile& t) {
   for (int64_t c0 = 0; c0 < t.channels; c0 += CB, block += block_bytes) {
     const __mmask16 m = lanes(t.channels - c0);
     const int32_t* bias = reinterpret_cast<const int32_t*>(block);
-    switch (t.ks) {
-      case 9: qs8_dw_block<9, 4>(t, c0, m, bias); break;
-      case 25: qs8_dw_block<25, 2>(t, c0, m, bias); break;
-      default: qs8_dw_block<0, 4>(t, c0, m, bias); break;
+    if (t.channels - c0 >= CB) {
+      switch (t.ks) {
+        case 9: qs8_dw_block<9, 4, true>(t, c0, m, bias); break;
+        case 25: qs8_dw_block<25, 2, true>(t, c0, m, bias); break;
+        default: qs8_dw_block<0, 4, true>(t, c0, m, bias); break;
+      }
+    } else {
+      switch (t.ks) {
+        case 9: qs8_dw_block<9, 4, false>(t, c0, m, bias); break;
+        case 25: qs8_dw_block<25, 2, false>(t, c0, m, bias); break;
+        default: qs8_dw_block<0, 4, false>(t, c0, m, bias); break;
+      }
     }
   }
 }
