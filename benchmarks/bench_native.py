@@ -250,7 +250,13 @@ def _same_xnnpack_file(args) -> None:
             check = compare_outputs(method.execute(list(inputs)), want)
             proc = subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp), clock], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            while not proc.stdout.readline().startswith("ready"):
+            def _line() -> str:
+                line = proc.stdout.readline()
+                if not line:  # EOF: the published runtime's process exited (its stderr is discarded)
+                    raise SystemExit(f"the published runtime's process for {name} exited (code {proc.wait()})")
+                return line
+
+            while not _line().startswith("ready"):
                 pass
             times: dict = {}
             for _ in range(args.repeat):
@@ -262,9 +268,9 @@ def _same_xnnpack_file(args) -> None:
                     times.setdefault(("ours", threads), []).append((getattr(time, clock)() - start) * 1e3)
                     proc.stdin.write(f"{threads}\n")
                     proc.stdin.flush()
-                    line = proc.stdout.readline()
+                    line = _line()
                     while not line.startswith("result-ms"):
-                        line = proc.stdout.readline()
+                        line = _line()
                     times.setdefault(("published", threads), []).append(float(line.split()[1]))
             proc.stdin.close()
             proc.wait()

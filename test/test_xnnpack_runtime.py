@@ -259,6 +259,22 @@ def test_pooling_counts_only_real_pixels_and_max_pooling_pads_with_minus_infinit
     assert_outputs_close(got, [_nhwc(want_avg), _nhwc(want_max), _nhwc(x.mean((2, 3), keepdim=True))])
 
 
+def test_max_pooling_over_channel_blocks_and_filters_of_many_taps():
+    # 70 channels: a whole block of the kernel's channel loop and a tail; a 9x9 filter has more
+    # taps than the kernel's tap list (its fallback loop); then ResNet's 3x3 stride-2 pool, clamped.
+    torch.manual_seed(0)
+    x = torch.randn(1, 70, 12, 13)
+    g = GraphBuilder()
+    xi = g.input([1, 12, 13, 70])
+    small, big = g.output([1, 6, 7, 70]), g.output([1, 4, 5, 70])
+    g.node(xs.XNNMaxPooling2d(1, 1, 1, 1, 3, 3, 2, 2, 1, 1, xi, small), mm=(-0.5, 1.0))
+    g.node(xs.XNNMaxPooling2d(0, 0, 0, 0, 9, 9, 1, 1, 1, 1, xi, big))
+    got = _run_graph(g, [_nhwc(x)], [[1, 6, 7, 70], [1, 4, 5, 70]])
+    want = [F.max_pool2d(x, 3, 2, 1).clamp(-0.5, 1.0), F.max_pool2d(x, 9, 1)]
+    for a, b in zip(got, want):
+        assert torch.equal(a, _nhwc(b))
+
+
 def test_fully_connected_with_transposed_weights_and_no_bias_and_batched_matmul():
     torch.manual_seed(0)
     x, w, b = torch.randn(2, 3, 5), torch.randn(4, 5), torch.randn(4)
@@ -290,6 +306,25 @@ def test_data_movement_nodes():
     assert_outputs_close(got, [x.permute(0, 3, 1, 2), x.reshape(6, 20), x[:, 1:3, 2:4, 1:4],
                                F.pad(x, (0, 1, 0, 0, 1, 1, 1, 0), value=0.5), torch.cat([x, z, z], 3),
                                resized.permute(0, 2, 3, 1)])
+
+
+def test_transposes_with_a_short_last_dim_walk_the_input_in_order():
+    # A last output dim under 16 beside a long input-contiguous dim takes the line-along-the-input
+    # loops: NCHW -> NHWC with 3 channels (whole pixels per line), and that dim elsewhere.
+    torch.manual_seed(0)
+    x, y = torch.randn(2, 3, 18, 20), torch.randn(2, 3, 5, 17)
+    g = GraphBuilder()
+    xi, yi = g.input([2, 3, 18, 20]), g.input([2, 3, 5, 17])
+    dims = ([2, 18, 20, 3], [2, 17, 3, 5], [2, 5, 17, 3], [20, 2, 18, 3])
+    outs = [g.output(d) for d in dims]
+    g.node(xs.XNNStaticTranspose(4, [0, 2, 3, 1], xi, outs[0]))
+    g.node(xs.XNNStaticTranspose(4, [0, 3, 1, 2], yi, outs[1]))
+    g.node(xs.XNNStaticTranspose(4, [0, 2, 3, 1], yi, outs[2]))
+    g.node(xs.XNNStaticTranspose(4, [3, 0, 2, 1], xi, outs[3]))
+    got = _run_graph(g, [x, y], [list(d) for d in dims])
+    want = [x.permute(0, 2, 3, 1), y.permute(0, 3, 1, 2), y.permute(0, 2, 3, 1), x.permute(3, 0, 2, 1)]
+    for a, b in zip(got, want):
+        assert torch.equal(a, b.contiguous())
 
 
 UNARY = {

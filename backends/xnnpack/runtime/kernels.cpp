@@ -412,6 +412,51 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
   const int64_t inner = rank ? out_dims[rank - 1] : 1, inner_str = rank ? str[rank - 1] : 1;
   const uint8_t* src = static_cast<const uint8_t*>(in);
   uint8_t* dst = static_cast<uint8_t*>(out);
+  // A short last output dim (NCHW -> NHWC with 3 channels: lines of 3) makes per-line overhead
+  // dominate: walk lines along the input's contiguous dim instead, reading in order and writing
+  // with the output's stride for that dim.
+  int64_t along = -1;
+  for (int d = 0; d + 1 < rank; ++d)
+    if (str[d] == 1 && out_dims[d] >= 16) along = d;
+  if (elem == 4 && inner < 16 && along >= 0) {
+    int64_t out_str[kMaxDims];
+    s = 1;
+    for (int d = rank - 1; d >= 0; --d) out_str[d] = s, s *= out_dims[d];
+    // When `along` is the next-to-last output dim, a line carries all `inner` values of each of
+    // its positions, so the output is written in order too.
+    const bool tile = along == rank - 2;
+    const int64_t len = out_dims[along], ostep = out_str[along], width = tile ? inner : 1;
+    parallel_for(0, total / (len * width), std::max<int64_t>(1, kGrain / (len * width)), [&](int64_t l0, int64_t l1) {
+      // Odometer over the output dims but `along` (and the last, for a tile), keeping the input
+      // and output offsets.
+      int64_t idx[kMaxDims] = {}, off = 0, ooff = 0, rem = l0;
+      for (int d = rank - 1; d >= 0; --d) {
+        if (d == along || (tile && d == rank - 1)) continue;
+        idx[d] = rem % out_dims[d], off += idx[d] * str[d], ooff += idx[d] * out_str[d];
+        rem /= out_dims[d];
+      }
+      for (int64_t l = l0; l < l1; ++l) {
+        if (l != l0) {
+          for (int d = rank - 1; d >= 0; --d) {
+            if (d == along || (tile && d == rank - 1)) continue;
+            off += str[d], ooff += out_str[d];
+            if (++idx[d] < out_dims[d]) break;
+            off -= idx[d] * str[d], ooff -= idx[d] * out_str[d];
+            idx[d] = 0;
+          }
+        }
+        const float* sp = reinterpret_cast<const float*>(src) + off;
+        float* op = reinterpret_cast<float*>(dst) + ooff;
+        if (tile) {
+          for (int64_t i = 0; i < len; ++i)
+            for (int64_t j = 0; j < inner; ++j) op[i * inner + j] = sp[i + j * inner_str];
+        } else {
+          for (int64_t i = 0; i < len; ++i) op[i * ostep] = sp[i];
+        }
+      }
+    });
+    return;
+  }
   parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
     // The outer index of line l0, then stepped like an odometer (no division per line).
     int64_t idx[kMaxDims] = {}, off = 0, rem = l0;

@@ -58,6 +58,7 @@ struct Kernels {
   ukernel::F32Geometry geo;
   void (*gemm)(const F32GemmTile&);
   void (*dw)(const F32DwTile&);
+  ukernel::F32GemmRowFn gemm_row;  // one-row tiles over several blocks; null: gemm per block
 };
 
 bool kernels_for(Isa isa, Kernels* k) {
@@ -65,14 +66,15 @@ bool kernels_for(Isa isa, Kernels* k) {
   switch (isa) {
 #ifdef ET_NHWC_X86
     case Isa::kAvx512:
-      *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512};
+      *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512,
+            ukernel::f32_gemm_row_avx512};
       return true;
     case Isa::kAvx2:
-      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2};
+      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2, nullptr};
       return true;
 #endif
     case Isa::kBaseline:
-      *k = {ukernel::kF32Baseline, ukernel::f32_gemm_baseline, ukernel::f32_dw_baseline};
+      *k = {ukernel::kF32Baseline, ukernel::f32_gemm_baseline, ukernel::f32_dw_baseline, nullptr};
       return true;
     default:
       return false;
@@ -160,8 +162,9 @@ const float* weights_of(const void* packed) {
 constexpr int64_t kPatchFloats = 8192;
 
 // Indirect GEMM over M output rows (`plane` per image, `ow` per output row; 1 and 1 for a plain
-// matrix): row_ptr(pos, tap, g, slot) gives the input row of the output row at `pos` for one tap
-// (the zero row for padding), or builds it in `slot` (room for kc floats) and returns that.
+// matrix): row_ptr(pos, tap_of(tap), g, slot) gives the input row of the output row at `pos` for
+// one tap (the zero row for padding), or builds it in `slot` (room for kc floats) and returns
+// that; tap_of (what a tap means, e.g. its row and column offsets) runs once per tap and tile.
 // Tasks are (group, span of MR-row tiles, span of NR-column blocks).
 // An output row's position: image n, output row y, output column x.
 struct Pos {
@@ -185,12 +188,23 @@ inline void locate(int64_t r0, int64_t count, int64_t plane, int64_t ow, Pos* po
   }
 }
 
-template <typename RowPtr>
+// Row tiles of at most MR rows whose sizes differ by at most one (49 rows as 7 x 7, not 6 x 8
+// + 1: a one-row tile runs its FMA chains back to back at a fraction of the peak). Which tile
+// an output row lands in does not change how it is summed.
+struct RowTiles {
+  int64_t base, extra;  // tile t has base + (t < extra) rows
+  RowTiles(int64_t m, int64_t tiles) : base(m / tiles), extra(m % tiles) {}
+  int64_t begin(int64_t t) const { return t * base + std::min(t, extra); }
+  int64_t rows(int64_t t) const { return base + (t < extra ? 1 : 0); }
+};
+
+template <typename TapOf, typename RowPtr>
 void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
               int64_t out_stride, float out_min, float out_max, int64_t plane, int64_t ow,
-              const RowPtr& row_ptr) {
+              const TapOf& tap_of, const RowPtr& row_ptr) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = ceil_div(h.ocg, NR), tiles = ceil_div(m, MR);
+  const RowTiles row_tiles(m, tiles);
   const int64_t block_floats = NR * (1 + h.ks * h.cg);
   const int64_t tile_macs = std::max<int64_t>(1, MR * h.ks * h.cg * NR);
   int64_t tiles_per = std::clamp<int64_t>(kTaskMacs / (tile_macs * blocks), 1, tiles);
@@ -206,15 +220,35 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
       const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
       const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
       for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
-        const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
+        const int64_t r0 = row_tiles.begin(tile), mr = row_tiles.rows(tile);
         Pos pos[kMaxMR];
         locate(r0, mr, plane, ow, pos);
         for (int64_t tap0 = 0; tap0 < h.ks; tap0 += kTapChunk) {
           const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
           const bool last = tap0 + taps == h.ks;
-          for (int64_t t = 0; t < taps; ++t)
+          for (int64_t t = 0; t < taps; ++t) {
+            const auto tap = tap_of(tap0 + t);
             for (int64_t i = 0; i < mr; ++i)
-              a[t * kMaxMR + i] = row_ptr(pos[i], tap0 + t, g, patch + (t * kMaxMR + i) * h.cg);
+              a[t * kMaxMR + i] = row_ptr(pos[i], tap, g, patch + (t * kMaxMR + i) * h.cg);
+          }
+          if (mr == 1 && k.gemm_row != nullptr) {
+            const int64_t b0 = bt * blocks_per;
+            const float* blk = w + (g * blocks + b0) * block_floats;
+            F32GemmTile p;
+            p.mr = 1;
+            p.nr = std::min(h.ocg, b_end * NR) - b0 * NR;
+            p.kc = h.cg;
+            p.ks = taps;
+            p.a = a;
+            p.w = blk + NR * (1 + tap0 * h.cg);
+            p.init = tap0 == 0 ? blk : nullptr;
+            p.c = out + r0 * out_stride + g * h.ocg + b0 * NR;
+            p.c_stride = out_stride;
+            p.min = last ? out_min : -kInf;
+            p.max = last ? out_max : kInf;
+            k.gemm_row(p, b_end - b0, block_floats);
+            continue;
+          }
           for (int64_t b = bt * blocks_per; b < b_end; ++b) {
             const float* blk = w + (g * blocks + b) * block_floats;
             F32GemmTile p;
@@ -316,6 +350,7 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
     merged.ks = c.kernel_h;
     merged.cg = c.kernel_w * cg;
     run_gemm(merged, k, w, batch * plane, out, c.out_channels(), out_min, out_max, plane, ow,
+             [](int64_t kh) { return kh; },
              [&](const Pos& p, int64_t kh, int64_t, float* slot) -> const float* {
                const int64_t n = p.n, y = p.y, x = p.x;
                const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
@@ -335,13 +370,26 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
              });
     return true;
   }
+  if (c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
+      c.pad_top == 0 && c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0) {
+    // A pointwise convolution is a plain matrix product: output row r reads input row r.
+    run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max, 1, 1,
+             [](int64_t) { return 0; },
+             [&](const Pos& p, int, int64_t g, float*) { return in + p.n * cin + g * cg; });
+    return true;
+  }
+  struct TapOffset {
+    int64_t dy, dx;  // the tap's input row and column relative to the output pixel's origin
+  };
   run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max, plane, ow,
-           [&](const Pos& p, int64_t tap, int64_t g, float*) -> const float* {
-             const int64_t n = p.n, y = p.y, x = p.x;
-             const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
-             const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
+           [&](int64_t tap) {
+             return TapOffset{tap / c.kernel_w * c.dilation_h - c.pad_top,
+                              tap % c.kernel_w * c.dilation_w - c.pad_left};
+           },
+           [&](const Pos& p, const TapOffset& t, int64_t g, float*) -> const float* {
+             const int64_t ih = p.y * c.stride_h + t.dy, iw = p.x * c.stride_w + t.dx;
              if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) return zero;
-             return in + ((n * in_h + ih) * in_w + iw) * cin + g * cg;
+             return in + ((p.n * in_h + ih) * in_w + iw) * cin + g * cg;
            });
   return true;
 }
@@ -376,7 +424,8 @@ bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t
       !kernels_for(static_cast<Isa>(h->isa), &k) || m < 0)
     return false;
   run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max, 1, 1,
-           [&](const Pos& p, int64_t, int64_t, float*) { return in + p.n * in_stride; });
+           [](int64_t) { return 0; },
+           [&](const Pos& p, int, int64_t, float*) { return in + p.n * in_stride; });
   return true;
 }
 

@@ -22,8 +22,9 @@ inline __mmask16 lanes(int64_t n) {
   return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-// NV vectors of 16 columns per row (NV == 1 for a last block of at most 16 columns).
-template <int MR, int NV>
+// NV vectors of 16 columns per row (NV == 1 for a last block of at most 16 columns). FULL tiles
+// (all NV * 16 columns) load and store without masks: masked stores cost more on some cores.
+template <int MR, int NV, bool FULL>
 void gemm_tile(const F32GemmTile& p) {
   constexpr int NR = kF32Avx512.nr;
   const __mmask16 m[2] = {lanes(p.nr), lanes(p.nr - 16)};
@@ -33,7 +34,8 @@ void gemm_tile(const F32GemmTile& p) {
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
       acc[i][v] = p.init ? _mm512_loadu_ps(p.init + 16 * v)
-                         : _mm512_maskz_loadu_ps(m[v], p.c + i * p.c_stride + 16 * v);
+                  : FULL   ? _mm512_loadu_ps(p.c + i * p.c_stride + 16 * v)
+                           : _mm512_maskz_loadu_ps(m[v], p.c + i * p.c_stride + 16 * v);
   const float* w = p.w;
   for (int64_t t = 0; t < p.ks; ++t) {
     const float* a[MR];
@@ -54,20 +56,75 @@ void gemm_tile(const F32GemmTile& p) {
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v)
-      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
-                            _mm512_min_ps(_mm512_max_ps(acc[i][v], lo), hi));
+    for (int v = 0; v < NV; ++v) {
+      const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[i][v], lo), hi);
+      if (FULL) {
+        _mm512_storeu_ps(p.c + i * p.c_stride + 16 * v, r);
+      } else {
+        _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v], r);
+      }
+    }
 }
 
 template <int MR>
 void gemm_rows(const F32GemmTile& p) {
-  if (p.nr > 16) return gemm_tile<MR, 2>(p);
-  gemm_tile<MR, 1>(p);
+  if (p.nr == 32) return gemm_tile<MR, 2, true>(p);
+  if (p.nr > 16) return gemm_tile<MR, 2, false>(p);
+  if (p.nr == 16) return gemm_tile<MR, 1, true>(p);
+  gemm_tile<MR, 1, false>(p);
+}
+
+// NB column blocks of one row at once: 2 * NB independent FMA chains instead of 2.
+template <int NB>
+void gemm_row_group(const F32GemmTile& p, int64_t block_floats) {
+  constexpr int NR = kF32Avx512.nr;
+  __mmask16 m[NB][2];
+  __m512 acc[NB][2];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      m[j][v] = lanes(p.nr - NR * j - 16 * v);
+      acc[j][v] = p.init ? _mm512_loadu_ps(p.init + j * block_floats + 16 * v)
+                         : _mm512_maskz_loadu_ps(m[j][v], p.c + NR * j + 16 * v);
+    }
+  int64_t off = 0;  // weights of block j for step (t, k) at p.w + j * block_floats + off
+  for (int64_t t = 0; t < p.ks; ++t) {
+    const float* a = p.a[t * kMaxMR];
+    for (int64_t k = 0; k < p.kc; ++k, off += NR) {
+      const __m512 x = _mm512_set1_ps(a[k]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) {
+        const float* w = p.w + j * block_floats + off;
+        acc[j][0] = _mm512_fmadd_ps(x, _mm512_loadu_ps(w), acc[j][0]);
+        acc[j][1] = _mm512_fmadd_ps(x, _mm512_loadu_ps(w + 16), acc[j][1]);
+      }
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
+  const bool full = p.nr >= NR * NB;
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[j][v], lo), hi);
+      if (full) {
+        _mm512_storeu_ps(p.c + NR * j + 16 * v, r);
+      } else {
+        _mm512_mask_storeu_ps(p.c + NR * j + 16 * v, m[j][v], r);
+      }
+    }
 }
 
 // KS taps known at compile time keep the block's weights in registers across pixels. P pixels
 // go at once so their FMA chains overlap (each pixel still sums its taps in order).
-template <int KS, int P>
+// An input vector of a block: FULL blocks load without a mask.
+template <bool FULL>
+inline __m512 dw_load(__mmask16 m, const float* p) {
+  return FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+
+template <int KS, int P, bool FULL>
 void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
   const int64_t ks = KS > 0 ? KS : t.ks;
   const __m512 lo = _mm512_set1_ps(t.min), hi = _mm512_set1_ps(t.max);
@@ -87,12 +144,17 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
       const __m512 wk = KS > 0 ? w[KS > 0 ? k : 0] : _mm512_loadu_ps(block + 16 * (k + 1));
 #pragma GCC unroll 4
       for (int q = 0; q < P; ++q)
-        acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[q * qs + k] + off + q * t.in_step + c0), wk, acc[q]);
+        acc[q] = _mm512_fmadd_ps(dw_load<FULL>(m, in[q * qs + k] + off + q * t.in_step + c0), wk, acc[q]);
     }
 #pragma GCC unroll 4
-    for (int q = 0; q < P; ++q)
-      _mm512_mask_storeu_ps(t.out + (px + q) * t.out_stride + c0, m,
-                            _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
+    for (int q = 0; q < P; ++q) {
+      const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi);
+      if (FULL) {
+        _mm512_storeu_ps(t.out + (px + q) * t.out_stride + c0, r);
+      } else {
+        _mm512_mask_storeu_ps(t.out + (px + q) * t.out_stride + c0, m, r);
+      }
+    }
   }
   for (; px < t.pixels; ++px) {
     const float* const* in = t.in + (t.in_step ? 0 : px * ks);
@@ -127,7 +189,17 @@ inline __m128i requantize16(__m512i acc, __m512 scale, const Qs8Requant& rq) {
 
 // vpdpbusd over k steps of four channels: the input bytes (flipped to unsigned by adding 128,
 // which the packed bias undoes) broadcast against 16 output channels x 4 weights per vector.
-template <int MR, int NV>
+// Sixteen int8 outputs; FULL stores without a mask (see gemm_tile).
+template <bool FULL>
+inline void store16(int8_t* c, __mmask16 m, __m128i q) {
+  if (FULL) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), q);
+  } else {
+    _mm_mask_storeu_epi8(c, m, q);
+  }
+}
+
+template <int MR, int NV, bool FULL>
 void qs8_gemm_tile(const Qs8GemmTile& p) {
   constexpr int NR = kQs8Avx512.nr;
   const int32_t* bias = static_cast<const int32_t*>(p.w);
@@ -174,14 +246,16 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
-      _mm_mask_storeu_epi8(p.c + i * p.c_stride + 16 * v, m[v],
-                           requantize16(acc[i][v], _mm512_loadu_ps(scale + 16 * v), p.rq));
+      store16<FULL>(p.c + i * p.c_stride + 16 * v, m[v],
+                    requantize16(acc[i][v], _mm512_loadu_ps(scale + 16 * v), p.rq));
 }
 
 template <int MR>
 void qs8_gemm_rows(const Qs8GemmTile& p) {
-  if (p.nr > 16) return qs8_gemm_tile<MR, 2>(p);
-  qs8_gemm_tile<MR, 1>(p);
+  if (p.nr == 32) return qs8_gemm_tile<MR, 2, true>(p);
+  if (p.nr > 16) return qs8_gemm_tile<MR, 2, false>(p);
+  if (p.nr == 16) return qs8_gemm_tile<MR, 1, true>(p);
+  qs8_gemm_tile<MR, 1, false>(p);
 }
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
@@ -419,7 +493,13 @@ void qs8_gemm_avx512(const Qs8GemmTile& t) {
 // Per tap, 16 channels' input bytes sign-extended to int32 lanes times their weights' 16 bits
 // zero-extended: vpdpwssd then adds exactly x * w per lane (the high halves multiply zero).
 // As for floats, KS known at compile time keeps the weights in registers, and P pixels overlap.
-template <int KS, int P>
+// Sixteen input bytes of a depthwise block; FULL loads without a mask.
+template <bool FULL>
+inline __m128i load16(__mmask16 m, const int8_t* p) {
+  return FULL ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)) : _mm_maskz_loadu_epi8(m, p);
+}
+
+template <int KS, int P, bool FULL>
 static void qs8_dw_block(const Qs8DwTile& t, int64_t c0, __mmask16 m, const int32_t* bias) {
   constexpr int CB = kQs8Avx512.dw_cb;
   const int64_t ks = KS > 0 ? KS : t.ks;
@@ -442,12 +522,11 @@ static void qs8_dw_block(const Qs8DwTile& t, int64_t c0, __mmask16 m, const int3
 #pragma GCC unroll 4
       for (int q = 0; q < P; ++q)
         acc[q] = _mm512_dpwssd_epi32(
-            acc[q], _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, in[q * qs + k] + off + q * t.in_step + c0)), wk);
+            acc[q], _mm512_cvtepi8_epi32(load16<FULL>(m, in[q * qs + k] + off + q * t.in_step + c0)), wk);
     }
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q)
-      _mm_mask_storeu_epi8(t.out + (px + q) * t.out_stride + c0, m,
-                           requantize16(acc[q], scale, t.rq));
+      store16<FULL>(t.out + (px + q) * t.out_stride + c0, m, requantize16(acc[q], scale, t.rq));
   }
   for (; px < t.pixels; ++px) {
     const int8_t* const* in = t.in + (t.in_step ? 0 : px * ks);
@@ -467,10 +546,18 @@ void qs8_dw_avx512(const Qs8DwTile& t) {
   for (int64_t c0 = 0; c0 < t.channels; c0 += CB, block += block_bytes) {
     const __mmask16 m = lanes(t.channels - c0);
     const int32_t* bias = reinterpret_cast<const int32_t*>(block);
-    switch (t.ks) {
-      case 9: qs8_dw_block<9, 4>(t, c0, m, bias); break;
-      case 25: qs8_dw_block<25, 2>(t, c0, m, bias); break;
-      default: qs8_dw_block<0, 4>(t, c0, m, bias); break;
+    if (t.channels - c0 >= CB) {
+      switch (t.ks) {
+        case 9: qs8_dw_block<9, 4, true>(t, c0, m, bias); break;
+        case 25: qs8_dw_block<25, 2, true>(t, c0, m, bias); break;
+        default: qs8_dw_block<0, 4, true>(t, c0, m, bias); break;
+      }
+    } else {
+      switch (t.ks) {
+        case 9: qs8_dw_block<9, 4, false>(t, c0, m, bias); break;
+        case 25: qs8_dw_block<25, 2, false>(t, c0, m, bias); break;
+        default: qs8_dw_block<0, 4, false>(t, c0, m, bias); break;
+      }
     }
   }
 }
@@ -493,14 +580,39 @@ void f32_gemm_avx512(const F32GemmTile& t) {
   }
 }
 
+void f32_gemm_row_avx512(const F32GemmTile& t, int64_t blocks, int64_t block_floats) {
+  constexpr int NR = kF32Avx512.nr;
+  for (int64_t b = 0; b < blocks; b += 4) {
+    F32GemmTile p = t;
+    p.w += b * block_floats;
+    if (p.init) p.init += b * block_floats;
+    p.c += b * NR;
+    p.nr -= b * NR;
+    switch (blocks - b) {
+      case 1: gemm_row_group<1>(p, block_floats); break;
+      case 2: gemm_row_group<2>(p, block_floats); break;
+      case 3: gemm_row_group<3>(p, block_floats); break;
+      default: gemm_row_group<4>(p, block_floats); break;
+    }
+  }
+}
+
 void f32_dw_avx512(const F32DwTile& t) {
   const float* block = t.w;
   for (int64_t c0 = 0; c0 < t.channels; c0 += 16, block += 16 * (t.ks + 1)) {
     const __mmask16 m = lanes(t.channels - c0);
-    switch (t.ks) {
-      case 9: dw_block<9, 4>(t, c0, m, block); break;
-      case 25: dw_block<25, 2>(t, c0, m, block); break;
-      default: dw_block<0, 4>(t, c0, m, block); break;
+    if (t.channels - c0 >= 16) {
+      switch (t.ks) {
+        case 9: dw_block<9, 4, true>(t, c0, m, block); break;
+        case 25: dw_block<25, 2, true>(t, c0, m, block); break;
+        default: dw_block<0, 4, true>(t, c0, m, block); break;
+      }
+    } else {
+      switch (t.ks) {
+        case 9: dw_block<9, 4, false>(t, c0, m, block); break;
+        case 25: dw_block<25, 2, false>(t, c0, m, block); break;
+        default: dw_block<0, 4, false>(t, c0, m, block); break;
+      }
     }
   }
 }

@@ -85,7 +85,11 @@ std::vector<Case> cases() {
       {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem (49 taps: chunked)
       {1, 6, 6, geometry(3, 3, 0, 1, 1, 3, 4)},      // stride 3
       {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},
-      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},      // one input channel: merged rows, both layouts    // 3x3 with ragged channels
+      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},      // one input channel: merged rows, both layouts
+      {2, 7, 7, geometry(1, 1, 0, 1, 1, 33, 40)},    // pointwise on 7x7 maps: balanced row tiles
+      {1, 7, 7, geometry(3, 1, 1, 1, 1, 20, 150)},   // 3x3 over 49 pixels, 5 column blocks
+      {1, 1, 1, geometry(1, 1, 0, 1, 1, 40, 170)},   // one pixel: one-row tile over many blocks
+      {1, 13, 13, geometry(7, 1, 0, 2, 1, 3, 100)},  // one pixel, 49 taps in two chunks
   };
   Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
   asym.c.pad_top = 1;
@@ -204,6 +208,30 @@ KTEST(conv_nhwc_f32_refuses_mismatched_or_invalid_geometry) {
                                    packed.data()));
   CHECK(cpu::conv2d_nhwc_f32(c, packed.data(), 1, 5, 5, in.data(), out.data(), -1, 1));
   CHECK(std::fabs(out[0] - 1.f) < 1e-6);  // clamped: 0.5 * 4 channels * 4 taps = 8 -> 1
+}
+
+// A one-row tile (its own kernel on AVX-512) sums each output exactly as a row of a taller tile.
+KTEST(fully_connected_f32_one_row_is_bit_identical_to_a_row_of_a_tile) {
+  for (const int64_t n : {1, 16, 17, 32, 100, 129, 1000}) {
+    const int64_t k = 75;
+    auto w = ktest::random_floats(n * k, 41);
+    auto bias = ktest::random_floats(n, 42);
+    auto row = ktest::random_floats(k, 43);
+    std::vector<float> two(row);
+    two.insert(two.end(), row.begin(), row.end());
+    for (Isa isa : kIsas) {
+      if (!cpu::float_isa_supported(isa)) continue;
+      std::vector<unsigned char> packed(cpu::fully_connected_f32_packed_bytes(n, k, isa));
+      CHECK(cpu::fully_connected_f32_pack(n, k, w.data(), false, bias.data(), isa, packed.data()));
+      std::vector<float> one_out(n, std::nanf("")), two_out(2 * n, std::nanf(""));
+      CHECK(cpu::fully_connected_f32(packed.data(), 1, row.data(), k, one_out.data(), n, -0.5f,
+                                     0.75f));
+      CHECK(cpu::fully_connected_f32(packed.data(), 2, two.data(), k, two_out.data(), n, -0.5f,
+                                     0.75f));
+      CHECK(std::memcmp(one_out.data(), two_out.data(), n * sizeof(float)) == 0);
+      CHECK(std::memcmp(one_out.data(), two_out.data() + n, n * sizeof(float)) == 0);
+    }
+  }
 }
 
 KTEST(fully_connected_f32_matches_reference_on_every_isa) {
