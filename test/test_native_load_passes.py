@@ -37,6 +37,15 @@ def _load(data: bytes, capfd):
     return method, dict(zip(("dequantized", "packed", "folded", "channels_last", "int8_chains"), counts))
 
 
+def _assert_same_at_1_2_and_3_threads(method, x) -> None:
+    """The method's output is the same bits at pool sizes 1, 2 and 3 (the `restore_pool_size` fixture puts it back)."""
+    outs = []
+    for threads in (1, 2, 3):
+        portable_lib._unsafe_reset_threadpool(threads)
+        outs.append(method.execute([x])[0])
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+
+
 def _rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out.double() - ref.double()).abs().max() / max(ref.double().abs().max().item(), 1e-30))
 
@@ -91,21 +100,13 @@ def test_conv_chain_runs_packed_channels_last_and_matches_eager(capfd):
     assert _rel_err(out, wrong) > 1e-5
 
 
-def test_packed_convolutions_are_bit_identical_for_1_2_and_3_threads(capfd):
+def test_packed_convolutions_are_bit_identical_for_1_2_and_3_threads(restore_pool_size, capfd):
     torch.manual_seed(1)
     model = _Chain().eval()
     x = torch.randn(3, 3, 64, 48)
     method, passes = _load(_pte(model, (x,)), capfd)
     assert passes["packed"] == 6
-    before = portable_lib._threadpool_get_thread_count()
-    try:
-        outs = []
-        for threads in (1, 2, 3):
-            portable_lib._unsafe_reset_threadpool(threads)
-            outs.append(method.execute([x])[0])
-    finally:
-        portable_lib._unsafe_reset_threadpool(before)
-    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+    _assert_same_at_1_2_and_3_threads(method, x)
 
 
 class _ChannelsLastIn(torch.nn.Module):
@@ -281,21 +282,13 @@ def test_int8_chains_run_int8_kernels_within_quantization_noise_of_the_converted
 
 
 @_needs_torchao
-def test_int8_chains_are_bit_identical_for_1_2_and_3_threads(capfd):
+def test_int8_chains_are_bit_identical_for_1_2_and_3_threads(restore_pool_size, capfd):
     torch.manual_seed(6)
     model = _Int8Blocks().eval()
     x = torch.randn(3, 3, 64, 48)
     method, passes = _load(_int8_session(model, x)[0], capfd)
     assert passes["int8_chains"] >= 8
-    before = portable_lib._threadpool_get_thread_count()
-    try:
-        outs = []
-        for threads in (1, 2, 3):
-            portable_lib._unsafe_reset_threadpool(threads)
-            outs.append(method.execute([x])[0])
-    finally:
-        portable_lib._unsafe_reset_threadpool(before)
-    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+    _assert_same_at_1_2_and_3_threads(method, x)
 
 
 class _Int8Elementwise(torch.nn.Module):
