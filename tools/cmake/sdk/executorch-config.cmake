@@ -111,8 +111,9 @@ foreach(_c IN LISTS _et_wanted)
         list(GET _parts 2 _cpu)
         # The kernels' thread pool calls pthreads, which older glibc keeps out of libc.
         find_package(Threads REQUIRED)
+        # The kernels register load passes, which the executor archive defines: it comes again after them.
         set(_libs "$<LINK_LIBRARY:WHOLE_ARCHIVE,${_kernels}>" "$<LINK_LIBRARY:WHOLE_ARCHIVE,${_xnnpack}>" ${_cpu}
-                  Threads::Threads)
+                  "${_et_lib}/libexecutorch.a" "${_et_lib}/libexecutorch_core.a" Threads::Threads)
       else()
         set(_libs "$<LINK_LIBRARY:EXECUTORCH_NO_AS_NEEDED,${_libs}>")
       endif()
