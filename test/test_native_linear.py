@@ -13,10 +13,11 @@ pytest.importorskip("executorch.extension.pybindings._portable_lib",
 
 from executorch.devtools.compare import compare_outputs, tolerance  # noqa: E402
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower  # noqa: E402
-from executorch.extension.pybindings import _portable_lib, portable_lib  # noqa: E402
+from executorch.extension.pybindings import portable_lib  # noqa: E402
 from executorch.runtime import _native  # noqa: E402
 from executorch.runtime._backend import Verification  # noqa: E402
 
+from native_fn import load_logged  # noqa: E402
 from linear_models import (InputWeight, LinearStack, RowMajorWeight, SharedTranspose,  # noqa: E402
                            make_linear_3d, make_linear_stack)
 
@@ -34,13 +35,8 @@ def _pte(model, inputs, config: EdgeCompileConfig | None = None) -> bytes:
 
 def _load(data: bytes, capfd) -> tuple[object, int]:
     """The native forward method, and how many weight transposes its load read in place."""
-    capfd.readouterr()
-    _portable_lib.set_log_echo(True)
-    try:
-        method = _native.load_program(data, Verification.InternalConsistency).load_method("forward")
-    finally:
-        _portable_lib.set_log_echo(False)
-    found = ELIDED.findall(capfd.readouterr().err)
+    method, log = load_logged(data, capfd)
+    found = ELIDED.findall(log)
     return method, sum(int(n) for n in found)
 
 

@@ -12,9 +12,8 @@ pytest.importorskip("executorch.extension.pybindings._portable_lib",
                     reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
 from executorch.exir import to_edge_transform_and_lower  # noqa: E402
-from executorch.extension.pybindings import _portable_lib, portable_lib  # noqa: E402
-from executorch.runtime import _native  # noqa: E402
-from executorch.runtime._backend import Verification  # noqa: E402
+from executorch.extension.pybindings import portable_lib  # noqa: E402
+from native_fn import load_logged  # noqa: E402
 
 PASSES = re.compile(r"load passes: (\d+) dequantizes run at load, (\d+) convolutions packed "
                     r"\((\d+) ops folded\), (\d+) tensors channels-last, (\d+) int8 chains")
@@ -26,13 +25,8 @@ def _pte(model, inputs) -> bytes:
 
 def _load(data: bytes, capfd):
     """The native forward method and what its load passes reported (zeros when they did nothing)."""
-    capfd.readouterr()
-    _portable_lib.set_log_echo(True)
-    try:
-        method = _native.load_program(data, Verification.InternalConsistency).load_method("forward")
-    finally:
-        _portable_lib.set_log_echo(False)
-    found = PASSES.findall(capfd.readouterr().err)
+    method, log = load_logged(data, capfd)
+    found = PASSES.findall(log)
     counts = tuple(int(n) for n in found[-1]) if found else (0, 0, 0, 0, 0)
     return method, dict(zip(("dequantized", "packed", "folded", "channels_last", "int8_chains"), counts))
 
@@ -119,16 +113,21 @@ class _ChannelsLastIn(torch.nn.Module):
         return self.b(torch.relu(self.a(x)))
 
 
-def test_channels_last_program_runs_packed_on_its_own_tensors(capfd):
-    torch.manual_seed(2)
-    model = _ChannelsLastIn().eval().to(memory_format=torch.channels_last)
-    x = torch.randn(1, 8, 19, 23).to(memory_format=torch.channels_last)
+def _assert_two_packed_and_matches_eager(model, x, capfd) -> None:
+    """The program's two convolutions run packed and its output matches eager in float64."""
     method, passes = _load(_pte(model, (x,)), capfd)
     assert passes["packed"] == 2
     out = method.execute([x])[0]
     with torch.no_grad():
         ref = model.double()(x.double())
     assert _rel_err(out, ref) <= 1e-5
+
+
+def test_channels_last_program_runs_packed_on_its_own_tensors(capfd):
+    torch.manual_seed(2)
+    model = _ChannelsLastIn().eval().to(memory_format=torch.channels_last)
+    x = torch.randn(1, 8, 19, 23).to(memory_format=torch.channels_last)
+    _assert_two_packed_and_matches_eager(model, x, capfd)
 
 
 def test_a_convolution_reading_its_own_weight_as_input_is_left_alone(capfd):
@@ -203,12 +202,7 @@ def test_a_view_the_memory_plan_aliases_keeps_its_tensors_layout(capfd):
     torch.manual_seed(4)
     model = _ViewedOutput().eval()
     x = torch.randn(2, 5, 21, 23)
-    method, passes = _load(_pte(model, (x,)), capfd)
-    assert passes["packed"] == 2
-    out = method.execute([x])[0]
-    with torch.no_grad():
-        ref = model.double()(x.double())
-    assert _rel_err(out, ref) <= 1e-5
+    _assert_two_packed_and_matches_eager(model, x, capfd)
 
 
 _needs_torchao = pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
