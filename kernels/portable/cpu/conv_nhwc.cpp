@@ -231,29 +231,12 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
             for (int64_t i = 0; i < mr; ++i)
               a[t * kMaxMR + i] = row_ptr(pos[i], tap, g, patch + (t * kMaxMR + i) * h.cg);
           }
-          if (mr == 1 && k.gemm_row != nullptr) {
-            const int64_t b0 = bt * blocks_per;
-            const float* blk = w + (g * blocks + b0) * block_floats;
-            F32GemmTile p;
-            p.mr = 1;
-            p.nr = std::min(h.ocg, b_end * NR) - b0 * NR;
-            p.kc = h.cg;
-            p.ks = taps;
-            p.a = a;
-            p.w = blk + NR * (1 + tap0 * h.cg);
-            p.init = tap0 == 0 ? blk : nullptr;
-            p.c = out + r0 * out_stride + g * h.ocg + b0 * NR;
-            p.c_stride = out_stride;
-            p.min = last ? out_min : -kInf;
-            p.max = last ? out_max : kInf;
-            k.gemm_row(p, b_end - b0, block_floats);
-            continue;
-          }
-          for (int64_t b = bt * blocks_per; b < b_end; ++b) {
+          // The tile from column block b on, nr columns wide.
+          const auto tile_at = [&](int64_t b, int64_t nr) {
             const float* blk = w + (g * blocks + b) * block_floats;
             F32GemmTile p;
             p.mr = mr;
-            p.nr = std::min(NR, h.ocg - b * NR);
+            p.nr = nr;
             p.kc = h.cg;
             p.ks = taps;
             p.a = a;
@@ -263,8 +246,14 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
             p.c_stride = out_stride;
             p.min = last ? out_min : -kInf;
             p.max = last ? out_max : kInf;
-            k.gemm(p);
+            return p;
+          };
+          const int64_t b0 = bt * blocks_per;
+          if (mr == 1 && k.gemm_row != nullptr) {
+            k.gemm_row(tile_at(b0, std::min(h.ocg, b_end * NR) - b0 * NR), b_end - b0, block_floats);
+            continue;
           }
+          for (int64_t b = b0; b < b_end; ++b) k.gemm(tile_at(b, std::min(NR, h.ocg - b * NR)));
         }
       }
     }
