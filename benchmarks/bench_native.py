@@ -22,7 +22,8 @@ environment with executorch 1.5.1 and torchao). The load average is printed befo
 exporter with its XNNPACK partitioner (--int8: quantized first with its XNNPACKQuantizer), then that
 file is timed on this native runtime (its XnnpackBackend, on our kernels) and on the published
 runtime (the real XNNPACK), at 1 and 2 threads, runs interleaved between the two processes
-(published pool resized with _unsafe_reset_threadpool), medians.
+(one published process per thread count, its pool sized with _unsafe_reset_threadpool before the
+program loads, since its XNNPACK delegate keeps the pool it was loaded with), medians.
 """
 
 from __future__ import annotations
@@ -191,19 +192,27 @@ def _table(args) -> None:
     print(f"load average after: {os.getloadavg()}")
 
 
+# One published process per thread count: its XNNPACK delegate takes the pool's size when the
+# program loads (resizing the pool afterwards leaves the delegate's runtime on the old pool), so the
+# pool is sized before loading. A request runs once untimed, then N timed runs back to back (steady
+# state, as an application calling the model in a loop sees it), and answers their median.
 _XNNPACK_STEPPER = """
 import statistics, sys, time, torch
 from executorch.extension.pybindings.portable_lib import _load_for_executorch, _unsafe_reset_threadpool
+_unsafe_reset_threadpool(int(sys.argv[4]))
 module = _load_for_executorch(sys.argv[1])
 inputs = list(torch.load(sys.argv[2]))
 clock = getattr(time, sys.argv[3])
 print("ready", flush=True)
 for line in sys.stdin:
-    _unsafe_reset_threadpool(int(line))
-    module.forward(inputs)  # after a resize: one untimed run
-    start = clock()
+    time.sleep(0.05)  # the other runtime's pool workers stop spinning first
     module.forward(inputs)
-    print("result-ms", (clock() - start) * 1e3, flush=True)
+    times = []
+    for _ in range(int(line)):
+        start = clock()
+        module.forward(inputs)
+        times.append((clock() - start) * 1e3)
+    print("result-ms", statistics.median(times), flush=True)
 """
 
 
@@ -218,7 +227,7 @@ def _same_xnnpack_file(args) -> None:
     clock = "thread_time" if args.cpu_time else "perf_counter"
     counts = (1,) if args.cpu_time else (1, 2)
     print(f"load average before: {os.getloadavg()}, {len(os.sched_getaffinity(0))} CPUs available, "
-          f"{args.repeat} interleaved runs each, {kind}"
+          f"{args.repeat} interleaved turns of {args.inner} back-to-back runs each, {kind}"
           + (", 1 thread, thread CPU time (2T columns not run)" if args.cpu_time else ""))
     print("| model | ours 1T | published 1T | ours 2T | published 2T | ours/published 1T | ours/published 2T | check |")
     print("|---|---|---|---|---|---|---|---|")
@@ -248,32 +257,40 @@ def _same_xnnpack_file(args) -> None:
                 with torch.no_grad():
                     want = model(*inputs)
             check = compare_outputs(method.execute(list(inputs)), want)
-            proc = subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp), clock], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            def _line() -> str:
-                line = proc.stdout.readline()
+            procs = {n: subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp), clock, str(n)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         text=True) for n in counts}
+
+            def _line(n: int) -> str:
+                line = procs[n].stdout.readline()
                 if not line:  # EOF: the published runtime's process exited (its stderr is discarded)
-                    raise SystemExit(f"the published runtime's process for {name} exited (code {proc.wait()})")
+                    raise SystemExit(f"the published runtime's process for {name} exited (code {procs[n].wait()})")
                 return line
 
-            while not _line().startswith("ready"):
-                pass
+            for n in counts:
+                while not _line(n).startswith("ready"):
+                    pass
             times: dict = {}
             for _ in range(args.repeat):
                 for threads in counts:
                     portable_lib._unsafe_reset_threadpool(threads)
+                    time.sleep(0.05)  # the published pool's workers spin a while after a run
                     method.execute(list(inputs))
-                    start = getattr(time, clock)()
-                    method.execute(list(inputs))
-                    times.setdefault(("ours", threads), []).append((getattr(time, clock)() - start) * 1e3)
-                    proc.stdin.write(f"{threads}\n")
-                    proc.stdin.flush()
-                    line = _line()
+                    inner = []
+                    for _ in range(args.inner):
+                        start = getattr(time, clock)()
+                        method.execute(list(inputs))
+                        inner.append((getattr(time, clock)() - start) * 1e3)
+                    times.setdefault(("ours", threads), []).append(statistics.median(inner))
+                    procs[threads].stdin.write(f"{args.inner}\n")
+                    procs[threads].stdin.flush()
+                    line = _line(threads)
                     while not line.startswith("result-ms"):
-                        line = _line()
+                        line = _line(threads)
                     times.setdefault(("published", threads), []).append(float(line.split()[1]))
-            proc.stdin.close()
-            proc.wait()
+            for proc in procs.values():
+                proc.stdin.close()
+                proc.wait()
         med = {key: statistics.median(ts) for key, ts in times.items()}
         two = (f"{med[('ours', 2)]:.1f} | {med[('published', 2)]:.1f}", f"{med[('ours', 2)] / med[('published', 2)]:.2f}") \
             if 2 in counts else ("- | -", "-")
@@ -295,6 +312,8 @@ def main() -> None:
     ap.add_argument("--same-xnnpack-file", metavar="XNNPY",
                     help="time the published exporter's XNNPACK file on both runtimes (XNNPY: the published python)")
     ap.add_argument("--int8", action="store_true", help="with --same-xnnpack-file: quantize first (XNNPACKQuantizer)")
+    ap.add_argument("--inner", type=int, default=3,
+                    help="with --same-xnnpack-file: back-to-back timed runs per turn (their median is the turn's figure)")
     ap.add_argument("--8da4w", dest="q8da4w", action="store_true",
                     help="with --same-xnnpack-file: 8da4w linear layers (the published quantize_model_), e.g. for "
                          "llama_100m_token (one token: ms per decode step, tok/s = 1000 / ms)")
