@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/portable/cpu/nhwc_dw_driver.h"
+#include "kernels/portable/cpu/nhwc_gemm_rows.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
 #include "kernels/portable/cpu/parallel.h"
 
@@ -161,33 +162,6 @@ const float* weights_of(const void* packed) {
 // Floats of the per-task stack buffer that holds merged kernel rows patched with zero padding.
 constexpr int64_t kPatchFloats = 8192;
 
-// Indirect GEMM over M output rows (`plane` per image, `ow` per output row; 1 and 1 for a plain
-// matrix): row_ptr(pos, tap_of(tap), g, slot) gives the input row of the output row at `pos` for
-// one tap (the zero row for padding), or builds it in `slot` (room for kc floats) and returns
-// that; tap_of (what a tap means, e.g. its row and column offsets) runs once per tap and tile.
-// Tasks are (group, span of MR-row tiles, span of NR-column blocks).
-// An output row's position: image n, output row y, output column x.
-struct Pos {
-  int64_t n, y, x;
-};
-
-// Positions of rows [r0, r0 + count) of an output of `plane` = oh * ow pixels per image: one
-// division for the tile, then steps (a division per row and tap used to dominate small-K convs).
-inline void locate(int64_t r0, int64_t count, int64_t plane, int64_t ow, Pos* pos) {
-  Pos p{r0 / plane, r0 % plane / ow, r0 % ow};
-  const int64_t oh = plane / ow;
-  for (int64_t i = 0; i < count; ++i) {
-    pos[i] = p;
-    if (++p.x == ow) {
-      p.x = 0;
-      if (++p.y == oh) {
-        p.y = 0;
-        ++p.n;
-      }
-    }
-  }
-}
-
 // Row tiles of at most MR rows whose sizes differ by at most one (49 rows as 7 x 7, not 6 x 8
 // + 1: a one-row tile runs its FMA chains back to back at a fraction of the peak). Which tile
 // an output row lands in does not change how it is summed.
@@ -198,10 +172,12 @@ struct RowTiles {
   int64_t rows(int64_t t) const { return base + (t < extra ? 1 : 0); }
 };
 
-template <typename TapOf, typename RowPtr>
+// Indirect GEMM over M output rows: rows(r0, mr, tap0, taps, g, a, patch) fills the row pointers
+// of one tile (see nhwc_gemm_rows.h; patch has room for kTapChunk * kMaxMR runs of kc floats).
+// Tasks are (group, span of MR-row tiles, span of NR-column blocks).
+template <typename Rows>
 void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
-              int64_t out_stride, float out_min, float out_max, int64_t plane, int64_t ow,
-              const TapOf& tap_of, const RowPtr& row_ptr) {
+              int64_t out_stride, float out_min, float out_max, const Rows& rows) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = ceil_div(h.ocg, NR), tiles = ceil_div(m, MR);
   const RowTiles row_tiles(m, tiles);
@@ -221,16 +197,10 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
       const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
       for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
         const int64_t r0 = row_tiles.begin(tile), mr = row_tiles.rows(tile);
-        Pos pos[kMaxMR];
-        locate(r0, mr, plane, ow, pos);
         for (int64_t tap0 = 0; tap0 < h.ks; tap0 += kTapChunk) {
           const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
           const bool last = tap0 + taps == h.ks;
-          for (int64_t t = 0; t < taps; ++t) {
-            const auto tap = tap_of(tap0 + t);
-            for (int64_t i = 0; i < mr; ++i)
-              a[t * kMaxMR + i] = row_ptr(pos[i], tap, g, patch + (t * kMaxMR + i) * h.cg);
-          }
+          rows(r0, mr, tap0, taps, g, a, patch);
           // The tile from column block b on, nr columns wide.
           const auto tile_at = [&](int64_t b, int64_t nr) {
             const float* blk = w + (g * blocks + b) * block_floats;
@@ -280,10 +250,11 @@ bool depthwise_fits(const ConvNhwc& c) { return c.kernel_h * c.kernel_w <= ukern
 
 // Whether a GEMM convolution reads each kernel row as one run of kernel_w * in_channels values:
 // worth it when few channels make per-tap loops short (stems), possible without groups or
-// horizontal dilation, and only while one tile's patched rows fit the stack buffer.
-bool merge_rows(const ConvNhwc& c, int64_t mr) {
+// horizontal dilation, and only while one tile's patched rows fit the stack buffer (its slots
+// are laid out for kMaxMR rows, whatever the ISA's tile height).
+bool merge_rows(const ConvNhwc& c) {
   return c.groups == 1 && c.dilation_w == 1 && c.kernel_w > 1 && c.group_in_channels < 32 &&
-         c.kernel_h <= kTapChunk && mr * c.kernel_h * c.kernel_w * c.group_in_channels <= kPatchFloats;
+         c.kernel_h <= kTapChunk && kMaxMR * c.kernel_h * c.kernel_w * c.group_in_channels <= kPatchFloats;
 }
 
 }  // namespace
@@ -330,56 +301,26 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
     return true;
   }
   const float* zero = w + h->weight_floats;
-  const int64_t cin = c.in_channels(), cg = c.group_in_channels;
-  const int64_t plane = oh * ow;
-  if (merge_rows(c, k.geo.mr)) {
+  const int64_t m = batch * oh * ow;
+  if (merge_rows(c)) {
     // Few input channels: a kernel row's taps are adjacent pixels, i.e. one contiguous run of
     // kernel_w * cin floats, and the packed weights of those taps are already in that order.
     Header merged = *h;
     merged.ks = c.kernel_h;
-    merged.cg = c.kernel_w * cg;
-    run_gemm(merged, k, w, batch * plane, out, c.out_channels(), out_min, out_max, plane, ow,
-             [](int64_t kh) { return kh; },
-             [&](const Pos& p, int64_t kh, int64_t, float* slot) -> const float* {
-               const int64_t n = p.n, y = p.y, x = p.x;
-               const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
-               if (ih < 0 || ih >= in_h) return zero;
-               const int64_t iw0 = x * c.stride_w - c.pad_left;
-               const float* row = in + (n * in_h + ih) * in_w * cin;
-               if (iw0 >= 0 && iw0 + c.kernel_w <= in_w) return row + iw0 * cin;
-               for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-                 const int64_t iw = iw0 + kw;
-                 if (iw >= 0 && iw < in_w) {
-                   std::memcpy(slot + kw * cin, row + iw * cin, cin * sizeof(float));
-                 } else {
-                   std::fill(slot + kw * cin, slot + (kw + 1) * cin, 0.f);
-                 }
-               }
-               return slot;
-             });
+    merged.cg = c.kernel_w * c.group_in_channels;
+    run_gemm(merged, k, w, m, out, c.out_channels(), out_min, out_max,
+             ukernel::ConvRows<float>(c, in_h, in_w, in, zero, true, 0.f));
     return true;
   }
   if (c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
       c.pad_top == 0 && c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0) {
     // A pointwise convolution is a plain matrix product: output row r reads input row r.
-    run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max, 1, 1,
-             [](int64_t) { return 0; },
-             [&](const Pos& p, int, int64_t g, float*) { return in + p.n * cin + g * cg; });
+    run_gemm(*h, k, w, m, out, c.out_channels(), out_min, out_max,
+             ukernel::MatrixRows<float>{in, c.in_channels(), c.group_in_channels});
     return true;
   }
-  struct TapOffset {
-    int64_t dy, dx;  // the tap's input row and column relative to the output pixel's origin
-  };
-  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), out_min, out_max, plane, ow,
-           [&](int64_t tap) {
-             return TapOffset{tap / c.kernel_w * c.dilation_h - c.pad_top,
-                              tap % c.kernel_w * c.dilation_w - c.pad_left};
-           },
-           [&](const Pos& p, const TapOffset& t, int64_t g, float*) -> const float* {
-             const int64_t ih = p.y * c.stride_h + t.dy, iw = p.x * c.stride_w + t.dx;
-             if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) return zero;
-             return in + ((p.n * in_h + ih) * in_w + iw) * cin + g * cg;
-           });
+  run_gemm(*h, k, w, m, out, c.out_channels(), out_min, out_max,
+           ukernel::ConvRows<float>(c, in_h, in_w, in, zero, false, 0.f));
   return true;
 }
 
@@ -412,9 +353,8 @@ bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t
   if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 ||
       !kernels_for(static_cast<Isa>(h->isa), &k) || m < 0)
     return false;
-  run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max, 1, 1,
-           [](int64_t) { return 0; },
-           [&](const Pos& p, int, int64_t, float*) { return in + p.n * in_stride; });
+  run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max,
+           ukernel::MatrixRows<float>{in, in_stride, 0});
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/portable/cpu/nhwc_dw_driver.h"
+#include "kernels/portable/cpu/nhwc_gemm_rows.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
 #include "kernels/portable/cpu/parallel.h"
 
@@ -196,44 +197,25 @@ ukernel::Qs8Requant requant(int8_t out_min, int8_t out_max, int32_t zp) {
 constexpr int64_t kPatchBytes = 8192;
 
 // As in conv_nhwc.cpp: with few input channels a kernel row's taps are one contiguous run of
-// kernel_w * in_channels bytes, packed as one reduction (padded once to the kernel's step).
-bool merge_rows(const ConvNhwc& c, int64_t mr) {
+// kernel_w * in_channels bytes, packed as one reduction (padded once to the kernel's step); the
+// patch slots are laid out for kMaxMR rows whatever the ISA's tile height.
+bool merge_rows(const ConvNhwc& c) {
   return c.groups == 1 && c.dilation_w == 1 && c.kernel_w > 1 && c.group_in_channels < 32 &&
-         mr * c.kernel_h * (c.kernel_w * c.group_in_channels + 8) <= kPatchBytes;
+         kMaxMR * c.kernel_h * (c.kernel_w * c.group_in_channels + 8) <= kPatchBytes;
 }
 
 // The kernel-row count to merge for `c` on `isa` (1: none).
 int64_t merged_kw(const ConvNhwc& c, Isa isa) {
   Kernels k;
-  return kernels_for(isa, &k) && merge_rows(c, k.geo.mr) ? c.kernel_w : 1;
+  return kernels_for(isa, &k) && merge_rows(c) ? c.kernel_w : 1;
 }
 
-// An output row's position: image n, output row y, output column x.
-struct Pos {
-  int64_t n, y, x;
-};
-
-// Positions of rows [r0, r0 + count) of an output of `plane` = oh * ow pixels per image: one
-// division for the tile, then steps (a division per row and tap used to dominate small-K convs).
-inline void locate(int64_t r0, int64_t count, int64_t plane, int64_t ow, Pos* pos) {
-  Pos p{r0 / plane, r0 % plane / ow, r0 % ow};
-  const int64_t oh = plane / ow;
-  for (int64_t i = 0; i < count; ++i) {
-    pos[i] = p;
-    if (++p.x == ow) {
-      p.x = 0;
-      if (++p.y == oh) {
-        p.y = 0;
-        ++p.n;
-      }
-    }
-  }
-}
-
-template <typename RowPtr>
+// Indirect GEMM over M output rows: rows(r0, mr, 0, ks, g, a, patch) fills the row pointers of
+// one tile (see nhwc_gemm_rows.h). Tasks are (group, span of MR-row tiles, span of NR-column
+// blocks).
+template <typename Rows>
 void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_t* out,
-              int64_t out_stride, const ukernel::Qs8Requant& rq, int64_t plane, int64_t ow,
-              const RowPtr& row_ptr) {
+              int64_t out_stride, const ukernel::Qs8Requant& rq, const Rows& rows) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = h.blocks_per_group, tiles = ceil_div(m, MR);
   const int64_t tile_macs = std::max<int64_t>(1, MR * h.ks * h.cg * NR);
@@ -250,11 +232,7 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
       const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
       for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
         const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
-        Pos pos[kMaxMR];
-        locate(r0, mr, plane, ow, pos);
-        for (int64_t t = 0; t < h.ks; ++t)
-          for (int64_t i = 0; i < mr; ++i)
-            a[t * kMaxMR + i] = row_ptr(pos[i], t, g, patch + (t * kMaxMR + i) * h.cg);
+        rows(r0, mr, 0, h.ks, g, a, patch);
         for (int64_t b = bt * blocks_per; b < b_end; ++b) {
           Qs8GemmTile p;
           p.mr = mr;
@@ -343,36 +321,16 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
     return true;
   }
   const int8_t* zero = reinterpret_cast<const int8_t*>(w + h->weight_bytes);
-  const int64_t cin = c.in_channels(), cg = c.group_in_channels, plane = oh * ow;
-  if (mk > 1) {
-    run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq, plane, ow,
-             [&](const Pos& p, int64_t kh, int64_t, int8_t* slot) -> const int8_t* {
-               const int64_t n = p.n, y = p.y, x = p.x;
-               const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
-               if (ih < 0 || ih >= in_h) return zero;
-               const int64_t iw0 = x * c.stride_w - c.pad_left;
-               const int8_t* row = in + (n * in_h + ih) * in_w * cin;
-               if (iw0 >= 0 && iw0 + c.kernel_w <= in_w) return row + iw0 * cin;
-               for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-                 const int64_t iw = iw0 + kw;
-                 if (iw >= 0 && iw < in_w) {
-                   std::memcpy(slot + kw * cin, row + iw * cin, cin);
-                 } else {
-                   std::memset(slot + kw * cin, zero[0], cin);
-                 }
-               }
-               return slot;
-             });
+  const int64_t m = batch * oh * ow;
+  if (c.kernel_h * c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
+      c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0) {
+    // A pointwise convolution is a plain matrix product: output row r reads input row r.
+    run_gemm(*h, k, w, m, out, c.out_channels(), rq,
+             ukernel::MatrixRows<int8_t>{in, c.in_channels(), c.group_in_channels});
     return true;
   }
-  run_gemm(*h, k, w, batch * plane, out, c.out_channels(), rq, plane, ow,
-           [&](const Pos& p, int64_t tap, int64_t g, int8_t*) -> const int8_t* {
-             const int64_t n = p.n, y = p.y, x = p.x;
-             const int64_t ih = y * c.stride_h - c.pad_top + tap / c.kernel_w * c.dilation_h;
-             const int64_t iw = x * c.stride_w - c.pad_left + tap % c.kernel_w * c.dilation_w;
-             if (ih < 0 || ih >= in_h || iw < 0 || iw >= in_w) return zero;
-             return in + ((n * in_h + ih) * in_w + iw) * cin + g * cg;
-           });
+  run_gemm(*h, k, w, m, out, c.out_channels(), rq,
+           ukernel::ConvRows<int8_t>(c, in_h, in_w, in, zero, mk > 1, zero[0]));
   return true;
 }
 
@@ -407,8 +365,7 @@ bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_
       out_min > out_max || !kernels_for(static_cast<Isa>(h->isa), &k))
     return false;
   run_gemm(*h, k, weights_of(packed), m, out, out_stride,
-           requant(out_min, out_max, h->out_zero_point), 1, 1,
-           [&](const Pos& p, int64_t, int64_t, int8_t*) { return in + p.n * in_stride; });
+           requant(out_min, out_max, h->out_zero_point), ukernel::MatrixRows<int8_t>{in, in_stride, 0});
   return true;
 }
 
