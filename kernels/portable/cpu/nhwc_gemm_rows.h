@@ -49,15 +49,59 @@ struct ConvRows {
         pt(c.pad_top), pl(c.pad_left), merged(merged_), run(c.kernel_w * c.in_channels()),
         pad(pad_) {}
 
+  // Image n, output row y and column x of output pixel r (two divisions, 32-bit when they fit).
+  void locate(int64_t r, int64_t plane, int64_t* n, int64_t* y, int64_t* x) const {
+    if (r <= INT32_MAX && plane <= INT32_MAX) {
+      const uint32_t r32 = static_cast<uint32_t>(r), p32 = static_cast<uint32_t>(plane);
+      const uint32_t n32 = r32 / p32, rem = r32 - n32 * p32, y32 = rem / static_cast<uint32_t>(ow);
+      *n = n32;
+      *y = y32;
+      *x = rem - y32 * static_cast<uint32_t>(ow);
+      return;
+    }
+    *n = r / plane;
+    const int64_t rem = r - *n * plane;
+    *y = rem / ow;
+    *x = rem - *y * ow;
+  }
+
   void operator()(int64_t r0, int64_t mr, int64_t tap0, int64_t taps, int64_t g, const T** a,
                   T* patch) const {
+    const int64_t span_y = (kh - 1) * dh, span_x = merged ? kw : (kw - 1) * dw + 1;
+    const int64_t plane = oh * ow;
+    int64_t n, y, x;
+    locate(r0, plane, &n, &y, &x);
+    {
+      // The common tile: its pixels are in one output row and all windows inside the image, so
+      // pixel i's row for a tap is pixel 0's plus i strides.
+      const int64_t y0 = y * sh - pt, x0 = x * sw - pl, x1 = (x + mr - 1) * sw - pl;
+      if (x + mr <= ow && y0 >= 0 && y0 + span_y < in_h && x0 >= 0 && x1 + span_x <= in_w) {
+        const T* p0 = in + (((n * in_h + y0) * in_w + x0) * cin + g * cg);
+        const int64_t step = sw * cin, row_step = dh * in_w * cin, col_step = dw * cin;
+        int64_t ty = merged ? tap0 : tap0 / kw, tx = merged ? 0 : tap0 % kw;
+        int64_t off = ty * row_step + tx * col_step;
+        for (int64_t t = 0; t < taps; ++t) {
+          const T* p = p0 + off;
+          const T** at = a + t * kMaxMR;
+          if (mr == kMaxMR) {
+            for (int i = 0; i < kMaxMR; ++i) at[i] = p + i * step;  // unrolled, independent
+          } else {
+            for (int64_t i = 0; i < mr; ++i) at[i] = p + i * step;
+          }
+          if (merged || ++tx == kw) {
+            tx = 0;
+            off = ++ty * row_step;
+          } else {
+            off += col_step;
+          }
+        }
+        return;
+      }
+    }
     // Per pixel: its window's top-left input pixel, that pixel's offset in the input (which
     // may lie outside it), and whether the whole window is inside the image.
     int64_t iy[kMaxMR], ix[kMaxMR], base[kMaxMR], img[kMaxMR];
     bool inside[kMaxMR];
-    const int64_t span_y = (kh - 1) * dh, span_x = merged ? kw : (kw - 1) * dw + 1;
-    const int64_t plane = oh * ow;
-    int64_t n = r0 / plane, y = r0 % plane / ow, x = r0 % ow;
     for (int64_t i = 0; i < mr; ++i) {
       iy[i] = y * sh - pt;
       ix[i] = x * sw - pl;
@@ -100,6 +144,8 @@ struct ConvRows {
             *slot = zero;
           } else if (!merged) {
             *slot = iw >= 0 && iw < in_w ? in + (base[i] + off[t]) : zero;
+          } else if (iw >= 0 && iw + kw <= in_w) {
+            *slot = in + (base[i] + off[t]);
           } else {
             // The run's pixels [lo, hi) are inside the row; the rest are padding.
             const int64_t lo = std::clamp<int64_t>(-iw, 0, kw);
