@@ -59,7 +59,7 @@ struct Kernels {
   ukernel::F32Geometry geo;
   void (*gemm)(const F32GemmTile&);
   void (*dw)(const F32DwTile&);
-  ukernel::F32GemmRowFn gemm_row;  // one-row tiles over several blocks; null: gemm per block
+  ukernel::F32GemmBlocksFn gemm_blocks;  // a tile over several blocks; null: gemm per block
 };
 
 bool kernels_for(Isa isa, Kernels* k) {
@@ -68,7 +68,7 @@ bool kernels_for(Isa isa, Kernels* k) {
 #ifdef ET_NHWC_X86
     case Isa::kAvx512:
       *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512,
-            ukernel::f32_gemm_row_avx512};
+            ukernel::f32_gemm_blocks_avx512};
       return true;
     case Isa::kAvx2:
       *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2, nullptr};
@@ -219,8 +219,9 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
             return p;
           };
           const int64_t b0 = bt * blocks_per;
-          if (mr == 1 && k.gemm_row != nullptr) {
-            k.gemm_row(tile_at(b0, std::min(h.ocg, b_end * NR) - b0 * NR), b_end - b0, block_floats);
+          if (k.gemm_blocks != nullptr && (b_end - b0 > 1 || mr == 1)) {
+            k.gemm_blocks(tile_at(b0, std::min(h.ocg, b_end * NR) - b0 * NR), b_end - b0,
+                          block_floats);
             continue;
           }
           for (int64_t b = b0; b < b_end; ++b) k.gemm(tile_at(b, std::min(NR, h.ocg - b * NR)));

@@ -34,11 +34,12 @@ struct F32GemmTile {
   float min, max;
 };
 
-// A one-row tile over `blocks` consecutive NR-column blocks (p.nr columns in all): block j's
-// weights and init start block_floats after block j-1's, its columns NR after. Sums as
-// F32GemmTile does (so bit for bit the same as one call per block); a single row's FMA chains
-// would otherwise run back to back, latency-bound (decode-style fully connected, 1x1 images).
-using F32GemmRowFn = void (*)(const F32GemmTile& t, int64_t blocks, int64_t block_floats);
+// A tile over `blocks` consecutive NR-column blocks (p.nr columns in all): block j's weights and
+// init start block_floats after block j-1's, its columns NR after. Sums as F32GemmTile does (so
+// bit for bit the same as one call per block). One call per tile saves the per-block call and
+// set-up (short reductions); a one-row tile runs several blocks at once, as its FMA chains would
+// otherwise run back to back, latency-bound (decode-style fully connected, 1x1 images).
+using F32GemmBlocksFn = void (*)(const F32GemmTile& t, int64_t blocks, int64_t block_floats);
 
 // out[p][c] = clamp(bias[c] + sum_t in[p][t][c] * w[t][c]) for pixels p < pixels and channels
 // c < channels; `in` holds pixels * ks pointers, or with in_step != 0 (a run of pixels whose taps
@@ -154,7 +155,7 @@ void qs8_dw_avx2(const Qs8DwTile& t);
 void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p);
 void qd8_gemm_avx2(const Qd8GemmTile& t);
 void f32_gemm_avx512(const F32GemmTile& t);
-void f32_gemm_row_avx512(const F32GemmTile& t, int64_t blocks, int64_t block_floats);
+void f32_gemm_blocks_avx512(const F32GemmTile& t, int64_t blocks, int64_t block_floats);
 void f32_dw_avx512(const F32DwTile& t);
 void qs8_gemm_avx512(const Qs8GemmTile& t);
 void qs8_dw_avx512(const Qs8DwTile& t);
