@@ -208,6 +208,69 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
   }
 }
 
+// Pixel-major order for rows of several channel blocks: P pixels at a time go through every
+// block (the weights, reloaded per group, come from L1), so the input rows and the output are
+// read and written in address order, which the hardware prefetchers follow; the block-major
+// order above strides by the pixel size and, on layers whose input comes from L3, waits on it.
+// Each output element is summed exactly as in dw_block (bias, then taps in order).
+// Pixels [px, px + P) through every block.
+template <int KS, int P>
+__attribute__((always_inline)) inline void dw_group(const F32DwTile& t, int64_t px, __m512 lo,
+                                                    __m512 hi) {
+  const int64_t full = t.channels / 16 * 16, step = t.in_step;
+  const float* in[P][KS];
+#pragma GCC unroll 4
+  for (int q = 0; q < P; ++q)
+#pragma GCC unroll 9
+    for (int k = 0; k < KS; ++k)
+      in[q][k] = step ? t.in[k] + (px + q) * step : t.in[(px + q) * KS + k];
+  float* out = t.out + px * t.out_stride;
+  const float* block = t.w;
+  int64_t c0 = 0;
+  for (; c0 < full; c0 += 16, block += 16 * (KS + 1)) {
+    __m512 acc[P];
+    const __m512 bias = _mm512_loadu_ps(block);
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) acc[q] = bias;
+#pragma GCC unroll 9
+    for (int k = 0; k < KS; ++k) {
+      const __m512 wk = _mm512_loadu_ps(block + 16 * (k + 1));
+#pragma GCC unroll 4
+      for (int q = 0; q < P; ++q)
+        acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(in[q][k] + c0), wk, acc[q]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q)
+      _mm512_storeu_ps(out + q * t.out_stride + c0, _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
+  }
+  if (c0 < t.channels) {
+    const __mmask16 m = lanes(t.channels - c0);
+    __m512 acc[P];
+    const __m512 bias = _mm512_loadu_ps(block);
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) acc[q] = bias;
+#pragma GCC unroll 9
+    for (int k = 0; k < KS; ++k) {
+      const __m512 wk = _mm512_loadu_ps(block + 16 * (k + 1));
+#pragma GCC unroll 4
+      for (int q = 0; q < P; ++q)
+        acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[q][k] + c0), wk, acc[q]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q)
+      _mm512_mask_storeu_ps(out + q * t.out_stride + c0, m,
+                            _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
+  }
+}
+
+template <int KS, int P>
+void dw_pixels(const F32DwTile& t) {
+  const __m512 lo = _mm512_set1_ps(t.min), hi = _mm512_set1_ps(t.max);
+  int64_t px = 0;
+  for (; px + P <= t.pixels; px += P) dw_group<KS, P>(t, px, lo, hi);
+  for (; px < t.pixels; ++px) dw_group<KS, 1>(t, px, lo, hi);
+}
+
 // Four input bytes from p (fewer at a row's end: the rest read as zero, times zero weights).
 inline int32_t load4(const int8_t* p, int64_t n) {
   if (n >= 4) {
@@ -648,6 +711,7 @@ void f32_gemm_blocks_avx512(const F32GemmTile& t, int64_t blocks, int64_t block_
 }
 
 void f32_dw_avx512(const F32DwTile& t) {
+  if (t.ks == 9 && t.channels > 16) return dw_pixels<9, 4>(t);
   const float* block = t.w;
   for (int64_t c0 = 0; c0 < t.channels; c0 += 16, block += 16 * (t.ks + 1)) {
     const __mmask16 m = lanes(t.channels - c0);
