@@ -12,6 +12,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "backends/xnnpack/runtime/executor.h"
 #include "backends/xnnpack/runtime/kernels.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
@@ -46,6 +50,26 @@ constexpr size_t kAlign = 64;
 constexpr size_t kMaxArenaBytes = size_t(2) << 30;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
+
+// Bound on one delegate's packed weights (as kMaxArenaBytes bounds its activations).
+constexpr size_t kMaxPackedBytes = size_t(8) << 30;
+
+// A block of `bytes` (kAlign-aligned) owned by *owner; from 2 MiB on, aligned to 2 MiB and, on
+// Linux, marked for transparent huge pages before anything touches it: weights and activations
+// of a CNN are tens of megabytes swept every run, which with 4 KiB pages misses the TLB on most
+// new lines. A hint only (the system may ignore it). Null when out of memory.
+uint8_t* huge_block(size_t bytes, std::unique_ptr<uint8_t[]>* owner) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t align = bytes >= kHuge ? kHuge : kAlign;
+  owner->reset(new (std::nothrow) uint8_t[bytes + align]);
+  if (*owner == nullptr) return nullptr;
+  uint8_t* p = owner->get();
+  p += (align - reinterpret_cast<uintptr_t>(p) % align) % align;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHuge) (void)madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+#endif
+  return p;
+}
 
 float bf16_to_float(uint16_t v) {
   uint32_t bits = uint32_t(v) << 16;
@@ -1014,9 +1038,14 @@ class Compiler {
 
   // Convolutions and fully connected layers get their weights packed once for the NHWC
   // micro-kernels (float or int8, as select_compute() chose); the float copies are then dropped.
+  // All of them share one block (see huge_block): a model's weights are megabytes, streamed once
+  // per run, and with 4 KiB pages most of their accesses also miss the TLB.
   Error pack_weights() {
     namespace cpu = kernels::cpu;
-    for (Op& op : plan_.ops) {
+    std::vector<size_t> sizes(plan_.ops.size(), 0);
+    size_t total = 0;
+    for (size_t i = 0; i < plan_.ops.size(); ++i) {
+      Op& op = plan_.ops[i];
       const bool conv = op.kind == OpKind::kConv || op.kind == OpKind::kDepthwiseConv;
       if (!conv && op.kind != OpKind::kFullyConnected) continue;
       const cpu::Isa isa = op.compute == Compute::kFloat ? cpu::best_float_isa() : cpu::best_int8_isa();
@@ -1045,9 +1074,23 @@ class Compiler {
                            "XnnpackBackend: node %u (%s): the int8 kernels refuse its shape", op.node_index, op.name);
         continue;
       }
-      std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[bytes + 64]);
-      ET_CHECK_OR_RETURN(buf != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory packing weights");
-      void* at = buf.get() + (64 - reinterpret_cast<uintptr_t>(buf.get()) % 64) % 64;
+      sizes[i] = align_up(bytes);
+      ET_CHECK_OR_RETURN(total <= kMaxPackedBytes - sizes[i], MemoryAllocationFailed,
+                         "XnnpackBackend: the packed weights need more than %zu bytes", kMaxPackedBytes);
+      total += sizes[i];
+    }
+    uint8_t* at = nullptr;
+    if (total > 0) {
+      at = huge_block(total, &plan_.packed_storage);
+      ET_CHECK_OR_RETURN(at != nullptr, MemoryAllocationFailed, "XnnpackBackend: out of memory packing weights");
+    }
+    for (size_t i = 0; i < plan_.ops.size(); ++i) {
+      if (sizes[i] == 0) continue;
+      Op& op = plan_.ops[i];
+      const bool conv = op.kind == OpKind::kConv || op.kind == OpKind::kDepthwiseConv;
+      const cpu::Isa isa = op.compute == Compute::kFloat ? cpu::best_float_isa() : cpu::best_int8_isa();
+      const cpu::ConvNhwc c = to_conv_nhwc(op.conv);
+      const int64_t n = op.conv.group_out, k = op.conv.group_in;
       bool ok = false;
       switch (op.compute) {
         case Compute::kFloat:
@@ -1059,6 +1102,8 @@ class Compiler {
         case Compute::kQs8: ET_TRY(pack_qs8(op, c, conv, isa, at, &ok)); break;
         case Compute::kQd8: ET_TRY(pack_qd8(op, isa, at, &ok)); break;
       }
+      uint8_t* const mine = at;
+      at += sizes[i];
       if (!ok) {
         ET_CHECK_OR_RETURN(op.compute == Compute::kFloat, InvalidProgram,
                            "XnnpackBackend: node %u (%s): the int8 kernels refuse its weights or scales (a scale "
@@ -1069,8 +1114,7 @@ class Compiler {
       release_floats(op.weights);
       release_floats(op.bias);
       op.weights = op.bias = nullptr;
-      op.packed = at;
-      plan_.owned_bytes.push_back(std::move(buf));
+      op.packed = mine;
     }
     return Error::Ok;
   }
@@ -1209,11 +1253,9 @@ class Compiler {
                        "XnnpackBackend: the graph's activations and scratch need %zu + %zu bytes at their upper-bound "
                        "shapes, more than the %zu this backend allocates; export with smaller shape bounds",
                        total, plan_.scratch_bytes, kMaxArenaBytes);
-    plan_.arena_storage.reset(new (std::nothrow) uint8_t[all]);
-    ET_CHECK_OR_RETURN(plan_.arena_storage != nullptr, MemoryAllocationFailed,
+    uint8_t* base = huge_block(all, &plan_.arena_storage);
+    ET_CHECK_OR_RETURN(base != nullptr, MemoryAllocationFailed,
                        "XnnpackBackend: out of memory for %zu bytes of activations", all);
-    uint8_t* base = plan_.arena_storage.get();
-    base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
     plan_.arena = base;
     plan_.scratch = base + total;
     for (Value& v : plan_.values) {

@@ -137,6 +137,7 @@ struct Plan {
   // scratch for ops (sized at init for the payload's upper-bound shapes).
   std::vector<std::unique_ptr<float[]>> owned_floats;
   std::vector<std::unique_ptr<uint8_t[]>> owned_bytes;
+  std::unique_ptr<uint8_t[]> packed_storage;  // every op's packed weights
   std::unique_ptr<uint8_t[]> arena_storage;
   uint8_t* arena = nullptr;
   size_t arena_bytes = 0;
