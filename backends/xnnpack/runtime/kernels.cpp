@@ -10,6 +10,7 @@
 #include "kernels/portable/cpu/gemm.h"
 #include "kernels/portable/cpu/gemv.h"
 #include "kernels/portable/cpu/parallel.h"
+#include "kernels/portable/cpu/vectorize.h"
 #include "kernels/portable/cpu/vmath.h"
 
 namespace executorch {
@@ -537,6 +538,14 @@ void concat(size_t elem, int rank, int64_t axis, int count, const int64_t* const
   }
 }
 
+namespace {
+// o[ch] = s[ch] if greater, per ISA (a NaN in s never wins; one in o stays).
+template <typename T>
+ET_MULTIVERSION void max_into(int64_t c, const T* s, T* o) {
+  for (int64_t ch = 0; ch < c; ++ch) o[ch] = s[ch] > o[ch] ? s[ch] : o[ch];
+}
+}  // namespace
+
 template <typename T>
 void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const T* in, T* out, float lo, float hi) {
@@ -557,7 +566,7 @@ void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t
               std::memcpy(o, s, sizeof(T) * c);
               first = false;
             } else {
-              for (int64_t ch = 0; ch < c; ++ch) o[ch] = s[ch] > o[ch] ? s[ch] : o[ch];
+              max_into(c, s, o);
             }
           }
         }
