@@ -631,9 +631,10 @@ void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, flo
 namespace {
 // Round half to even of x * inv, clamped to [lo, hi] (offsets from the zero point): clamp first,
 // then add and subtract 1.5 * 2^23, which rounds to nearest even in float32 for |v| < 2^22. A NaN
-// maps to 0 (the zero point). Branch-free, so the loop vectorizes.
+// maps to 0 (the zero point). Branch-free, so the loop vectorizes (per ISA: IEEE operations
+// without a fused multiply-add, so every ISA gives the same bytes).
 template <typename T>
-void quantize_loop(const float* x, int64_t n, float inv, int32_t zero_point, float lo, float hi, T* out) {
+ET_MULTIVERSION void quantize_loop(const float* x, int64_t n, float inv, int32_t zero_point, float lo, float hi, T* out) {
   constexpr float kMagic = 12582912.f;
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] * inv;
