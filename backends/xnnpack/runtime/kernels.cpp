@@ -419,7 +419,8 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
   int64_t along = -1;
   for (int d = 0; d + 1 < rank; ++d)
     if (str[d] == 1 && out_dims[d] >= 16) along = d;
-  if (elem == 4 && inner < 16 && along >= 0) {
+  const auto along_lines = [&](auto zero) {
+    using T = decltype(zero);
     int64_t out_str[kMaxDims];
     s = 1;
     for (int d = rank - 1; d >= 0; --d) out_str[d] = s, s *= out_dims[d];
@@ -446,8 +447,8 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
             idx[d] = 0;
           }
         }
-        const float* sp = reinterpret_cast<const float*>(src) + off;
-        float* op = reinterpret_cast<float*>(dst) + ooff;
+        const T* sp = reinterpret_cast<const T*>(src) + off;
+        T* op = reinterpret_cast<T*>(dst) + ooff;
         if (tile) {
           for (int64_t i = 0; i < len; ++i)
             for (int64_t j = 0; j < inner; ++j) op[i * inner + j] = sp[i + j * inner_str];
@@ -456,6 +457,13 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
         }
       }
     });
+  };
+  if ((elem == 4 || elem == 1) && inner < 16 && along >= 0) {
+    if (elem == 4) {
+      along_lines(float{});
+    } else {
+      along_lines(uint8_t{});
+    }
     return;
   }
   parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
