@@ -4,6 +4,7 @@
 #include "kernels/portable/cpu/conv_nhwc.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 
@@ -188,9 +189,22 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
   if (tiles_per == 1) blocks_per = std::clamp<int64_t>(kTaskMacs / tile_macs, 1, blocks);
   const int64_t tile_tasks = ceil_div(tiles, tiles_per), block_tasks = ceil_div(blocks, blocks_per);
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
+  // When a tile's column blocks are split over several tasks, each would build the same row
+  // pointers: one set kept here is reused by whichever thread holds it next (on one thread, every
+  // task), keyed by the tile it was built for. The pointers are the same whoever builds them.
+  struct Built {
+    std::atomic<bool> busy{false};
+    int64_t g = -1, tile = -1, tap0 = -1;
     const float* a[kTapChunk * kMaxMR];
     float patch[kPatchFloats];
+  };
+  Built shared;
+  parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
+    const float* own_a[kTapChunk * kMaxMR];
+    float own_patch[kPatchFloats];
+    const bool keep = block_tasks > 1 && !shared.busy.exchange(true, std::memory_order_acquire);
+    const float** a = keep ? shared.a : own_a;
+    float* patch = keep ? shared.patch : own_patch;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t g = task / (tile_tasks * block_tasks);
       const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
@@ -200,7 +214,10 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
         for (int64_t tap0 = 0; tap0 < h.ks; tap0 += kTapChunk) {
           const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
           const bool last = tap0 + taps == h.ks;
-          rows(r0, mr, tap0, taps, g, a, patch);
+          if (!keep || shared.g != g || shared.tile != tile || shared.tap0 != tap0) {
+            rows(r0, mr, tap0, taps, g, a, patch);
+            if (keep) shared.g = g, shared.tile = tile, shared.tap0 = tap0;
+          }
           // The tile from column block b on, nr columns wide.
           const auto tile_at = [&](int64_t b, int64_t nr) {
             const float* blk = w + (g * blocks + b) * block_floats;
@@ -228,6 +245,7 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
         }
       }
     }
+    if (keep) shared.busy.store(false, std::memory_order_release);
   });
 }
 
