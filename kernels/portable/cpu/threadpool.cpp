@@ -1,5 +1,6 @@
 // Fork-join pool on raw pthreads (no std::thread, so the library binds only long-standing
-// glibc symbol versions): workers spin briefly after a task, then sleep on a condition variable.
+// glibc symbol versions): each thread owns a range of a task's chunks and steals from the others'
+// when it runs out; workers spin for a while after a task, then sleep on a condition variable.
 #include "kernels/portable/cpu/threadpool.h"
 
 #include <pthread.h>
@@ -16,9 +17,34 @@ namespace extension {
 namespace threadpool {
 namespace {
 
-// Polls of the task counter a worker makes before sleeping: long enough to catch the next
-// kernel of a model run without a futex wake, short enough not to burn a shared core.
-constexpr int kSpinPolls = 4000;
+// Polls of the generation a worker makes before sleeping (about 0.5 ms of `pause` on current
+// x86): long enough to span the gap between two kernels of a model run, and between two runs
+// back to back, without a futex wake (tens of microseconds on a VM); short enough that an idle
+// pool stops burning a shared core almost at once.
+constexpr int kSpinPolls = 20000;
+// Polls the caller makes for the workers' last chunks before sleeping.
+constexpr int kWaitPolls = 20000;
+
+// Chunk ranges: one word per thread, (tag << 48 | begin << 24 | end). Each thread takes chunks
+// from the front of its own range, then steals from the back of the others': two threads work
+// on contiguous halves of a kernel (neighbouring tiles share input rows and weights) and touch a
+// shared cache line only when one runs out. The tag (the task's generation) keeps a worker that
+// wakes late from claiming a chunk of a newer task against an older one.
+constexpr int kIndexBits = 24;
+constexpr uint64_t kIndexMask = (uint64_t(1) << kIndexBits) - 1;
+constexpr int64_t kMaxPoolChunks = int64_t(kIndexMask);
+
+struct alignas(64) Slot {
+  std::atomic<uint64_t> range{0};
+};
+
+inline uint64_t pack_range(uint64_t tag, uint64_t lo, uint64_t hi) {
+  return tag << (2 * kIndexBits) | lo << kIndexBits | hi;
+}
+inline uint32_t tag_of(uint64_t w) { return static_cast<uint32_t>(w >> (2 * kIndexBits)); }
+inline int64_t lo_of(uint64_t w) { return static_cast<int64_t>(w >> kIndexBits & kIndexMask); }
+inline int64_t hi_of(uint64_t w) { return static_cast<int64_t>(w & kIndexMask); }
+inline uint32_t tag_for(uint64_t generation) { return static_cast<uint32_t>(generation & 0xffff); }
 
 pthread_mutex_t g_run_mu = PTHREAD_MUTEX_INITIALIZER;  // held by the caller of a parallel task
 pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;      // guards sleeping and waking
@@ -31,16 +57,17 @@ uint32_t g_started = 0;  // workers running in this process
 pthread_t g_workers[kMaxThreads];
 std::atomic<bool> g_stop{false};
 
-// The current task, published before the generation bump. Chunks are claimed from g_claim,
-// which holds (generation tag << 32 | next index): a worker that wakes late cannot claim a chunk
-// of a newer task under an older tag, and the caller waits only for claimed chunks, never for a
-// worker the scheduler has not run yet.
-std::atomic<uint64_t> g_generation{0};
-std::atomic<uint64_t> g_claim{0};
-std::atomic<int64_t> g_count{0};
-std::atomic<int64_t> g_done{0};
-TaskFn g_fn = nullptr;
+Slot g_slots[kMaxThreads];  // slot 0 is the caller's, slot i the i-th worker's
+alignas(64) std::atomic<uint64_t> g_generation{0};
+std::atomic<uint32_t> g_sleepers{0};  // workers asleep (or going to sleep) on g_work_cv
+alignas(64) std::atomic<int64_t> g_done{0};  // pool chunks finished in the current task
+std::atomic<bool> g_caller_asleep{false};
+// The current task, written before its ranges (a claim acquires the range word, so whoever
+// claims a chunk sees these): pool chunk i runs indices [i * stride, min(count, (i + 1) * stride)).
+alignas(64) TaskFn g_fn = nullptr;
 void* g_ctx = nullptr;
+int64_t g_count = 0, g_stride = 1, g_chunks = 0;
+std::atomic<uint32_t> g_threads{1};  // slots in use by the current task
 
 thread_local bool t_in_task = false;
 
@@ -52,31 +79,58 @@ inline void cpu_relax() {
 #endif
 }
 
-// Runs chunks of the task tagged `tag` until none is left to claim.
-void drain(uint32_t tag) {
-  uint64_t cur = g_claim.load(std::memory_order_acquire);
+// Claims one chunk of the task tagged `tag` from slot `s`: from the front of its range when
+// `front`, else from the back. -1 when the range is empty or belongs to another task.
+int64_t claim(Slot& s, uint32_t tag, bool front) {
+  uint64_t w = s.range.load(std::memory_order_acquire);
   for (;;) {
-    if (static_cast<uint32_t>(cur >> 32) != tag) return;
-    const int64_t index = static_cast<uint32_t>(cur);
-    if (index >= g_count.load(std::memory_order_acquire)) return;
-    if (!g_claim.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel, std::memory_order_acquire))
-      continue;
-    // A claimed chunk keeps its task alive (the caller waits for it), so fn and ctx are its own.
-    g_fn(g_ctx, index);
-    if (g_done.fetch_add(1, std::memory_order_acq_rel) + 1 == g_count.load(std::memory_order_relaxed)) {
-      pthread_mutex_lock(&g_mu);
-      pthread_cond_signal(&g_done_cv);
-      pthread_mutex_unlock(&g_mu);
-    }
-    cur = g_claim.load(std::memory_order_acquire);
+    const int64_t lo = lo_of(w), hi = hi_of(w);
+    if (tag_of(w) != tag || lo >= hi) return -1;
+    const uint64_t next = front ? pack_range(tag, lo + 1, hi) : pack_range(tag, lo, hi - 1);
+    if (s.range.compare_exchange_weak(w, next, std::memory_order_acq_rel, std::memory_order_acquire))
+      return front ? lo : hi - 1;
   }
 }
 
-// The generation current when the worker was created: a thread may first run after the
-// next task is published, and must still take part in it.
-void* worker_main(void* start_generation) {
+void run_chunk(int64_t chunk) {
+  const int64_t lo = chunk * g_stride;
+  const int64_t hi = g_count - lo > g_stride ? lo + g_stride : g_count;
+  for (int64_t i = lo; i < hi; ++i) g_fn(g_ctx, i);
+}
+
+// Runs chunks of the task tagged `tag`, its own slot's first, then the others', until none is
+// left to claim; then counts them done in one step.
+void drain(uint32_t self, uint32_t tag) {
+  int64_t done = 0;
+  for (int64_t c; (c = claim(g_slots[self], tag, true)) >= 0; ++done) run_chunk(c);
+  const uint32_t threads = g_threads.load(std::memory_order_acquire);
+  for (uint32_t k = 1; k < threads; ++k) {
+    Slot& victim = g_slots[(self + k) % threads];
+    for (int64_t c; (c = claim(victim, tag, false)) >= 0; ++done) run_chunk(c);
+  }
+  if (done == 0) return;
+  // A claimed chunk keeps its task open (the caller waits for it), so g_chunks is this task's.
+  const int64_t chunks = g_chunks;
+  if (g_done.fetch_add(done, std::memory_order_seq_cst) + done == chunks &&
+      g_caller_asleep.load(std::memory_order_seq_cst)) {
+    pthread_mutex_lock(&g_mu);
+    pthread_cond_signal(&g_done_cv);
+    pthread_mutex_unlock(&g_mu);
+  }
+}
+
+struct WorkerStart {
+  uint32_t self;
+  uint64_t generation;
+};
+WorkerStart g_worker_start[kMaxThreads];
+
+// Starts with the generation current when the worker was created: a thread may first run after
+// the next task is published, and must still take part in it.
+void* worker_main(void* arg) {
+  const WorkerStart start = *static_cast<const WorkerStart*>(arg);
   t_in_task = true;  // anything a worker runs is inside a task: nested parallel_for is serial
-  uint64_t seen = reinterpret_cast<uintptr_t>(start_generation);
+  uint64_t seen = start.generation;
   for (;;) {
     uint64_t gen = g_generation.load(std::memory_order_acquire);
     for (int i = 0; i < kSpinPolls && gen == seen; ++i) {
@@ -85,14 +139,16 @@ void* worker_main(void* start_generation) {
     }
     if (gen == seen) {
       pthread_mutex_lock(&g_mu);
-      while (g_generation.load(std::memory_order_acquire) == seen && !g_stop)
+      g_sleepers.fetch_add(1, std::memory_order_seq_cst);
+      while (g_generation.load(std::memory_order_seq_cst) == seen && !g_stop)
         pthread_cond_wait(&g_work_cv, &g_mu);
+      g_sleepers.fetch_sub(1, std::memory_order_relaxed);
       pthread_mutex_unlock(&g_mu);
       gen = g_generation.load(std::memory_order_acquire);
     }
     seen = gen;
     if (g_stop.load(std::memory_order_acquire)) return nullptr;
-    drain(static_cast<uint32_t>(gen));
+    drain(start.self, tag_for(gen));
   }
 }
 
@@ -100,7 +156,8 @@ void* worker_main(void* start_generation) {
 void start_workers() {
   g_stop = false;
   while (g_started + 1 < g_size) {
-    void* start = reinterpret_cast<void*>(static_cast<uintptr_t>(g_generation.load()));
+    WorkerStart* start = &g_worker_start[g_started + 1];
+    *start = {g_started + 1, g_generation.load()};
     if (pthread_create(&g_workers[g_started], nullptr, worker_main, start) != 0) {
       g_size.store(g_started + 1, std::memory_order_relaxed);
       break;
@@ -129,6 +186,8 @@ void after_fork_in_child() {
   pthread_cond_init(&g_done_cv, nullptr);
   g_started = 0;
   g_stop = false;
+  g_sleepers = 0;
+  g_caller_asleep = false;
   t_in_task = false;
 }
 
@@ -196,8 +255,7 @@ bool ThreadPool::_unsafe_reset_threadpool(uint32_t num_threads) {
 
 void ThreadPool::run(TaskFn fn, void* ctx, int64_t count) {
   if (count <= 0) return;
-  // Chunk indices share a 64-bit word with the task's tag: more than 2^31 chunks run serially.
-  if (count == 1 || count > (int64_t(1) << 31) || t_in_task || pthread_mutex_trylock(&g_run_mu) != 0) {
+  if (count == 1 || t_in_task || pthread_mutex_trylock(&g_run_mu) != 0) {
     for (int64_t i = 0; i < count; ++i) fn(ctx, i);
     return;
   }
@@ -207,27 +265,41 @@ void ThreadPool::run(TaskFn fn, void* ctx, int64_t count) {
     for (int64_t i = 0; i < count; ++i) fn(ctx, i);
     return;
   }
-  // Retag the claim word first (with no chunk left) so a late worker of the last task cannot
-  // claim against this task's count, then publish the task, then open its chunks.
+  // Publish the task, then give each thread an equal share of its chunks (a range word written
+  // with release is what a claim acquires), then bump the generation. The last task's ranges
+  // are all empty, so a worker still in its drain claims nothing of this one before the retag.
   const uint64_t gen = g_generation.load(std::memory_order_relaxed) + 1;
-  const uint64_t tag = (gen & 0xffffffffu) << 32;
-  g_claim.store(tag | 0xffffffffu, std::memory_order_release);
+  const uint32_t tag = tag_for(gen);
+  const uint32_t threads = g_started + 1;
+  const int64_t stride = count <= kMaxPoolChunks ? 1 : (count - 1) / kMaxPoolChunks + 1;
+  const int64_t chunks = (count - 1) / stride + 1;
   g_fn = fn;
   g_ctx = ctx;
-  g_count.store(count, std::memory_order_relaxed);
+  g_count = count;
+  g_stride = stride;
+  g_chunks = chunks;
   g_done.store(0, std::memory_order_relaxed);
-  g_claim.store(tag, std::memory_order_release);
-  pthread_mutex_lock(&g_mu);
-  g_generation.store(gen, std::memory_order_release);
-  pthread_cond_broadcast(&g_work_cv);
-  pthread_mutex_unlock(&g_mu);
-  t_in_task = true;
-  drain(static_cast<uint32_t>(gen));
-  t_in_task = false;
-  for (int i = 0; i < kSpinPolls && g_done.load(std::memory_order_acquire) != count; ++i) cpu_relax();
-  if (g_done.load(std::memory_order_acquire) != count) {
+  g_threads.store(threads, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < threads; ++i) {
+    const uint64_t lo = static_cast<uint64_t>(chunks * i / threads);
+    const uint64_t hi = static_cast<uint64_t>(chunks * (i + 1) / threads);
+    g_slots[i].range.store(pack_range(tag, lo, hi), std::memory_order_release);
+  }
+  g_generation.store(gen, std::memory_order_seq_cst);
+  if (g_sleepers.load(std::memory_order_seq_cst) != 0) {
     pthread_mutex_lock(&g_mu);
-    while (g_done.load(std::memory_order_acquire) != count) pthread_cond_wait(&g_done_cv, &g_mu);
+    pthread_cond_broadcast(&g_work_cv);
+    pthread_mutex_unlock(&g_mu);
+  }
+  t_in_task = true;
+  drain(0, tag);
+  t_in_task = false;
+  for (int i = 0; i < kWaitPolls && g_done.load(std::memory_order_acquire) != chunks; ++i) cpu_relax();
+  if (g_done.load(std::memory_order_acquire) != chunks) {
+    pthread_mutex_lock(&g_mu);
+    g_caller_asleep.store(true, std::memory_order_seq_cst);
+    while (g_done.load(std::memory_order_seq_cst) != chunks) pthread_cond_wait(&g_done_cv, &g_mu);
+    g_caller_asleep.store(false, std::memory_order_relaxed);
     pthread_mutex_unlock(&g_mu);
   }
   pthread_mutex_unlock(&g_run_mu);
