@@ -23,6 +23,10 @@ using kernels::cpu::parallel_for;
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
+// Elements per chunk of a flat elementwise loop: small enough that a 7x7 or 14x14 feature map
+// splits into several chunks (a residual add of 7x7x160 floats was one chunk, so serial), large
+// enough that a chunk is worth a hand-off.
+constexpr int64_t kFlatGrain = 1 << 12;
 
 inline float clampf(float v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
 
@@ -252,7 +256,7 @@ void broadcast_loop(int rank, const int64_t* a_dims, const T* a, const int64_t* 
   }
   if (std::equal(a_dims, a_dims + rank, out_dims) && std::equal(b_dims, b_dims + rank, out_dims)) {
     // Same shapes (residual adds): one flat loop the compiler vectorizes.
-    parallel_for(0, total, kGrain, [&](int64_t i0, int64_t i1) {
+    parallel_for(0, total, kFlatGrain, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) out[i] = f(a[i], b[i]);
     });
     return;
@@ -327,7 +331,7 @@ void unary(UnaryKind kind, const float* x, float* y, int64_t n, float alpha, flo
     }
     return;
   }
-  parallel_for(0, n, kGrain, [&](int64_t i0, int64_t i1) {
+  parallel_for(0, n, kFlatGrain, [&](int64_t i0, int64_t i1) {
     const float* xs = x + i0;
     float* ys = y + i0;
     const int64_t m = i1 - i0;
@@ -621,17 +625,27 @@ void avg_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t
   });
 }
 
+namespace {
+// o[ch] += in[i * stride + ch] for pixels i in order, built per ISA.
+ET_MULTIVERSION void add_pixels(int64_t c, int64_t pixels, int64_t stride, const float* in, float* o) {
+  for (int64_t i = 0; i < pixels; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) o[ch] += in[i * stride + ch];
+}
+}  // namespace
+
 void global_avg_pool_nhwc(int64_t n, int64_t hw, int64_t c, const float* in, float* out, float lo, float hi) {
-  parallel_for(0, n, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      float* o = out + b * c;
-      std::memset(o, 0, sizeof(float) * c);
-      for (int64_t i = 0; i < hw; ++i) {
-        const float* s = in + (b * hw + i) * c;
-        for (int64_t ch = 0; ch < c; ++ch) o[ch] += s[ch];
-      }
-      const float inv = hw ? 1.f / static_cast<float>(hw) : 0.f;
-      for (int64_t ch = 0; ch < c; ++ch) o[ch] = clampf(o[ch] * inv, lo, hi);
+  // Chunks of whole channel blocks per image (a batch of one is still split): each channel is
+  // summed over the pixels in order by one chunk, so the result does not depend on the split.
+  constexpr int64_t kChannels = 128;
+  const int64_t blocks = (c + kChannels - 1) / kChannels;
+  const float inv = hw ? 1.f / static_cast<float>(hw) : 0.f;
+  parallel_for(0, n * blocks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / blocks, c0 = t % blocks * kChannels, cn = std::min(kChannels, c - c0);
+      float* o = out + b * c + c0;
+      std::memset(o, 0, sizeof(float) * cn);
+      add_pixels(cn, hw, c, in + b * hw * c + c0, o);
+      for (int64_t ch = 0; ch < cn; ++ch) o[ch] = clampf(o[ch] * inv, lo, hi);
     }
   });
 }
@@ -658,21 +672,25 @@ void quantize(const float* x, int64_t n, float scale, int32_t zero_point, int32_
               bool is_signed) {
   const float inv = 1.f / scale;
   const float lo = static_cast<float>(qmin - zero_point), hi = static_cast<float>(qmax - zero_point);
-  if (is_signed) {
-    quantize_loop(x, n, inv, zero_point, lo, hi, static_cast<int8_t*>(out));
-  } else {
-    quantize_loop(x, n, inv, zero_point, lo, hi, static_cast<uint8_t*>(out));
-  }
+  parallel_for(0, n, kFlatGrain, [&](int64_t i0, int64_t i1) {
+    if (is_signed) {
+      quantize_loop(x + i0, i1 - i0, inv, zero_point, lo, hi, static_cast<int8_t*>(out) + i0);
+    } else {
+      quantize_loop(x + i0, i1 - i0, inv, zero_point, lo, hi, static_cast<uint8_t*>(out) + i0);
+    }
+  });
 }
 
 void dequantize(const void* q, int64_t n, float scale, int32_t zero_point, bool is_signed, float* out) {
-  if (is_signed) {
-    const int8_t* s = static_cast<const int8_t*>(q);
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(int32_t(s[i]) - zero_point) * scale;
-  } else {
-    const uint8_t* s = static_cast<const uint8_t*>(q);
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(int32_t(s[i]) - zero_point) * scale;
-  }
+  parallel_for(0, n, kFlatGrain, [&](int64_t i0, int64_t i1) {
+    if (is_signed) {
+      const int8_t* s = static_cast<const int8_t*>(q);
+      for (int64_t i = i0; i < i1; ++i) out[i] = static_cast<float>(int32_t(s[i]) - zero_point) * scale;
+    } else {
+      const uint8_t* s = static_cast<const uint8_t*>(q);
+      for (int64_t i = i0; i < i1; ++i) out[i] = static_cast<float>(int32_t(s[i]) - zero_point) * scale;
+    }
+  });
 }
 
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* out, float* scale, int32_t* zero_point) {

@@ -14,6 +14,8 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kTaskElems = int64_t(1) << 15;
+// Channels per chunk of a global average pool.
+constexpr int64_t kPoolChannels = 128;
 
 ET_MULTIVERSION void max_into(int64_t c, const float* x, float* acc) {
   for (int64_t i = 0; i < c; ++i) {
@@ -31,8 +33,15 @@ ET_MULTIVERSION void add_into(int64_t c, const float* x, float* acc) {
   for (int64_t i = 0; i < c; ++i) acc[i] += x[i];
 }
 
-ET_MULTIVERSION void add_into_i32(int64_t c, const int8_t* x, int32_t* acc) {
-  for (int64_t i = 0; i < c; ++i) acc[i] += x[i];
+// acc[i] += x[p * stride + i] for pixels p in order: one call per chunk of a global pool.
+ET_MULTIVERSION void add_pixels(int64_t c, int64_t pixels, int64_t stride, const float* x, float* acc) {
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t i = 0; i < c; ++i) acc[i] += x[p * stride + i];
+}
+
+ET_MULTIVERSION void add_pixels_i32(int64_t c, int64_t pixels, int64_t stride, const int8_t* x, int32_t* acc) {
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t i = 0; i < c; ++i) acc[i] += x[p * stride + i];
 }
 
 // Calls fn(out_pixel_pointer_offset, taps) for each output pixel of rows [r0, r1): `tap(x)` is
@@ -118,12 +127,17 @@ bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, c
                               float* out, float out_min, float out_max) {
   if (batch <= 0 || pixels <= 0 || channels <= 0) return false;
   const float scale = 1.f / static_cast<float>(pixels);
-  parallel_for(0, batch, 1, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      float* acc = out + n * channels;
-      std::fill(acc, acc + channels, 0.f);
-      for (int64_t px = 0; px < pixels; ++px) add_into(channels, in + (n * pixels + px) * channels, acc);
-      for (int64_t c = 0; c < channels; ++c)
+  // Chunks of whole channel blocks per image (a batch of one is still split); each channel is
+  // summed over the pixels in order by one chunk, so the split does not change the result.
+  const int64_t blocks = (channels + kPoolChannels - 1) / kPoolChannels;
+  parallel_for(0, batch * blocks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / blocks, c0 = t % blocks * kPoolChannels;
+      const int64_t cn = std::min(kPoolChannels, channels - c0);
+      float* acc = out + n * channels + c0;
+      std::fill(acc, acc + cn, 0.f);
+      add_pixels(cn, pixels, channels, in + n * pixels * channels + c0, acc);
+      for (int64_t c = 0; c < cn; ++c)
         acc[c] = std::min(std::max(acc[c] * scale, out_min), out_max);
     }
   });
@@ -139,14 +153,17 @@ bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, c
       pixels > (int64_t(1) << 23) || !(scale > 0.f) || !std::isfinite(scale) ||
       out_min > out_max)
     return false;
-  parallel_for(0, batch, 1, [&](int64_t n0, int64_t n1) {
-    int32_t acc[kMaxChannels];
-    for (int64_t n = n0; n < n1; ++n) {
-      std::fill(acc, acc + channels, -in_zero_point * static_cast<int32_t>(pixels));
-      for (int64_t px = 0; px < pixels; ++px)
-        add_into_i32(channels, in + (n * pixels + px) * channels, acc);
-      for (int64_t c = 0; c < channels; ++c)
-        out[n * channels + c] = requantize(acc[c], scale, out_zero_point, out_min, out_max);
+  // Chunks of whole channel blocks per image, as the float one.
+  const int64_t blocks = (channels + kPoolChannels - 1) / kPoolChannels;
+  parallel_for(0, batch * blocks, 1, [&](int64_t t0, int64_t t1) {
+    int32_t acc[kPoolChannels];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / blocks, c0 = t % blocks * kPoolChannels;
+      const int64_t cn = std::min(kPoolChannels, channels - c0);
+      std::fill(acc, acc + cn, -in_zero_point * static_cast<int32_t>(pixels));
+      add_pixels_i32(cn, pixels, channels, in + n * pixels * channels + c0, acc);
+      for (int64_t c = 0; c < cn; ++c)
+        out[n * channels + c0 + c] = requantize(acc[c], scale, out_zero_point, out_min, out_max);
     }
   });
   return true;

@@ -393,8 +393,9 @@ bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8
   p.out_zero_point = q.out_zero_point;
   p.out_min = out_min;
   p.out_max = out_max;
-  // Fixed chunks so any thread count cuts the same way (each element is independent anyway).
-  constexpr int64_t kChunk = int64_t(1) << 16;
+  // Fixed chunks so any thread count cuts the same way (each element is independent anyway);
+  // small enough that a 28x28x32 residual add splits in several.
+  constexpr int64_t kChunk = int64_t(1) << 13;
   parallel_for(0, n, kChunk, [&](int64_t i0, int64_t i1) {
     k.add(i1 - i0, a + i0, b + i0, out + i0, p);
   });
