@@ -1,0 +1,63 @@
+// How the NHWC GEMM drivers (float, QS8, QD8) cut a product into thread-pool tasks (internal
+// header): row tiles of balanced sizes, tasks of a few row tiles by a few column blocks, and the
+// order tasks are numbered in. None of it depends on the thread count, and none of it changes
+// how an output element is summed, so every split gives the same bits.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+
+// Row tiles of at most MR rows whose sizes differ by at most one (49 rows as 7 x 7, not 6 x 8
+// + 1: a one-row tile runs its chains back to back at a fraction of the peak, and an odd small
+// tile leaves one thread idle at the end).
+struct RowTiles {
+  int64_t base, extra;  // tile t has base + (t < extra) rows
+  RowTiles(int64_t m, int64_t tiles) : base(m / tiles), extra(m % tiles) {}
+  int64_t begin(int64_t t) const { return t * base + std::min(t, extra); }
+  int64_t rows(int64_t t) const { return base + (t < extra ? 1 : 0); }
+};
+
+// Tasks over (group, span of row tiles, span of column blocks), each about `task_macs`
+// multiply-adds. The pool hands each thread a contiguous run of task numbers, so the numbering
+// decides what a thread keeps in its cache: row-tile major when the input rows outweigh the
+// weights (a thread's tiles read their rows once, the weights stay in cache), column-block
+// major when the weights outweigh the rows (7x7 and 14x14 layers with hundreds of output
+// channels: a thread reads only its share of the weights, each block once for all its tiles).
+struct GemmSplit {
+  int64_t tiles, blocks, tiles_per, blocks_per, tile_tasks, block_tasks, tasks;
+  bool block_major;
+
+  // m rows in `tiles` tiles, n columns in `blocks` blocks, per group; tile_macs: multiply-adds
+  // of one full tile by one block.
+  GemmSplit(int64_t groups, int64_t m, int64_t n, int64_t tiles_, int64_t blocks_, int64_t tile_macs,
+            int64_t task_macs)
+      : tiles(tiles_), blocks(blocks_) {
+    tile_macs = std::max<int64_t>(1, tile_macs);
+    tiles_per = std::clamp<int64_t>(task_macs / (tile_macs * blocks), 1, tiles);
+    blocks_per = blocks;
+    if (tiles_per == 1) blocks_per = std::clamp<int64_t>(task_macs / tile_macs, 1, blocks);
+    tile_tasks = (tiles + tiles_per - 1) / tiles_per;
+    block_tasks = (blocks + blocks_per - 1) / blocks_per;
+    tasks = groups * tile_tasks * block_tasks;
+    block_major = n > m;
+  }
+
+  struct Task {
+    int64_t g, tile0, tile1, block0, block1;  // tiles [tile0, tile1), blocks [block0, block1)
+  };
+  Task at(int64_t task) const {
+    const int64_t per_group = tile_tasks * block_tasks, i = task % per_group;
+    const int64_t tt = block_major ? i % tile_tasks : i / block_tasks;
+    const int64_t bt = block_major ? i / tile_tasks : i % block_tasks;
+    return {task / per_group, tt * tiles_per, std::min(tiles, (tt + 1) * tiles_per), bt * blocks_per,
+            std::min(blocks, (bt + 1) * blocks_per)};
+  }
+};
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch
