@@ -259,8 +259,9 @@ void run_depthwise(const Header& h, const Kernels& k, const float* w, const Conv
   t.out_stride = h.groups;
   t.min = out_min;
   t.max = out_max;
+  const int64_t cb = h.width;
   ukernel::depthwise_rows(c, batch, in_h, in_w, h.groups, in, out, w + h.weight_floats, kTaskMacs,
-                          t, k.dw);
+                          cb, t, [&](int64_t c0) { return w + c0 / cb * cb * (h.ks + 1); }, k.dw);
 }
 
 // The depthwise sweep keeps one output chunk's tap pointers on the stack; larger filters (rare)

@@ -1,5 +1,5 @@
-// The depthwise sweep shared by the float and QS8 drivers (internal header): output rows are
-// split over the thread pool; in each row the pixels whose taps all lie inside the image go to
+// The depthwise sweep shared by the float and QS8 drivers (internal header): output rows (and,
+// for small maps, channel blocks) are split over the thread pool; in each row the pixels whose taps all lie inside the image go to
 // the micro-kernel as one strided run, the border pixels with one pointer per tap (padding taps
 // point at the zero row).
 #pragma once
@@ -18,66 +18,90 @@ namespace ukernel {
 // Tap pointers one micro-kernel call gets at most (and so the largest depthwise filter).
 constexpr int64_t kDwPtrs = 512;
 
+// Output rows per depthwise task come from `task_macs`; a layer with fewer row tasks than this
+// (7x7 and 14x14 maps) also splits its channels, in whole kernel blocks, so two or more
+// threads share it evenly. Depends on the shape only, never on the thread count.
+constexpr int64_t kDwMinTasks = 16;
+
 // `tile` is a filled-in F32DwTile / Qs8DwTile whose pixels, in, in_step and out this sets per
-// call; `kernel` runs it. T is the element type; the input has `ch` channels.
-template <typename T, typename Tile, typename Kernel>
+// call, and channels and w per channel chunk: weights_at(c0) gives the packed weights from
+// channel c0 on (c0 a multiple of the kernel's channel block `cb`); `kernel` runs it. T is the
+// element type; the input has `ch` channels. Each channel is computed by the same code whatever
+// chunk it lands in, so the split does not change the result.
+template <typename T, typename Tile, typename WeightsAt, typename Kernel>
 void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w, int64_t ch,
-                    const T* in, T* out, const T* zero, int64_t task_macs, Tile tile,
-                    Kernel kernel) {
+                    const T* in, T* out, const T* zero, int64_t task_macs, int64_t cb, Tile tile,
+                    const WeightsAt& weights_at, Kernel kernel) {
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w), ks = c.kernel_h * c.kernel_w;
-  const int64_t rows_per =
-      std::clamp<int64_t>(task_macs / std::max<int64_t>(1, ow * ch * ks), 1, batch * oh);
+  const int64_t rows_total = batch * oh;
+  int64_t rows_per =
+      std::clamp<int64_t>(task_macs / std::max<int64_t>(1, ow * ch * ks), 1, rows_total);
+  int64_t row_tasks = (rows_total + rows_per - 1) / rows_per, ch_per = ch;
+  if (row_tasks < kDwMinTasks) {
+    rows_per = 1;
+    row_tasks = rows_total;
+    const int64_t blocks = (ch + cb - 1) / cb;
+    const int64_t want = std::min(blocks, (kDwMinTasks + rows_total - 1) / rows_total);
+    ch_per = (blocks + want - 1) / want * cb;
+  }
+  const int64_t ch_tasks = (ch + ch_per - 1) / ch_per;
   const int64_t chunk = std::max<int64_t>(1, kDwPtrs / ks);
   // Columns [x_lo, x_hi) read no horizontal padding.
   const int64_t x_lo = std::min(ow, (c.pad_left + c.stride_w - 1) / c.stride_w);
   const int64_t last = in_w - 1 - (c.kernel_w - 1) * c.dilation_w + c.pad_left;
   const int64_t x_hi = std::max(x_lo, std::min(ow, last < 0 ? 0 : last / c.stride_w + 1));
-  parallel_for(0, (batch * oh + rows_per - 1) / rows_per, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(0, row_tasks * ch_tasks, 1, [&](int64_t t0, int64_t t1) {
     const T* ptrs[kDwPtrs];
-    const T* rows[kDwPtrs];  // input row of each kernel row (null: padding)
+    const T* rows[kDwPtrs];  // input row of each kernel row, from channel c0 (null: padding)
     Tile t = tile;
-    for (int64_t row = t0 * rows_per; row < std::min(batch * oh, t1 * rows_per); ++row) {
-      const int64_t n = row / oh, y = row % oh;
-      bool inside = true;
-      for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
-        const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
-        rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch : nullptr;
-        inside = inside && rows[kh] != nullptr;
-      }
-      T* out_row = out + row * ow * ch;
-      // Pixels [xa, xb) with one pointer per tap.
-      auto listed = [&](int64_t xa, int64_t xb) {
-        for (int64_t x0 = xa; x0 < xb; x0 += chunk) {
-          const int64_t px = std::min(chunk, xb - x0);
-          for (int64_t p = 0; p < px; ++p)
-            for (int64_t kh = 0; kh < c.kernel_h; ++kh)
-              for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-                const int64_t iw = (x0 + p) * c.stride_w - c.pad_left + kw * c.dilation_w;
-                ptrs[p * ks + kh * c.kernel_w + kw] =
-                    rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero;
-              }
-          t.pixels = px;
-          t.in = ptrs;
-          t.in_step = 0;
-          t.out = out_row + x0 * ch;
-          kernel(t);
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t rt = task / ch_tasks, c0 = task % ch_tasks * ch_per;
+      t.channels = std::min(ch_per, ch - c0);
+      t.w = weights_at(c0);
+      const T* zero_c = zero + c0;
+      for (int64_t row = rt * rows_per; row < std::min(rows_total, (rt + 1) * rows_per); ++row) {
+        const int64_t n = row / oh, y = row % oh;
+        bool inside = true;
+        for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
+          const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+          rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch + c0 : nullptr;
+          inside = inside && rows[kh] != nullptr;
         }
-      };
-      if (!inside || x_hi <= x_lo) {
-        listed(0, ow);
-        continue;
+        T* out_row = out + row * ow * ch + c0;
+        // Pixels [xa, xb) with one pointer per tap.
+        auto listed = [&](int64_t xa, int64_t xb) {
+          for (int64_t x0 = xa; x0 < xb; x0 += chunk) {
+            const int64_t px = std::min(chunk, xb - x0);
+            for (int64_t p = 0; p < px; ++p)
+              for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+                for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+                  const int64_t iw = (x0 + p) * c.stride_w - c.pad_left + kw * c.dilation_w;
+                  ptrs[p * ks + kh * c.kernel_w + kw] =
+                      rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero_c;
+                }
+            t.pixels = px;
+            t.in = ptrs;
+            t.in_step = 0;
+            t.out = out_row + x0 * ch;
+            kernel(t);
+          }
+        };
+        if (!inside || x_hi <= x_lo) {
+          listed(0, ow);
+          continue;
+        }
+        listed(0, x_lo);
+        for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+          for (int64_t kw = 0; kw < c.kernel_w; ++kw)
+            ptrs[kh * c.kernel_w + kw] =
+                rows[kh] + (x_lo * c.stride_w - c.pad_left + kw * c.dilation_w) * ch;
+        t.pixels = x_hi - x_lo;
+        t.in = ptrs;
+        t.in_step = c.stride_w * ch;
+        t.out = out_row + x_lo * ch;
+        kernel(t);
+        listed(x_hi, ow);
       }
-      listed(0, x_lo);
-      for (int64_t kh = 0; kh < c.kernel_h; ++kh)
-        for (int64_t kw = 0; kw < c.kernel_w; ++kw)
-          ptrs[kh * c.kernel_w + kw] =
-              rows[kh] + (x_lo * c.stride_w - c.pad_left + kw * c.dilation_w) * ch;
-      t.pixels = x_hi - x_lo;
-      t.in = ptrs;
-      t.in_step = c.stride_w * ch;
-      t.out = out_row + x_lo * ch;
-      kernel(t);
-      listed(x_hi, ow);
     }
   });
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/portable/cpu/gemm_split.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
 #include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/cpu/quantized.h"
@@ -251,22 +252,20 @@ bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t
   });
   const int64_t MR = k.geo.mr, NR = h->nr;
   const int64_t blocks = ceil_div(h->n, NR), tiles = ceil_div(m, MR);
-  const int64_t tile_macs = std::max<int64_t>(1, MR * kk * NR);
-  const int64_t tiles_per = std::clamp<int64_t>(kTaskMacs / (tile_macs * blocks), 1, tiles);
-  int64_t blocks_per = blocks;
-  if (tiles_per == 1) blocks_per = std::clamp<int64_t>(kTaskMacs / tile_macs, 1, blocks);
-  const int64_t tile_tasks = ceil_div(tiles, tiles_per), block_tasks = ceil_div(blocks, blocks_per);
+  const GemmSplit split(1, m, h->n, tiles, blocks, MR * kk * NR, kTaskMacs);
   const char* w = static_cast<const char*>(packed) + kHeaderBytes;
-  parallel_for(0, tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(0, split.tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t tt = task / block_tasks, bt = task % block_tasks;
-      for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
-        const int64_t r0 = tile * MR;
+      const GemmSplit::Task st = split.at(task);
+      for (int64_t tile = st.tile0; tile < st.tile1; ++tile) {
+        // Full MR-row tiles then the rest (the float epilogue's rounding may depend on the
+        // tile height off x86, so the rows' tiles stay where they were).
+        const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
         const int8_t* a[ukernel::kMaxMR];
-        for (int64_t i = 0; i < std::min(MR, m - r0); ++i) a[i] = rows + (r0 + i) * kk;
-        for (int64_t b = bt * blocks_per; b < std::min(blocks, (bt + 1) * blocks_per); ++b) {
+        for (int64_t i = 0; i < mr; ++i) a[i] = rows + (r0 + i) * kk;
+        for (int64_t b = st.block0; b < st.block1; ++b) {
           Qd8GemmTile p;
-          p.mr = std::min(MR, m - r0);
+          p.mr = mr;
           p.nr = std::min(NR, h->n - b * NR);
           p.kc = kk;
           p.group = h->group;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/portable/cpu/gemm_split.h"
 #include "kernels/portable/cpu/nhwc_dw_driver.h"
 #include "kernels/portable/cpu/nhwc_gemm_rows.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
@@ -218,22 +219,18 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
               int64_t out_stride, const ukernel::Qs8Requant& rq, const Rows& rows) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = h.blocks_per_group, tiles = ceil_div(m, MR);
-  const int64_t tile_macs = std::max<int64_t>(1, MR * h.ks * h.cg * NR);
-  const int64_t tiles_per = std::clamp<int64_t>(kTaskMacs / (tile_macs * blocks), 1, tiles);
-  int64_t blocks_per = blocks;
-  if (tiles_per == 1) blocks_per = std::clamp<int64_t>(kTaskMacs / tile_macs, 1, blocks);
-  const int64_t tile_tasks = ceil_div(tiles, tiles_per), block_tasks = ceil_div(blocks, blocks_per);
-  parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
+  const RowTiles row_tiles(m, tiles);
+  const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR, kTaskMacs);
+  parallel_for(0, split.tasks, 1, [&](int64_t t0, int64_t t1) {
     const int8_t* a[kMaxTaps * kMaxMR];
     int8_t patch[kPatchBytes];
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t g = task / (tile_tasks * block_tasks);
-      const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
-      const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
-      for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
-        const int64_t r0 = tile * MR, mr = std::min(MR, m - r0);
+      const GemmSplit::Task st = split.at(task);
+      const int64_t g = st.g, b_end = st.block1;
+      for (int64_t tile = st.tile0; tile < st.tile1; ++tile) {
+        const int64_t r0 = row_tiles.begin(tile), mr = row_tiles.rows(tile);
         rows(r0, mr, 0, h.ks, g, a, patch);
-        for (int64_t b = bt * blocks_per; b < b_end; ++b) {
+        for (int64_t b = st.block0; b < b_end; ++b) {
           Qs8GemmTile p;
           p.mr = mr;
           p.nr = std::min(NR, h.ocg - b * NR);
@@ -260,8 +257,10 @@ void run_depthwise(const Header& h, const Kernels& k, const char* w, const ConvN
   t.w = w;
   t.out_stride = h.groups;
   t.rq = rq;
+  const int64_t cb = h.width;
   ukernel::depthwise_rows(c, batch, in_h, in_w, h.groups, in, out,
-                          reinterpret_cast<const int8_t*>(w + h.weight_bytes), kTaskMacs, t, k.dw);
+                          reinterpret_cast<const int8_t*>(w + h.weight_bytes), kTaskMacs, cb, t,
+                          [&](int64_t c0) { return w + c0 / cb * h.block_bytes; }, k.dw);
 }
 
 bool is_depthwise(const ConvNhwc& c) {

@@ -162,7 +162,12 @@ KTEST(conv_nhwc_f32_is_bit_identical_for_any_thread_count) {
   const Big bigs[] = {{1, 28, 28, geometry(1, 1, 0, 1, 1, 32, 96)},
                       {1, 30, 30, geometry(3, 1, 1, 1, 1, 16, 40)},
                       {1, 56, 56, geometry(3, 2, 1, 1, 144, 1, 1)},
-                      {1, 20, 20, geometry(7, 1, 3, 1, 1, 8, 8)}};
+                      {1, 20, 20, geometry(7, 1, 3, 1, 1, 8, 8)},
+                      // Small maps: depthwise split over channel blocks too, with a tail block;
+                      // the GEMM numbered column-block major (more columns than rows).
+                      {1, 7, 7, geometry(3, 1, 1, 1, 200, 1, 1)},
+                      {1, 28, 28, geometry(3, 2, 1, 1, 75, 1, 1)},
+                      {1, 7, 7, geometry(1, 1, 0, 1, 1, 64, 330)}};
   for (const Big& k : bigs) {
     auto in = ktest::random_floats(k.batch * k.h * k.w * k.c.in_channels(), 7);
     auto wt = ktest::random_floats(

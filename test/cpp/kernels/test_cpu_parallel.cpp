@@ -2,6 +2,7 @@
 // results bit-identical for 1, 2 and 3 threads.
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -86,6 +87,24 @@ KTEST(threadpool_parallel_for_covers_each_index_once) {
     CHECK(covers_once(-5, 1000, 7));
     CHECK(covers_once(0, 100000, 1));
     CHECK(covers_once(0, 10, 0));  // grain < 1 counts as 1
+  }
+}
+
+KTEST(threadpool_more_chunks_than_a_range_word_holds_each_run_once) {
+  // Past 2^24 chunks the pool hands them out in groups; every index still runs exactly once,
+  // as its own chunk. Disjoint indices, so plain bytes are enough to count the visits.
+  const int64_t n = (int64_t(1) << 24) + 3;
+  std::vector<uint8_t> hits(static_cast<size_t>(n), 0);
+  std::atomic<bool> chunks_ok{true};
+  for (uint32_t t : {2u, 3u}) {
+    CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+    std::fill(hits.begin(), hits.end(), 0);
+    parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
+      if (hi != lo + 1) chunks_ok = false;
+      ++hits[static_cast<size_t>(lo)];
+    });
+    CHECK(chunks_ok.load());
+    CHECK(std::all_of(hits.begin(), hits.end(), [](uint8_t h) { return h == 1; }));
   }
 }
 

@@ -103,8 +103,11 @@ KTEST(pool_nhwc_f32_matches_reference) {
   CHECK(!cpu::max_pool2d_nhwc_f32(bad, 1, 3, 3, 1, in.data(), out.data(), -1, 1));
 }
 
-KTEST(global_avg_pool_nhwc_matches_reference) {
-  const int64_t n = 2, pixels = 49, c = 37;
+namespace {
+
+// Float and QS8 global average pools of 2 images of 49 pixels and c channels against sums.
+void global_avg_pool_case(int64_t c) {
+  const int64_t n = 2, pixels = 49;
   auto in = ktest::random_floats(n * pixels * c, 211);
   std::vector<float> out(n * c), expected(n * c);
   for (int64_t b = 0; b < n; ++b)
@@ -131,6 +134,28 @@ KTEST(global_avg_pool_nhwc_matches_reference) {
   CHECK(cpu::global_avg_pool_nhwc_qs8(n, pixels, c, q.data(), in_scale, in_zp, qout.data(),
                                       out_scale, out_zp, -128, 127));
   CHECK(qout == qexp);
+}
+
+}  // namespace
+
+KTEST(global_avg_pool_nhwc_matches_reference) {
+  for (const int64_t c : {37, 300})  // one channel chunk; three, the last short
+    global_avg_pool_case(c);
+}
+
+KTEST(global_avg_pool_nhwc_is_bit_identical_for_any_thread_count) {
+  const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
+  const int64_t n = 1, pixels = 49, c = 1280;
+  auto in = ktest::random_floats(n * pixels * c, 212);
+  std::vector<float> first;
+  for (uint32_t t : {1u, 2u, 3u}) {
+    CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+    std::vector<float> out(n * c);
+    CHECK(cpu::global_avg_pool_nhwc_f32(n, pixels, c, in.data(), out.data(), -1e30f, 1e30f));
+    if (first.empty()) first = out;
+    CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
+  }
+  get_threadpool()->_unsafe_reset_threadpool(before);
 }
 
 KTEST(max_pool_nhwc_qs8_matches_reference) {

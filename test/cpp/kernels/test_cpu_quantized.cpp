@@ -184,7 +184,9 @@ KTEST(qs8_conv_is_bit_identical_for_any_thread_count) {
   const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
   const Case bigs[] = {{1, 28, 28, geometry(1, 1, 0, 1, 1, 32, 96)},
                        {1, 30, 30, geometry(3, 1, 1, 1, 1, 16, 40)},
-                       {1, 56, 56, geometry(3, 2, 1, 1, 144, 1, 1)}};
+                       {1, 56, 56, geometry(3, 2, 1, 1, 144, 1, 1)},
+                       {1, 7, 7, geometry(3, 1, 1, 1, 200, 1, 1)},      // depthwise, channel split
+                       {1, 7, 7, geometry(1, 1, 0, 1, 1, 64, 330)}};  // column-block major
   for (const Case& k : bigs) {
     const int64_t red = k.c.group_in_channels * k.c.kernel_h * k.c.kernel_w;
     auto in = random_i8(k.batch * k.h * k.w * k.c.in_channels(), 1);
