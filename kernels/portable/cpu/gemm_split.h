@@ -32,14 +32,18 @@ struct GemmSplit {
   bool block_major;
 
   // m rows in `tiles` tiles, n columns in `blocks` blocks, per group; tile_macs: multiply-adds
-  // of one full tile by one block.
+  // of one tile by one block; a task's blocks come in multiples of block_group (a one-row tile
+  // runs several blocks at once).
   GemmSplit(int64_t groups, int64_t m, int64_t n, int64_t tiles_, int64_t blocks_, int64_t tile_macs,
-            int64_t task_macs)
+            int64_t task_macs, int64_t block_group = 1)
       : tiles(tiles_), blocks(blocks_) {
     tile_macs = std::max<int64_t>(1, tile_macs);
     tiles_per = std::clamp<int64_t>(task_macs / (tile_macs * blocks), 1, tiles);
     blocks_per = blocks;
-    if (tiles_per == 1) blocks_per = std::clamp<int64_t>(task_macs / tile_macs, 1, blocks);
+    if (tiles_per == 1) {
+      blocks_per = std::max<int64_t>(1, task_macs / tile_macs);
+      blocks_per = std::min(blocks, (blocks_per + block_group - 1) / block_group * block_group);
+    }
     tile_tasks = (tiles + tiles_per - 1) / tiles_per;
     block_tasks = (blocks + blocks_per - 1) / blocks_per;
     tasks = groups * tile_tasks * block_tasks;

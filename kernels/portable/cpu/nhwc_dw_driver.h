@@ -19,9 +19,10 @@ namespace ukernel {
 constexpr int64_t kDwPtrs = 512;
 
 // Output rows per depthwise task come from `task_macs`; a layer with fewer row tasks than this
-// (7x7 and 14x14 maps) also splits its channels, in whole kernel blocks, so two or more
-// threads share it evenly. Depends on the shape only, never on the thread count.
-constexpr int64_t kDwMinTasks = 16;
+// takes one row per task, and if that is still fewer (7x7 maps) splits its channels too, in
+// whole kernel blocks, so two threads share it evenly (7 rows were 4 + 3). Depends on the shape
+// only, never on the thread count; few chunks, as each one sets up its own tap pointers.
+constexpr int64_t kDwMinTasks = 8;
 
 // `tile` is a filled-in F32DwTile / Qs8DwTile whose pixels, in, in_step and out this sets per
 // call, and channels and w per channel chunk: weights_at(c0) gives the packed weights from
