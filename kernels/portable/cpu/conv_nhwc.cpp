@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/portable/cpu/gemm_split.h"
 #include "kernels/portable/cpu/nhwc_dw_driver.h"
 #include "kernels/portable/cpu/nhwc_gemm_rows.h"
 #include "kernels/portable/cpu/nhwc_ukernels.h"
@@ -163,19 +164,9 @@ const float* weights_of(const void* packed) {
 // Floats of the per-task stack buffer that holds merged kernel rows patched with zero padding.
 constexpr int64_t kPatchFloats = 8192;
 
-// Row tiles of at most MR rows whose sizes differ by at most one (49 rows as 7 x 7, not 6 x 8
-// + 1: a one-row tile runs its FMA chains back to back at a fraction of the peak). Which tile
-// an output row lands in does not change how it is summed.
-struct RowTiles {
-  int64_t base, extra;  // tile t has base + (t < extra) rows
-  RowTiles(int64_t m, int64_t tiles) : base(m / tiles), extra(m % tiles) {}
-  int64_t begin(int64_t t) const { return t * base + std::min(t, extra); }
-  int64_t rows(int64_t t) const { return base + (t < extra ? 1 : 0); }
-};
-
 // Indirect GEMM over M output rows: rows(r0, mr, tap0, taps, g, a, patch) fills the row pointers
 // of one tile (see nhwc_gemm_rows.h; patch has room for kTapChunk * kMaxMR runs of kc floats).
-// Tasks are (group, span of MR-row tiles, span of NR-column blocks).
+// Tasks are (group, span of MR-row tiles, span of NR-column blocks), split by gemm_split.h.
 template <typename Rows>
 void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
               int64_t out_stride, float out_min, float out_max, const Rows& rows) {
@@ -183,11 +174,10 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
   const int64_t blocks = ceil_div(h.ocg, NR), tiles = ceil_div(m, MR);
   const RowTiles row_tiles(m, tiles);
   const int64_t block_floats = NR * (1 + h.ks * h.cg);
-  const int64_t tile_macs = std::max<int64_t>(1, MR * h.ks * h.cg * NR);
-  int64_t tiles_per = std::clamp<int64_t>(kTaskMacs / (tile_macs * blocks), 1, tiles);
-  int64_t blocks_per = blocks;
-  if (tiles_per == 1) blocks_per = std::clamp<int64_t>(kTaskMacs / tile_macs, 1, blocks);
-  const int64_t tile_tasks = ceil_div(tiles, tiles_per), block_tasks = ceil_div(blocks, blocks_per);
+  // A one-row tile (a classifier, a decode step) runs four column blocks at once: its tasks
+  // take blocks in fours.
+  const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR, kTaskMacs,
+                        m == 1 ? 4 : 1);
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // When a tile's column blocks are split over several tasks, each would build the same row
   // pointers: one set kept here is reused by whichever thread holds it next (on one thread, every
@@ -199,17 +189,18 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
     float patch[kPatchFloats];
   };
   Built shared;
-  parallel_for(0, h.groups * tile_tasks * block_tasks, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(0, split.tasks, 1, [&](int64_t t0, int64_t t1) {
     const float* own_a[kTapChunk * kMaxMR];
     float own_patch[kPatchFloats];
-    const bool keep = block_tasks > 1 && !shared.busy.exchange(true, std::memory_order_acquire);
+    // Column-block-major tasks change tile at every task: nothing to keep.
+    const bool keep = split.block_tasks > 1 && !split.block_major &&
+                      !shared.busy.exchange(true, std::memory_order_acquire);
     const float** a = keep ? shared.a : own_a;
     float* patch = keep ? shared.patch : own_patch;
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t g = task / (tile_tasks * block_tasks);
-      const int64_t tt = task / block_tasks % tile_tasks, bt = task % block_tasks;
-      const int64_t b_end = std::min(blocks, (bt + 1) * blocks_per);
-      for (int64_t tile = tt * tiles_per; tile < std::min(tiles, (tt + 1) * tiles_per); ++tile) {
+      const GemmSplit::Task st = split.at(task);
+      const int64_t g = st.g, b0 = st.block0, b_end = st.block1;
+      for (int64_t tile = st.tile0; tile < st.tile1; ++tile) {
         const int64_t r0 = row_tiles.begin(tile), mr = row_tiles.rows(tile);
         for (int64_t tap0 = 0; tap0 < h.ks; tap0 += kTapChunk) {
           const int64_t taps = std::min<int64_t>(kTapChunk, h.ks - tap0);
@@ -235,7 +226,6 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
             p.max = last ? out_max : kInf;
             return p;
           };
-          const int64_t b0 = bt * blocks_per;
           if (k.gemm_blocks != nullptr && (b_end - b0 > 1 || mr == 1)) {
             k.gemm_blocks(tile_at(b0, std::min(h.ocg, b_end * NR) - b0 * NR), b_end - b0,
                           block_floats);
