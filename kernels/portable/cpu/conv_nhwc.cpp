@@ -322,9 +322,7 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
              ukernel::ConvRows<float>(c, in_h, in_w, in, zero, true, 0.f));
     return true;
   }
-  if (c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
-      c.pad_top == 0 && c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0) {
-    // A pointwise convolution is a plain matrix product: output row r reads input row r.
+  if (c.pointwise()) {
     run_gemm(*h, k, w, m, out, c.out_channels(), out_min, out_max,
              ukernel::MatrixRows<float>{in, c.in_channels(), c.group_in_channels});
     return true;

@@ -42,6 +42,11 @@ struct ConvNhwc {
   int64_t out_w(int64_t in_w) const {
     return out_len(in_w + pad_left + pad_right, kernel_w, stride_w, dilation_w);
   }
+  // A 1x1 kernel at stride 1 without padding: output pixel r reads input pixel r (a matrix product).
+  bool pointwise() const {
+    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 &&
+           pad_left == 0 && pad_bottom == 0 && pad_right == 0;
+  }
   // Sizes positive, pads non-negative, and every product the kernels form fits in int64_t:
   // each field, the channel and tap counts and the reduction per output (taps x group_in) at
   // most 2^24, the weight count at most 2^40.

@@ -213,6 +213,33 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
 // read and written in address order, which the hardware prefetchers follow; the block-major
 // order above strides by the pixel size and, on layers whose input comes from L3, waits on it.
 // Each output element is summed exactly as in dw_block (bias, then taps in order).
+// Channels [c0, c0 + 16) of pixels [px, px + P): FULL blocks load and store without a mask.
+template <int KS, int P, bool FULL>
+__attribute__((always_inline)) inline void dw_group_block(const float* (&in)[P][KS],
+                                                          float* out, int64_t out_stride,
+                                                          const float* block, int64_t c0,
+                                                          __mmask16 m, __m512 lo, __m512 hi) {
+  __m512 acc[P];
+  const __m512 bias = _mm512_loadu_ps(block);
+#pragma GCC unroll 4
+  for (int q = 0; q < P; ++q) acc[q] = bias;
+#pragma GCC unroll 9
+  for (int k = 0; k < KS; ++k) {
+    const __m512 wk = _mm512_loadu_ps(block + 16 * (k + 1));
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) acc[q] = _mm512_fmadd_ps(dw_load<FULL>(m, in[q][k] + c0), wk, acc[q]);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < P; ++q) {
+    const __m512 r = _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi);
+    if (FULL) {
+      _mm512_storeu_ps(out + q * out_stride + c0, r);
+    } else {
+      _mm512_mask_storeu_ps(out + q * out_stride + c0, m, r);
+    }
+  }
+}
+
 // Pixels [px, px + P) through every block.
 template <int KS, int P>
 __attribute__((always_inline)) inline void dw_group(const F32DwTile& t, int64_t px, __m512 lo,
@@ -227,40 +254,10 @@ __attribute__((always_inline)) inline void dw_group(const F32DwTile& t, int64_t 
   float* out = t.out + px * t.out_stride;
   const float* block = t.w;
   int64_t c0 = 0;
-  for (; c0 < full; c0 += 16, block += 16 * (KS + 1)) {
-    __m512 acc[P];
-    const __m512 bias = _mm512_loadu_ps(block);
-#pragma GCC unroll 4
-    for (int q = 0; q < P; ++q) acc[q] = bias;
-#pragma GCC unroll 9
-    for (int k = 0; k < KS; ++k) {
-      const __m512 wk = _mm512_loadu_ps(block + 16 * (k + 1));
-#pragma GCC unroll 4
-      for (int q = 0; q < P; ++q)
-        acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(in[q][k] + c0), wk, acc[q]);
-    }
-#pragma GCC unroll 4
-    for (int q = 0; q < P; ++q)
-      _mm512_storeu_ps(out + q * t.out_stride + c0, _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
-  }
-  if (c0 < t.channels) {
-    const __mmask16 m = lanes(t.channels - c0);
-    __m512 acc[P];
-    const __m512 bias = _mm512_loadu_ps(block);
-#pragma GCC unroll 4
-    for (int q = 0; q < P; ++q) acc[q] = bias;
-#pragma GCC unroll 9
-    for (int k = 0; k < KS; ++k) {
-      const __m512 wk = _mm512_loadu_ps(block + 16 * (k + 1));
-#pragma GCC unroll 4
-      for (int q = 0; q < P; ++q)
-        acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[q][k] + c0), wk, acc[q]);
-    }
-#pragma GCC unroll 4
-    for (int q = 0; q < P; ++q)
-      _mm512_mask_storeu_ps(out + q * t.out_stride + c0, m,
-                            _mm512_min_ps(_mm512_max_ps(acc[q], lo), hi));
-  }
+  for (; c0 < full; c0 += 16, block += 16 * (KS + 1))
+    dw_group_block<KS, P, true>(in, out, t.out_stride, block, c0, 0xffff, lo, hi);
+  if (c0 < t.channels)
+    dw_group_block<KS, P, false>(in, out, t.out_stride, block, c0, lanes(t.channels - c0), lo, hi);
 }
 
 template <int KS, int P>

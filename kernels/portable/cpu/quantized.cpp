@@ -321,9 +321,7 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
   }
   const int8_t* zero = reinterpret_cast<const int8_t*>(w + h->weight_bytes);
   const int64_t m = batch * oh * ow;
-  if (c.kernel_h * c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
-      c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0) {
-    // A pointwise convolution is a plain matrix product: output row r reads input row r.
+  if (c.pointwise()) {
     run_gemm(*h, k, w, m, out, c.out_channels(), rq,
              ukernel::MatrixRows<int8_t>{in, c.in_channels(), c.group_in_channels});
     return true;
