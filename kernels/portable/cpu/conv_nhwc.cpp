@@ -52,7 +52,8 @@ struct Header {
 constexpr size_t kHeaderBytes = 64;
 static_assert(sizeof(Header) <= kHeaderBytes, "header fits its slot");
 
-// Multiply-adds one task should hold at least, so handing it to a thread pays off.
+// Multiply-adds one task should hold at least, so handing it to a thread pays off (GEMM tasks
+// grow with the product: gemm_split.h's task_macs_for).
 constexpr int64_t kTaskMacs = int64_t(1) << 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -176,8 +177,8 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
   const int64_t block_floats = NR * (1 + h.ks * h.cg);
   // A one-row tile (a classifier, a decode step) runs four column blocks at once: its tasks
   // take blocks in fours.
-  const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR, kTaskMacs,
-                        m == 1 ? 4 : 1);
+  const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR,
+                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs), m == 1 ? 4 : 1);
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // When a tile's column blocks are split over several tasks, each would build the same row
   // pointers: one set kept here is reused by whichever thread holds it next (on one thread, every

@@ -21,6 +21,17 @@ struct RowTiles {
   int64_t rows(int64_t t) const { return base + (t < extra ? 1 : 0); }
 };
 
+// Multiply-adds per task for m rows of row_macs multiply-adds each: at least `least`, more for a
+// larger product (up to 2^20) while it still makes 32 tasks. A task whose tiles take all their
+// column blocks builds each tile's row pointers once and can run the blocks in one kernel call;
+// 32 tasks keep two to four threads balanced. Shape-only, like the rest of the split.
+inline int64_t task_macs_for(int64_t m, int64_t row_macs, int64_t least) {
+  constexpr int64_t kMost = int64_t(1) << 20, kMinTasks = 32;
+  row_macs = std::max<int64_t>(1, row_macs);
+  const int64_t macs = m > (int64_t(1) << 62) / row_macs ? int64_t(1) << 62 : m * row_macs;
+  return std::max(least, std::min(kMost, macs / kMinTasks));
+}
+
 // Tasks over (group, span of row tiles, span of column blocks), each about `task_macs`
 // multiply-adds. The pool hands each thread a contiguous run of task numbers, so the numbering
 // decides what a thread keeps in its cache: row-tile major when the input rows outweigh the
