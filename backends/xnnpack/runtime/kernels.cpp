@@ -556,17 +556,61 @@ template <typename T>
 ET_MULTIVERSION void max_into(int64_t c, const T* s, T* o) {
   for (int64_t ch = 0; ch < c; ++ch) o[ch] = s[ch] > o[ch] ? s[ch] : o[ch];
 }
+
+// A cache line of T as one GNU vector (unaligned), and the signed integer vector its compares give.
+template <typename T> struct Line;
+template <> struct Line<float> {
+  typedef float V __attribute__((vector_size(64), aligned(4)));
+  typedef int32_t M __attribute__((vector_size(64)));
+};
+template <> struct Line<int8_t> {
+  typedef int8_t V __attribute__((vector_size(64), aligned(1)));
+  typedef int8_t M __attribute__((vector_size(64)));
+};
+template <> struct Line<uint8_t> {
+  typedef uint8_t V __attribute__((vector_size(64), aligned(1)));
+  typedef int8_t M __attribute__((vector_size(64)));
+};
+
+// What max_into over taps[1..count) leaves on a copy of taps[0] (count >= 1), kept in registers a
+// cache line of channels at a time instead of read and written back per tap (s wins where s > m:
+// a NaN in a later tap never wins, one in the first stays, as in max_into).
+template <typename T>
+ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T* o) {
+  using V = typename Line<T>::V;
+  using M = typename Line<T>::M;
+  constexpr int64_t kB = 64 / sizeof(T);
+  int64_t c0 = 0;
+  for (; c0 + kB <= c; c0 += kB) {
+    V m = *reinterpret_cast<const V*>(taps[0] + c0);
+    for (int64_t t = 1; t < count; ++t) {
+      const V s = *reinterpret_cast<const V*>(taps[t] + c0);
+      const M gt = reinterpret_cast<M>(s > m);
+      m = reinterpret_cast<V>((reinterpret_cast<M>(s) & gt) | (reinterpret_cast<M>(m) & ~gt));
+    }
+    *reinterpret_cast<V*>(o + c0) = m;
+  }
+  for (; c0 < c; ++c0) {
+    T m = taps[0][c0];
+    for (int64_t t = 1; t < count; ++t) m = taps[t][c0] > m ? taps[t][c0] : m;
+    o[c0] = m;
+  }
+}
+constexpr int64_t kMaxPoolTaps = 64;  // windows up to this many taps take max_taps
 }  // namespace
 
 template <typename T>
 void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const T* in, T* out, float lo, float hi) {
+  const bool in_registers = p.kernel_h * p.kernel_w <= kMaxPoolTaps;
   parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
+    const T* taps[kMaxPoolTaps];
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / oh, y = r % oh;
       for (int64_t x = 0; x < ow; ++x) {
         T* o = out + ((b * oh + y) * ow + x) * c;
         bool first = true;
+        int64_t count = 0;
         for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
           const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
           if (iy < 0 || iy >= h) continue;
@@ -574,13 +618,19 @@ void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
             if (ix < 0 || ix >= w) continue;
             const T* s = in + ((b * h + iy) * w + ix) * c;
-            if (first) {
+            if (in_registers) {
+              taps[count++] = s;
+            } else if (first) {
               std::memcpy(o, s, sizeof(T) * c);
               first = false;
             } else {
               max_into(c, s, o);
             }
           }
+        }
+        if (count > 0) {
+          max_taps(c, taps, count, o);
+          first = false;
         }
         if (first) std::memset(o, 0, sizeof(T) * c);
         if (sizeof(T) == 4 && (lo > -INFINITY || hi < INFINITY)) {
