@@ -54,21 +54,30 @@ size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 // Bound on one delegate's packed weights (as kMaxArenaBytes bounds its activations).
 constexpr size_t kMaxPackedBytes = size_t(8) << 30;
 
-// A block of `bytes` (kAlign-aligned) owned by *owner; from 2 MiB on, aligned to 2 MiB and, on
-// Linux, marked for transparent huge pages before anything touches it: weights and activations
-// of a CNN are tens of megabytes swept every run, which with 4 KiB pages misses the TLB on most
-// new lines. A hint only (the system may ignore it). Null when out of memory.
-uint8_t* huge_block(size_t bytes, std::unique_ptr<uint8_t[]>* owner) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t align = bytes >= kHuge ? kHuge : kAlign;
-  owner->reset(new (std::nothrow) uint8_t[bytes + align]);
-  if (*owner == nullptr) return nullptr;
-  uint8_t* p = owner->get();
-  p += (align - reinterpret_cast<uintptr_t>(p) % align) % align;
+// A block of `bytes` (kAlign-aligned) owned by *owner; from 2 MiB on, on Linux, a mapping of its
+// own aligned to 2 MiB and marked for transparent huge pages before anything touches it: weights
+// and activations of a CNN are tens of megabytes swept every run, which with 4 KiB pages misses
+// the TLB on most new lines. (Heap memory would not do: a block carved from pages the process
+// touched before keeps its small pages.) A hint only (the system may ignore it). Null when out of
+// memory.
+uint8_t* huge_block(size_t bytes, Block* owner) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHuge) (void)madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (bytes >= kHuge) {
+    const size_t len = bytes + kHuge;
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    *owner = Block(static_cast<uint8_t*>(m), BlockFree{len});
+    uint8_t* p = static_cast<uint8_t*>(m);
+    p += (kHuge - reinterpret_cast<uintptr_t>(p) % kHuge) % kHuge;
+    (void)madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+    return p;
+  }
 #endif
-  return p;
+  *owner = Block(new (std::nothrow) uint8_t[bytes + kAlign], BlockFree{0});
+  uint8_t* p = owner->get();
+  if (p == nullptr) return nullptr;
+  return p + (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign;
 }
 
 float bf16_to_float(uint16_t v) {
@@ -1295,6 +1304,16 @@ size_t dtype_size(DType t) {
 Error compile(const Payload& payload, const NamedDataMap* named_data, Plan* plan) {
   Compiler c(payload, named_data, plan);
   return c.run();
+}
+
+void BlockFree::operator()(uint8_t* p) const {
+#if defined(__linux__)
+  if (mapped != 0) {
+    munmap(p, mapped);
+    return;
+  }
+#endif
+  delete[] p;
 }
 
 }  // namespace xnnpack

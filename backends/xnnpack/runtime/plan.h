@@ -128,6 +128,14 @@ struct Op {
   int64_t scratch_offset = 0;      // this op's scratch (inside the plan's scratch region)
 };
 
+// Frees a block compile() allocated for packed weights or the arena: its own mapping (`mapped`
+// bytes, munmap) or heap bytes (mapped == 0, delete[]).
+struct BlockFree {
+  size_t mapped = 0;
+  void operator()(uint8_t* p) const;
+};
+using Block = std::unique_ptr<uint8_t, BlockFree>;
+
 struct Plan {
   std::vector<Value> values;
   std::vector<Op> ops;
@@ -137,8 +145,8 @@ struct Plan {
   // scratch for ops (sized at init for the payload's upper-bound shapes).
   std::vector<std::unique_ptr<float[]>> owned_floats;
   std::vector<std::unique_ptr<uint8_t[]>> owned_bytes;
-  std::unique_ptr<uint8_t[]> packed_storage;  // every op's packed weights
-  std::unique_ptr<uint8_t[]> arena_storage;
+  Block packed_storage;  // every op's packed weights
+  Block arena_storage;
   uint8_t* arena = nullptr;
   size_t arena_bytes = 0;
   uint8_t* scratch = nullptr;
