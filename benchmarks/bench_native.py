@@ -321,8 +321,9 @@ def main() -> None:
     ap.add_argument("--same-xnnpack-file", metavar="XNNPY",
                     help="time the published exporter's XNNPACK file on both runtimes (XNNPY: the published python)")
     ap.add_argument("--int8", action="store_true", help="with --same-xnnpack-file: quantize first (XNNPACKQuantizer)")
-    ap.add_argument("--inner", type=int, default=3,
-                    help="with --same-xnnpack-file: back-to-back timed runs per turn (their median is the turn's figure)")
+    ap.add_argument("--inner", type=int, default=10,
+                    help="with --same-xnnpack-file: back-to-back timed runs per turn (their median is the turn's "
+                         "figure; the first runs after the turn's idle wait are slower on both sides)")
     ap.add_argument("--8da4w", dest="q8da4w", action="store_true",
                     help="with --same-xnnpack-file: 8da4w linear layers (the published quantize_model_), e.g. for "
                          "llama_100m_token (one token: ms per decode step, tok/s = 1000 / ms)")
