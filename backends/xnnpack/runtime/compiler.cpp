@@ -1213,6 +1213,17 @@ class Compiler {
     return Error::Ok;
   }
 
+  // Bytes to add to `offset` (a multiple of kAlign) so that slot `index` starts 5 cache lines
+  // further into a 4 KiB page than slot index - 1 (modulo the page). Activation sizes are often
+  // multiples of 4 KiB; with every slot at the same page offset, an op's input and output streams
+  // move through the same low address bits together: MobileNetV2's 16 -> 96 pointwise layer took
+  // 0.49 ms in the model against 0.42 alone, and takes 0.44 with these offsets (with slots 1 KiB
+  // or 256 bytes apart, still 0.49-0.51; 3 or 5 lines apart, 0.41-0.44).
+  static size_t slot_offset_pad(size_t offset, size_t index) {
+    const size_t want = index * 320 % 4096, at = offset % 4096;
+    return (want + 4096 - at) % 4096;
+  }
+
   // Internal values share one arena: a value's slot is free again after its last reader.
   Error plan_memory() {
     const size_t nv = plan_.values.size();
@@ -1243,6 +1254,7 @@ class Compiler {
         if (s.free_after < static_cast<int64_t>(k) && s.size >= bytes && (!best || s.size < best->size)) best = &s;
       }
       if (best == nullptr) {
+        total += slot_offset_pad(total, slots.size());
         slots.push_back(Slot{total, bytes, -1});
         total += bytes;
         best = &slots.back();
