@@ -178,7 +178,8 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
   // A one-row tile (a classifier, a decode step) runs four column blocks at once: its tasks
   // take blocks in fours.
   const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR,
-                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs), m == 1 ? 4 : 1);
+                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs), m == 1 ? 4 : 1,
+                        h.groups * h.ocg * h.ks * h.cg * int64_t(sizeof(float)));
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // When a tile's column blocks are split over several tasks, each would build the same row
   // pointers: one set kept here is reused by whichever thread holds it next (on one thread, every

@@ -34,19 +34,25 @@ inline int64_t task_macs_for(int64_t m, int64_t row_macs, int64_t least) {
 
 // Tasks over (group, span of row tiles, span of column blocks), each about `task_macs`
 // multiply-adds. The pool hands each thread a contiguous run of task numbers, so the numbering
-// decides what a thread keeps in its cache: row-tile major when the input rows outweigh the
-// weights (a thread's tiles read their rows once, the weights stay in cache), column-block
-// major when the weights outweigh the rows (7x7 and 14x14 layers with hundreds of output
-// channels: a thread reads only its share of the weights, each block once for all its tiles).
+// decides what a thread keeps in its cache. Row-tile major by default: a thread's tiles read
+// their rows once, and they are the rows the thread wrote in the layer before (which split its
+// rows the same way), still in its core's cache. Column-block major when the weights outweigh
+// the rows and are too large for one core's cache (ResNet's 7x7 layers, 2-9 MB of weights): a
+// thread then reads only its share of the weights, each block once for all its tiles.
 struct GemmSplit {
+  // Weights above this take column-block-major numbering when they outweigh the rows. Below it
+  // (MobileNetV2's 7x7 layers, 0.6-1.6 MB; ResNet-50's 14x14 ones, 1 MB) the rows' affinity
+  // wins: at two threads, with those layers column-block major, MobileNetV2 took 3% longer, and
+  // the adds after them 1.7-2.7 times as long (their inputs half in the other core's cache).
+  static constexpr int64_t kBlockMajorBytes = int64_t(2) << 20;
   int64_t tiles, blocks, tiles_per, blocks_per, tile_tasks, block_tasks, tasks;
   bool block_major;
 
   // m rows in `tiles` tiles, n columns in `blocks` blocks, per group; tile_macs: multiply-adds
   // of one tile by one block; a task's blocks come in multiples of block_group (a one-row tile
-  // runs several blocks at once).
+  // runs several blocks at once); weight_bytes: the packed weights the product reads.
   GemmSplit(int64_t groups, int64_t m, int64_t n, int64_t tiles_, int64_t blocks_, int64_t tile_macs,
-            int64_t task_macs, int64_t block_group = 1)
+            int64_t task_macs, int64_t block_group, int64_t weight_bytes)
       : tiles(tiles_), blocks(blocks_) {
     tile_macs = std::max<int64_t>(1, tile_macs);
     tiles_per = std::clamp<int64_t>(task_macs / (tile_macs * blocks), 1, tiles);
@@ -58,7 +64,7 @@ struct GemmSplit {
     tile_tasks = (tiles + tiles_per - 1) / tiles_per;
     block_tasks = (blocks + blocks_per - 1) / blocks_per;
     tasks = groups * tile_tasks * block_tasks;
-    block_major = n > m;
+    block_major = n > m && weight_bytes > kBlockMajorBytes;
   }
 
   struct Task {

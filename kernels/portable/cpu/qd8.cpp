@@ -252,7 +252,7 @@ bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t
   });
   const int64_t MR = k.geo.mr, NR = h->nr;
   const int64_t blocks = ceil_div(h->n, NR), tiles = ceil_div(m, MR);
-  const GemmSplit split(1, m, h->n, tiles, blocks, MR * kk * NR, kTaskMacs);
+  const GemmSplit split(1, m, h->n, tiles, blocks, MR * kk * NR, kTaskMacs, 1, h->n * kk);
   const char* w = static_cast<const char*>(packed) + kHeaderBytes;
   parallel_for(0, split.tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {

@@ -221,7 +221,8 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
   const int64_t blocks = h.blocks_per_group, tiles = ceil_div(m, MR);
   const RowTiles row_tiles(m, tiles);
   const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR,
-                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs));
+                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs), 1,
+                        h.groups * h.ocg * h.ks * h.cg);
   parallel_for(0, split.tasks, 1, [&](int64_t t0, int64_t t1) {
     const int8_t* a[kMaxTaps * kMaxMR];
     int8_t patch[kPatchBytes];
