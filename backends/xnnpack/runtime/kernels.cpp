@@ -551,12 +551,6 @@ void concat(size_t elem, int rank, int64_t axis, int count, const int64_t* const
 }
 
 namespace {
-// o[ch] = s[ch] if greater, per ISA (a NaN in s never wins; one in o stays).
-template <typename T>
-ET_MULTIVERSION void max_into(int64_t c, const T* s, T* o) {
-  for (int64_t ch = 0; ch < c; ++ch) o[ch] = s[ch] > o[ch] ? s[ch] : o[ch];
-}
-
 // A cache line of T as one GNU vector (unaligned), and the signed integer vector its compares give.
 template <typename T> struct Line;
 template <> struct Line<float> {
@@ -572,9 +566,9 @@ template <> struct Line<uint8_t> {
   typedef int8_t M __attribute__((vector_size(64)));
 };
 
-// What max_into over taps[1..count) leaves on a copy of taps[0] (count >= 1), kept in registers a
-// cache line of channels at a time instead of read and written back per tap (s wins where s > m:
-// a NaN in a later tap never wins, one in the first stays, as in max_into).
+// o = the running maximum of taps[0..count) in tap order (count >= 1; taps[0] may be o itself),
+// kept in registers a cache line of channels at a time: a later tap s wins where s > m, so a NaN
+// in a later tap never wins and one in the first stays.
 template <typename T>
 ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T* o) {
   using V = typename Line<T>::V;
@@ -596,43 +590,38 @@ ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T*
     o[c0] = m;
   }
 }
-constexpr int64_t kMaxPoolTaps = 64;  // windows up to this many taps take max_taps
+constexpr int64_t kMaxPoolTaps = 64;  // taps max_taps folds per call (larger windows: in chunks)
 }  // namespace
 
 template <typename T>
 void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const T* in, T* out, float lo, float hi) {
-  const bool in_registers = p.kernel_h * p.kernel_w <= kMaxPoolTaps;
   parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
     const T* taps[kMaxPoolTaps];
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / oh, y = r % oh;
       for (int64_t x = 0; x < ow; ++x) {
         T* o = out + ((b * oh + y) * ow + x) * c;
-        bool first = true;
+        // Taps in chunks; after the first, the output so far leads the next chunk.
         int64_t count = 0;
+        bool folded = false;
         for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
           const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
           if (iy < 0 || iy >= h) continue;
           for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
             if (ix < 0 || ix >= w) continue;
-            const T* s = in + ((b * h + iy) * w + ix) * c;
-            if (in_registers) {
-              taps[count++] = s;
-            } else if (first) {
-              std::memcpy(o, s, sizeof(T) * c);
-              first = false;
-            } else {
-              max_into(c, s, o);
+            taps[count++] = in + ((b * h + iy) * w + ix) * c;
+            if (count == kMaxPoolTaps) {
+              max_taps(c, taps, count, o);
+              taps[0] = o;
+              count = 1;
+              folded = true;
             }
           }
         }
-        if (count > 0) {
-          max_taps(c, taps, count, o);
-          first = false;
-        }
-        if (first) std::memset(o, 0, sizeof(T) * c);
+        if (count > (folded ? 1 : 0)) max_taps(c, taps, count, o);
+        if (count == 0) std::memset(o, 0, sizeof(T) * c);
         if (sizeof(T) == 4 && (lo > -INFINITY || hi < INFINITY)) {
           for (int64_t ch = 0; ch < c; ++ch) o[ch] = static_cast<T>(clampf(static_cast<float>(o[ch]), lo, hi));
         }
