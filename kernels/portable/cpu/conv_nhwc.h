@@ -69,7 +69,10 @@ size_t conv2d_nhwc_f32_packed_bytes(const ConvNhwc& c, Isa isa);
 
 // Packs `weight` (laid out as `layout` says) and `bias` (out_channels floats, or null for zero)
 // for conv2d_nhwc_f32(). Depthwise convolutions (group_in == group_out == 1) get the depthwise
-// kernel, everything else (1x1 included) the GEMM kernel, reading the input rows in place.
+// kernel; dense 3x3 ones at stride 1 without dilation, with 16 or more input and output channels
+// and at most 256 x 256, Winograd F(2x2, 3x3) (2.25 times fewer multiply-adds; its sums round
+// differently from the direct ones, well inside float tolerance); everything else (1x1
+// included) the GEMM kernel, reading the input rows in place.
 bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* weight,
                           const float* bias, Isa isa, void* packed);
 

@@ -732,4 +732,25 @@ void f32_dw_avx512(const F32DwTile& t) {
 }  // namespace cpu
 }  // namespace kernels
 }  // namespace executorch
+
+#include "kernels/portable/cpu/nhwc_winograd.h"
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+namespace ukernel {
+
+void f32_wino_in_avx512(const float* const* src, int64_t kc, float* v, int64_t pos_stride) {
+  wino_f23_input<16>(src, kc, v, pos_stride);
+}
+
+void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
+                        float hi) {
+  wino_f23_output<16>(m, pos_stride, nc, dst, lo, hi);
+}
+
+}  // namespace ukernel
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch
 #endif

@@ -191,3 +191,24 @@ void f32_dw_baseline(const F32DwTile& t) {
 }  // namespace cpu
 }  // namespace kernels
 }  // namespace executorch
+
+#include "kernels/portable/cpu/nhwc_winograd.h"
+
+namespace executorch {
+namespace kernels {
+namespace cpu {
+namespace ukernel {
+
+void f32_wino_in_baseline(const float* const* src, int64_t kc, float* v, int64_t pos_stride) {
+  wino_f23_input<4>(src, kc, v, pos_stride);
+}
+
+void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
+                        float hi) {
+  wino_f23_output<4>(m, pos_stride, nc, dst, lo, hi);
+}
+
+}  // namespace ukernel
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace executorch

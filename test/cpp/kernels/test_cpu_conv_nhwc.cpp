@@ -91,6 +91,18 @@ std::vector<Case> cases() {
       {1, 1, 1, geometry(1, 1, 0, 1, 1, 40, 170)},   // one pixel: one-row tile over many blocks
       {1, 13, 13, geometry(7, 1, 0, 2, 1, 3, 100)},  // one pixel, 49 taps in two chunks
   };
+  // Dense 3x3 at stride 1 with 16+ channels each way: Winograd F(2x2, 3x3) tiles. Odd sizes
+  // (tiles cut by the image edge), no padding, uneven padding, input channels over several
+  // passes of 64 with a tail, output columns over several spans with a tail, a batch whose
+  // tiles groups straddle two images, and the largest channel product that takes this path.
+  v.push_back({2, 9, 11, geometry(3, 1, 1, 1, 1, 16, 16)});
+  v.push_back({1, 10, 7, geometry(3, 1, 0, 1, 1, 150, 100)});
+  v.push_back({3, 5, 5, geometry(3, 1, 1, 1, 1, 65, 33)});
+  v.push_back({1, 6, 6, geometry(3, 1, 1, 1, 1, 256, 256)});
+  Case wino_pad{1, 8, 9, geometry(3, 1, 0, 1, 1, 24, 40)};
+  wino_pad.c.pad_top = 2;
+  wino_pad.c.pad_right = 1;
+  v.push_back(wino_pad);
   Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
   asym.c.pad_top = 1;
   asym.c.pad_right = 2;  // TF-style "same" padding: more on one side
@@ -167,7 +179,9 @@ KTEST(conv_nhwc_f32_is_bit_identical_for_any_thread_count) {
                       // the GEMM numbered column-block major (more columns than rows).
                       {1, 7, 7, geometry(3, 1, 1, 1, 200, 1, 1)},
                       {1, 14, 14, geometry(3, 2, 1, 1, 75, 1, 1)},
-                      {1, 7, 7, geometry(1, 1, 0, 1, 1, 64, 330)}};
+                      {1, 7, 7, geometry(1, 1, 0, 1, 1, 64, 330)},
+                      // Winograd: 16 x 4 tasks over two images, three passes of channels.
+                      {2, 17, 13, geometry(3, 1, 1, 1, 1, 130, 200)}};
   for (const Big& k : bigs) {
     auto in = ktest::random_floats(k.batch * k.h * k.w * k.c.in_channels(), 7);
     auto wt = ktest::random_floats(
