@@ -122,6 +122,7 @@ class Compiler {
     ET_TRY(select_compute());
     ET_TRY(decode_float_weights());
     ET_TRY(pack_weights());
+    mark_dw_pw_pairs();
     ET_TRY(copy_loose_constants());
     ET_TRY(dry_run());
     return plan_memory();
@@ -690,6 +691,31 @@ class Compiler {
     plan_.ops.swap(kept);
   }
 
+  // Marks each float depthwise convolution that only feeds the pointwise convolution after it
+  // (MobileNet's blocks, on maps of 14 rows and more) to run with it as one kernel call; see
+  // Op::fuse_next. The depthwise output then never exists: plan_memory() gives it no slot.
+  void mark_dw_pw_pairs() {
+    std::vector<int> readers(plan_.values.size(), 0);
+    for (const Op& op : plan_.ops) {
+      for (int i = 0; i < op.n_in; ++i) ++readers[op.in[i]];
+    }
+    for (size_t i = 0; i + 1 < plan_.ops.size(); ++i) {
+      Op& dw = plan_.ops[i];
+      const Op& pw = plan_.ops[i + 1];
+      const Value& mid = plan_.values[dw.out];
+      if (dw.kind != OpKind::kDepthwiseConv || pw.kind != OpKind::kConv || dw.compute != Compute::kFloat ||
+          pw.compute != Compute::kFloat || dw.packed == nullptr || pw.packed == nullptr || pw.n_in != 1 ||
+          pw.in[0] != dw.out || readers[dw.out] != 1 || mid.is_output || mid.dtype != DType::kF32 ||
+          plan_.values[dw.in[0]].dtype != DType::kF32 || plan_.values[pw.out].dtype != DType::kF32 ||
+          !to_conv_nhwc(pw.conv).pointwise() || pw.conv.groups != 1 || mid.rank != 4 ||
+          mid.max_dims[3] > kernels::cpu::kDwPwMaxChannels ||
+          mid.max_dims[0] * mid.max_dims[1] < kernels::cpu::kDwPwMinRows)
+        continue;
+      dw.fuse_next = true;
+      ++i;
+    }
+  }
+
   // Whether the int8 kernels take the op's geometry (packing can still refuse bad scales).
   bool int8_packable(const Op& op) const {
     namespace cpu = kernels::cpu;
@@ -1232,7 +1258,15 @@ class Compiler {
       const Op& op = plan_.ops[k];
       if (first[op.out] < 0) first[op.out] = static_cast<int64_t>(k);
       last[op.out] = std::max<int64_t>(last[op.out], static_cast<int64_t>(k));
-      for (int i = 0; i < op.n_in; ++i) last[op.in[i]] = static_cast<int64_t>(k);
+      // A depthwise convolution run with the pointwise one after it reads its input until the
+      // pair is done: the pointwise output must not take that slot.
+      const int64_t reads_until = static_cast<int64_t>(op.fuse_next ? k + 1 : k);
+      for (int i = 0; i < op.n_in; ++i) last[op.in[i]] = std::max(last[op.in[i]], reads_until);
+    }
+    // The output of a depthwise convolution run with the pointwise one after it is never stored.
+    std::vector<bool> unstored(nv, false);
+    for (const Op& op : plan_.ops) {
+      if (op.fuse_next) unstored[op.out] = true;
     }
     struct Slot {
       size_t offset, size;
@@ -1247,7 +1281,7 @@ class Compiler {
       size_t bytes = align_up(static_cast<size_t>(v.max_numel()) * dtype_size(v.dtype));
       if (v.dtype == DType::kQD8) bytes += align_up(static_cast<size_t>(qd8_rows_max(v)) * 8);
       v.max_bytes = bytes;
-      if (v.is_output) continue;
+      if (v.is_output || unstored[vi]) continue;
       // Best fit among free slots; a new slot at the end otherwise.
       Slot* best = nullptr;
       for (Slot& s : slots) {

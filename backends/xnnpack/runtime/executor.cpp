@@ -622,6 +622,40 @@ Error run_op(const Op& op, Plan& plan) {
   return Error::Ok;
 }
 
+// A node's delegate event, named "<kind> #<n>" as the payload's node kinds are counted.
+runtime::EventTracerEntry start_event(const Op& op, runtime::EventTracer* tracer) {
+  char name[64];  // the tracer copies it
+  const char* kind = std::strncmp(op.name, "XNN", 3) == 0 ? op.name + 3 : op.name;
+  std::snprintf(name, sizeof(name), "%s #%u", kind, static_cast<unsigned>(op.kind_ordinal));
+  return tracer->start_profiling_delegate(name, runtime::kUnsetDelegateDebugIntId);
+}
+
+// The op's shapes for this call, its scratch checked against the plan's, its output bound.
+Error prepare(const Op& op, Plan& plan, Span<EValue*> args) {
+  ET_TRY(infer_shape(op, plan));
+  size_t need = 0;
+  ET_TRY(scratch_bytes(op, plan, &need));
+  ET_CHECK_OR_RETURN(need <= plan.scratch_bytes, InvalidArgument,
+                     "XnnpackBackend: node %u (%s) needs %zu bytes of scratch; the plan holds %zu", op.node_index,
+                     op.name, need, plan.scratch_bytes);
+  return bind_output(op, plan, args);
+}
+
+// A depthwise convolution and the pointwise one reading its output (Op::fuse_next), in one call.
+Error run_dw_pw(const Op& dw, const Op& pw, Plan& plan) {
+  const Value& a = plan.values[dw.in[0]];
+  Value& mid = plan.values[dw.out];
+  Value& out = plan.values[pw.out];
+  if (out.numel() == 0) return Error::Ok;
+  ET_CHECK_OR_RETURN(kernels::cpu::conv2d_nhwc_f32_dw_pw(
+                         to_conv_nhwc(dw.conv), dw.packed, dw.out_min, dw.out_max, to_conv_nhwc(pw.conv), pw.packed,
+                         a.dims[0], a.dims[1], a.dims[2], static_cast<const float*>(a.data),
+                         static_cast<float*>(mid.data), static_cast<float*>(out.data), pw.out_min, pw.out_max),
+                     Internal, "XnnpackBackend: nodes %u and %u (%s, %s): the packed convolutions refused their shapes",
+                     dw.node_index, pw.node_index, dw.name, pw.name);
+  return Error::Ok;
+}
+
 }  // namespace
 
 Error execute(Plan& plan, Span<EValue*> args, runtime::EventTracer* tracer) {
@@ -653,22 +687,23 @@ Error execute(Plan& plan, Span<EValue*> args, runtime::EventTracer* tracer) {
                        InvalidArgument, "XnnpackBackend: output argument %u is not a tensor of the graph's dtype",
                        plan.values[vi].external);
   }
-  for (const Op& op : plan.ops) {
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op& op = plan.ops[i];
     runtime::EventTracerEntry event;
-    if (tracer != nullptr) {
-      char name[64];  // the tracer copies it
-      const char* kind = std::strncmp(op.name, "XNN", 3) == 0 ? op.name + 3 : op.name;
-      std::snprintf(name, sizeof(name), "%s #%u", kind, static_cast<unsigned>(op.kind_ordinal));
-      event = tracer->start_profiling_delegate(name, runtime::kUnsetDelegateDebugIntId);
+    if (tracer != nullptr) event = start_event(op, tracer);
+    ET_TRY(prepare(op, plan, args));
+    if (op.fuse_next) {
+      // The pair's time is the depthwise node's event; the pointwise node's follows, empty.
+      const Op& pw = plan.ops[++i];
+      ET_TRY(prepare(pw, plan, args));
+      ET_TRY(run_dw_pw(op, pw, plan));
+      if (tracer != nullptr) {
+        tracer->end_profiling_delegate(event);
+        event = start_event(pw, tracer);
+      }
+    } else {
+      ET_TRY(run_op(op, plan));
     }
-    ET_TRY(infer_shape(op, plan));
-    size_t need = 0;
-    ET_TRY(scratch_bytes(op, plan, &need));
-    ET_CHECK_OR_RETURN(need <= plan.scratch_bytes, InvalidArgument,
-                       "XnnpackBackend: node %u (%s) needs %zu bytes of scratch; the plan holds %zu", op.node_index,
-                       op.name, need, plan.scratch_bytes);
-    ET_TRY(bind_output(op, plan, args));
-    ET_TRY(run_op(op, plan));
     if (tracer != nullptr) tracer->end_profiling_delegate(event);
   }
   return Error::Ok;

@@ -82,6 +82,22 @@ bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* we
 bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
                      int64_t in_w, const float* in, float* out, float out_min, float out_max);
 
+// A depthwise convolution whose output only feeds a pointwise (1x1) one, as in MobileNet's
+// blocks: out = clamp(pw(clamp(dw(in), dw_min, dw_max)), out_min, out_max). Each task runs the
+// depthwise kernel over a run of output pixels into a buffer on its stack and the pointwise GEMM
+// from there, so the depthwise output (the block's widest tensor) is never written to memory and
+// read back. Bit for bit what conv2d_nhwc_f32() gives for the two in turn, for any thread count.
+// `mid` ([batch, dw out_h, dw out_w, channels]) is where the depthwise output goes when the
+// layer runs as two calls instead: with fewer than kDwPwMinRows output rows (7x7 maps: two
+// threads would share 7 tasks unevenly). With `mid` null it always runs as one. False (nothing
+// written) when a packed buffer does not match its geometry, `pw` is not pointwise, its input
+// channels are not dw's output channels, or there are more than kDwPwMaxChannels of them.
+constexpr int64_t kDwPwMaxChannels = 8192, kDwPwMinRows = 14;
+bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_min, float dw_max,
+                           const ConvNhwc& pw, const void* pw_packed, int64_t batch, int64_t in_h,
+                           int64_t in_w, const float* in, float* mid, float* out, float out_min,
+                           float out_max);
+
 // Fully connected: out[m, n] = clamp(sum_k in[m, k] * W[n, k] + bias[n]).
 size_t fully_connected_f32_packed_bytes(int64_t n, int64_t k, Isa isa);
 // `weight` is [n, k] (torch's Linear), or [k, n] with `weight_k_major`; bias may be null.

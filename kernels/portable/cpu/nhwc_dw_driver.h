@@ -24,6 +24,64 @@ constexpr int64_t kDwPtrs = 512;
 // only, never on the thread count; few chunks, as each one sets up its own tap pointers.
 constexpr int64_t kDwMinTasks = 8;
 
+// Output pixels [xa, xb) of output row y of image n, written from out_px on (pixel xa; pixels
+// ch apart): the pixels whose taps all lie inside the image go to the micro-kernel as one
+// strided run, the border pixels with one pointer per tap (padding taps point at `zero`). `in`
+// and `zero` start at the tile's first channel; `t` has its channels and weights set.
+template <typename T, typename Tile, typename Kernel>
+void depthwise_pixels(const ConvNhwc& c, int64_t in_h, int64_t in_w, int64_t ch, const T* in,
+                      const T* zero, int64_t n, int64_t y, int64_t xa, int64_t xb, T* out_px,
+                      Tile t, Kernel kernel) {
+  const T* ptrs[kDwPtrs];
+  const T* rows[kDwPtrs];  // input row of each kernel row (null: padding)
+  const int64_t ow = c.out_w(in_w), ks = c.kernel_h * c.kernel_w;
+  const int64_t chunk = std::max<int64_t>(1, kDwPtrs / ks);
+  // Columns [x_lo, x_hi) read no horizontal padding.
+  const int64_t x_lo = std::min(ow, (c.pad_left + c.stride_w - 1) / c.stride_w);
+  const int64_t last = in_w - 1 - (c.kernel_w - 1) * c.dilation_w + c.pad_left;
+  const int64_t x_hi = std::max(x_lo, std::min(ow, last < 0 ? 0 : last / c.stride_w + 1));
+  bool inside = true;
+  for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
+    const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
+    rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch : nullptr;
+    inside = inside && rows[kh] != nullptr;
+  }
+  T* const out_row = out_px - xa * ch;
+  // Pixels [a, b) with one pointer per tap.
+  auto listed = [&](int64_t a, int64_t b) {
+    for (int64_t x0 = a; x0 < b; x0 += chunk) {
+      const int64_t px = std::min(chunk, b - x0);
+      for (int64_t p = 0; p < px; ++p)
+        for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+          for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+            const int64_t iw = (x0 + p) * c.stride_w - c.pad_left + kw * c.dilation_w;
+            ptrs[p * ks + kh * c.kernel_w + kw] =
+                rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero;
+          }
+      t.pixels = px;
+      t.in = ptrs;
+      t.in_step = 0;
+      t.out = out_row + x0 * ch;
+      kernel(t);
+    }
+  };
+  const int64_t lo = std::clamp(x_lo, xa, xb), hi = std::clamp(x_hi, xa, xb);
+  if (!inside || hi <= lo) {
+    listed(xa, xb);
+    return;
+  }
+  listed(xa, lo);
+  for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+    for (int64_t kw = 0; kw < c.kernel_w; ++kw)
+      ptrs[kh * c.kernel_w + kw] = rows[kh] + (lo * c.stride_w - c.pad_left + kw * c.dilation_w) * ch;
+  t.pixels = hi - lo;
+  t.in = ptrs;
+  t.in_step = c.stride_w * ch;
+  t.out = out_row + lo * ch;
+  kernel(t);
+  listed(hi, xb);
+}
+
 // `tile` is a filled-in F32DwTile / Qs8DwTile whose pixels, in, in_step and out this sets per
 // call, and channels and w per channel chunk: weights_at(c0) gives the packed weights from
 // channel c0 on (c0 a multiple of the kernel's channel block `cb`); `kernel` runs it. T is the
@@ -46,63 +104,15 @@ void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w
     ch_per = (blocks + want - 1) / want * cb;
   }
   const int64_t ch_tasks = (ch + ch_per - 1) / ch_per;
-  const int64_t chunk = std::max<int64_t>(1, kDwPtrs / ks);
-  // Columns [x_lo, x_hi) read no horizontal padding.
-  const int64_t x_lo = std::min(ow, (c.pad_left + c.stride_w - 1) / c.stride_w);
-  const int64_t last = in_w - 1 - (c.kernel_w - 1) * c.dilation_w + c.pad_left;
-  const int64_t x_hi = std::max(x_lo, std::min(ow, last < 0 ? 0 : last / c.stride_w + 1));
   parallel_for(0, row_tasks * ch_tasks, 1, [&](int64_t t0, int64_t t1) {
-    const T* ptrs[kDwPtrs];
-    const T* rows[kDwPtrs];  // input row of each kernel row, from channel c0 (null: padding)
     Tile t = tile;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t rt = task / ch_tasks, c0 = task % ch_tasks * ch_per;
       t.channels = std::min(ch_per, ch - c0);
       t.w = weights_at(c0);
-      const T* zero_c = zero + c0;
-      for (int64_t row = rt * rows_per; row < std::min(rows_total, (rt + 1) * rows_per); ++row) {
-        const int64_t n = row / oh, y = row % oh;
-        bool inside = true;
-        for (int64_t kh = 0; kh < c.kernel_h; ++kh) {
-          const int64_t ih = y * c.stride_h - c.pad_top + kh * c.dilation_h;
-          rows[kh] = ih >= 0 && ih < in_h ? in + (n * in_h + ih) * in_w * ch + c0 : nullptr;
-          inside = inside && rows[kh] != nullptr;
-        }
-        T* out_row = out + row * ow * ch + c0;
-        // Pixels [xa, xb) with one pointer per tap.
-        auto listed = [&](int64_t xa, int64_t xb) {
-          for (int64_t x0 = xa; x0 < xb; x0 += chunk) {
-            const int64_t px = std::min(chunk, xb - x0);
-            for (int64_t p = 0; p < px; ++p)
-              for (int64_t kh = 0; kh < c.kernel_h; ++kh)
-                for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-                  const int64_t iw = (x0 + p) * c.stride_w - c.pad_left + kw * c.dilation_w;
-                  ptrs[p * ks + kh * c.kernel_w + kw] =
-                      rows[kh] != nullptr && iw >= 0 && iw < in_w ? rows[kh] + iw * ch : zero_c;
-                }
-            t.pixels = px;
-            t.in = ptrs;
-            t.in_step = 0;
-            t.out = out_row + x0 * ch;
-            kernel(t);
-          }
-        };
-        if (!inside || x_hi <= x_lo) {
-          listed(0, ow);
-          continue;
-        }
-        listed(0, x_lo);
-        for (int64_t kh = 0; kh < c.kernel_h; ++kh)
-          for (int64_t kw = 0; kw < c.kernel_w; ++kw)
-            ptrs[kh * c.kernel_w + kw] =
-                rows[kh] + (x_lo * c.stride_w - c.pad_left + kw * c.dilation_w) * ch;
-        t.pixels = x_hi - x_lo;
-        t.in = ptrs;
-        t.in_step = c.stride_w * ch;
-        t.out = out_row + x_lo * ch;
-        kernel(t);
-        listed(x_hi, ow);
-      }
+      for (int64_t row = rt * rows_per; row < std::min(rows_total, (rt + 1) * rows_per); ++row)
+        depthwise_pixels(c, in_h, in_w, ch, in + c0, zero + c0, row / oh, row % oh, 0, ow,
+                         out + row * ow * ch + c0, t, kernel);
     }
   });
 }

@@ -292,3 +292,80 @@ KTEST(fully_connected_f32_matches_reference_on_every_isa) {
     }
   }
 }
+
+KTEST(conv_nhwc_f32_dw_pw_gives_the_two_calls_bits) {
+  const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
+  struct Fused {
+    int64_t batch, h, w;
+    ConvNhwc dw;
+    int64_t cout;
+    float dw_lo, dw_hi;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  Case asym{1, 17, 15, geometry(3, 2, 0, 1, 40, 1, 1)};
+  asym.c.pad_bottom = asym.c.pad_right = 1;  // "same" padding at stride 2, all on one side
+  const Fused cases[] = {
+      {1, 28, 28, geometry(3, 1, 1, 1, 144, 1, 1), 24, 0.f, 6.f},    // MobileNetV2 block, relu6
+      {1, 29, 27, geometry(3, 2, 1, 1, 96, 1, 1), 32, 0.f, 6.f},     // stride 2, odd sizes
+      {2, 14, 14, geometry(3, 1, 1, 1, 45, 1, 1), 70, -inf, inf},    // channel and column tails
+      {1, 16, 300, geometry(3, 1, 1, 1, 40, 1, 1), 9, -0.5f, 0.5f},  // a row over several runs
+      {1, 16, 12, geometry(5, 1, 2, 1, 20, 1, 1), 33, -inf, inf},    // 5x5
+      {asym.batch, asym.h, asym.w, asym.c, 17, 0.f, inf},
+      {1, 7, 7, geometry(3, 1, 1, 1, 160, 1, 1), 40, 0.f, 6.f},      // 7 rows: two calls
+      {1, 16, 4, geometry(3, 1, 1, 1, 8192, 1, 1), 3, -inf, inf},    // a pixel fills the buffer
+  };
+  for (const Fused& f : cases) {
+    const int64_t ch = f.dw.out_channels(), oh = f.dw.out_h(f.h), ow = f.dw.out_w(f.w);
+    ConvNhwc pw = geometry(1, 1, 0, 1, 1, ch, f.cout);
+    auto in = ktest::random_floats(f.batch * f.h * f.w * ch, 11);
+    auto wd = ktest::random_floats(ch * f.dw.kernel_h * f.dw.kernel_w, 12);
+    auto bd = ktest::random_floats(ch, 13);
+    auto wp = ktest::random_floats(f.cout * ch, 14);
+    auto bp = ktest::random_floats(f.cout, 15);
+    for (Isa isa : kIsas) {
+      if (!cpu::float_isa_supported(isa)) continue;
+      std::vector<unsigned char> pd(cpu::conv2d_nhwc_f32_packed_bytes(f.dw, isa));
+      std::vector<unsigned char> pp(cpu::conv2d_nhwc_f32_packed_bytes(pw, isa));
+      CHECK(cpu::conv2d_nhwc_f32_pack(f.dw, ConvWeights::kOhwi, wd.data(), bd.data(), isa, pd.data()));
+      CHECK(cpu::conv2d_nhwc_f32_pack(pw, ConvWeights::kOhwi, wp.data(), bp.data(), isa, pp.data()));
+      std::vector<float> mid(f.batch * oh * ow * ch), two(f.batch * oh * ow * f.cout);
+      CHECK(cpu::conv2d_nhwc_f32(f.dw, pd.data(), f.batch, f.h, f.w, in.data(), mid.data(), f.dw_lo,
+                                 f.dw_hi));
+      CHECK(cpu::conv2d_nhwc_f32(pw, pp.data(), f.batch, oh, ow, mid.data(), two.data(), -1.f, 2.f));
+      for (uint32_t t : {1u, 2u, 3u}) {
+        CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+        // With a buffer for the depthwise output (used on maps of few rows), and without (always
+        // one pass).
+        for (bool with_mid : {true, false}) {
+          std::vector<float> scratch(mid.size(), std::nanf("")), out(two.size(), std::nanf(""));
+          CHECK(cpu::conv2d_nhwc_f32_dw_pw(f.dw, pd.data(), f.dw_lo, f.dw_hi, pw, pp.data(), f.batch,
+                                           f.h, f.w, in.data(), with_mid ? scratch.data() : nullptr,
+                                           out.data(), -1.f, 2.f));
+          CHECK(std::memcmp(out.data(), two.data(), out.size() * sizeof(float)) == 0);
+        }
+      }
+      // Mismatched pairs are refused, nothing written.
+      std::vector<float> out(two.size(), 7.f), scratch(mid.size());
+      ConvNhwc wrong = pw;
+      wrong.group_in_channels = ch + 1;
+      CHECK(!cpu::conv2d_nhwc_f32_dw_pw(f.dw, pd.data(), f.dw_lo, f.dw_hi, wrong, pp.data(), f.batch,
+                                        f.h, f.w, in.data(), scratch.data(), out.data(), -1.f, 2.f));
+      CHECK(!cpu::conv2d_nhwc_f32_dw_pw(f.dw, pp.data(), f.dw_lo, f.dw_hi, pw, pd.data(), f.batch,
+                                        f.h, f.w, in.data(), scratch.data(), out.data(), -1.f, 2.f));
+      CHECK(out[0] == 7.f && out.back() == 7.f);
+    }
+  }
+  // More channels than the task buffer holds: refused, nothing written.
+  const ConvNhwc dw = geometry(3, 1, 1, 1, cpu::kDwPwMaxChannels + 1, 1, 1);
+  const ConvNhwc pw = geometry(1, 1, 0, 1, 1, dw.out_channels(), 2);
+  std::vector<float> wd(dw.out_channels() * 9, 0.5f), wp(pw.out_channels() * dw.out_channels(), 0.25f);
+  std::vector<unsigned char> pd(cpu::conv2d_nhwc_f32_packed_bytes(dw, Isa::kBaseline));
+  std::vector<unsigned char> pp(cpu::conv2d_nhwc_f32_packed_bytes(pw, Isa::kBaseline));
+  CHECK(cpu::conv2d_nhwc_f32_pack(dw, ConvWeights::kOhwi, wd.data(), nullptr, Isa::kBaseline, pd.data()));
+  CHECK(cpu::conv2d_nhwc_f32_pack(pw, ConvWeights::kOhwi, wp.data(), nullptr, Isa::kBaseline, pp.data()));
+  std::vector<float> in(16 * 2 * dw.in_channels(), 1.f), out(16 * 2 * 2, 7.f);
+  CHECK(!cpu::conv2d_nhwc_f32_dw_pw(dw, pd.data(), -inf, inf, pw, pp.data(), 1, 16, 2, in.data(),
+                                    nullptr, out.data(), -inf, inf));
+  CHECK(out[0] == 7.f && out.back() == 7.f);
+  get_threadpool()->_unsafe_reset_threadpool(before);
+}
