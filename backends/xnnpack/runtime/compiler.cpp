@@ -691,8 +691,8 @@ class Compiler {
     plan_.ops.swap(kept);
   }
 
-  // Marks each float depthwise convolution that only feeds the pointwise convolution after it
-  // (MobileNet's blocks, on maps of 14 rows and more) to run with it as one kernel call; see
+  // Marks each depthwise convolution (float or QS8) that only feeds the pointwise convolution
+  // after it (MobileNet's blocks, on maps of 14 rows and more) to run with it as one kernel call; see
   // Op::fuse_next. The depthwise output then never exists: plan_memory() gives it no slot.
   void mark_dw_pw_pairs() {
     std::vector<int> readers(plan_.values.size(), 0);
@@ -703,10 +703,12 @@ class Compiler {
       Op& dw = plan_.ops[i];
       const Op& pw = plan_.ops[i + 1];
       const Value& mid = plan_.values[dw.out];
-      if (dw.kind != OpKind::kDepthwiseConv || pw.kind != OpKind::kConv || dw.compute != Compute::kFloat ||
-          pw.compute != Compute::kFloat || dw.packed == nullptr || pw.packed == nullptr || pw.n_in != 1 ||
-          pw.in[0] != dw.out || readers[dw.out] != 1 || mid.is_output || mid.dtype != DType::kF32 ||
-          plan_.values[dw.in[0]].dtype != DType::kF32 || plan_.values[pw.out].dtype != DType::kF32 ||
+      // Float, or int8 throughout (QS8 kernels, every value QS8).
+      const DType t = dw.compute == Compute::kFloat ? DType::kF32 : DType::kQS8;
+      if (dw.kind != OpKind::kDepthwiseConv || pw.kind != OpKind::kConv || dw.compute == Compute::kQd8 ||
+          pw.compute != dw.compute || dw.packed == nullptr || pw.packed == nullptr || pw.n_in != 1 ||
+          pw.in[0] != dw.out || readers[dw.out] != 1 || mid.is_output || mid.dtype != t ||
+          plan_.values[dw.in[0]].dtype != t || plan_.values[pw.out].dtype != t ||
           !to_conv_nhwc(pw.conv).pointwise() || pw.conv.groups != 1 || mid.rank != 4 ||
           mid.max_dims[3] > kernels::cpu::kDwPwMaxChannels ||
           mid.max_dims[0] * mid.max_dims[1] < kernels::cpu::kDwPwMinRows)

@@ -647,11 +647,18 @@ Error run_dw_pw(const Op& dw, const Op& pw, Plan& plan) {
   Value& mid = plan.values[dw.out];
   Value& out = plan.values[pw.out];
   if (out.numel() == 0) return Error::Ok;
-  ET_CHECK_OR_RETURN(kernels::cpu::conv2d_nhwc_f32_dw_pw(
-                         to_conv_nhwc(dw.conv), dw.packed, dw.out_min, dw.out_max, to_conv_nhwc(pw.conv), pw.packed,
-                         a.dims[0], a.dims[1], a.dims[2], static_cast<const float*>(a.data),
-                         static_cast<float*>(mid.data), static_cast<float*>(out.data), pw.out_min, pw.out_max),
-                     Internal, "XnnpackBackend: nodes %u and %u (%s, %s): the packed convolutions refused their shapes",
+  namespace cpu = kernels::cpu;
+  const bool ok =
+      dw.compute == Compute::kFloat
+          ? cpu::conv2d_nhwc_f32_dw_pw(to_conv_nhwc(dw.conv), dw.packed, dw.out_min, dw.out_max,
+                                       to_conv_nhwc(pw.conv), pw.packed, a.dims[0], a.dims[1], a.dims[2],
+                                       static_cast<const float*>(a.data), static_cast<float*>(mid.data),
+                                       static_cast<float*>(out.data), pw.out_min, pw.out_max)
+          : cpu::conv2d_nhwc_qs8_dw_pw(to_conv_nhwc(dw.conv), dw.packed, dw.qmin, dw.qmax, to_conv_nhwc(pw.conv),
+                                       pw.packed, a.dims[0], a.dims[1], a.dims[2], static_cast<const int8_t*>(a.data),
+                                       static_cast<int8_t*>(mid.data), static_cast<int8_t*>(out.data), pw.qmin,
+                                       pw.qmax);
+  ET_CHECK_OR_RETURN(ok, Internal, "XnnpackBackend: nodes %u and %u (%s, %s): the packed convolutions refused their shapes",
                      dw.node_index, pw.node_index, dw.name, pw.name);
   return Error::Ok;
 }

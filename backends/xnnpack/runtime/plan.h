@@ -126,8 +126,8 @@ struct Op {
   int8_t qmin = -128, qmax = 127;  // kQs8: out_min / out_max in the output's integers
   uint32_t filter = kNoValue, bias_value = kNoValue;  // the weight values (used at init)
   int64_t scratch_offset = 0;      // this op's scratch (inside the plan's scratch region)
-  // A float depthwise convolution whose output only the next op (a float pointwise convolution)
-  // reads: execute() runs the two as one kernel call (conv2d_nhwc_f32_dw_pw), and the output
+  // A depthwise convolution whose output only the next op (a pointwise convolution, both float or
+  // both QS8) reads: execute() runs the two as one kernel call (conv2d_nhwc_{f32,qs8}_dw_pw), and the output
   // value has no storage.
   bool fuse_next = false;
 };

@@ -42,6 +42,15 @@ bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* w
 bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
                      int64_t in_w, const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max);
 
+// A QS8 depthwise convolution whose output only feeds a pointwise QS8 convolution, in one call,
+// as conv2d_nhwc_f32_dw_pw() (conv_nhwc.h) does in float: the same bytes as the two calls in
+// turn, for any thread count; `mid` (the depthwise output, int8) is used on maps of fewer than
+// kDwPwMinRows output rows, and may be null (always one pass). False when refused.
+bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_min, int8_t dw_max,
+                           const ConvNhwc& pw, const void* pw_packed, int64_t batch, int64_t in_h,
+                           int64_t in_w, const int8_t* in, int8_t* mid, int8_t* out, int8_t out_min,
+                           int8_t out_max);
+
 // QS8 fully connected: out[m, n] from in[m, k]; weight [n, k], or [k, n] with weight_k_major.
 size_t fully_connected_qs8_packed_bytes(int64_t n, int64_t k, Isa isa);
 bool fully_connected_qs8_pack(int64_t n, int64_t k, const int8_t* weight, bool weight_k_major,

@@ -446,3 +446,63 @@ KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
   CHECK(!cpu::fully_connected_qd8_pack_qb4w(2, 24, 12, nib.data(), 8, sc.data(), false, nullptr,
                                             Isa::kBaseline, packed.data()));
 }
+
+KTEST(qs8_dw_pw_gives_the_two_calls_bytes) {
+  const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
+  struct Fused {
+    int64_t batch, h, w;
+    ConvNhwc dw;
+    int64_t cout;
+  };
+  const Fused cases[] = {
+      {1, 28, 28, geometry(3, 1, 1, 1, 144, 1, 1), 24},  // MobileNetV2 block
+      {1, 29, 27, geometry(3, 2, 1, 1, 96, 1, 1), 32},   // stride 2, odd sizes
+      {2, 14, 14, geometry(3, 1, 1, 1, 45, 1, 1), 70},   // channel and column tails, a batch
+      {1, 16, 300, geometry(3, 1, 1, 1, 40, 1, 1), 9},   // a row over several runs
+      {1, 7, 7, geometry(3, 1, 1, 1, 160, 1, 1), 40},    // 7 rows: two calls with a buffer
+  };
+  for (const Fused& f : cases) {
+    const int64_t ch = f.dw.out_channels(), ks = f.dw.kernel_h * f.dw.kernel_w;
+    const int64_t oh = f.dw.out_h(f.h), ow = f.dw.out_w(f.w);
+    const ConvNhwc pw = geometry(1, 1, 0, 1, 1, ch, f.cout);
+    auto in = random_i8(f.batch * f.h * f.w * ch, 21);
+    auto wd = random_i8(ch * ks, 22, -127, 127);
+    auto bd = random_i32(ch, 23, 2000);
+    auto wp = random_i8(f.cout * ch, 24, -127, 127);
+    auto bp = random_i32(f.cout, 25, 3000);
+    auto sd = weight_scales(ch, ks), sp = weight_scales(f.cout, ch);
+    cpu::Qs8ConvQuant qd, qp;
+    qd.in_scale = 0.02f, qd.in_zero_point = -7, qd.weight_scales = sd.data();
+    qd.out_scale = 0.05f, qd.out_zero_point = 3;
+    qp.in_scale = 0.05f, qp.in_zero_point = 3, qp.weight_scales = sp.data();
+    qp.out_scale = 0.07f, qp.out_zero_point = -11;
+    for (Isa isa : kIsas) {
+      if (!cpu::int8_isa_supported(isa)) continue;
+      std::vector<unsigned char> pd(cpu::conv2d_nhwc_qs8_packed_bytes(f.dw, isa));
+      std::vector<unsigned char> pp(cpu::conv2d_nhwc_qs8_packed_bytes(pw, isa));
+      CHECK(cpu::conv2d_nhwc_qs8_pack(f.dw, ConvWeights::kOhwi, wd.data(), bd.data(), qd, isa, pd.data()));
+      CHECK(cpu::conv2d_nhwc_qs8_pack(pw, ConvWeights::kOhwi, wp.data(), bp.data(), qp, isa, pp.data()));
+      std::vector<int8_t> mid(f.batch * oh * ow * ch), two(f.batch * oh * ow * f.cout);
+      CHECK(cpu::conv2d_nhwc_qs8(f.dw, pd.data(), f.batch, f.h, f.w, in.data(), mid.data(), -3, 120));
+      CHECK(cpu::conv2d_nhwc_qs8(pw, pp.data(), f.batch, oh, ow, mid.data(), two.data(), -128, 100));
+      for (uint32_t t : {1u, 2u, 3u}) {
+        CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
+        for (bool with_mid : {true, false}) {
+          std::vector<int8_t> scratch(mid.size(), 0x55), out(two.size(), 0x55);
+          CHECK(cpu::conv2d_nhwc_qs8_dw_pw(f.dw, pd.data(), -3, 120, pw, pp.data(), f.batch, f.h,
+                                           f.w, in.data(), with_mid ? scratch.data() : nullptr,
+                                           out.data(), -128, 100));
+          CHECK(out == two);
+        }
+      }
+      // A pair whose channels do not chain is refused, nothing written.
+      std::vector<int8_t> out(two.size(), 0x55), scratch(mid.size());
+      ConvNhwc wrong = pw;
+      wrong.group_in_channels = ch + 1;
+      CHECK(!cpu::conv2d_nhwc_qs8_dw_pw(f.dw, pd.data(), -3, 120, wrong, pp.data(), f.batch, f.h,
+                                        f.w, in.data(), scratch.data(), out.data(), -128, 100));
+      CHECK(out[0] == 0x55 && out.back() == 0x55);
+    }
+  }
+  get_threadpool()->_unsafe_reset_threadpool(before);
+}
