@@ -86,7 +86,9 @@ def test_our_exporters_seed_files_run_natively():
     with torch.no_grad():
         cases = [("ours_ops_fp32.pte", *_ops_net()),
                  ("ours_mlp_fp32.pte", make_our_seeds.mlp_inputs(),
-                  [make_our_seeds.mlp_model()(*make_our_seeds.mlp_inputs())])]
+                  [make_our_seeds.mlp_model()(*make_our_seeds.mlp_inputs())]),
+                 ("ours_block_fp32.pte", make_our_seeds.block_inputs(),
+                  [make_our_seeds.block_model()(*make_our_seeds.block_inputs())])]
     for name, inputs, want in cases:
         pte = (FIXTURES / name).read_bytes()
         assert "XnnpackBackend" in _backends(pte), name

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fuzzes program loading and execution, and .ptd loading, under ASan/UBSan, prints inputs, inputs/s
-# and findings, and saves any crasher in test/fixtures/malformed/. Before fuzzing it runs the kernel
-# and runtime unit tests in the same sanitized build (a signed overflow there aborts).
+# and findings, and saves any crasher in test/fixtures/malformed/. Before fuzzing it runs the
+# operator, CPU kernel and runtime unit tests in the same sanitized build (a signed overflow there
+# aborts).
 #   test/cpp/fuzz/run_fuzz.sh [SECONDS] [BUILD_DIR]          bounded run on one core (CI: 60 s)
 #   test/cpp/fuzz/run_fuzz.sh --long [SECONDS] [BUILD_DIR]   every core, default an hour, then grows
 #                                                            the kept corpus (below)
@@ -48,9 +49,10 @@ if [ ! -f "$build/build.ninja" ]; then
     -DPython3_EXECUTABLE="$(command -v "$python")" -DEXECUTORCH_BUILD_FUZZERS=ON -DEXECUTORCH_BUILD_TESTS=ON >/dev/null
 fi
 if [ "${FUZZ_UNIT_TESTS:-1}" = 1 ]; then
-  cmake --build "$build" --target fuzz_program kernels_test runtime_test -j 2
+  cmake --build "$build" --target fuzz_program kernels_test kernels_cpu_test runtime_test -j 2
   echo "sanitized unit tests (ASan/UBSan):"
-  for t in "$build/kernels/portable/kernels_test" "$build/test/cpp/runtime_test"; do
+  for t in "$build/kernels/portable/kernels_test" "$build/kernels/portable/kernels_cpu_test" \
+           "$build/test/cpp/runtime_test"; do
     log=$(mktemp)
     (cd "$root" && "$t" >"$log" 2>&1) || { grep -v '^E ' "$log" | tail -30; rm -f "$log"; echo "FAIL: $(basename "$t") under ASan/UBSan" >&2; exit 1; }
     tail -1 "$log"

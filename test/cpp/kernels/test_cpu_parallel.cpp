@@ -38,7 +38,8 @@ bool covers_once(int64_t begin, int64_t end, int64_t grain) {
 }
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  return x.size() == y.size() &&
+         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
 // C from sgemm forced onto `path` (empty when this CPU lacks it).
