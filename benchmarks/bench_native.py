@@ -212,6 +212,7 @@ _unsafe_reset_threadpool(int(sys.argv[4]))
 module = _load_for_executorch(sys.argv[1])
 inputs = list(torch.load(sys.argv[2]))
 clock = getattr(time, sys.argv[3])
+torch.save(list(module.forward(inputs)), sys.argv[5])
 print("ready", flush=True)
 for line in sys.stdin:
     time.sleep(0.05)  # the other runtime's pool workers stop spinning first
@@ -223,6 +224,17 @@ for line in sys.stdin:
         times.append((clock() - start) * 1e3)
     print("result-ms", statistics.median(times), flush=True)
 """
+
+
+def _check_text(ours, published, quantized: bool) -> str:
+    """The table's check column: float files against eager at float32 tolerance; quantized ones
+    (whose reference is the converted pt2e or quantized eager module, a quantization step away
+    here and there on any runtime) within twice the published runtime's own error on the file."""
+    if not quantized:
+        return f"vs eager: {'OK' if ours.ok else 'FAIL'}, max rel err {ours.max_rel_err:.3g}"
+    ok = ours.max_rel_err <= max(2 * published.max_rel_err, 1e-5)
+    return (f"vs the quantized reference: {'OK' if ok else 'FAIL'}, max rel err {ours.max_rel_err:.3g} "
+            f"(published runtime: {published.max_rel_err:.3g})")
 
 
 def _same_xnnpack_file(args) -> None:
@@ -265,8 +277,10 @@ def _same_xnnpack_file(args) -> None:
             else:
                 with torch.no_grad():
                     want = model(*inputs)
-            check = compare_outputs(method.execute(list(inputs)), want)
-            procs = {n: subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp), clock, str(n)],
+            ours = compare_outputs(method.execute(list(inputs)), want)
+            published_out = Path(tmp) / "published.pt"
+            procs = {n: subprocess.Popen([python, "-c", _XNNPACK_STEPPER, str(pte), str(inp), clock, str(n),
+                                          str(published_out)],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          text=True) for n in counts}
 
@@ -279,6 +293,7 @@ def _same_xnnpack_file(args) -> None:
             for n in counts:
                 while not _line(n).startswith("ready"):
                     pass
+            check = _check_text(ours, compare_outputs(torch.load(published_out), want), quantized=tag != "fp32")
             times: dict = {}
             for _ in range(args.repeat):
                 for threads in counts:
