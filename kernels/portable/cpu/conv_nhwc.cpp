@@ -513,66 +513,44 @@ bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_m
       !kernels_for(static_cast<Isa>(hp->isa), &kp))
     return false;
   const int64_t oh = dw.out_h(in_h), ow = dw.out_w(in_w), ch = hd->groups, cout = hp->ocg;
-  if (batch <= 0 || oh <= 0 || ow <= 0) return false;
-  // Tasks: runs of one row's output pixels whose depthwise output fills at most the buffer.
-  constexpr int64_t kFuseFloats = kDwPwMaxChannels;
-  if (ch > kFuseFloats) return false;
-  const int64_t rows_total = batch * oh;
-  if (rows_total < kDwPwMinRows && mid != nullptr) {
+  if (batch <= 0 || oh <= 0 || ow <= 0 || ch > kDwPwMaxChannels) return false;
+  if (batch * oh < kDwPwMinRows && mid != nullptr) {
     return conv2d_nhwc_f32(dw, dw_packed, batch, in_h, in_w, in, mid, dw_min, dw_max) &&
            conv2d_nhwc_f32(pw, pw_packed, batch, oh, ow, mid, out, out_min, out_max);
   }
-  const int64_t runs = ceil_div(ow, kFuseFloats / ch), px_per = ceil_div(ow, runs);
   const float* wd = weights_of(dw_packed);
   const float* wp = weights_of(pw_packed);
-  const float* zero = wd + hd->weight_floats;
-  const int64_t NR = hp->width, MR = kp.geo.mr;
-  const int64_t blocks = ceil_div(cout, NR), block_floats = NR * (1 + ch);
+  const int64_t NR = hp->width, blocks = ceil_div(cout, NR), block_floats = NR * (1 + ch);
   F32DwTile dt{};
-  dt.channels = ch;
   dt.w = wd;
   dt.ks = hd->ks;
-  dt.out_stride = ch;
   dt.min = dw_min;
   dt.max = dw_max;
-  parallel_for(0, rows_total * runs, 1, [&](int64_t t0, int64_t t1) {
-    alignas(64) float buf[kFuseFloats];
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t row = task / runs, x0 = task % runs * px_per, px = std::min(px_per, ow - x0);
-      // The depthwise output of pixels [x0, x0 + px).
-      ukernel::depthwise_pixels(dw, in_h, in_w, ch, in, zero, row / oh, row % oh, x0, x0 + px, buf,
-                                dt, kd.dw);
-      // Its pointwise product, in row tiles of balanced sizes over every column block.
-      const RowTiles tiles(px, ceil_div(px, MR));
-      float* o = out + (row * ow + x0) * cout;
-      for (int64_t tile = 0; tile < ceil_div(px, MR); ++tile) {
-        const int64_t r0 = tiles.begin(tile), mr = tiles.rows(tile);
-        const float* a[kMaxMR];
-        for (int64_t i = 0; i < mr; ++i) a[i] = buf + (r0 + i) * ch;
-        F32GemmTile g;
-        g.mr = mr;
-        g.kc = ch;
-        g.ks = 1;
-        g.a = a;
-        g.c_stride = cout;
-        g.min = out_min;
-        g.max = out_max;
-        if (kp.gemm_blocks != nullptr && (blocks > 1 || mr == 1)) {
-          g.nr = cout;
-          g.w = wp + NR;
-          g.init = wp;
-          g.c = o + r0 * cout;
-          kp.gemm_blocks(g, blocks, block_floats);
-          continue;
-        }
-        for (int64_t b = 0; b < blocks; ++b) {
-          g.nr = std::min(NR, cout - b * NR);
-          g.w = wp + b * block_floats + NR;
-          g.init = wp + b * block_floats;
-          g.c = o + r0 * cout + b * NR;
-          kp.gemm(g);
-        }
-      }
+  // Each row tile of depthwise output through the pointwise GEMM, over every column block.
+  ukernel::depthwise_then_rows(dw, batch, in_h, in_w, ch, in, wd + hd->weight_floats, dt, kd.dw,
+                               kp.geo.mr, [&](const float* const* a, int64_t mr, int64_t pixel) {
+    F32GemmTile g;
+    g.mr = mr;
+    g.kc = ch;
+    g.ks = 1;
+    g.a = a;
+    g.c_stride = cout;
+    g.min = out_min;
+    g.max = out_max;
+    if (kp.gemm_blocks != nullptr && (blocks > 1 || mr == 1)) {
+      g.nr = cout;
+      g.w = wp + NR;
+      g.init = wp;
+      g.c = out + pixel * cout;
+      kp.gemm_blocks(g, blocks, block_floats);
+      return;
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      g.nr = std::min(NR, cout - b * NR);
+      g.w = wp + b * block_floats + NR;
+      g.init = wp + b * block_floats;
+      g.c = out + pixel * cout + b * NR;
+      kp.gemm(g);
     }
   });
   return true;

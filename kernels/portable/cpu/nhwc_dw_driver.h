@@ -8,6 +8,8 @@
 #include <cstdint>
 
 #include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/portable/cpu/gemm_split.h"
+#include "kernels/portable/cpu/nhwc_ukernels.h"
 #include "kernels/portable/cpu/parallel.h"
 
 namespace executorch {
@@ -113,6 +115,37 @@ void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w
       for (int64_t row = rt * rows_per; row < std::min(rows_total, (rt + 1) * rows_per); ++row)
         depthwise_pixels(c, in_h, in_w, ch, in + c0, zero + c0, row / oh, row % oh, 0, ow,
                          out + row * ow * ch + c0, t, kernel);
+    }
+  });
+}
+
+// A depthwise convolution's output handed on without being stored (conv2d_nhwc_*_dw_pw): tasks
+// are (output row, run of its pixels), a run as long as its depthwise output fits the task's
+// stack buffer (kDwPwMaxChannels values). Each run goes through the depthwise kernel into the
+// buffer, then to rows(a, mr, pixel) in row tiles of balanced sizes, at most mr_max rows: a[i]
+// holds output pixel `pixel + i`'s channels (pixels numbered over the whole output). Shape-only.
+template <typename T, typename Tile, typename Kernel, typename Rows>
+void depthwise_then_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w, int64_t ch,
+                         const T* in, const T* zero, Tile tile, Kernel kernel, int64_t mr_max,
+                         const Rows& rows) {
+  const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
+  const int64_t runs = (ow + kDwPwMaxChannels / ch - 1) / (kDwPwMaxChannels / ch);
+  const int64_t px_per = (ow + runs - 1) / runs;
+  tile.channels = ch;
+  tile.out_stride = ch;
+  parallel_for(0, batch * oh * runs, 1, [&](int64_t t0, int64_t t1) {
+    alignas(64) T buf[kDwPwMaxChannels + 64];  // slack for kernels reading whole steps past a row
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t row = task / runs, x0 = task % runs * px_per, px = std::min(px_per, ow - x0);
+      depthwise_pixels(c, in_h, in_w, ch, in, zero, row / oh, row % oh, x0, x0 + px, buf, tile, kernel);
+      const int64_t n_tiles = (px + mr_max - 1) / mr_max;
+      const RowTiles tiles(px, n_tiles);
+      for (int64_t t = 0; t < n_tiles; ++t) {
+        const int64_t r0 = tiles.begin(t), mr = tiles.rows(t);
+        const T* a[kMaxMR];
+        for (int64_t i = 0; i < mr; ++i) a[i] = buf + (r0 + i) * ch;
+        rows(a, mr, row * ow + x0 + r0);
+      }
     }
   });
 }

@@ -359,6 +359,7 @@ void qs8_gemm_rows(const Qs8GemmTile& p) {
 }
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
+#include "kernels/portable/cpu/nhwc_winograd.h"
 
 template <int MR, int NV>
 void qd8_gemm_tile(const Qd8GemmTile& p) {
@@ -667,6 +668,15 @@ void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
   qs8_add_loop(n, a, b, out, p);
 }
 
+void f32_wino_in_avx512(const float* const* src, int64_t kc, float* v, int64_t pos_stride) {
+  wino_f23_input<16>(src, kc, v, pos_stride);
+}
+
+void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
+                        float hi) {
+  wino_f23_output<16>(m, pos_stride, nc, dst, lo, hi);
+}
+
 void f32_gemm_avx512(const F32GemmTile& t) {
   switch (t.mr) {
     case 1: return f32_gemm_blocks_avx512(t, 1, 0);
@@ -726,27 +736,6 @@ void f32_dw_avx512(const F32DwTile& t) {
       }
     }
   }
-}
-
-}  // namespace ukernel
-}  // namespace cpu
-}  // namespace kernels
-}  // namespace executorch
-
-#include "kernels/portable/cpu/nhwc_winograd.h"
-
-namespace executorch {
-namespace kernels {
-namespace cpu {
-namespace ukernel {
-
-void f32_wino_in_avx512(const float* const* src, int64_t kc, float* v, int64_t pos_stride) {
-  wino_f23_input<16>(src, kc, v, pos_stride);
-}
-
-void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi) {
-  wino_f23_output<16>(m, pos_stride, nc, dst, lo, hi);
 }
 
 }  // namespace ukernel

@@ -71,6 +71,7 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
 }
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
+#include "kernels/portable/cpu/nhwc_winograd.h"
 
 template <int MR>
 void qd8_gemm_tile(const Qd8GemmTile& p) {
@@ -149,6 +150,15 @@ void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
   qs8_add_loop(n, a, b, out, p);
 }
 
+void f32_wino_in_baseline(const float* const* src, int64_t kc, float* v, int64_t pos_stride) {
+  wino_f23_input<4>(src, kc, v, pos_stride);
+}
+
+void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
+                        float hi) {
+  wino_f23_output<4>(m, pos_stride, nc, dst, lo, hi);
+}
+
 void f32_gemm_baseline(const F32GemmTile& t) {
   switch (t.mr) {
     case 1: return gemm_tile<1>(t);
@@ -185,27 +195,6 @@ void f32_dw_baseline(const F32DwTile& t) {
       for (int64_t c = 0; c < cn; ++c) o[c] = clampf(acc[c], t.min, t.max);
     }
   }
-}
-
-}  // namespace ukernel
-}  // namespace cpu
-}  // namespace kernels
-}  // namespace executorch
-
-#include "kernels/portable/cpu/nhwc_winograd.h"
-
-namespace executorch {
-namespace kernels {
-namespace cpu {
-namespace ukernel {
-
-void f32_wino_in_baseline(const float* const* src, int64_t kc, float* v, int64_t pos_stride) {
-  wino_f23_input<4>(src, kc, v, pos_stride);
-}
-
-void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi) {
-  wino_f23_output<4>(m, pos_stride, nc, dst, lo, hi);
 }
 
 }  // namespace ukernel

@@ -1,31 +1,21 @@
-// The transforms of Winograd's F(2x2, 3x3) convolution over channels-last data (internal header,
-// included by each nhwc_ukernels_<isa>.cpp so every copy is built for that file's ISA; all of it
-// at internal linkage). A 3x3 filter over a 4x4 input patch gives a 2x2 output tile; in the
-// transformed domain the 9 x 4 multiply-adds per channel pair become 16 (2.25 times fewer), one
-// per position of a 4x4 grid, each position an ordinary GEMM over channels:
+// The transforms of Winograd's F(2x2, 3x3) convolution over channels-last data, included by each
+// nhwc_ukernels_<isa>.cpp inside its anonymous namespace so every copy is built for that file's
+// ISA (internal header: no include guard on purpose, one inclusion per file). A 3x3 filter over
+// a 4x4 input patch gives a 2x2 output tile; in the transformed domain the 9 x 4 multiply-adds
+// per channel pair become 16 (2.25 times fewer), one per position of a 4x4 grid, each position
+// an ordinary GEMM over channels:
 //   V = B^T d B (input patch d),  U = G g G^T (filter g, at pack time),  y = A^T (V . U) A
 // with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
 // A^T = [1 1 1 0; 0 1 -1 -1]. Only additions and subtractions here; the halves of G are exact.
-#pragma once
-
-#include <cstdint>
-#include <cstring>
-
-namespace executorch {
-namespace kernels {
-namespace cpu {
-namespace ukernel {
-namespace {
-
 template <int W>
 struct WinoVec {
   typedef float type __attribute__((vector_size(W * 4)));
   static type load(const float* p) {
     type v;
-    std::memcpy(&v, p, sizeof v);
+    __builtin_memcpy(&v, p, sizeof v);
     return v;
   }
-  static void store(float* p, type v) { std::memcpy(p, &v, sizeof v); }
+  static void store(float* p, type v) { __builtin_memcpy(p, &v, sizeof v); }
 };
 
 // V[pos][c] for c < kc, pos = 4 * row + col of the 4x4 grid: v + pos * pos_stride + c. src[pos]
@@ -90,9 +80,3 @@ void wino_f23_output(const float* m, int64_t pos_stride, int64_t nc, float* cons
     step([](const float* p) { return T{} + *p; },
          [](float* p, T x) { *p = x[0]; });
 }
-
-}  // namespace
-}  // namespace ukernel
-}  // namespace cpu
-}  // namespace kernels
-}  // namespace executorch

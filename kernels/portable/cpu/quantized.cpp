@@ -350,35 +350,21 @@ bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_
     return false;
   const int64_t oh = dw.out_h(in_h), ow = dw.out_w(in_w), ch = hd->groups, cout = hp->ocg;
   if (batch <= 0 || oh <= 0 || ow <= 0 || ch > kDwPwMaxChannels) return false;
-  const int64_t rows_total = batch * oh;
-  if (rows_total < kDwPwMinRows && mid != nullptr) {
+  if (batch * oh < kDwPwMinRows && mid != nullptr) {
     return conv2d_nhwc_qs8(dw, dw_packed, batch, in_h, in_w, in, mid, dw_min, dw_max) &&
            conv2d_nhwc_qs8(pw, pw_packed, batch, oh, ow, mid, out, out_min, out_max);
   }
-  const int64_t runs = ceil_div(ow, kDwPwMaxChannels / ch), px_per = ceil_div(ow, runs);
   const char* wd = weights_of(dw_packed);
   const char* wp = weights_of(pw_packed);
-  const int8_t* zero = reinterpret_cast<const int8_t*>(wd + hd->weight_bytes);
-  const int64_t NR = hp->width, MR = kp.geo.mr, blocks = hp->blocks_per_group;
+  const int64_t NR = hp->width, blocks = hp->blocks_per_group;
   Qs8DwTile dt{};
-  dt.channels = ch;
   dt.ks = hd->ks;
   dt.w = wd;
-  dt.out_stride = ch;
   dt.rq = requant(dw_min, dw_max, hd->out_zero_point);
   const ukernel::Qs8Requant rq = requant(out_min, out_max, hp->out_zero_point);
-  parallel_for(0, rows_total * runs, 1, [&](int64_t t0, int64_t t1) {
-    alignas(64) int8_t buf[kDwPwMaxChannels + 64];  // slack for a kernel's whole-step reads
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t row = task / runs, x0 = task % runs * px_per, px = std::min(px_per, ow - x0);
-      ukernel::depthwise_pixels(dw, in_h, in_w, ch, in, zero, row / oh, row % oh, x0, x0 + px, buf,
-                                dt, kd.dw);
-      const RowTiles tiles(px, ceil_div(px, MR));
-      int8_t* o = out + (row * ow + x0) * cout;
-      for (int64_t tile = 0; tile < ceil_div(px, MR); ++tile) {
-        const int64_t r0 = tiles.begin(tile), mr = tiles.rows(tile);
-        const int8_t* a[kMaxMR];
-        for (int64_t i = 0; i < mr; ++i) a[i] = buf + (r0 + i) * ch;
+  ukernel::depthwise_then_rows(
+      dw, batch, in_h, in_w, ch, in, reinterpret_cast<const int8_t*>(wd + hd->weight_bytes), dt, kd.dw,
+      kp.geo.mr, [&](const int8_t* const* a, int64_t mr, int64_t pixel) {
         for (int64_t b = 0; b < blocks; ++b) {
           Qs8GemmTile p;
           p.mr = mr;
@@ -387,14 +373,12 @@ bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_
           p.ks = 1;
           p.a = a;
           p.w = wp + b * hp->block_bytes;
-          p.c = o + r0 * cout + b * NR;
+          p.c = out + pixel * cout + b * NR;
           p.c_stride = cout;
           p.rq = rq;
           kp.gemm(p);
         }
-      }
-    }
-  });
+      });
   return true;
 }
 
