@@ -86,7 +86,9 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
 // blocks: out = clamp(pw(clamp(dw(in), dw_min, dw_max)), out_min, out_max). Each task runs the
 // depthwise kernel over a run of output pixels into a buffer on its stack and the pointwise GEMM
 // from there, so the depthwise output (the block's widest tensor) is never written to memory and
-// read back. Bit for bit what conv2d_nhwc_f32() gives for the two in turn, for any thread count.
+// read back. The same bits for any thread count; on x86, bit for bit what conv2d_nhwc_f32()
+// gives for the two in turn (where the compiler fuses multiply-adds, aarch64, whether it does can
+// depend on a tile's row count, which differs between the two: within float rounding there).
 // `mid` ([batch, dw out_h, dw out_w, channels]) is where the depthwise output goes when the
 // layer runs as two calls instead: with fewer than kDwPwMinRows output rows (7x7 maps: two
 // threads would share 7 tasks unevenly). With `mid` null it always runs as one. False (nothing
