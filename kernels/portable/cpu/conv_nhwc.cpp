@@ -91,6 +91,25 @@ bool kernels_for(Isa isa, Kernels* k) {
   }
 }
 
+// Tile `t` (t.nr columns in all; w, init and c at its first block) over `blocks` consecutive
+// NR-column blocks, block_floats apart: one multi-block call where the ISA has one and it pays
+// (several blocks, or a one-row tile), else one call per block. The same bits either way.
+void gemm_over_blocks(const Kernels& k, const F32GemmTile& t, int64_t NR, int64_t blocks,
+                      int64_t block_floats) {
+  if (k.gemm_blocks != nullptr && (blocks > 1 || t.mr == 1)) {
+    k.gemm_blocks(t, blocks, block_floats);
+    return;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    F32GemmTile p = t;
+    p.nr = std::min(NR, t.nr - b * NR);
+    p.w = t.w + b * block_floats;
+    p.init = t.init != nullptr ? t.init + b * block_floats : nullptr;
+    p.c = t.c + b * NR;
+    k.gemm(p);
+  }
+}
+
 bool is_depthwise(const ConvNhwc& c) {
   return c.group_in_channels == 1 && c.group_out_channels == 1;
 }
@@ -270,29 +289,21 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
             rows(r0, mr, tap0, taps, g, a, patch);
             if (keep) shared.g = g, shared.tile = tile, shared.tap0 = tap0;
           }
-          // The tile from column block b on, nr columns wide.
-          const auto tile_at = [&](int64_t b, int64_t nr) {
-            const float* blk = w + (g * blocks + b) * block_floats;
-            F32GemmTile p;
-            p.mr = mr;
-            p.nr = nr;
-            p.kc = h.cg;
-            p.ks = taps;
-            p.a = a;
-            p.w = blk + NR * (1 + tap0 * h.cg);
-            p.init = tap0 == 0 ? blk : nullptr;
-            p.c = out + r0 * out_stride + g * h.ocg + b * NR;
-            p.c_stride = out_stride;
-            p.min = last ? out_min : -kInf;
-            p.max = last ? out_max : kInf;
-            return p;
-          };
-          if (k.gemm_blocks != nullptr && (b_end - b0 > 1 || mr == 1)) {
-            k.gemm_blocks(tile_at(b0, std::min(h.ocg, b_end * NR) - b0 * NR), b_end - b0,
-                          block_floats);
-            continue;
-          }
-          for (int64_t b = b0; b < b_end; ++b) k.gemm(tile_at(b, std::min(NR, h.ocg - b * NR)));
+          // The tile over column blocks [b0, b_end).
+          const float* blk = w + (g * blocks + b0) * block_floats;
+          F32GemmTile p;
+          p.mr = mr;
+          p.nr = std::min(h.ocg, b_end * NR) - b0 * NR;
+          p.kc = h.cg;
+          p.ks = taps;
+          p.a = a;
+          p.w = blk + NR * (1 + tap0 * h.cg);
+          p.init = tap0 == 0 ? blk : nullptr;
+          p.c = out + r0 * out_stride + g * h.ocg + b0 * NR;
+          p.c_stride = out_stride;
+          p.min = last ? out_min : -kInf;
+          p.max = last ? out_max : kInf;
+          gemm_over_blocks(k, p, NR, b_end - b0, block_floats);
         }
       }
     }
@@ -399,22 +410,11 @@ void run_winograd(const Header& h, const Kernels& k, const float* w, const ConvN
           g.c_stride = kWinoCols;
           g.min = -kInf;
           g.max = kInf;
-          if (k.gemm_blocks != nullptr && b1 - b0 > 1) {
-            g.nr = cols;
-            g.w = blk + NR * (1 + k0);
-            g.init = k0 == 0 ? blk : nullptr;
-            g.c = m + p * kMaxMR * kWinoCols;
-            k.gemm_blocks(g, b1 - b0, block_floats);
-            continue;
-          }
-          for (int64_t b = b0; b < b1; ++b) {
-            const float* bb = blk + (b - b0) * block_floats;
-            g.nr = std::min(NR, cout - b * NR);
-            g.w = bb + NR * (1 + k0);
-            g.init = k0 == 0 ? bb : nullptr;
-            g.c = m + p * kMaxMR * kWinoCols + (b - b0) * NR;
-            k.gemm(g);
-          }
+          g.nr = cols;
+          g.w = blk + NR * (1 + k0);
+          g.init = k0 == 0 ? blk : nullptr;
+          g.c = m + p * kMaxMR * kWinoCols;
+          gemm_over_blocks(k, g, NR, b1 - b0, block_floats);
         }
       }
       for (int64_t i = 0; i < mr; ++i) {
@@ -537,21 +537,11 @@ bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_m
     g.c_stride = cout;
     g.min = out_min;
     g.max = out_max;
-    if (kp.gemm_blocks != nullptr && (blocks > 1 || mr == 1)) {
-      g.nr = cout;
-      g.w = wp + NR;
-      g.init = wp;
-      g.c = out + pixel * cout;
-      kp.gemm_blocks(g, blocks, block_floats);
-      return;
-    }
-    for (int64_t b = 0; b < blocks; ++b) {
-      g.nr = std::min(NR, cout - b * NR);
-      g.w = wp + b * block_floats + NR;
-      g.init = wp + b * block_floats;
-      g.c = out + pixel * cout + b * NR;
-      kp.gemm(g);
-    }
+    g.nr = cout;
+    g.w = wp + NR;
+    g.init = wp;
+    g.c = out + pixel * cout;
+    gemm_over_blocks(kp, g, NR, blocks, block_floats);
   });
   return true;
 }
