@@ -34,6 +34,9 @@ def _check_tensor(method: str, pos: int, info: TensorInfo, value: object) -> Non
     want = str(dtype) if dtype is not None else _layout.dtype_name(info.dtype())
     if not isinstance(value, torch.Tensor):
         raise ExecuTorchError(f"{where} must be a tensor ({want}, shape {list(info.sizes())}), got {type(value).__name__}")
+    if value.layout is not torch.strided:
+        raise ExecuTorchError(f"{where} is a {value.layout} tensor; the runtime reads dense tensors: pass "
+                              f"x.to_dense()")
     if _layout.dtype_code(value.dtype) != info.dtype():
         raise ExecuTorchError(f"{where} must have dtype {want}, got {value.dtype}; convert it with .to({want})")
     if value.dtype == torch.bool and value.numel():

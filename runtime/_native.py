@@ -1,8 +1,8 @@
 """The native runtime backend: adapts the `_portable_lib` C++ module to the backend protocol.
 
-Tensors cross as raw memory: an input's contiguous CPU copy is passed as (address, bytes,
-dtype, sizes), and each output is copied into a fresh `torch.empty` tensor, so neither
-numpy nor libtorch is involved on the C++ side.
+Tensors cross as raw memory: an input's values, as a contiguous CPU tensor with no pending
+negation or conjugation, are passed as (address, bytes, dtype, sizes), and each output is
+copied into a fresh `torch.empty` tensor, so neither numpy nor libtorch is involved on the C++ side.
 """
 
 from __future__ import annotations
@@ -91,6 +91,9 @@ class NativeMethod:
         if code is None:
             raise ExecuTorchError(f"input {index}: dtype {value.dtype} has no ExecuTorch scalar type")
         data = value.detach().cpu()
+        if data.is_neg() or data.is_conj():
+            # A lazy negation or conjugation: the memory holds the values before it; apply it.
+            data = data.resolve_conj().resolve_neg()
         order = self._orders[index]
         if order and not _is_identity(order):
             data = data.permute(order)  # the runtime expects memory in the input's dim order

@@ -186,3 +186,63 @@ def test_endless_loop_in_a_malformed_program_is_an_error_not_a_hang(backend):
     runtime = project_runtimes()[backend]
     with pytest.raises(ExecuTorchError):
         runtime.load_program(data).load_method("forward").execute([torch.ones(2)])
+
+
+def _add_one_program() -> bytes:
+    from executorch.exir import to_edge_transform_and_lower
+
+    class AddOne(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    ep = torch.export.export(AddOne(), (torch.zeros(4, 3),))
+    return to_edge_transform_and_lower(ep).to_executorch().buffer
+
+
+# Tensors whose memory does not read as their values in row-major order: lazily negated or
+# conjugated views (the bit says "negate on read"), strides, an offset into storage, a broadcast.
+_VIEWS = {
+    "neg_view": lambda: torch.arange(12.0).reshape(4, 3)._neg_view(),
+    "conj_imag": lambda: (torch.arange(12.0).reshape(4, 3) * (1 + 1j)).conj().imag,
+    "conj_imag_dense": lambda: (torch.arange(12.0).reshape(4, 3) * (1 + 1j)).conj().imag.contiguous(),
+    "transposed": lambda: torch.arange(12.0).reshape(3, 4).t(),
+    "storage_offset": lambda: torch.arange(15.0).reshape(5, 3)[1:],
+    "expanded": lambda: torch.arange(3.0).expand(4, 3),
+    "channels_last_2d": lambda: torch.arange(12.0).reshape(4, 3, 1, 1).to(memory_format=torch.channels_last)
+    .reshape(4, 3),
+}
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+@pytest.mark.parametrize("case", sorted(_VIEWS))
+def test_inputs_are_read_by_value_whatever_their_layout(backend, case):
+    from conftest import project_runtimes
+
+    x = _VIEWS[case]()
+    method = project_runtimes()[backend].load_program(_add_one_program()).load_method("forward")
+    (got,) = method.execute([x])
+    assert torch.equal(got, x + 1), (case, got, x + 1)
+    assert not got.is_neg() and not got.is_conj()
+
+
+def test_the_issue_example_conj_imag_is_negative():
+    from conftest import project_runtimes
+    from executorch.exir import to_edge_transform_and_lower
+
+    class Times1(torch.nn.Module):
+        def forward(self, x):
+            return x * 1
+
+    pte = to_edge_transform_and_lower(torch.export.export(Times1(), (torch.zeros(1),))).to_executorch().buffer
+    x = torch.tensor([3 + 5j]).conj().imag  # -5.0, stored as 5.0 with the negative bit set
+    for name, runtime in project_runtimes().items():
+        assert runtime.load_program(pte).load_method("forward").execute([x])[0].item() == -5.0, name
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_a_sparse_input_is_refused_naming_its_layout(backend):
+    from conftest import project_runtimes
+
+    method = project_runtimes()[backend].load_program(_add_one_program()).load_method("forward")
+    with pytest.raises(ExecuTorchError, match=r"input 0 .*sparse_coo.*to_dense"):
+        method.execute([torch.ones(4, 3).to_sparse()])
