@@ -14,7 +14,7 @@ from typing import Any, Optional, Union
 import torch
 from torch.export import ExportedProgram
 
-from executorch.exir.error import ExportError
+from executorch.exir.error import SerializeError
 from executorch.exir.passes._graph import _copy_program
 
 
@@ -125,7 +125,7 @@ def _read_program(z: zipfile.ZipFile, base: str) -> ExportedProgram:
     from executorch.exir.serde.serialize import SerializedArtifact, deserialize
 
     return deserialize(SerializedArtifact(z.read(base), z.read(f"{base}_state_dict"), z.read(f"{base}_constants"),
-                                          z.read(f"{base}_example_inputs")))
+                                          z.read(f"{base}_example_inputs")), base)
 
 
 def _jsonable(handles: dict) -> dict:
@@ -211,31 +211,43 @@ def parse_etrecord(etrecord_path: Union[str, os.PathLike]) -> ETRecord:
         if str(_N.ETRECORD_IDENTIFIER) not in names:
             raise ETRecordError(f"{os.fspath(etrecord_path)!r} has no {_N.ETRECORD_IDENTIFIER} entry, so it is not an "
                                 "ETRecord; pass the file ETRecord.save / generate_etrecord wrote")
-        record = ETRecord()
-        edge_prefix = f"{_N.EDGE_DIALECT_EXPORTED_PROGRAM}/"
-        suffixes = ("_state_dict", "_constants", "_example_inputs")
-        edges, graph_map = {}, {}
-        for name in sorted(names):
-            if name in (str(_N.DEBUG_HANDLE_MAP_NAME), str(_N.DELEGATE_MAP_NAME),
-                        str(_N.INSTRUCTION_ID_TO_NUM_OUTS_MAP_NAME)):
-                value = json.loads(z.read(name))
-                attr = {str(_N.DEBUG_HANDLE_MAP_NAME): "_debug_handle_map", str(_N.DELEGATE_MAP_NAME): "_delegate_map",
-                        str(_N.INSTRUCTION_ID_TO_NUM_OUTS_MAP_NAME): "_instruction_id_to_num_outs_map"}[name]
-                setattr(record, attr, value)
-            elif name in (str(_N.REFERENCE_OUTPUTS), str(_N.REPRESENTATIVE_INPUTS)):
-                value = torch.load(io.BytesIO(z.read(name)), weights_only=True)
-                setattr(record, "_reference_outputs" if name == str(_N.REFERENCE_OUTPUTS) else "_representative_inputs",
-                        value)
-            elif name == str(_N.EXPORT_GRAPH_ID):
-                record.export_graph_id = json.loads(z.read(name))
-            elif name == str(_N.EXPORTED_PROGRAM):
-                record.exported_program = _read_program(z, name)
-            elif name == str(_N.EDGE_DIALECT_EXPORTED_PROGRAM):
-                edges["forward"] = _read_program(z, name)
-            elif name.startswith(edge_prefix) and not name.endswith(suffixes):
-                edges[name[len(edge_prefix):]] = _read_program(z, name)
-            elif name != str(_N.ETRECORD_IDENTIFIER) and not name.endswith(suffixes) and f"{name}_state_dict" in names:
-                graph_map[name] = _read_program(z, name)
-        record.edge_dialect_program = edges.get("forward") if list(edges) == ["forward"] else edges
-        record.graph_map = graph_map or None
-        return record
+        try:
+            return _read_entries(z)
+        except SerializeError as e:
+            raise ETRecordError(f"{os.fspath(etrecord_path)!r}: {e}") from None
+
+
+def _read_entries(z: zipfile.ZipFile) -> ETRecord:
+    """The record in the zip's entries; its torch.save parts load as tensors and containers only
+    (`load_tensors`), so reading runs no code from the file."""
+    names = set(z.namelist())
+    record = ETRecord()
+    edge_prefix = f"{_N.EDGE_DIALECT_EXPORTED_PROGRAM}/"
+    suffixes = ("_state_dict", "_constants", "_example_inputs")
+    edges, graph_map = {}, {}
+    for name in sorted(names):
+        if name in (str(_N.DEBUG_HANDLE_MAP_NAME), str(_N.DELEGATE_MAP_NAME),
+                    str(_N.INSTRUCTION_ID_TO_NUM_OUTS_MAP_NAME)):
+            value = json.loads(z.read(name))
+            attr = {str(_N.DEBUG_HANDLE_MAP_NAME): "_debug_handle_map", str(_N.DELEGATE_MAP_NAME): "_delegate_map",
+                    str(_N.INSTRUCTION_ID_TO_NUM_OUTS_MAP_NAME): "_instruction_id_to_num_outs_map"}[name]
+            setattr(record, attr, value)
+        elif name in (str(_N.REFERENCE_OUTPUTS), str(_N.REPRESENTATIVE_INPUTS)):
+            from executorch.exir.serde.serialize import load_tensors
+
+            value = load_tensors(z.read(name), f"entry {name!r}", dict if name == str(_N.REFERENCE_OUTPUTS) else list)
+            setattr(record, "_reference_outputs" if name == str(_N.REFERENCE_OUTPUTS) else "_representative_inputs",
+                    value)
+        elif name == str(_N.EXPORT_GRAPH_ID):
+            record.export_graph_id = json.loads(z.read(name))
+        elif name == str(_N.EXPORTED_PROGRAM):
+            record.exported_program = _read_program(z, name)
+        elif name == str(_N.EDGE_DIALECT_EXPORTED_PROGRAM):
+            edges["forward"] = _read_program(z, name)
+        elif name.startswith(edge_prefix) and not name.endswith(suffixes):
+            edges[name[len(edge_prefix):]] = _read_program(z, name)
+        elif name != str(_N.ETRECORD_IDENTIFIER) and not name.endswith(suffixes) and f"{name}_state_dict" in names:
+            graph_map[name] = _read_program(z, name)
+    record.edge_dialect_program = edges.get("forward") if list(edges) == ["forward"] else edges
+    record.graph_map = graph_map or None
+    return record

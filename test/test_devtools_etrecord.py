@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -14,6 +16,7 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.devtools.etrecord import ETRecord, generate_etrecord, parse_etrecord
 from executorch.exir import to_edge, to_edge_transform_and_lower
+from executorch.exir._etrecord import ETRecordError
 from executorch.exir.error import ExportError
 from executorch.exir.schema import KernelCall
 
@@ -196,3 +199,62 @@ def test_delegate_events_get_op_types_from_the_etrecord(engine, tmp_path):
         assert len(e.op_types) == 1 and e.op_types[0].split(".")[1] == e.name.split(".")[0], (e.name, e.op_types)
     (call,) = [e for e in events if e.name == "DELEGATE_CALL"]
     assert call.delegate_backend_name == "ExecutorBackend"
+
+
+class _CreatesMarker:
+    """Unpickled, it would create the file `path`: the observable side effect of running code."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+def _trapped_state_dict(marker: Path) -> bytes:
+    buf = io.BytesIO()
+    torch.save({"conv.weight": _CreatesMarker(marker)}, buf)
+    return buf.getvalue()
+
+
+def trapped_etrecord(tmp_path: Path, entry: str = "exported_program_state_dict", delegated: bool = False) -> tuple:
+    """An ETRecord written the normal way, then its `entry` rewritten to hold a pickle that creates a
+    marker file when unpickled (or for `entry` = "<program entry>:<delegate>", the state dict stored
+    inside that program's delegate call); returns (record path, marker path)."""
+    ep, edge, et, _ = _delegated(generate=False) if delegated else _lowered(generate=False)
+    clean, path, marker = tmp_path / "clean.etrecord", tmp_path / "trapped.etrecord", tmp_path / "ran-code"
+    generate_etrecord(clean, edge, et, ep)
+    with zipfile.ZipFile(clean) as z:
+        entries = {name: z.read(name) for name in z.namelist()}
+    program, _, holder = entry.partition(":")
+    if holder:
+        layout = json.loads(entries[program])
+        (call,) = [n for n in layout["graph_module"]["graph"]["nodes"] if "call_delegate" in n["target"]]
+        lowered = json.loads(call["inputs"][0]["arg"]["as_string"])
+        lowered["original_state_dict"] = base64.b64encode(_trapped_state_dict(marker)).decode()
+        call["inputs"][0]["arg"]["as_string"] = json.dumps(lowered)
+        entries[program] = json.dumps(layout).encode()
+    else:  # a program's part, or an optional entry (reference_outputs) the record then gains
+        entries[entry] = _trapped_state_dict(marker)
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return path, marker
+
+
+@pytest.mark.parametrize("entry, named", [
+    ("exported_program_state_dict", "'exported_program_state_dict'"),
+    ("edge_dialect_exported_program/forward_constants", "'edge_dialect_exported_program/forward_constants'"),
+    ("edge_dialect_exported_program/forward_example_inputs", "'edge_dialect_exported_program/forward_example_inputs'"),
+    ("reference_outputs", "'reference_outputs'"),
+    ("edge_dialect_exported_program/forward:lowered_module_0",
+     "delegate 'lowered_module_0' in entry 'edge_dialect_exported_program/forward'"),
+])
+def test_a_pickled_object_in_an_etrecord_is_refused_without_running_it(tmp_path, entry, named):
+    path, marker = trapped_etrecord(tmp_path, entry, delegated=":" in entry)
+    with pytest.raises(ETRecordError) as info:
+        parse_etrecord(path)
+    assert not marker.exists(), "reading the ETRecord ran code from it"
+    message = str(info.value)
+    assert named in message and "weights_only" in message and "re-generate" in message, message
+    assert str(path) in message and "\n" not in message

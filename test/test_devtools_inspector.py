@@ -101,3 +101,19 @@ def test_our_inspector_reads_the_published_runtimes_etdump_and_etrecord(tmp_path
     if importlib.util.find_spec("pandas") is not None:
         gap = ours.calculate_numeric_gap("MSE")
         assert len(gap) >= 6 and max(g[0] for g in gap["gap"]) < 1e-10
+
+
+def test_an_etrecord_holding_a_pickled_object_is_refused_without_running_it(tmp_path):
+    from executorch.devtools.etdump import schema_flatcc as E
+    from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
+    from executorch.exir._etrecord import ETRecordError
+
+    from test_devtools_etrecord import trapped_etrecord
+
+    path, marker = trapped_etrecord(tmp_path, "edge_dialect_exported_program/forward_state_dict")
+    dump = serialize_to_etdump_flatcc(E.ETDumpFlatCC(0, [E.RunData("Execute", -1, None, [
+        E.Event(profile_event=E.ProfileEvent("Method::execute", 0, 0, -1, None, None, 1000, 5000))])]))
+    with pytest.raises(ETRecordError, match="entry 'edge_dialect_exported_program/forward_state_dict' holds a "
+                                            "pickled object that weights_only loading refuses"):
+        Inspector(etdump_data=dump, etrecord=str(path))
+    assert not marker.exists(), "the Inspector ran code from the ETRecord"

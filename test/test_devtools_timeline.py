@@ -181,6 +181,23 @@ def test_timeline_command_errors_are_one_line(tmp_path):
     assert not (tmp_path / "t.json").exists()
 
 
+def test_timeline_command_refuses_an_etrecord_holding_a_pickled_object(tmp_path):
+    from executorch.devtools.etdump import schema_flatcc as E
+    from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
+
+    from test_devtools_etrecord import trapped_etrecord
+
+    etrecord, marker = trapped_etrecord(tmp_path)
+    (tmp_path / "r.etdp").write_bytes(serialize_to_etdump_flatcc(E.ETDumpFlatCC(0, [E.RunData("Execute", -1, None, [
+        E.Event(profile_event=E.ProfileEvent("Method::execute", 0, 0, -1, None, None, 1000, 5000))])])))
+    out = subprocess.run([sys.executable, "-m", "executorch.devtools", "timeline", str(tmp_path / "r.etdp"),
+                          "--etrecord", str(etrecord), "-o", str(tmp_path / "t.json")], capture_output=True, text=True)
+    assert not marker.exists(), "the timeline command ran code from the ETRecord"
+    assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "entry 'exported_program_state_dict' holds a pickled object that weights_only loading refuses" in out.stderr
+    assert not (tmp_path / "t.json").exists()
+
+
 @pytest.mark.parametrize("engine", sorted(RUNTIMES))
 def test_xnnpack_nodes_are_named_delegate_events_under_their_call(engine, tmp_path):
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner

@@ -8,6 +8,11 @@ published ETRecord reader and ours read the same files. A delegate call is writt
 writes it: target `torch.ops.higher_order.executorch_call_delegate`, its lowered module as a JSON
 string argument (backend id, payload, compile specs, named data, and its own edge program, nested the
 same way), then `delegate_arg_<i>` per input.
+
+Reading never runs code from the file: every `torch.save` part (state dicts, constants, example
+inputs, a delegate's own) is loaded with `weights_only=True` here, and anything that load refuses
+is a SerializeError naming the part. (torch's deserializer, handed those bytes, would retry a
+refused load with full unpickling.)
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
+import io
 import json
+import pickle
+import re
 from typing import Any
 
 import torch
@@ -23,7 +31,9 @@ from torch._export.serde import schema as ts
 from torch._export.serde import serialize as tser
 from torch._export.serde.serialize import SerializedArtifact
 
-__all__ = ["SerializedArtifact", "deserialize", "serialize"]
+from executorch.exir.error import SerializeError
+
+__all__ = ["SerializedArtifact", "deserialize", "load_tensors", "serialize"]
 
 EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
 LAYOUT_VERSION = {"major": 5, "minor": 4}
@@ -205,7 +215,37 @@ def serialize(exported_program: torch.export.ExportedProgram) -> SerializedArtif
 # ---- reading ---------------------------------------------------------------------------------
 
 
-def _from_layout_dict(program: dict, state_dict: bytes, constants: bytes, example_inputs):
+def _refusal(e: pickle.UnpicklingError) -> str:
+    """The reason in torch's several-paragraph weights_only message (`Unsupported global: ...`)."""
+    found = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\.\s|\n|$)", str(e))
+    return found.group(1).strip() if found else str(e).strip().splitlines()[0]
+
+
+def load_tensors(data, part: str, container: type):
+    """One `torch.save` part (a `container`) as tensors and plain containers, never objects; torch's
+    deserializer takes the loaded value as it is. Empty bytes are an empty part, as torch writes them."""
+    if data is None:
+        return None
+    if len(data) == 0:
+        return container()
+    try:
+        value = torch.load(io.BytesIO(bytes(data)), weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise SerializeError(f"{part} holds a pickled object that weights_only loading refuses ({_refusal(e)}); "
+                             "ETRecords are loaded without running code, so re-generate it (generate_etrecord or "
+                             "ETRecord.save) from an export you trust") from None
+    except Exception as e:  # torch.load raises RuntimeError, EOFError, ... for bytes that are not a torch.save
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise SerializeError(f"{part} is not torch.save data ({type(e).__name__}: {first}); the ETRecord is "
+                             "corrupt, re-generate it (generate_etrecord or ETRecord.save)") from None
+    if not isinstance(value, container):
+        raise SerializeError(f"{part} holds a {type(value).__name__}, not the {container.__name__} torch.save "
+                             "wrote there; the ETRecord is corrupt, re-generate it (generate_etrecord or ETRecord.save)")
+    return value
+
+
+def _from_layout_dict(program: dict, state_dict: dict, constants: dict, example_inputs, where: str):
+    """The program of one layout dict; `where` names it in errors (the entry, or a delegate in it)."""
     import executorch.exir.dialects._ops  # noqa: F401  (registers dim_order_ops, which edge graphs use)
 
     program = json.loads(json.dumps(program))  # a private copy to edit
@@ -237,7 +277,7 @@ def _from_layout_dict(program: dict, state_dict: bytes, constants: bytes, exampl
         if node.name in handles:
             node.meta["debug_handle"] = handles[node.name]
     if delegates:
-        _restore_delegate_calls(ep, delegates)
+        _restore_delegate_calls(ep, delegates, where)
     return ep
 
 
@@ -253,13 +293,15 @@ def _read_delegate_call(node: dict) -> None:
     _stub("call_delegate")  # registers the stubs
 
 
-def _lowered_module(data: dict):
+def _lowered_module(data: dict, where: str):
     from executorch.exir._serialize._named_data_store import DataEntry, NamedDataStoreOutput
     from executorch.exir.backend.compile_spec_schema import CompileSpec
     from executorch.exir.lowered_backend_module import LoweredBackendModule
 
-    original = _from_layout_dict(data["original_module"], base64.b64decode(data["original_state_dict"]),
-                                 base64.b64decode(data["original_constants"]), None)
+    parts = {key: load_tensors(base64.b64decode(data[key]), f"the {key} of {where}", dict)
+             for key in ("original_state_dict", "original_constants")}
+    original = _from_layout_dict(data["original_module"], parts["original_state_dict"],
+                                 parts["original_constants"], None, where)
     named = None
     if data.get("named_data_store"):
         raw = json.loads(data["named_data_store"])
@@ -272,12 +314,12 @@ def _lowered_module(data: dict):
                                 named)
 
 
-def _restore_delegate_calls(ep, delegates: list) -> None:
+def _restore_delegate_calls(ep, delegates: list, where: str) -> None:
     """Each stub call back to `executorch_call_delegate(lowered_module, *args)`."""
     gm = ep.graph_module
     stubs = [n for n in gm.graph.nodes if str(n.target).startswith(f"{_STUB_NS}.")]
     for node, (holder, lowered_json, handle) in zip(stubs, delegates):
-        gm.add_submodule(holder, _lowered_module(json.loads(lowered_json)))
+        gm.add_submodule(holder, _lowered_module(json.loads(lowered_json), f"delegate {holder!r} in {where}"))
         with gm.graph.inserting_before(node):
             attr = gm.graph.get_attr(holder)
         node.target = _call_delegate()
@@ -287,7 +329,11 @@ def _restore_delegate_calls(ep, delegates: list) -> None:
     gm.recompile()
 
 
-def deserialize(artifact: SerializedArtifact) -> torch.export.ExportedProgram:
-    """The edge program an ETRecord stored (ours or the published writer's)."""
+def deserialize(artifact: SerializedArtifact, entry: str = "program") -> torch.export.ExportedProgram:
+    """The edge program an ETRecord stored (ours or the published writer's) in `entry` and the
+    `<entry>_state_dict`, `_constants` and `_example_inputs` entries beside it, which errors name."""
     program = json.loads(bytes(artifact.exported_program).decode("utf-8"))
-    return _from_layout_dict(program, artifact.state_dict, artifact.constants, artifact.example_inputs)
+    state_dict, constants, example_inputs = (
+        load_tensors(getattr(artifact, part), f"entry '{entry}_{part}'", container)
+        for part, container in (("state_dict", dict), ("constants", dict), ("example_inputs", tuple)))
+    return _from_layout_dict(program, state_dict, constants, example_inputs or None, f"entry {entry!r}")
