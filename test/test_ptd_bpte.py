@@ -167,6 +167,38 @@ def test_truncated_and_corrupt_ptd_are_errors(engine, tmp_path):
             RUNTIMES[engine].load_program(tmp_path / "m.pte", data_path=bad).load_method("forward")
 
 
+# Loads m.pte with its .ptd on one engine, truncates the .ptd in place (at `when`), runs, saves the output.
+_TRUNCATE_SCRIPT = """
+import os, sys, torch
+from executorch.runtime import Runtime
+pte, ptd, x, out, when = sys.argv[1:]
+program = Runtime.get().load_program(pte, data_path=ptd)
+if when == "before_method_load":
+    os.truncate(ptd, 0)
+method = program.load_method("forward")
+if when == "between_runs":
+    method.execute([torch.load(x)])
+    os.truncate(ptd, 0)
+torch.save(method.execute([torch.load(x)])[0], out)
+"""
+
+
+@pytest.mark.parametrize("when", ["before_method_load", "between_runs"])
+@pytest.mark.parametrize("engine", sorted(RUNTIMES))
+def test_a_ptd_truncated_after_load_does_not_reach_the_program(engine, when, tmp_path):
+    """The engines read the .ptd into their own memory at load: a file changed afterwards (here truncated
+    in place, which faults, SIGBUS, every page of a mapping of it) does not reach a loaded program."""
+    model, (x,), _ = _small(tmp_path, external_constants=True)
+    torch.save(x, tmp_path / "x.pt")
+    env = dict(os.environ, EXECUTORCH_RUNTIME=engine)
+    proc = subprocess.run([sys.executable, "-c", _TRUNCATE_SCRIPT, str(tmp_path / "m.pte"), str(tmp_path / DEFAULT_PTD),
+                           str(tmp_path / "x.pt"), str(tmp_path / "y.pt"), when],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    assert (tmp_path / DEFAULT_PTD).stat().st_size == 0
+    assert_outputs_close([torch.load(tmp_path / "y.pt")], [model(x)])
+
+
 def test_delegate_named_data_with_an_external_tag_goes_to_the_ptd():
     from executorch.exir import ExecutorchBackendConfig
     from executorch.exir.emit._program_state import ProgramState
@@ -322,6 +354,20 @@ def test_bundled_cases_pass_and_a_wrong_answer_fails(engine, monkeypatch):
         Runtime.get.cache_clear()
 
 
+def test_a_case_expecting_another_output_count_says_both_counts(tmp_path):
+    back = deserialize_from_flatbuffer_to_bundled_program(serialize_from_bundled_program_to_flatbuffer(_bundle()[0]))
+    for case in back.method_test_suites[0].test_cases:
+        case.expected_outputs = case.expected_outputs[:1]  # the method returns two
+    path = tmp_path / "m.bpte"
+    path.write_bytes(serialize_from_bundled_program_to_flatbuffer(back))
+    results = run_bundled_program(path)
+    assert [str(r) for r in results] == [
+        f"FAIL forward[{i}]: the method returned 2 outputs; the test case expects 1" for i in range(3)]
+    proc = subprocess.run([sys.executable, "-m", "executorch.cli", "bundled", str(path)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 1 and proc.stdout.splitlines()[-1] == "FAIL: 0/3 test cases passed", proc.stdout
+
+
 def test_cli_runs_a_bpte(tmp_path):
     bundle, _, _ = _bundle()
     path = tmp_path / "m.bpte"
@@ -341,6 +387,26 @@ def test_corrupt_bpte_is_a_clear_error():
     for bad in (data[:3], data[:4] + b"XXXX" + data[8:], data[:200]):
         with pytest.raises(SerializeError, match=r"\.bpte"):
             deserialize_from_flatbuffer_to_bundled_program(bad)
+
+
+@pytest.mark.parametrize("damage, named", [
+    (lambda t: setattr(t, "sizes", [2, 8]), "sizes [2, 8] of float32 make 64 bytes; its data holds 40"),
+    (lambda t: setattr(t, "data", bytes(t.data)[:-4]), "sizes [2, 5] of float32 make 40 bytes; its data holds 36"),
+    (lambda t: setattr(t, "sizes", [-2, -5]), "sizes [-2, -5]"),
+    (lambda t: setattr(t, "dim_order", [0, 0]), "dim_order [0, 0] is not an order of its 2 dimensions"),
+], ids=["sizes", "data", "negative", "dim_order"])
+def test_a_tensor_whose_data_does_not_fit_its_sizes_is_a_clear_error(tmp_path, damage, named):
+    back = deserialize_from_flatbuffer_to_bundled_program(serialize_from_bundled_program_to_flatbuffer(_bundle()[0]))
+    damage(back.method_test_suites[0].test_cases[2].inputs[1].val)
+    data = serialize_from_bundled_program_to_flatbuffer(back)
+    with pytest.raises(SerializeError) as info:
+        deserialize_from_flatbuffer_to_bundled_program(data)
+    message = str(info.value)
+    assert "method 'forward' test case 2 input 1" in message and named in message, message
+    (tmp_path / "m.bpte").write_bytes(data)
+    proc = subprocess.run([sys.executable, "-m", "executorch.cli", "bundled", str(tmp_path / "m.bpte")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and named in proc.stderr, proc.stderr
 
 
 def test_bundle_checks_the_cases_against_the_program():

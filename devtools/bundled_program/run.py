@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -26,9 +27,15 @@ class TestCaseResult:
         return self.comparison is None or self.comparison.ok
 
     def __str__(self) -> str:
-        verdict = "PASS" if self.ok else "FAIL"
-        detail = "no expected outputs (ran)" if self.comparison is None else str(self.comparison)
-        return f"{verdict} {self.method_name}[{self.index}]: {detail}"
+        c = self.comparison
+        if c is None:
+            detail = "no expected outputs (ran)"
+        elif c.ok:
+            detail = str(c)
+        else:  # the reasons; an error only where values were compared (it is infinite where none could be)
+            detail = "; ".join(c.mismatches) + (f" (max rel err {c.max_rel_err:.3g})" if math.isfinite(c.max_rel_err)
+                                                else "")
+        return f"{'PASS' if self.ok else 'FAIL'} {self.method_name}[{self.index}]: {detail}"
 
 
 def to_torch(value: bp.Value) -> Union[torch.Tensor, int, bool, float]:
@@ -64,7 +71,10 @@ def run_bundled_program(source, *, rtol: Optional[float] = None, atol: Optional[
         for i, case in enumerate(suite.test_cases):
             outputs = method.execute([to_torch(v) for v in case.inputs])
             comparison = None
-            if case.expected_outputs:
+            if case.expected_outputs and len(outputs) != len(case.expected_outputs):
+                comparison = Comparison(len(outputs), math.inf, (
+                    f"the method returned {len(outputs)} outputs; the test case expects {len(case.expected_outputs)}",))
+            elif case.expected_outputs:
                 expected = [to_torch(v) for v in case.expected_outputs]
                 comparison = compare_outputs(list(outputs), expected, rtol=rtol, atol=atol)
             results.append(TestCaseResult(suite.method_name, i, comparison))

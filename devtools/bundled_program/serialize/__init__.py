@@ -7,13 +7,14 @@ program come back as views over the input (no copies, nothing parsed twice).
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
 
 import flatbuffers
 
 import executorch.devtools.bundled_program.schema as bp
-from executorch.exir import schema as S
+from executorch.exir import _dtypes, schema as S
 from executorch.exir._serialize._atomic import write_chunks
 from executorch.exir._serialize._flatbuffer_reader import _Corrupt, _Reader
 from executorch.exir._serialize._flatbuffer_writer import (
@@ -181,12 +182,36 @@ def deserialize_from_flatbuffer_to_bundled_program(flatbuffer) -> bp.BundledProg
             "names a file written from a BundledProgram")
     r = _Reader(view)
     try:
-        return _read_bundle(r)
+        bundle = _read_bundle(r)
+        _check_tensors(bundle)
+        return bundle
     except _Corrupt as e:
         reason = str(e)
     except (struct.error, RecursionError, OverflowError, MemoryError) as e:
         reason = f"{type(e).__name__}: {e}"
     raise SerializeError(f"the .bpte is malformed: {reason}; the file is corrupt or truncated, write it again")
+
+
+def _check_tensors(bundle: bp.BundledProgram) -> None:
+    """Each tensor's data holds exactly what its sizes and dtype say, in an order of its dimensions:
+    the runner views the bytes with these sizes, so a mismatch found there would be torch's error."""
+    for suite in bundle.method_test_suites:
+        for i, case in enumerate(suite.test_cases):
+            for role, values in (("input", case.inputs), ("expected output", case.expected_outputs)):
+                for j, value in enumerate(values):
+                    t = value.val
+                    if not isinstance(t, bp.Tensor):
+                        continue
+                    where = f"method {suite.method_name!r} test case {i} {role} {j}"
+                    sizes, order = list(t.sizes), list(t.dim_order)
+                    if any(n < 0 for n in sizes):
+                        raise _Corrupt(f"{where} has negative sizes {sizes}")
+                    if order and sorted(order) != list(range(len(sizes))):
+                        raise _Corrupt(f"{where}: dim_order {order} is not an order of its {len(sizes)} dimensions")
+                    want = math.prod(sizes) * _dtypes.element_size(t.scalar_type)
+                    if len(t.data) != want:
+                        raise _Corrupt(f"{where}: sizes {sizes} of {_dtypes.dtype_name(t.scalar_type)} make {want} "
+                                       f"bytes; its data holds {len(t.data)}")
 
 
 def _read_bundle(r: _Reader) -> bp.BundledProgram:
