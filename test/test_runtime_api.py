@@ -14,10 +14,11 @@ import torch
 from executorch.exir._serialize import serialize_pte_binary
 from executorch.exir.error import SerializeError
 from executorch.runtime import (
-    ExecuTorchError, Method, MethodNotFoundError, Program, Runtime, Verification,
+    ExecuTorchError, InvalidProgramError, Method, MethodNotFoundError, Program, ProgramFileError, Runtime, Verification,
 )
 from executorch.runtime import _backend
 
+from conftest import project_runtimes  # noqa: E402
 from runtime_programs import add_program  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,6 +145,38 @@ def test_missing_file_is_a_clear_os_error(tmp_path):
         Runtime.get().load_program(tmp_path / "missing.pte")
 
 
+@pytest.mark.parametrize("engine", sorted(project_runtimes()))
+@pytest.mark.parametrize("option", ["program", "data_path"])
+@pytest.mark.parametrize("case, builtin, says", [
+    ("missing", FileNotFoundError, "does not exist"),
+    ("directory", IsADirectoryError, "is a directory"),
+])
+def test_a_path_that_is_not_a_readable_file_is_the_runtimes_error(add_pte, tmp_path, engine, option, case, builtin,
+                                                                    says):
+    bad = tmp_path / ("weights.ptd" if option == "data_path" else "model.pte")
+    if case == "directory":
+        bad.mkdir()
+    pte = tmp_path / "add.pte"
+    pte.write_bytes(add_pte)
+    args = (bad,) if option == "program" else (pte,)
+    kwargs = {"data_path": bad} if option == "data_path" else {}
+    with pytest.raises(ExecuTorchError) as info:
+        project_runtimes()[engine].load_program(*args, **kwargs)
+    e = info.value
+    # Also the builtin error it was, so `except FileNotFoundError` written for it still catches it.
+    assert isinstance(e, ProgramFileError) and isinstance(e, builtin) and e.filename == str(bad)
+    message = str(e)
+    assert message.startswith(f"{'data' if option == 'data_path' else 'program'} file {str(bad)!r} {says}; pass ")
+    assert "\n" not in message and "Errno" not in message
+
+
+@pytest.mark.parametrize("engine", sorted(project_runtimes()))
+def test_an_empty_program_file_is_named(tmp_path, engine):
+    (tmp_path / "empty.pte").write_bytes(b"")
+    with pytest.raises(InvalidProgramError, match=r"program file '.*empty\.pte' is empty; "):
+        project_runtimes()[engine].load_program(tmp_path / "empty.pte")
+
+
 def test_runtime_is_a_singleton_naming_its_backend():
     assert Runtime.get() is Runtime.get()
     assert Runtime.get().backend in ("native", "python")
@@ -185,7 +218,7 @@ def test_unsupported_load_options_are_refused(add_pte):
         Runtime.get().load_program(add_pte, debug_buffer_size=4096)
     with pytest.raises(ExecuTorchError, match="records no ETDump"):
         Runtime.get().load_program(add_pte).write_etdump_result_to_file("never.etdp")
-    with pytest.raises(ExecuTorchError, match="cannot read data file 'weights.ptd'"):
+    with pytest.raises(ExecuTorchError, match="data file 'weights.ptd' does not exist"):
         Runtime.get().load_program(add_pte, data_path="weights.ptd")
 
 

@@ -240,7 +240,8 @@ def load_tensors(data, part: str, container: type):
                              "corrupt, re-generate it (generate_etrecord or ETRecord.save)") from None
     if not isinstance(value, container):
         raise SerializeError(f"{part} holds a {type(value).__name__}, not the {container.__name__} torch.save "
-                             "wrote there; the ETRecord is corrupt, re-generate it (generate_etrecord or ETRecord.save)")
+                             "wrote there; the ETRecord is corrupt, re-generate it (generate_etrecord or "
+                             "ETRecord.save)")
     return value
 
 

@@ -15,6 +15,7 @@ except ImportError as exc:  # the C++ extension is built only with EXECUTORCH_BU
         "-DEXECUTORCH_BUILD_PYBIND=ON and copy _portable_lib*.so into extension/pybindings/ "
         f"({exc})"
     ) from exc
+from executorch.runtime import read_program_file
 from executorch.runtime._backend import Verification
 from executorch.runtime._meta import MethodMeta
 
@@ -34,11 +35,6 @@ __all__ = [
     "_threadpool_get_thread_count",
     "_unsafe_reset_threadpool",
 ]
-
-
-def _read(path: Union[str, os.PathLike]) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _etdump_option(enable_etdump: bool, debug_buffer_size: int) -> Optional[int]:
@@ -170,7 +166,8 @@ class ExecuTorchModule:
 def _load_for_executorch(path: Union[str, os.PathLike], enable_etdump: bool = False, debug_buffer_size: int = 0,
                          program_verification: Verification = Verification.InternalConsistency) -> ExecuTorchModule:
     """Load the `.pte` at `path` as an `ExecuTorchModule`."""
-    return ExecuTorchModule(_read(path), program_verification, _etdump_option(enable_etdump, debug_buffer_size))
+    return ExecuTorchModule(read_program_file(path), program_verification,
+                            _etdump_option(enable_etdump, debug_buffer_size))
 
 
 def _load_for_executorch_from_buffer(buffer: bytes, enable_etdump: bool = False, debug_buffer_size: int = 0,
@@ -183,7 +180,8 @@ def _load_for_executorch_from_buffer(buffer: bytes, enable_etdump: bool = False,
 def _load_program(path: Union[str, os.PathLike], enable_etdump: bool = False, debug_buffer_size: int = 0,
                   program_verification: Verification = Verification.InternalConsistency) -> ExecuTorchProgram:
     """Load the `.pte` at `path` as an `ExecuTorchProgram` (methods loaded on request)."""
-    return ExecuTorchProgram(_read(path), program_verification, _etdump_option(enable_etdump, debug_buffer_size))
+    return ExecuTorchProgram(read_program_file(path), program_verification,
+                             _etdump_option(enable_etdump, debug_buffer_size))
 
 
 def _load_program_from_buffer(buffer: bytes, enable_etdump: bool = False, debug_buffer_size: int = 0,
