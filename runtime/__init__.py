@@ -14,13 +14,15 @@ from types import ModuleType
 from typing import Any, BinaryIO, Optional, Sequence, Union
 
 from executorch.runtime._backend import MethodHandle, ProgramHandle, Verification, select_backend
-from executorch.runtime._errors import ExecuTorchError, InvalidProgramError, MethodNotFoundError
+from executorch.runtime._errors import (
+    ExecuTorchError, InvalidProgramError, MethodNotFoundError, ProgramFileError, file_error,
+)
 from executorch.runtime._inputs import input_checker
 from executorch.runtime._meta import MethodMeta, TensorInfo
 
 __all__ = [
     "BackendRegistry", "ExecuTorchError", "InvalidProgramError", "Method", "MethodMeta", "MethodNotFoundError",
-    "OperatorRegistry", "Program", "Runtime", "TensorInfo", "Verification",
+    "OperatorRegistry", "Program", "ProgramFileError", "Runtime", "TensorInfo", "Verification",
 ]
 
 ProgramSource = Union[bytes, bytearray, memoryview, BinaryIO, Path, str]
@@ -200,12 +202,26 @@ def _read_data_file(path: Union[Path, str]) -> memoryview:
                                       f"load it again once it is written")
             return data
     except OSError as e:
-        raise ExecuTorchError(f"cannot read data file {os.fspath(path)!r}: {e.strerror}; check the data_path") from None
+        raise file_error(e, path, "data", "the .ptd file written with the .pte (write_tensor_data_to_file)") from None
+
+
+def read_program_file(path: Union[Path, str]) -> bytes:
+    """The bytes of the `.pte` at `path`; a path that is not a readable, non-empty file raises the
+    runtime's error naming it."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise file_error(e, path, "program", "the .pte file export wrote (ExecutorchProgramManager.write_to_file)"
+                         ) from None
+    if not data:
+        raise InvalidProgramError(f"program file {os.fspath(path)!r} is empty; re-export it (a write that was "
+                                  "interrupted, or a file truncated on the way)")
+    return data
 
 
 def _read(data: ProgramSource) -> Union[bytes, memoryview]:
     if isinstance(data, (str, Path)):
-        return Path(data).read_bytes()
+        return read_program_file(data)
     if isinstance(data, bytes):
         return data
     if isinstance(data, (bytearray, memoryview)):
