@@ -8,6 +8,8 @@ transpose in and one out (a value whose moved dims are all 1 is reshaped, not tr
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import math
 from typing import Callable, Optional
@@ -293,7 +295,46 @@ class XnnGraphBuilder:
                                flags=xs.XNN_VALUE_FLAG_EXTERNAL_OUTPUT)
             self.graph.output_ids.append(out)
             self.add(xs.XNNCopy(input_id=src, output_id=out))
+        self._isolate_packed_operands()
         return self.graph
+
+    def _isolate_packed_operands(self) -> None:
+        """Give every other reader of a packed constant a value of its own over the same data.
+
+        ExecuTorch's XNNPACK runtime frees the data of a constant that a convolution or fully
+        connected node packs (its filter or bias) once the weights are packed; another node that
+        reads the same value id (an add of the same bias, say, or a constant deduplicated by
+        content) then reads freed memory, and the published runtime crashes at execute. A second
+        value over the same constant data is loaded on its own and stays alive."""
+        packed = {getattr(n.xnode_union, f) for n in self.graph.xnodes if type(n.xnode_union) in _PACKING
+                  for f in ("filter_id", "bias_id")} - {INVALID}
+        packed = {v for v in packed if xs.tensor_value(self.graph.xvalues[v]).constant_buffer_idx}
+        if not packed:
+            return
+        copies: dict[int, int] = {}
+        for n in self.graph.xnodes:
+            op = n.xnode_union
+            for name in _operand_fields(op):
+                vid = getattr(op, name)
+                if vid not in packed or (type(op) in _PACKING and name in ("filter_id", "bias_id")):
+                    continue
+                if vid not in copies:
+                    copies[vid] = len(self.graph.xvalues)
+                    self.graph.xvalues.append(copy.deepcopy(self.graph.xvalues[vid]))
+                    xs.tensor_value(self.graph.xvalues[-1]).id_out = copies[vid]
+                setattr(op, name, copies[vid])
+
+
+# Nodes whose filter and bias XNNPACK packs at init (the runtime then frees their unpacked data).
+_PACKING = (xs.XNNFullyConnected, xs.XNNConv2d, xs.XNNDepthwiseConv2d, xs.XNNConvTranspose2d)
+
+
+def _operand_fields(op) -> list[str]:
+    """The names of `op`'s fields that read a value (a concatenation's unused inputs, 0, excluded)."""
+    names = [f.name for f in dataclasses.fields(op) if f.name.endswith("_id") and not f.name.startswith("output")]
+    if isinstance(op, xs.XNNCat):
+        names = [n for n in names if n in ("input1_id", "input2_id") or getattr(op, n)]
+    return names
 
 
 def numel(dims) -> int:

@@ -1,0 +1,149 @@
+"""What the XNNPACK payload writer must never emit, because ExecuTorch's XNNPACK runtime crashes on it.
+
+The published runtime frees the data of every constant a convolution or fully connected node packs
+(its filter and bias) once the weights are packed. A value id that such a node packs and another node
+also reads therefore points at freed memory when that node runs: the published runtime segfaulted on
+`LayerNorm(x + MultiheadAttention(x))` (the attention's zero output-projection bias and the norm's zero
+bias were one deduplicated value) and on `l2(relu(l(x)) * l(x) + l.bias)` (one bias, two readers). The
+writer now gives the other readers their own value over the same data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from executorch.backends.xnnpack import XnnpackPartitioner
+from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import deserialize_xnnpack_binary
+from executorch.devtools.compare import assert_outputs_close
+from executorch.exir import to_edge_transform_and_lower
+from executorch.exir._serialize._program import read_program
+
+from conftest import project_runtimes  # noqa: E402
+
+PACKING = (xs.XNNFullyConnected, xs.XNNConv2d, xs.XNNDepthwiseConv2d, xs.XNNConvTranspose2d)
+
+
+class AttentionNorm(nn.Module):
+    """The smallest model of the hostile review's crash: two delegates, zero biases on both sides."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(64, 4, batch_first=True)
+        self.norm = nn.LayerNorm(64)
+
+    def forward(self, x):
+        return self.norm(x + self.attn(x, x, x, need_weights=False)[0])
+
+
+class BiasTwice(nn.Module):
+    """One parameter as a fully connected bias and as an add operand (the published exporter's own
+    file for this model crashes the published runtime too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(64, 64), nn.Linear(64, 64)
+
+    def forward(self, x):
+        y = self.l1(x)
+        return self.l2(torch.relu(y) * y + self.l1.bias)
+
+
+class ZeroBiasConvAdd(nn.Module):
+    """A convolution's zero bias and an added zero parameter: equal content, one stored constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.shift = nn.Parameter(torch.zeros(8, 1, 1))
+        with torch.no_grad():
+            self.conv.bias.zero_()
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + self.shift
+
+
+CASES = {
+    "attention_norm": (AttentionNorm, (2, 32, 64)),
+    "bias_twice": (BiasTwice, (2, 32, 64)),
+    "zero_bias_conv_add": (ZeroBiasConvAdd, (1, 8, 6, 6)),
+}
+
+
+def _model(name):
+    cls, shape = CASES[name]
+    torch.manual_seed(0)
+    return cls().eval(), (torch.randn(*shape),)
+
+
+def _lower(model, inputs) -> bytes:
+    ep = torch.export.export(model, inputs)
+    return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+
+
+def _graphs(pte: bytes) -> list:
+    program = read_program(pte)
+    return [deserialize_xnnpack_binary(bytes(program.segment_data[d.processed.index])).graph
+            for plan in program.execution_plan for d in plan.delegates]
+
+
+def packed_values_read_elsewhere(graph) -> list[str]:
+    """Each constant value a packing node packs that another node (or another operand) also reads."""
+    packed = {}
+    for i, n in enumerate(graph.xnodes):
+        op = n.xnode_union
+        if isinstance(op, PACKING):
+            for f in ("filter_id", "bias_id"):
+                vid = getattr(op, f)
+                if vid != xs.XNN_INVALID_VALUE_ID and xs.tensor_value(graph.xvalues[vid]).constant_buffer_idx:
+                    packed.setdefault(vid, f"{type(op).__name__} node {i} ({f})")
+    problems = []
+    for i, n in enumerate(graph.xnodes):
+        op = n.xnode_union
+        for f in dataclasses.fields(op):
+            if not f.name.endswith("_id") or f.name.startswith("output"):
+                continue
+            if isinstance(op, PACKING) and f.name in ("filter_id", "bias_id"):
+                continue
+            vid = getattr(op, f.name)
+            if vid in packed:
+                problems.append(f"value {vid}, packed by {packed[vid]}, is also {type(op).__name__} node {i}'s {f.name}")
+    return problems
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_packed_constant_is_read_by_another_node(name):
+    model, inputs = _model(name)
+    graphs = _graphs(_lower(model, inputs))
+    assert graphs, "nothing was delegated"
+    problems = [p for g in graphs for p in packed_values_read_elsewhere(g)]
+    assert not problems, problems
+
+
+def test_the_check_finds_a_shared_packed_value():
+    """The gate itself: a payload where the fully connected bias is the add's operand fails it."""
+    model, inputs = _model("bias_twice")
+    (graph,) = _graphs(_lower(model, inputs))
+    fc = next(n.xnode_union for n in graph.xnodes if isinstance(n.xnode_union, xs.XNNFullyConnected))
+    add = next(n.xnode_union for n in graph.xnodes if isinstance(n.xnode_union, xs.XNNAdd))
+    add.input2_id = fc.bias_id
+    assert packed_values_read_elsewhere(graph)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_runs_on_every_runtime_like_eager(name, tmp_path, reference_runtime):
+    """A crash of the published runtime fails here (its own process); every runtime matches eager."""
+    model, inputs = _model(name)
+    pte = _lower(model, inputs)
+    with torch.no_grad():
+        expected = [model(*inputs)]
+    path = tmp_path / f"{name}.pte"
+    path.write_bytes(pte)
+    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected)
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
+        assert_outputs_close(list(got), expected)
