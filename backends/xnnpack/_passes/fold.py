@@ -71,12 +71,16 @@ def fuse_batch_norm(graph: fx.Graph, consts: dict) -> None:
 
 def remove_first_output_getitems(graph: fx.Graph, consts: dict) -> None:
     """max_pool2d_with_indices and native_layer_norm read only through getitem 0: the node stands
-    for its first output."""
+    for its first output, its value included (the checks that later read its users' arguments
+    see a tensor, as for any other node)."""
     multi = (aten.max_pool2d_with_indices.default, aten.native_layer_norm.default)
     for node in list(graph.nodes):
         if node.target is operator.getitem and node.args[0].target in multi:
-            node.replace_all_uses_with(node.args[0])
+            source = node.args[0]
+            node.replace_all_uses_with(source)
             graph.erase_node(node)
+            if isinstance(source.meta.get("val"), (tuple, list)):
+                source.meta["val"] = source.meta["val"][0]
 
 
 def _same_quant(a: fx.Node, b: fx.Node) -> bool:
