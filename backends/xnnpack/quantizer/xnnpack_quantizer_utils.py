@@ -228,6 +228,8 @@ def _conv_bn_matches(gm: GraphModule, has_relu: bool, transposed: bool) -> list:
     def example(dims: int) -> tuple:
         return (torch.randn(1, 1, *[3] * dims), torch.randn(1, 1, *[1] * dims)) + tuple(torch.randn(1) for _ in range(5))
 
+    if not any(_is_training_batch_norm(n) for n in gm.graph.nodes):
+        return []  # post-training graphs (no training batch norm) have nothing to match
     gm.graph.eliminate_dead_code()  # batch_norm's unused outputs would keep the pattern from matching
     gm.recompile()
     fns = (F.conv_transpose1d, F.conv_transpose2d) if transposed else (F.conv1d, F.conv2d)
@@ -235,11 +237,24 @@ def _conv_bn_matches(gm: GraphModule, has_relu: bool, transposed: bool) -> list:
     matches = []
     for (dims, fn), cuda, in_place in itertools.product(enumerate(fns, 1), on_cuda,
                                                          [True, False] if has_relu else [False]):
-        graph = _get_aten_graph_module_for_pattern(pattern(fn, in_place), example(dims), cuda)
-        graph.graph.eliminate_dead_code()
-        graph.recompile()
+        key = (fn, dims, cuda, in_place, has_relu)
+        graph = _CONV_BN_PATTERNS.get(key)
+        if graph is None:
+            # Each pattern is a torch.export of its own (half a second): made once per process.
+            graph = _get_aten_graph_module_for_pattern(pattern(fn, in_place), example(dims), cuda)
+            graph.graph.eliminate_dead_code()
+            graph.recompile()
+            _CONV_BN_PATTERNS[key] = graph
         matches.extend(SubgraphMatcherWithNameNodeMap(graph, ignore_literals=True).match(gm.graph))
     return matches
+
+
+_CONV_BN_PATTERNS: dict = {}
+
+
+def _is_training_batch_norm(node: Node) -> bool:
+    name = getattr(node.target, "__name__", "")
+    return node.op == "call_function" and "batch_norm" in name and "no_training" not in name
 
 
 def _annotate_conv_bn(gm: GraphModule, config: Optional[QuantizationConfig], filter_fn: Filter, has_relu: bool,
