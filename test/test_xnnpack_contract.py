@@ -147,3 +147,45 @@ def test_runs_on_every_runtime_like_eager(name, tmp_path, reference_runtime):
     for runtime in project_runtimes().values():
         got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
         assert_outputs_close(list(got), expected)
+
+
+class HalfDeconv(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.deconv = nn.ConvTranspose2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.deconv(torch.softmax(x, -1))
+
+
+def test_half_precision_deconvolution_stays_off_xnnpack(tmp_path, reference_runtime):
+    """XNNPACK refuses a float16 deconvolution at init (the published runtime would not load the
+    method): the partitioner leaves it to the portable kernels, and the file runs everywhere."""
+    torch.manual_seed(0)
+    model, inputs = HalfDeconv().eval().half(), (torch.randn(1, 8, 5, 8).half(),)
+    pte = _lower(model, inputs)
+    kinds = {type(n.xnode_union).__name__ for g in _graphs(pte) for n in g.xnodes}
+    assert "XNNConvTranspose2d" not in kinds, kinds
+    with torch.no_grad():
+        expected = [model(*inputs)]
+    path = tmp_path / "half_deconv.pte"
+    path.write_bytes(pte)
+    # The published portable kernel accumulates the deconvolution in half precision: a few ulps.
+    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected, rtol=4e-3, atol=4e-3)
+
+
+def test_python_engine_refuses_a_half_precision_deconvolution_by_name(monkeypatch):
+    """A payload that holds one anyway (its convolution check switched off here) is refused by our
+    Python engine as XNNPACK refuses it, naming the node kind."""
+    from executorch.backends.xnnpack.partition.config import ConvolutionConfig
+
+    monkeypatch.setattr(ConvolutionConfig, "check_constraints", lambda self, node, ep: True)
+    torch.manual_seed(0)
+    model, inputs = HalfDeconv().eval().half(), (torch.randn(1, 8, 5, 8).half(),)
+    ep = torch.export.export(model, inputs)
+    pte = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+    kinds = {type(n.xnode_union).__name__ for g in _graphs(pte) for n in g.xnodes}
+    assert "XNNConvTranspose2d" in kinds
+    runtime = project_runtimes()["python"]
+    with pytest.raises(Exception, match="ConvTranspose2d on xnn_datatype_fp16 values"):
+        runtime.load_program(pte).load_method("forward")

@@ -405,6 +405,9 @@ def _build_conv(c: Compiler, kind: str, n: xs.XNNNodeConv, mm):
         raise bad(f"{kind} has a zero size, stride, dilation or group count")
     depthwise = isinstance(n, xs.XNNDepthwiseConv2d)
     transposed = isinstance(n, xs.XNNConvTranspose2d)
+    if transposed and x.dtype is D.xnn_datatype_fp16:
+        # XNNPACK has no half-precision deconvolution: it refuses the node (invalid parameter) at init.
+        raise c.unsupported(kind, "on xnn_datatype_fp16 values (XNNPACK has no half-precision deconvolution)")
     cin, cout = g * gin, g * gout
     want_w = (1, kh, kw, cout) if depthwise else (cout, kh, kw, gin)
     if depthwise and gin != 1:

@@ -75,7 +75,11 @@ def _own_constant(node, ep) -> bool:
 
 
 def _conv(node, ep) -> bool:
+    """2-D convolutions on constant filters; a transposed one in float32 only (XNNPACK refuses a
+    half-precision deconvolution at init)."""
     weight = node.args[1]
+    if node.args[6] and node.meta["val"].dtype != torch.float32:
+        return False
     return (weight.meta["val"].dim() == 4 and _own_constant(weight, ep) and _own_constant(node.args[2], ep)
             and _static_shapes(node))
 
