@@ -152,3 +152,12 @@ def test_view_copies_the_emitter_aliases_are_edge_copies():
     copies = set(_edge_ops.VIEW_TO_COPY.values())
     assert _edge_ops.ALIAS_VIEW_COPIES | _edge_ops.SAME_ORDER_COPIES <= copies
     assert not _edge_ops.ALIAS_VIEW_COPIES & _edge_ops.SAME_ORDER_COPIES
+
+
+def test_both_engines_stop_a_run_at_the_same_instruction_count():
+    from executorch.runtime._python import _method
+
+    header = (ROOT / "runtime/executor/method.h").read_text()
+    found = re.search(r"kDefaultInstructionLimit\s*=\s*([0-9']+);", header)
+    assert found, "runtime/executor/method.h: no kDefaultInstructionLimit"
+    assert int(found.group(1).replace("'", "")) == _method.MAX_INSTRUCTIONS

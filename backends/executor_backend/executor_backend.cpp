@@ -65,12 +65,12 @@ class ExecutorBackend final : public BackendInterface {
     if (!program.ok()) return program.error();
     std::unique_ptr<Nested> nested(new (std::nothrow) Nested(std::move(*program)));
     ET_CHECK_OR_RETURN(nested != nullptr, MemoryAllocationFailed, "ExecutorBackend: out of memory");
-    // The payload is file content like any other: bound what it may ask for, and stop loops.
+    // The payload is file content like any other: bound what it may ask for (the core's default
+    // instruction limit stops its loops).
     HostedMethod::Limits limits;
     limits.max_planned_bytes = uint64_t(256) << 20;
     limits.max_method_bytes = size_t(256) << 20;
     limits.temp_bytes = size_t(1) << 20;
-    limits.loop_limit = 1'000'000;
     Result<std::unique_ptr<HostedMethod>> method = HostedMethod::load(nested->program, "forward", limits);
     if (!method.ok()) return method.error();
     nested->method = std::move(*method);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "examples/executor_runner/read_file.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/executor/program.h"
 #include "schema/bundled_program_schema_generated.h"
@@ -16,16 +17,6 @@ using namespace executorch::runtime;
 namespace bpf = bundled_program_flatbuffer;
 
 namespace {
-
-bool read_all(const std::string& path, std::vector<uint8_t>* out) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->insert(out->end(), buf, buf + n);
-  std::fclose(f);
-  return true;
-}
 
 double as_double(const void* p, ScalarType t, size_t i) {
   switch (t) {
@@ -101,20 +92,17 @@ bool check_output(const EValue& out, const bpf::Value* want, size_t o, double rt
 
 }  // namespace
 
-int run_bundled(const std::string& path, double rtol, double atol) {
-  std::vector<uint8_t> file;
-  if (!read_all(path, &file)) {
-    std::fprintf(stderr, "executor_runner: cannot read %s\n", path.c_str());
-    return 1;
-  }
-  flatbuffers::Verifier verifier(file.data(), file.size());
-  if (file.size() < 8 || !bpf::BundledProgramBufferHasIdentifier(file.data()) ||
+int run_bundled(const std::string& path, double rtol, double atol, const HostedMethod::Limits& limits) {
+  Bytes file;
+  if (!read_file(path, ".bpte", &file)) return 1;
+  flatbuffers::Verifier verifier(file.data.get(), file.size);
+  if (file.size < 8 || !bpf::BundledProgramBufferHasIdentifier(file.data.get()) ||
       !bpf::VerifyBundledProgramBuffer(verifier)) {
     std::fprintf(stderr, "executor_runner: %s is not a well-formed .bpte (identifier BP08, verified FlatBuffer); "
                  "the file is truncated or corrupt\n", path.c_str());
     return 1;
   }
-  const bpf::BundledProgram* bundle = bpf::GetBundledProgram(file.data());
+  const bpf::BundledProgram* bundle = bpf::GetBundledProgram(file.data.get());
   if (bundle->program() == nullptr || bundle->method_test_suites() == nullptr) {
     std::fprintf(stderr, "executor_runner: %s has no program or no test suites\n", path.c_str());
     return 1;
@@ -129,7 +117,7 @@ int run_bundled(const std::string& path, double rtol, double atol) {
   double worst_all = 0;
   for (const bpf::BundledMethodTestSuite* suite : *bundle->method_test_suites()) {
     const char* name = suite->method_name() ? suite->method_name()->c_str() : "";
-    auto hosted = HostedMethod::load(*program, name, HostedMethod::Limits());
+    auto hosted = HostedMethod::load(*program, name, limits);
     if (!hosted.ok()) {
       std::fprintf(stderr, "executor_runner: cannot load method '%s': %s\n", name, error_name(hosted.error()));
       return 1;

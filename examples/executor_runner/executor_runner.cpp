@@ -1,7 +1,12 @@
 // executor_runner: loads a .pte, fills the inputs (files, ones, zeros or random),
 // runs a method N times and prints an output summary and timing.
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +18,7 @@
 
 #include "devtools/etdump/etdump_flatcc.h"
 #include "examples/executor_runner/bundled.h"
+#include "examples/executor_runner/read_file.h"
 #include "extension/flat_tensor/flat_tensor_data_map.h"
 #include "runtime/executor/hosted_method.h"
 #include "runtime/executor/program.h"
@@ -28,7 +34,7 @@ const char kUsage[] =
     "usage: executor_runner --model_path FILE.pte [--data_path FILE.ptd] [--method NAME] [--iterations N]\n"
     "       executor_runner --bundled FILE.bpte [--rtol R] [--atol A]\n"
     "                       [--inputs A.bin,B.bin,...] [--fill ones|zeros|random] [--seed S]\n"
-    "                       [--output_dir DIR] [--num_threads N] [--verbose] [--help]\n"
+    "                       [--output_dir DIR] [--num_threads N] [--max_instructions N] [--verbose] [--help]\n"
     "                       [--etdump_path F.etdp [--debug_output_path F.bin --debug_buffer_size N]]\n"
     "  --bundled     run every test case of a bundled program and report each (exit 1 on a failure);\n"
     "                tolerances as executorch.devtools.compare (default 1e-5 and 1e-5)\n"
@@ -39,6 +45,8 @@ const char kUsage[] =
     "  --output_dir  also write each tensor output as DIR/output_<i>.bin\n"
     "  --num_threads threads the kernels use (default: $EXECUTORCH_NUM_THREADS, else every\n"
     "                available CPU)\n"
+    "  --max_instructions  stop a run that executes more instructions than this, as a program\n"
+    "                that loops forever would (default 10000000, the runtime's; 0: no limit)\n"
     "  --etdump_path profile the load and every iteration, write the ETDump there (read it with\n"
     "                executorch.devtools.Inspector)\n"
     "  --debug_output_path, --debug_buffer_size  also record every kernel's output in a debug\n"
@@ -61,6 +69,7 @@ struct Options {
   std::string etdump_path;
   std::string debug_output_path;
   long long debug_buffer_size = 0;
+  long long max_instructions = static_cast<long long>(Method::kDefaultInstructionLimit);
 };
 
 bool g_verbose = false;
@@ -68,6 +77,32 @@ bool g_verbose = false;
 int fail(const char* message) {
   std::fprintf(stderr, "executor_runner: %s\n", message);
   return 1;
+}
+
+// All of `text` as an integer in [lo, hi] (no sign tricks, no trailing characters).
+bool parse_int(const std::string& text, long long lo, long long hi, long long* out) {
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-')) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// All of `text` as a finite number >= 0.
+bool parse_tolerance(const std::string& text, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+// The machine's memory in bytes (0 when unknown): no buffer the runner allocates can be larger.
+unsigned long long physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<unsigned long long>(pages) * static_cast<unsigned long long>(page) : 0;
 }
 
 // Parses argv; -1 asks for a clean exit (--help), 0 is a usage error, 1 is ready to run.
@@ -84,38 +119,46 @@ int parse(int argc, char** argv, Options* o) {
       std::fputs(kUsage, stdout);
       return -1;
     }
+    // A number flag out of range is refused naming the flag and what it takes.
+    auto bad = [&](const char* takes) {
+      std::fprintf(stderr, "executor_runner: %s '%s' is not %s\n", a.c_str(), v.c_str(), takes);
+      return 0;
+    };
+    long long n = 0;
     if (a == "--model_path" && value(&v)) o->model_path = v;
     else if (a == "--data_path" && value(&v)) o->data_path = v;
     else if (a == "--bundled" && value(&v)) o->bundled = v;
-    else if (a == "--rtol" && value(&v)) o->rtol = std::strtod(v.c_str(), nullptr);
-    else if (a == "--atol" && value(&v)) o->atol = std::strtod(v.c_str(), nullptr);
-    else if (a == "--method" && value(&v)) o->method = v;
-    else if (a == "--iterations" && value(&v)) o->iterations = std::atoi(v.c_str());
-    else if (a == "--fill" && value(&v)) o->fill = v;
-    else if (a == "--seed" && value(&v)) o->seed = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (a == "--output_dir" && value(&v)) o->output_dir = v;
+    else if (a == "--rtol" && value(&v)) {
+      if (!parse_tolerance(v, &o->rtol)) return bad("a tolerance; give a finite number >= 0");
+    } else if (a == "--atol" && value(&v)) {
+      if (!parse_tolerance(v, &o->atol)) return bad("a tolerance; give a finite number >= 0");
+    } else if (a == "--method" && value(&v)) o->method = v;
+    else if (a == "--iterations" && value(&v)) {
+      if (!parse_int(v, 1, INT_MAX, &n)) return bad("an iteration count; give an integer from 1 to 2147483647");
+      o->iterations = static_cast<int>(n);
+    } else if (a == "--fill" && value(&v)) o->fill = v;
+    else if (a == "--seed" && value(&v)) {
+      if (!parse_int(v, 0, UINT32_MAX, &n)) return bad("a seed; give an integer from 0 to 4294967295");
+      o->seed = static_cast<uint32_t>(n);
+    } else if (a == "--output_dir" && value(&v)) o->output_dir = v;
     else if (a == "--verbose") o->verbose = true;
     else if (a == "--etdump_path" && value(&v)) o->etdump_path = v;
     else if (a == "--debug_output_path" && value(&v)) o->debug_output_path = v;
     else if (a == "--debug_buffer_size" && value(&v)) {
-      char* end = nullptr;
-      o->debug_buffer_size = std::strtoll(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || o->debug_buffer_size <= 0) {
-        std::fprintf(stderr, "executor_runner: --debug_buffer_size '%s' is not a byte count; give an integer > 0\n",
-                     v.c_str());
+      if (!parse_int(v, 1, LLONG_MAX, &o->debug_buffer_size)) return bad("a byte count; give an integer > 0");
+      const unsigned long long memory = physical_memory();
+      if (memory > 0 && static_cast<unsigned long long>(o->debug_buffer_size) > memory) {
+        std::fprintf(stderr, "executor_runner: --debug_buffer_size '%s' is more than this machine's %llu bytes of "
+                     "memory; give a smaller byte count\n", v.c_str(), memory);
         return 0;
       }
-    }
-    else if (a == "--num_threads" && value(&v)) {
-      char* end = nullptr;
-      o->num_threads = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || o->num_threads < 1 || o->num_threads > 256) {
-        std::fprintf(stderr, "executor_runner: --num_threads '%s' is not a thread count; give an integer from 1 to 256\n",
-                     v.c_str());
-        return 0;
-      }
-    }
-    else if (a == "--inputs" && value(&v)) {
+    } else if (a == "--num_threads" && value(&v)) {
+      if (!parse_int(v, 1, 256, &n)) return bad("a thread count; give an integer from 1 to 256");
+      o->num_threads = static_cast<long>(n);
+    } else if (a == "--max_instructions" && value(&v)) {
+      if (!parse_int(v, 0, LLONG_MAX, &o->max_instructions))
+        return bad("an instruction count; give an integer >= 0 (0: no limit)");
+    } else if (a == "--inputs" && value(&v)) {
       for (size_t start = 0; start <= v.size();) {
         size_t comma = v.find(',', start);
         if (comma == std::string::npos) comma = v.size();
@@ -136,8 +179,8 @@ int parse(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "executor_runner: --debug_output_path and --debug_buffer_size go together, with --etdump_path\n");
     return 0;
   }
-  if (o->iterations < 1 || (o->fill != "ones" && o->fill != "zeros" && o->fill != "random")) {
-    std::fprintf(stderr, "executor_runner: --iterations must be >= 1 and --fill one of ones, zeros, random\n");
+  if (o->fill != "ones" && o->fill != "zeros" && o->fill != "random") {
+    std::fprintf(stderr, "executor_runner: --fill '%s' is not one of ones, zeros, random\n", o->fill.c_str());
     return 0;
   }
   return 1;
@@ -151,16 +194,6 @@ bool write_file(const std::string& path, const void* data, size_t size) {
   ok = std::fclose(f) == 0 && ok;
   if (!ok) std::remove(path.c_str());
   return ok;
-}
-
-bool read_file(const std::string& path, std::vector<uint8_t>* out) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return 0;
-  uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->insert(out->end(), buf, buf + n);
-  std::fclose(f);
-  return 1;
 }
 
 double element(const void* data, ScalarType type, int64_t i) {
@@ -188,10 +221,10 @@ void store_one(uint8_t* p, ScalarType type) {
   }
 }
 
-void fill_input(std::vector<uint8_t>* data, ScalarType type, const std::string& how, uint32_t* state) {
+void fill_input(Bytes* data, ScalarType type, const std::string& how, uint32_t* state) {
   size_t es = element_size(type);
-  for (size_t off = 0; off + es <= data->size(); off += es) {
-    uint8_t* p = data->data() + off;
+  for (size_t off = 0; off + es <= data->size; off += es) {
+    uint8_t* p = data->data.get() + off;
     std::memset(p, 0, es);
     if (how == "ones") {
       store_one(p, type);
@@ -269,28 +302,23 @@ int main(int argc, char** argv) {
   if (parsed <= 0) return parsed < 0 ? 0 : 2;
   g_verbose = o.verbose;
   if (!configure_threads(o.num_threads)) return 2;
-  if (!o.bundled.empty()) return run_bundled(o.bundled, o.rtol, o.atol);
-  std::vector<uint8_t> file;
-  if (!read_file(o.model_path, &file)) {
-    std::fprintf(stderr, "executor_runner: cannot read %s\n", o.model_path.c_str());
-    return 1;
-  }
+  HostedMethod::Limits limits;
+  limits.instruction_limit = static_cast<uint64_t>(o.max_instructions);
+  if (!o.bundled.empty()) return run_bundled(o.bundled, o.rtol, o.atol, limits);
+  Bytes file;
+  if (!read_file(o.model_path, ".pte", &file)) return 1;
   auto start = std::chrono::steady_clock::now();
-  Result<Program> program = Program::load(file.data(), file.size());
+  Result<Program> program = Program::load(file.data.get(), file.size);
   if (!program.ok()) {
     std::fprintf(stderr, "executor_runner: %s is not a loadable program: %s\n", o.model_path.c_str(),
                  error_name(program.error()));
     return 1;
   }
-  // operator new's alignment (16 here) is what the data map needs.
-  std::vector<uint8_t> data_file;
+  Bytes data_file;
   std::optional<executorch::extension::FlatTensorDataMap> data_map;
   if (!o.data_path.empty()) {
-    if (!read_file(o.data_path, &data_file)) {
-      std::fprintf(stderr, "executor_runner: cannot read %s\n", o.data_path.c_str());
-      return 1;
-    }
-    auto loaded = executorch::extension::FlatTensorDataMap::load(data_file.data(), data_file.size());
+    if (!read_file(o.data_path, ".ptd", &data_file)) return 1;
+    auto loaded = executorch::extension::FlatTensorDataMap::load(data_file.data.get(), data_file.size);
     if (!loaded.ok()) {
       std::fprintf(stderr, "executor_runner: %s is not a loadable .ptd: %s\n", o.data_path.c_str(),
                    error_name(loaded.error()));
@@ -300,17 +328,22 @@ int main(int argc, char** argv) {
   }
   double load_ms = ms_since(start);
   std::unique_ptr<executorch::etdump::ETDumpGen> etdump;
-  std::vector<uint8_t> debug_buffer;
+  std::unique_ptr<uint8_t, void (*)(void*)> debug_buffer(nullptr, std::free);
   if (!o.etdump_path.empty()) {
     etdump = std::make_unique<executorch::etdump::ETDumpGen>();
     if (o.debug_buffer_size > 0) {
-      debug_buffer.assign(static_cast<size_t>(o.debug_buffer_size), 0);
-      etdump->set_debug_buffer(Span<uint8_t>(debug_buffer.data(), debug_buffer.size()));
+      debug_buffer.reset(static_cast<uint8_t*>(std::calloc(static_cast<size_t>(o.debug_buffer_size), 1)));
+      if (debug_buffer == nullptr) {
+        std::fprintf(stderr, "executor_runner: --debug_buffer_size '%lld': cannot allocate that many bytes; give a "
+                     "smaller byte count\n", o.debug_buffer_size);
+        return 1;
+      }
+      etdump->set_debug_buffer(Span<uint8_t>(debug_buffer.get(), static_cast<size_t>(o.debug_buffer_size)));
       etdump->set_event_tracer_debug_level(EventTracerDebugLogLevel::kIntermediateOutputs);
     }
   }
   start = std::chrono::steady_clock::now();
-  auto hosted = HostedMethod::load(*program, o.method.c_str(), HostedMethod::Limits(),
+  auto hosted = HostedMethod::load(*program, o.method.c_str(), limits,
                                    data_map ? &*data_map : nullptr, nullptr, etdump.get());
   if (!hosted.ok()) {
     std::fprintf(stderr, "executor_runner: cannot load method '%s': %s\n", o.method.c_str(),
@@ -327,7 +360,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   uint32_t state = o.seed * 2654435761u + 1;
-  std::vector<std::vector<uint8_t>> inputs(method.inputs_size());
+  std::vector<Bytes> inputs(method.inputs_size());
   std::vector<std::vector<int64_t>> input_sizes(method.inputs_size());
   std::vector<ScalarType> input_types(method.inputs_size());
   std::vector<bool> is_tensor(method.inputs_size(), false);
@@ -337,17 +370,20 @@ int main(int argc, char** argv) {
     is_tensor[i] = true;
     input_types[i] = info->scalar_type;
     input_sizes[i].assign(info->sizes.begin(), info->sizes.end());
-    size_t nbytes = element_size(info->scalar_type);
-    for (int64_t s : input_sizes[i]) nbytes *= static_cast<size_t>(s);
     if (!o.inputs.empty()) {
-      if (!read_file(o.inputs[i], &inputs[i])) {
-        std::fprintf(stderr, "executor_runner: cannot read input file %s\n", o.inputs[i].c_str());
-        return 1;
-      }
-    } else {
-      inputs[i].resize(nbytes);
-      fill_input(&inputs[i], info->scalar_type, o.fill, &state);
+      if (!read_file(o.inputs[i], nullptr, &inputs[i])) return 1;
+      continue;
     }
+    size_t nbytes = element_size(info->scalar_type);
+    bool fits = true;
+    for (int64_t s : input_sizes[i])
+      fits = fits && s >= 0 && !__builtin_mul_overflow(nbytes, static_cast<size_t>(s), &nbytes);
+    if (!fits || !allocate(nbytes, &inputs[i])) {
+      std::fprintf(stderr, "executor_runner: cannot allocate input %zu of method '%s' (%s bytes)\n", i,
+                   o.method.c_str(), fits ? std::to_string(nbytes).c_str() : "more than memory holds");
+      return 1;
+    }
+    fill_input(&inputs[i], info->scalar_type, o.fill, &state);
   }
   // Inputs are set before every run: planned memory of a dead input may be reused
   // for intermediates, so one run can overwrite the next run's input.
@@ -356,10 +392,10 @@ int main(int argc, char** argv) {
       if (!is_tensor[i]) continue;
       Error e = method.set_input_tensor(i, input_types[i],
                                         Span<const int64_t>(input_sizes[i].data(), input_sizes[i].size()),
-                                        inputs[i].data(), inputs[i].size());
+                                        inputs[i].data.get(), inputs[i].size);
       if (e != Error::Ok) {
         std::fprintf(stderr, "executor_runner: input %zu refused (%s): %zu bytes of %s given\n", i,
-                     error_name(e), inputs[i].size(), scalar_type_name(input_types[i]));
+                     error_name(e), inputs[i].size, scalar_type_name(input_types[i]));
         return false;
       }
     }
@@ -402,7 +438,7 @@ int main(int argc, char** argv) {
     bool ok = result.buf != nullptr && write_file(o.etdump_path, result.buf, result.size);
     std::free(result.buf);
     if (!ok) return fail(("cannot write " + o.etdump_path).c_str());
-    if (!o.debug_output_path.empty() && !write_file(o.debug_output_path, debug_buffer.data(), debug_buffer.size()))
+    if (!o.debug_output_path.empty() && !write_file(o.debug_output_path, debug_buffer.get(), static_cast<size_t>(o.debug_buffer_size)))
       return fail(("cannot write " + o.debug_output_path).c_str());
     if (etdump->dropped_values() > 0)
       std::fprintf(stderr, "executor_runner: %zu values did not fit in the %lld-byte debug buffer; raise --debug_buffer_size\n",

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "extension/data_loader/open_file.h"
 #include "runtime/platform/log.h"
 
 namespace executorch {
@@ -19,13 +20,6 @@ using runtime::Result;
 
 namespace {
 
-// Size by seeking: fstat is a glibc 2.33 symbol and the SDK runs on older glibc.
-Result<size_t> file_size(int fd, const char* name) {
-  const off_t end = ::lseek(fd, 0, SEEK_END);
-  ET_CHECK_OR_RETURN(end >= 0, AccessFailed, "cannot size '%s': %s", name, std::strerror(errno));
-  return static_cast<size_t>(end);
-}
-
 void free_aligned(void* /*context*/, void* data, size_t /*size*/) { std::free(data); }
 
 }  // namespace
@@ -34,15 +28,14 @@ Result<FileDataLoader> FileDataLoader::from(const char* file_name, size_t alignm
   ET_CHECK_OR_RETURN(file_name != nullptr, InvalidArgument, "FileDataLoader: file name is null");
   ET_CHECK_OR_RETURN(alignment != 0 && (alignment & (alignment - 1)) == 0, InvalidArgument,
                      "FileDataLoader: alignment %zu is not a power of two", alignment);
-  const int fd = ::open(file_name, O_RDONLY | O_CLOEXEC);
-  ET_CHECK_OR_RETURN(fd >= 0, AccessFailed, "FileDataLoader: cannot open '%s': %s", file_name, std::strerror(errno));
-  Result<size_t> size = file_size(fd, file_name);
-  char* name = size.ok() ? ::strdup(file_name) : nullptr;
+  const OpenedFile file = open_file(file_name);
+  ET_CHECK_OR_RETURN(file.fd >= 0, AccessFailed, "FileDataLoader: %s %s", file_name, file.problem);
+  char* name = ::strdup(file_name);
   if (name == nullptr) {
-    ::close(fd);
-    return size.ok() ? Error::MemoryAllocationFailed : size.error();
+    ::close(file.fd);
+    return Error::MemoryAllocationFailed;
   }
-  return FileDataLoader(fd, *size, alignment, name);
+  return FileDataLoader(file.fd, file.size, alignment, name);
 }
 
 FileDataLoader::FileDataLoader(FileDataLoader&& other) noexcept

@@ -11,7 +11,8 @@ namespace extension {
 class FileDataLoader final : public runtime::DataLoader {
  public:
   // Opens `file_name`; loads return memory aligned to `alignment` (a power of two).
-  // InvalidArgument for a bad alignment, AccessFailed when the file cannot be opened or sized.
+  // InvalidArgument for a bad alignment; AccessFailed (logged naming the path and the cause) when it
+  // is missing, a directory, or cannot be opened or sized.
   static runtime::Result<FileDataLoader> from(const char* file_name, size_t alignment = alignof(std::max_align_t));
 
   FileDataLoader(FileDataLoader&& other) noexcept;

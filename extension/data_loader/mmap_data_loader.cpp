@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "extension/data_loader/open_file.h"
 #include "runtime/platform/log.h"
 
 namespace executorch {
@@ -33,17 +34,14 @@ Result<MmapDataLoader> MmapDataLoader::from(const char* file_name, MlockConfig m
   ET_CHECK_OR_RETURN(file_name != nullptr, InvalidArgument, "MmapDataLoader: file name is null");
   const long page = ::sysconf(_SC_PAGESIZE);
   ET_CHECK_OR_RETURN(page > 0, AccessFailed, "MmapDataLoader: cannot read the page size");
-  const int fd = ::open(file_name, O_RDONLY | O_CLOEXEC);
-  ET_CHECK_OR_RETURN(fd >= 0, AccessFailed, "MmapDataLoader: cannot open '%s': %s", file_name, std::strerror(errno));
-  // Size by seeking: fstat is a glibc 2.33 symbol and the SDK runs on older glibc.
-  const off_t end = ::lseek(fd, 0, SEEK_END);
-  char* name = end >= 0 ? ::strdup(file_name) : nullptr;
+  const OpenedFile file = open_file(file_name);
+  ET_CHECK_OR_RETURN(file.fd >= 0, AccessFailed, "MmapDataLoader: %s %s", file_name, file.problem);
+  char* name = ::strdup(file_name);
   if (name == nullptr) {
-    ::close(fd);
-    ET_LOG(Error, "MmapDataLoader: cannot size '%s'", file_name);
-    return end >= 0 ? Error::MemoryAllocationFailed : Error::AccessFailed;
+    ::close(file.fd);
+    return Error::MemoryAllocationFailed;
   }
-  return MmapDataLoader(fd, static_cast<size_t>(end), static_cast<size_t>(page), mlock_config, name);
+  return MmapDataLoader(file.fd, file.size, static_cast<size_t>(page), mlock_config, name);
 }
 
 MmapDataLoader::MmapDataLoader(MmapDataLoader&& other) noexcept

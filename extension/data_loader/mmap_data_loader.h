@@ -1,4 +1,7 @@
-// MmapDataLoader: maps the parts of a file that are loaded, optionally locked in RAM.
+// MmapDataLoader: maps the parts of a file that are loaded, optionally locked in RAM. The program
+// then reads the file in place: truncating the file while it is in use is undefined behaviour (the
+// OS raises SIGBUS on the next read of a page past the new end, even with mlock). Replace a file by
+// renaming a new one over it, which a mapping of the old one survives, or use FileDataLoader.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +16,8 @@ class MmapDataLoader final : public runtime::DataLoader {
   // Whether loaded pages are locked in RAM (mlock); the *IgnoreErrors form goes on when refused.
   enum class MlockConfig { NoMlock, UseMlock, UseMlockIgnoreErrors };
 
-  // Opens `file_name`. AccessFailed when it cannot be opened or sized.
+  // Opens `file_name`. AccessFailed (logged naming the path and the cause) when it is missing, a
+  // directory, or cannot be opened or sized.
   static runtime::Result<MmapDataLoader> from(const char* file_name, MlockConfig mlock_config = MlockConfig::UseMlock);
 
   MmapDataLoader(MmapDataLoader&& other) noexcept;

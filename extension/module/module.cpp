@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "extension/data_loader/open_file.h"
 #include "runtime/platform/log.h"
 
 namespace executorch {
@@ -42,16 +43,16 @@ Module::~Module() {
 Error Module::load(Program::Verification verification) {
   if (is_loaded()) return Error::Ok;
   std::unique_ptr<FileData> file(new FileData());
-  int fd = ::open(file_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  ET_CHECK_OR_RETURN(fd >= 0, AccessFailed, "Module: cannot open '%s'", file_path_.c_str());
-  // The size by seeking, not fstat: fstat is a glibc 2.33 symbol, and the SDK runs on older glibc.
-  const off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end <= 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
+  const OpenedFile opened = open_file(file_path_.c_str());
+  ET_CHECK_OR_RETURN(opened.fd >= 0, AccessFailed, "Module: %s %s", file_path_.c_str(), opened.problem);
+  const int fd = opened.fd;
+  const size_t size = opened.size;
+  if (size == 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
     ::close(fd);
-    ET_LOG(Error, "Module: '%s' is empty or cannot be read", file_path_.c_str());
-    return Error::AccessFailed;
+    ET_LOG(Error, "Module: %s %s", file_path_.c_str(),
+           size == 0 ? "is empty (0 bytes); not a .pte" : "cannot be read from its start");
+    return size == 0 ? Error::InvalidProgram : Error::AccessFailed;
   }
-  const size_t size = static_cast<size_t>(end);
   if (load_mode_ == LoadMode::File) {
     file->heap.resize(size);
     size_t got = 0;

@@ -27,8 +27,10 @@ using runtime::Result;
 
 class Module {
  public:
-  // How the file reaches memory: read into the heap, or mapped (optionally locked in RAM; the
-  // *IgnoreErrors form goes on when mlock is refused).
+  // How the file reaches memory: read into the heap (File: later changes to the file never reach
+  // the loaded program), or mapped (optionally locked in RAM; the *IgnoreErrors form goes on when
+  // mlock is refused): a mapped file truncated while loaded is undefined behaviour (SIGBUS on the
+  // next read past its new end), so map only files nothing rewrites in place.
   enum class LoadMode { File, Mmap, MmapUseMlock, MmapUseMlockIgnoreErrors };
 
   // Nothing is read until load() (or the first call that needs the program).

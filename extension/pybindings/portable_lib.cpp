@@ -251,9 +251,7 @@ class PyProgram {
 
   PyMethod load_method(const std::string& name) const {
     begin();
-    HostedMethod::Limits limits;
-    // A malformed program can jump backwards forever; give up as the Python runtime does.
-    limits.loop_limit = 10'000'000;
+    HostedMethod::Limits limits;  // the core's instruction limit stops a program that loops forever
     if (owned_->shared == nullptr) {
       auto shared = SharedArena::make(*owned_->program, limits.max_planned_bytes);
       if (!shared.ok()) raise(shared.error(), "cannot plan the program's shared memory");

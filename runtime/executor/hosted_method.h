@@ -71,8 +71,8 @@ class HostedMethod final {
     // Upper bound for the method allocator (values, tensor metadata, instructions).
     size_t max_method_bytes = size_t(1) << 30;
     size_t temp_bytes = size_t(16) << 20;
-    // Backward jumps allowed per execute() (0: unlimited); see Method::set_loop_limit.
-    uint64_t loop_limit = 0;
+    // Instructions one execute() may run (0: no limit); see Method::set_instruction_limit.
+    uint64_t instruction_limit = Method::kDefaultInstructionLimit;
   };
 
   // Loads `name` from `program`, growing the method allocator until the method fits. With `shared`,
@@ -186,7 +186,7 @@ class HostedMethod final {
       if (method.ok()) {
         self->method_block_ = std::move(block);
         self->method_.emplace(std::move(*method));
-        self->method_->set_loop_limit(limits.loop_limit);
+        self->method_->set_instruction_limit(limits.instruction_limit);
         return Result<std::unique_ptr<HostedMethod>>(std::move(self));
       }
       if (method.error() != Error::MemoryAllocationFailed || bytes >= limits.max_method_bytes)

@@ -746,8 +746,16 @@ Error Method::run_steps() {
   const bool log_values =
       kTraced && tracer->event_tracer_debug_level() >= EventTracerDebugLogLevel::kIntermediateOutputs;
   size_t pc = 0;
-  uint64_t backward_jumps = 0;
+  uint64_t budget = instruction_limit_ == 0 ? UINT64_MAX : instruction_limit_;
   while (pc < num_steps_) {
+    if (budget-- == 0) {
+      ET_LOG(Error,
+             "method '%s' ran %llu instructions without finishing (instruction %zu next): it loops, or runs "
+             "longer than the limit; raise it with Method::set_instruction_limit (executor_runner "
+             "--max_instructions N, 0 for none) if it is meant to",
+             meta_.name(), static_cast<unsigned long long>(instruction_limit_), pc);
+      return Error::OutOfResources;
+    }
     const Step& s = steps_[pc];
     EventTracerEntry outer;
     // Free steps (and kernels folded away at load, which become Free) do no work worth an event.
@@ -801,12 +809,6 @@ Error Method::run_steps() {
         if (truth) {
           ++pc;
           continue;
-        }
-        if (s.b <= pc) {
-          ++backward_jumps;
-          ET_CHECK_OR_RETURN(loop_limit_ == 0 || backward_jumps <= loop_limit_, OutOfResources,
-                             "method looped more than its limit of %llu iterations",
-                             static_cast<unsigned long long>(loop_limit_));
         }
         pc = s.b;
         continue;

@@ -76,10 +76,12 @@ class Method final {
   // Runs every instruction; the first kernel failure stops it and is returned.
   Error execute();
 
-  // Stops execute() with OutOfResources after `max` backward jumps (loop
-  // iterations); 0, the default, means no limit. A malformed program can loop
-  // forever, so hosts running untrusted files should set one.
-  void set_loop_limit(uint64_t max) { loop_limit_ = max; }
+  // execute() stops with OutOfResources once it has run this many instructions: a program
+  // (malformed, or a loop whose condition never turns) can jump backwards forever. The default
+  // is the Python engine's limit too; 0 means no limit, for programs known to run longer.
+  static constexpr uint64_t kDefaultInstructionLimit = 10'000'000;
+  void set_instruction_limit(uint64_t max) { instruction_limit_ = max; }
+  uint64_t instruction_limit() const { return instruction_limit_; }
 
   // Reports each execute() to `tracer` (null: off). Program::load_method sets the one it was given.
   void set_event_tracer(EventTracer* tracer) { event_tracer_ = tracer; }
@@ -119,7 +121,7 @@ class Method final {
   bool* input_bound_ = nullptr;
   Step* steps_ = nullptr;
   size_t num_steps_ = 0;
-  uint64_t loop_limit_ = 0;
+  uint64_t instruction_limit_ = kDefaultInstructionLimit;
   EventTracer* event_tracer_ = nullptr;
   // Per operator, "native_call_<name>.<overload>": the kernel events' names.
   const char** op_event_names_ = nullptr;

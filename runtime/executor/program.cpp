@@ -60,6 +60,7 @@ Result<Program> Program::load(DataLoader* loader, Verification verification) {
 }
 
 Result<Program> Program::load(const void* data, size_t size, Verification verification) {
+  ET_CHECK_OR_RETURN(size > 0, InvalidProgram, "the program is empty (0 bytes); not a .pte file");
   ET_CHECK_OR_RETURN(data != nullptr, InvalidArgument, "program data is null");
   const uint8_t* bytes = static_cast<const uint8_t*>(data);
   // Root offset + file identifier.

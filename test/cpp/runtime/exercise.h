@@ -21,7 +21,7 @@ inline Error exercise(const uint8_t* data, size_t size) {
   limits.max_planned_bytes = uint64_t(64) << 20;
   limits.max_method_bytes = size_t(64) << 20;
   limits.temp_bytes = size_t(1) << 20;
-  limits.loop_limit = 1000;
+  limits.instruction_limit = 100'000;
   Error first = Error::Ok;
   // Memory id 2 shared by all methods, as the Python bindings and Module load them.
   Result<std::shared_ptr<SharedArena>> shared = SharedArena::make(*program, limits.max_planned_bytes);

@@ -1,4 +1,7 @@
 // The data loaders: same bytes from each, bounds checked, and Program::load(DataLoader*) on a fixture.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "extension/data_loader/buffer_data_loader.h"
@@ -59,6 +62,22 @@ RTEST(data_loader_factories_report_bad_arguments) {
   RCHECK(FileDataLoader::from(rtest::fixture("native/no_such.pte").c_str()).error() == Error::AccessFailed);
   RCHECK(MmapDataLoader::from(rtest::fixture("native/no_such.pte").c_str()).error() == Error::AccessFailed);
   RCHECK(FileDataLoader::from(rtest::fixture("native/add.pte").c_str(), 3).error() == Error::InvalidArgument);
+  // A directory opens read-only; the loaders must refuse it, not report a size and fail later.
+  RCHECK(FileDataLoader::from(rtest::fixture("native").c_str()).error() == Error::AccessFailed);
+  RCHECK(MmapDataLoader::from(rtest::fixture("native").c_str()).error() == Error::AccessFailed);
+}
+
+RTEST(an_empty_file_loads_as_no_program) {
+  char path[] = "/tmp/et_empty_XXXXXX";
+  const int fd = ::mkstemp(path);
+  RCHECK(fd >= 0);
+  if (fd < 0) return;
+  ::close(fd);
+  for (int kind = 0; kind < 2; ++kind) {
+    Result<Program> program = load_with(kind, path, {});
+    RCHECK(program.error() == Error::InvalidProgram);
+  }
+  ::unlink(path);
 }
 
 RTEST(file_loader_honours_the_alignment) {

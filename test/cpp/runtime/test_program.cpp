@@ -158,7 +158,33 @@ RTEST(rejects_non_programs) {
   uint8_t zeros[64] = {};
   RCHECK(Program::load(zeros, sizeof(zeros)).error() == Error::InvalidProgram);
   RCHECK(Program::load(zeros, 3).error() == Error::InvalidProgram);
-  RCHECK(Program::load(nullptr, 0).error() == Error::InvalidArgument);
+  RCHECK(Program::load(nullptr, 8).error() == Error::InvalidArgument);
+  // An empty file is no program, whether its bytes come as a null pointer or not.
+  RCHECK(Program::load(nullptr, 0).error() == Error::InvalidProgram);
+  RCHECK(Program::load(zeros, 0).error() == Error::InvalidProgram);
+}
+
+RTEST(execute_stops_at_the_instruction_limit) {
+  Loaded l = load("native/cond.pte");
+  RCHECK(l.program.has_value());
+  if (!l.program) return;
+  auto hosted = HostedMethod::load(*l.program, "forward", {});
+  RCHECK(hosted.ok());
+  if (!hosted.ok()) return;
+  Method& m = (*hosted)->method();
+  // On by default (a program that loops forever is an error, not a hang), and the hosts' default too.
+  RCHECK(m.instruction_limit() == Method::kDefaultInstructionLimit && Method::kDefaultInstructionLimit > 0);
+  RCHECK(HostedMethod::Limits().instruction_limit == Method::kDefaultInstructionLimit);
+  bool p = true;
+  std::vector<int64_t> none;
+  RCHECK(m.set_input_tensor(0, ScalarType::Bool, Span<const int64_t>(none.data(), 0), &p, 1) == Error::Ok);
+  RCHECK(set_floats(m, 1, {4}, {1, 2, 3, 4}) == Error::Ok);
+  RCHECK(m.execute() == Error::Ok);
+  m.set_instruction_limit(1);
+  RCHECK(m.execute() == Error::OutOfResources);
+  m.set_instruction_limit(0);  // no limit
+  RCHECK(m.execute() == Error::Ok);
+  RCHECK(output_floats(m, 0) == (std::vector<float>{2, 4, 6, 8}));
 }
 
 RTEST(planned_buffers_too_small_are_refused) {
