@@ -246,3 +246,8 @@ def test_a_sparse_input_is_refused_naming_its_layout(backend):
     method = project_runtimes()[backend].load_program(_add_one_program()).load_method("forward")
     with pytest.raises(ExecuTorchError, match=r"input 0 .*sparse_coo.*to_dense"):
         method.execute([torch.ones(4, 3).to_sparse()])
+
+
+def test_empty_bytes_are_named_an_empty_program():
+    with pytest.raises(InvalidProgramError, match=r"empty \(0 bytes\); not a \.pte"):
+        _native.load_program(b"", Verification.InternalConsistency)
