@@ -11,6 +11,7 @@ writer now gives the other readers their own value over the same data.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 
 import pytest
 import torch
@@ -189,3 +190,47 @@ def test_python_engine_refuses_a_half_precision_deconvolution_by_name(monkeypatc
     runtime = project_runtimes()["python"]
     with pytest.raises(Exception, match="ConvTranspose2d on xnn_datatype_fp16 values"):
         runtime.load_program(pte).load_method("forward")
+
+
+class PoolThenLinear(nn.Module):
+    """A max pool (an NHWC op in the payload) whose output a dynamically quantized linear reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 8, bias=False)
+
+    def forward(self, x):
+        return self.linear(torch.nn.functional.max_pool2d(x, 3, 1, padding=1))
+
+
+def _moves_qdint8(graph) -> list[str]:
+    qd = xs.XNNDatatype.xnn_datatype_qdint8
+    return [type(n.xnode_union).__name__ for n in graph.xnodes
+            if isinstance(n.xnode_union, (xs.XNNStaticTranspose, xs.XNNStaticReshape))
+            and xs.tensor_value(graph.xvalues[n.xnode_union.input_id]).datatype == qd]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torchao") is None, reason="torchao is not installed")
+def test_dynamic_quantization_converts_in_the_program_layout(tmp_path, reference_runtime):
+    """XNNPACK moves no per-row quantized (qdint8) value through a transpose or reshape: the
+    published runtime refuses to load such a method. The Convert happens in the layout the fully
+    connected node reads, after the move back from NHWC."""
+    from test_xnnpack_int8 import quantize
+
+    torch.manual_seed(0)
+    model, inputs = PoolThenLinear().eval(), (torch.randn(1, 8, 7, 4),)
+    graph = quantize(model, inputs, is_dynamic=True)
+    pte = _lower(graph, inputs)
+    graphs = _graphs(pte)
+    assert any(isinstance(n.xnode_union, xs.XNNConvert) for g in graphs for n in g.xnodes)
+    assert not [k for g in graphs for k in _moves_qdint8(g)]
+    with torch.no_grad():
+        expected = [graph(*inputs)]
+    path = tmp_path / "pool_linear_qd8.pte"
+    path.write_bytes(pte)
+    published = reference_runtime.run(path, inputs, tmp_path)
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
+        assert_outputs_close(list(got), published, rtol=1e-5, atol=1e-5)
+    # Per-row against per-tensor activation quantization: within a few steps of the converted module.
+    assert_outputs_close(published, expected, rtol=0.05, atol=0.05)
