@@ -366,6 +366,10 @@ def test_a_case_expecting_another_output_count_says_both_counts(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "executorch.cli", "bundled", str(path)], capture_output=True,
                           text=True)
     assert proc.returncode == 1 and proc.stdout.splitlines()[-1] == "FAIL: 0/3 test cases passed", proc.stdout
+    if _runner().exists():
+        native = subprocess.run([str(_runner()), "--bundled", str(path)], capture_output=True, text=True)
+        assert native.returncode == 1
+        assert native.stdout.count("  the method returned 2 outputs; the case expects 1\n") == 3, native.stdout
 
 
 def test_cli_runs_a_bpte(tmp_path):

@@ -140,8 +140,11 @@ int run_bundled(const std::string& path, double rtol, double atol, const HostedM
       const auto* expected = c->expected_outputs();
       if (ok && expected != nullptr && expected->size() > 0) {
         ok = expected->size() == method.outputs_size();
+        if (!ok) std::printf("  the method returned %zu outputs; the case expects %u\n", method.outputs_size(),
+                             expected->size());
         for (size_t o = 0; ok && o < expected->size(); ++o) {
           Result<const EValue*> out = method.get_output(o);
+          if (!out.ok()) std::printf("  output %zu cannot be read: %s\n", o, error_name(out.error()));
           ok = out.ok() && check_output(**out, expected->Get(static_cast<uint32_t>(o)), o, rtol, atol, &worst);
         }
       }
