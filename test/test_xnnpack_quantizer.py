@@ -176,6 +176,31 @@ def test_qat_conv_bn_pattern():
     assert ops.count(f"{Q}.quantize_per_tensor.default") == 2
 
 
+def test_conv_bn_patterns_serve_every_prepare_of_a_process():
+    # The conv-batch-norm matchers are made once per process; a second prepare used to find its pattern
+    # graph rewritten by the first ("Expecting the pattern graph to return a tuple").
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_qat_pt2e
+
+    x = torch.randn(2, 3, 8, 8)
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_qat=True))
+    for _ in range(2):
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).train()
+        prepared = prepare_qat_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+        convs = [n for n in prepared.graph.nodes if n.target == torch.ops.aten.conv2d.default]
+        assert convs and all("quantization_annotation" in n.meta for n in convs)
+
+
+def test_eval_batch_norm_is_not_a_training_one():
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer_utils import _is_training_batch_norm
+
+    def norms(model):
+        gm = torch.export.export(model, (torch.randn(1, 4, 5, 5),)).module()
+        return [_is_training_batch_norm(n) for n in gm.graph.nodes if "batch_norm" in str(n.target)]
+
+    assert norms(torch.nn.BatchNorm2d(4).eval()) == [False]
+    assert norms(torch.nn.BatchNorm2d(4).train()) == [True]
+
+
 def test_missing_torchao_is_named_with_its_install():
     code = ("import sys; sys.modules['torchao'] = None\n"
             "import executorch.backends.xnnpack.quantizer.xnnpack_quantizer")

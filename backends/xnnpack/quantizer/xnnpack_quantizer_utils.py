@@ -238,23 +238,31 @@ def _conv_bn_matches(gm: GraphModule, has_relu: bool, transposed: bool) -> list:
     for (dims, fn), cuda, in_place in itertools.product(enumerate(fns, 1), on_cuda,
                                                          [True, False] if has_relu else [False]):
         key = (fn, dims, cuda, in_place, has_relu)
-        graph = _CONV_BN_PATTERNS.get(key)
-        if graph is None:
-            # Each pattern is a torch.export of its own (half a second): made once per process.
+        matcher = _CONV_BN_MATCHERS.get(key)
+        if matcher is None:
+            # Each pattern is a torch.export of its own (half a second): made once per process. The matcher
+            # is what is kept, not the pattern graph: making a matcher rewrites its graph's outputs in place,
+            # so a second matcher on the same graph would refuse it.
             graph = _get_aten_graph_module_for_pattern(pattern(fn, in_place), example(dims), cuda)
             graph.graph.eliminate_dead_code()
             graph.recompile()
-            _CONV_BN_PATTERNS[key] = graph
-        matches.extend(SubgraphMatcherWithNameNodeMap(graph, ignore_literals=True).match(gm.graph))
+            matcher = _CONV_BN_MATCHERS[key] = SubgraphMatcherWithNameNodeMap(graph, ignore_literals=True)
+        matches.extend(matcher.match(gm.graph))
     return matches
 
 
-_CONV_BN_PATTERNS: dict = {}
+_CONV_BN_MATCHERS: dict = {}
 
 
 def _is_training_batch_norm(node: Node) -> bool:
-    name = getattr(node.target, "__name__", "")
-    return node.op == "call_function" and "batch_norm" in name and "no_training" not in name
+    """A batch norm computing its own statistics: eval exports keep aten.batch_norm too, with training=False."""
+    if node.op != "call_function" or "batch_norm" not in getattr(node.target, "__name__", ""):
+        return False
+    names = [a.name for a in getattr(getattr(node.target, "_schema", None), "arguments", [])]
+    if "training" not in names:
+        return False  # _native_batch_norm_legit_no_training and the like
+    at = names.index("training")
+    return bool(node.args[at] if at < len(node.args) else node.kwargs.get("training", False))
 
 
 def _annotate_conv_bn(gm: GraphModule, config: Optional[QuantizationConfig], filter_fn: Filter, has_relu: bool,
