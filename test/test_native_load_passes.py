@@ -306,3 +306,79 @@ def test_int8_activations_and_adds_are_bit_identical_to_the_converted_module(cap
     # reads the same dequantize (which stays for it).
     assert passes["int8_chains"] == 2, passes
     assert torch.equal(method.execute([x])[0], converted)
+
+
+class _ViewThenConv(torch.nn.Module):
+    """`view` (exported as a view_copy the memory plan aliases to its source: no instruction) feeding
+    a packed convolution; `source` computes what the view shows (the program input when absent)."""
+
+    def __init__(self, view, in_channels: int, kernel: int = 1, source: torch.nn.Module | None = None) -> None:
+        super().__init__()
+        self.view = view
+        self.source = source
+        self.conv = torch.nn.Conv2d(in_channels, 4, kernel, padding=kernel // 2)
+
+    def forward(self, x):
+        return self.conv(self.view(x if self.source is None else self.source(x)))
+
+
+_VIEWS_BEFORE_CONV = {
+    # A view of the program input (written by the caller, in its own layout).
+    "unsqueeze(-1)": (lambda: _ViewThenConv(lambda x: x.unsqueeze(-1), 7), (3, 7, 3)),
+    "reshape": (lambda: _ViewThenConv(lambda x: x.reshape(3, 7, 3, 1), 7), (3, 7, 3)),
+    "unsqueeze(0)": (lambda: _ViewThenConv(lambda x: x.unsqueeze(0), 7), (7, 3, 1)),
+    "unsqueeze(-1) then relu": (lambda: _ViewThenConv(lambda x: torch.relu(x.unsqueeze(-1)), 7), (3, 7, 3)),
+    "unflatten, 3x3": (lambda: _ViewThenConv(lambda x: x.unflatten(1, (6, 5)), 6, 3), (2, 30, 9)),
+    # A view of another convolution's output (written by an instruction, in that tensor's layout).
+    "conv -> view -> conv": (lambda: _ViewThenConv(lambda y: y.view(2, 4, 6, 3), 4, 3, torch.nn.Conv2d(7, 8, 1)),
+                             (1, 7, 6, 3)),
+    "conv -> view -> relu -> conv": (
+        lambda: _ViewThenConv(lambda y: torch.relu(y.reshape(1, 4, 12, 3)), 4, 1, torch.nn.Conv2d(7, 4, 3, padding=1)),
+        (1, 7, 6, 6)),
+}
+
+
+@pytest.mark.parametrize("name", list(_VIEWS_BEFORE_CONV))
+def test_a_view_feeding_a_packed_convolution_keeps_the_layout_its_memory_was_written_in(name, capfd):
+    # The view's memory holds its source's NCHW bytes: making the view channels-last would make the
+    # convolution read them as NHWC (the native engine was off by up to 2.3 here, the Python one right).
+    from conftest import project_runtimes
+
+    make, shape = _VIEWS_BEFORE_CONV[name]
+    torch.manual_seed(8)
+    model = make().eval()
+    x = torch.randn(*shape)
+    pte = _pte(model, (x,))
+    method, passes = _load(pte, capfd)
+    assert passes["packed"] >= 1, passes
+    out = method.execute([x])[0]
+    with torch.no_grad():
+        ref = model.double()(x.double())
+    assert _rel_err(out, ref) <= 1e-5, (name, _rel_err(out, ref))
+    python = project_runtimes()["python"].load_program(pte).load_method("forward").execute([x])[0]
+    assert _rel_err(python, ref) <= 1e-5
+
+
+class _Int8ViewThenConvs(torch.nn.Module):
+    """An int8 program whose input reaches its convolutions through a view: the quantize after the
+    view (layout-free, so a candidate for channels-last) must not relabel the view it reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(6, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x.unflatten(1, (6, 5)))))
+
+
+@_needs_torchao
+def test_an_int8_program_with_a_view_before_its_convolutions_matches_the_converted_module(capfd):
+    torch.manual_seed(9)
+    model = _Int8ViewThenConvs().eval()
+    x = torch.randn(2, 30, 9)
+    pte, converted, _ = _int8_session(model, x)
+    method, passes = _load(pte, capfd)
+    assert passes["int8_chains"] >= 1 and passes["channels_last"] >= 1, passes
+    # The native engine was off by the converted module's whole range here.
+    assert _moved(method.execute([x])[0], converted) <= 1e-3

@@ -33,9 +33,11 @@ class MethodRewriter {
   // list argument, moves, jumps) in order, and returns how many there are; returns SIZE_MAX
   // when `v` is a method input or output, whose uses a pass cannot see.
   virtual size_t uses(const EValue* v, size_t* pcs, size_t max) const = 0;
-  // Whether tensor `v`'s memory is also another tensor's that no instruction writes: a view the
-  // memory plan aliases to it. Such a view reads v's memory, so v must keep its layout and its
-  // memory, and must still be written there.
+  // Whether tensor `v` shares its memory through a view the memory plan aliases (a planned tensor
+  // no instruction writes): `v` is such a view, or the tensor one shows. The view reads its
+  // source's memory as its source lays it out (a method input's as the caller wrote it), so
+  // neither may change its layout or its memory, the source must still be written there, and
+  // uses() of either does not see every read of that memory.
   virtual bool aliased(const EValue* v) const = 0;
   // `bytes` of memory the method owns, or null when its allocator is full (the pass then
   // leaves the instruction as it was).

@@ -187,9 +187,9 @@ class MethodRewriterImpl final : public MethodRewriter {
 
  public:
   static constexpr uint32_t kNever = UINT32_MAX;
-  // Per value, nonzero when a view the memory plan aliases to it shows its memory (the view's
-  // source: the overlapping tensor written last before the view's first read). Null when there
-  // was no room: every tensor then counts as aliased.
+  // Per value, nonzero for a view the memory plan aliases to another tensor's memory and for the
+  // tensor it shows (its source: the overlapping tensor written last before the view's first
+  // read). Null when there was no room: every tensor then counts as aliased.
   uint8_t* aliased_ = nullptr;
 };
 
@@ -260,6 +260,9 @@ void MethodRewriterImpl::run(Method& m, MemoryAllocator* a) {
       if (!(flags[k] & Method::kView) && first[k] < first[j] && rewriter.overlaps(k, j) &&
           (source == kNever || first[k] > first[source]))
         source = static_cast<uint32_t>(k);
+    // The view itself too: its bytes are laid out as its source writes them (a method input's
+    // by the caller), so it can no more change layout than its source can.
+    aliased[j] = 1;
     if (source != kNever) aliased[source] = 1;
   }
   rewriter.aliased_ = first != nullptr ? aliased : nullptr;
