@@ -234,3 +234,29 @@ def test_dynamic_quantization_converts_in_the_program_layout(tmp_path, reference
         assert_outputs_close(list(got), published, rtol=1e-5, atol=1e-5)
     # Per-row against per-tensor activation quantization: within a few steps of the converted module.
     assert_outputs_close(published, expected, rtol=0.05, atol=0.05)
+
+
+
+def test_a_fully_connected_bias_read_at_run_time_is_added_after(tmp_path, reference_runtime):
+    """XNNPACK packs a fully connected node's bias at init: one the partition reads at run time (a
+    convolution left on portable kernels shares it) crashed the published runtime and our native
+    engine refused it. The writer adds such a bias after the product instead. The program is the
+    differential tester's that found it (conv2d and linear sharing a bias)."""
+    import random_programs as rp
+
+    program = rp.make_program(201000830, "fp32")
+    model, inputs = program.module, program.inputs
+    pte = _lower(model, inputs)
+    for g in _graphs(pte):
+        for n in g.xnodes:
+            op = n.xnode_union
+            if isinstance(op, xs.XNNFullyConnected) and op.bias_id != xs.XNN_INVALID_VALUE_ID:
+                assert xs.tensor_value(g.xvalues[op.bias_id]).constant_buffer_idx, "a bias read at run time"
+    with torch.no_grad():
+        expected = list(model(*inputs))
+    path = tmp_path / "bias_at_run_time.pte"
+    path.write_bytes(pte)
+    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected)
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
+        assert_outputs_close(list(got), expected)

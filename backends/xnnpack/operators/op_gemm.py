@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from executorch.backends.xnnpack.operators.node_visitor import INVALID, XnnGraphBuilder, register
+from executorch.backends.xnnpack.operators.node_visitor import INVALID, XnnGraphBuilder, register, shape
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 
 aten = torch.ops.aten
@@ -25,6 +25,16 @@ def fully_connected(b: XnnGraphBuilder, node, x, weight, bias, transposed: bool 
         filter_id, flags = b.constant(w.t() if transposed else w), 0
     else:
         filter_id, flags = b.tensor(weight), XNN_FLAG_TRANSPOSE_WEIGHTS if transposed else 0
+    if isinstance(bias, torch.fx.Node) and bias not in b.consts:
+        # A bias this partition reads at run time (a parameter another partition also reads): XNNPACK
+        # packs a fully connected node's bias at init, so it must be a constant (the published runtime
+        # crashed on such a node). The product is written without it and the bias added after.
+        product = b._define(shape(node), *b.value_type(node))
+        b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=INVALID, output_id=product,
+                                   flags=flags), node)
+        out = b.output(node)
+        b.add(xs.XNNAdd(input1_id=product, input2_id=b.tensor(bias), output_id=out), node)
+        return
     bias_id = b.bias(bias, x, weight)
     out = b.output(node)
     b.add(xs.XNNFullyConnected(input1_id=inp, filter_id=filter_id, bias_id=bias_id, output_id=out, flags=flags),
