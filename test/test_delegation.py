@@ -407,3 +407,36 @@ def test_corrupted_delegate_files_are_errors_never_crashes():
                 except (ExecuTorchError, SerializeError):
                     outcomes["error"] += 1
     assert outcomes["error"] > 0
+
+
+class SharedScale(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.linspace(0.5, 1.5, 6))
+
+    def forward(self, x):
+        return x * self.scale + self.scale
+
+
+class MulsNoCopy(ExecutorBackendPartitioner):
+    def partition(self, exported_program):
+        for n in exported_program.graph.nodes:
+            if n.op == "placeholder":
+                n.meta["no_copy"] = True
+        return super().partition(exported_program)
+
+
+@pytest.mark.parametrize("no_copy", [False, True])
+def test_a_constant_read_inside_and_outside_a_partition_is_copied_in_unless_no_copy(no_copy):
+    # As upstream's lowering: the delegate owns its copy of a parameter the program reads too (a
+    # backend needs its weights at init), and a parameter marked meta["no_copy"] is passed in instead.
+    model, x = SharedScale().eval(), torch.randn(3, 6)
+    part = (MulsNoCopy if no_copy else ExecutorBackendPartitioner)([aten.mul.Tensor])
+    edge = to_edge_transform_and_lower(torch.export.export(model, (x,)), partitioner=[part])
+    lowered = edge.exported_program().graph_module.lowered_module_0
+    assert list(lowered.original_module.graph_signature.parameters) == ([] if no_copy else ["scale"])
+    assert list(edge.exported_program().graph_signature.parameters) == ["scale"]  # the add still reads it
+    pte = edge.to_executorch().buffer
+    assert [len(c.args) for c in _calls(pte)] == [3 if no_copy else 2]
+    for got in _run_all(pte, [x]).values():
+        assert_close_rel(got, [model(x).detach()])

@@ -46,16 +46,20 @@ class Partition:
         # A buffer the program updates stays with the program (its state between calls): the
         # partition takes it as an input and returns the new contents, which the program writes back.
         mutated = set(ep.graph_signature.buffers_to_mutate.values()) if self.gm is ep.graph_module else set()
-        self.moved: list[tuple[fx.Node, InputSpec]] = []  # constants only this partition reads
+        # Constants the partition reads become its own, as upstream's lowering does: one also read
+        # outside it is copied in (the program keeps its own), unless it is marked meta["no_copy"];
+        # then the partition takes it as an input. A backend sees its weights as constants either way.
+        self.constants: list[tuple[fx.Node, InputSpec]] = []
+        self.moved: list[tuple[fx.Node, InputSpec]] = []  # constants left to no one else (set by replace_with)
         self.inputs: list[fx.Node] = []
         for n in self.nodes:
             for a in n.all_input_nodes:
-                if a in members or a in self.inputs or any(a is m for m, _ in self.moved):
+                if a in members or a in self.inputs or any(a is m for m, _ in self.constants):
                     continue
                 spec = specs.get(a.name) if a.op == "placeholder" else None
                 if (spec is not None and spec.kind in _CONSTANT_KINDS and spec.target not in mutated
-                        and all(u in members for u in a.users)):
-                    self.moved.append((a, spec))
+                        and (all(u in members for u in a.users) or not a.meta.get("no_copy", False))):
+                    self.constants.append((a, spec))
                 else:
                     self.inputs.append(a)
         self.outputs = [n for n in self.nodes if any(u not in members for u in n.users)]
@@ -73,12 +77,12 @@ class Partition:
                 )
 
     def exported_program(self) -> ExportedProgram:
-        """The partition as an edge program of its own: moved constants are its parameters."""
+        """The partition as an edge program of its own: the constants it reads are its parameters."""
         ep = self.ep
         graph = fx.Graph()
         env: dict[fx.Node, fx.Node] = {}
         input_specs = []
-        for node, spec in self.moved:
+        for node, spec in self.constants:
             env[node] = graph.placeholder(node.name)
             env[node].meta = dict(node.meta)
             input_specs.append(InputSpec(spec.kind, TensorArgument(env[node].name), spec.target, spec.persistent))
@@ -93,7 +97,7 @@ class Partition:
         graph.output(tuple(env[n] for n in self.outputs))
         output_specs = [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(env[n].name), None) for n in self.outputs]
         gm = fx.GraphModule(self.gm, graph)
-        targets = {spec.target for _, spec in self.moved}
+        targets = {spec.target for _, spec in self.constants}
         state_dict = {k: v for k, v in ep.state_dict.items() if k in targets}
         constants = {k: v for k, v in ep.constants.items() if k in targets}
         _, in_spec = tree_flatten((tuple(n.meta.get("val") for n in self.inputs), {}))
@@ -128,6 +132,7 @@ class Partition:
             last = item
         for n in reversed(self.nodes):
             graph.erase_node(n)
+        self.moved = [(n, spec) for n, spec in self.constants if not n.users]
         for n, _ in self.moved:
             graph.erase_node(n)
         _stable_toposort(graph, self.method, self.tag)
