@@ -29,6 +29,7 @@ D = xs.XNNDatatype
 ENGINES = project_runtimes()
 HERE = Path(__file__).parent
 LINEAR_STACK = f"{HERE / 'xnnpack_quant_models.py'}:make_linear_stack"
+CONV_STACK = f"{HERE / 'xnnpack_quant_models.py'}:make_conv_stack"
 
 
 def _flat(x) -> list:
@@ -63,16 +64,17 @@ def _quantize_8da4w(model):
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory, reference_runtime) -> dict:
-    """The dynamic int8 linear stack and the 8da4w decoder, lowered here (NAME.pte) and by the published
-    exporter (NAME_pub.pte), both run on the published runtime in one batch."""
+    """The dynamic int8 linear and convolution stacks and the 8da4w decoder, lowered here (NAME.pte) and by
+    the published exporter (NAME_pub.pte), all run on the published runtime in one batch."""
     root = tmp_path_factory.mktemp("xnn_qd8")
     data = {}
-    model, inputs = _load(LINEAR_STACK)
-    graph = quantize(model, inputs, is_dynamic=True)
-    with torch.no_grad():
-        data["linear_stack"] = {"inputs": inputs, "eager": _flat(model(*inputs)), "reference": _flat(graph(*inputs))}
-    (root / "linear_stack.pte").write_bytes(lower(graph, inputs))
-    reference_runtime.export(LINEAR_STACK, root / "linear_stack_pub.pte", script=HERE / "reference_export_qd8.py")
+    for name, factory in (("linear_stack", LINEAR_STACK), ("conv_stack", CONV_STACK)):
+        model, inputs = _load(factory)
+        graph = quantize(model, inputs, is_dynamic=True)
+        with torch.no_grad():
+            data[name] = {"inputs": inputs, "eager": _flat(model(*inputs)), "reference": _flat(graph(*inputs))}
+        (root / f"{name}.pte").write_bytes(lower(graph, inputs))
+        reference_runtime.export(factory, root / f"{name}_pub.pte", script=HERE / "reference_export_qd8.py")
 
     model, inputs = load_zoo().MODELS["llama_decoder"]()
     with torch.no_grad():
@@ -95,9 +97,10 @@ def _published_run(cases, stem: str) -> list:
     return _flat(torch.load(cases["root"] / f"{stem}.out.pt"))
 
 
-CASES = ["linear_stack", "llama_decoder"]
+CASES = ["linear_stack", "conv_stack", "llama_decoder"]
 # What each case's payload must hold: qdint8 activations and its weights' datatype.
-WEIGHTS = {"linear_stack": D.xnn_datatype_qcint8, "llama_decoder": D.xnn_datatype_qbint4}
+WEIGHTS = {"linear_stack": D.xnn_datatype_qcint8, "conv_stack": D.xnn_datatype_qcint8,
+           "llama_decoder": D.xnn_datatype_qbint4}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -128,7 +131,8 @@ def test_qd8_structure_at_least_as_good_as_published(cases, name):
     ref = structure(cases["root"] / f"{name}_pub.pte")
     assert ours.delegates <= ref.delegates, (ours.delegates, ref.delegates)
     assert sum(ours.kernel_calls.values()) <= sum(ref.kernel_calls.values()), (ours.kernel_calls, ref.kernel_calls)
-    assert ours.node_kinds["FullyConnected"] >= ref.node_kinds["FullyConnected"], (ours.node_kinds, ref.node_kinds)
+    for kind in ("FullyConnected", "Conv2d", "ConvTranspose2d"):
+        assert ours.node_kinds[kind] >= ref.node_kinds[kind], (kind, ours.node_kinds, ref.node_kinds)
     kinds = _datatypes((cases["root"] / f"{name}.pte").read_bytes())
     assert {D.xnn_datatype_qdint8, WEIGHTS[name]} <= kinds, kinds
 
@@ -252,3 +256,79 @@ def test_qd8_over_a_dynamic_length_on_published_runtime(dynamic_case, reference_
         for rt in ENGINES.values():
             assert_outputs_close(_flat(rt.load_program(dynamic_case["pte"]).load_method("forward").execute(call)),
                                  published)
+
+
+def test_qd8_convolutions_read_their_image_quantized_per_image(cases):
+    # The published exporter's form: float NHWC -> Convert to qdint8 with one scale per image (3 trailing
+    # dims) -> Conv2d / ConvTranspose2d on int8 filters; the depthwise convolution stays float. (XNNPACK
+    # runs the pointwise one as a fully connected layer, on its input quantized per pixel instead: the
+    # engines' results against the published runtime's check that.)
+    program = read_program((cases["root"] / "conv_stack.pte").read_bytes())
+    graph = deserialize_xnnpack_binary(program.segment_data[program.execution_plan[0].delegates[0].processed.index]).graph
+    qd8 = [v.xvalue_union for v in graph.xvalues if xs.tensor_value(v).datatype == D.xnn_datatype_qdint8]
+    assert [v.quant_params.num_nonbatch_dims for v in qd8] == [3, 3, 3]
+    readers = [type(n.xnode_union).__name__ for n in graph.xnodes if getattr(n.xnode_union, "input1_id", None)
+               in {i for i, v in enumerate(graph.xvalues) if xs.tensor_value(v).datatype == D.xnn_datatype_qdint8}]
+    assert readers == ["XNNConv2d", "XNNConv2d", "XNNConvTranspose2d"], readers
+
+
+def test_a_dynamically_quantized_program_left_to_portable_kernels_runs(cases):
+    """Without a partitioner the choose_qparams -> quantize -> dequantize chains run on the portable kernels
+    (choose_qparams.Tensor_out, as the published quantized kernels name it), on both engines as in the
+    converted module."""
+    for name in ("linear_stack", "conv_stack"):
+        model, inputs = _load(LINEAR_STACK if name == "linear_stack" else CONV_STACK)
+        graph = quantize(model, inputs, is_dynamic=True)
+        pte = to_edge_transform_and_lower(torch.export.export(graph, inputs)).to_executorch().buffer
+        ops = {f"{o.name}.{o.overload}" for o in read_program(pte).execution_plan[0].operators}
+        assert "quantized_decomposed::choose_qparams.Tensor_out" in ops, ops
+        with torch.no_grad():
+            want = _flat(graph(*inputs))
+        for engine in ENGINES.values():
+            assert_outputs_close(_flat(engine.load_program(pte).load_method("forward").execute(list(inputs))), want)
+
+
+class _ChooseQParams(torch.nn.Module):
+    def forward(self, x):
+        return torch.ops.quantized_decomposed.choose_qparams.tensor(x, -128, 127, torch.finfo(torch.float32).eps,
+                                                                    torch.int8)
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_choose_qparams_is_torchs_reference_bit_for_bit(engine):
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e  # noqa: F401  (defines quantized_decomposed)
+
+    x = torch.randn(3, 7)
+    pte = to_edge_transform_and_lower(torch.export.export(_ChooseQParams(), (x,))).to_executorch().buffer
+    method = ENGINES[engine].load_program(pte).load_method("forward")
+    for t in (x, x.abs() + 1, -x.abs() - 0.5, torch.zeros(3, 7), torch.full((3, 7), 1e-9), x * 1e6,
+              torch.tensor([[-0.3] * 6 + [0.7]] * 3)):
+        got, want = method.execute([t]), _ChooseQParams()(t)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and torch.equal(g.reshape(w.shape), w), (t, got, want)
+
+
+class _SharedInput(torch.nn.Module):
+    """One input into two convolutions and a linear layer: pt2e quantizes it once for all three."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.fc = torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(3, 4, 1), torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.a(x), self.b(x), self.fc(x)
+
+
+def test_a_run_time_quantization_read_per_row_and_per_image_stays_out():
+    # XNNPACK takes a qdint8 value per row into a fully connected layer and per image into a convolution,
+    # never both: the shared chain runs on the portable kernels and the layers read its float values.
+    # (The published exporter fails here: "Weight and Input should both be quantized".)
+    torch.manual_seed(0)
+    model, inputs = _SharedInput().eval(), (torch.randn(2, 3, 8, 8),)
+    graph = quantize(model, inputs, is_dynamic=True)
+    pte = lower(graph, inputs)
+    assert D.xnn_datatype_qdint8 not in _datatypes(pte)
+    with torch.no_grad():
+        want = _flat(graph(*inputs))
+    for engine in ENGINES.values():
+        assert_outputs_close(_flat(engine.load_program(pte).load_method("forward").execute(list(inputs))), want)

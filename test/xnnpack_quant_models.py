@@ -56,3 +56,24 @@ def make_linear_stack() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 def make_pattern_mix() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     torch.manual_seed(0)
     return PatternMix().eval(), (torch.randn(2, 3, 8, 8),)
+
+
+class ConvStack(nn.Module):
+    """The convolutions XNNPACK quantizes dynamically (padded and strided, grouped, pointwise, transposed)
+    around a depthwise one it does not, on a batch of two images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=(1, 2), groups=2, bias=False)
+        self.pointwise = nn.Conv2d(8, 8, 1)
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(self.pointwise(torch.relu(self.grouped(self.dw(self.conv(x))))))
+
+
+def make_conv_stack() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    torch.manual_seed(0)
+    return ConvStack().eval(), (torch.randn(2, 3, 10, 9) * torch.tensor([1.0, 3.0]).reshape(2, 1, 1, 1),)

@@ -27,11 +27,14 @@ _SCHEMAS = {
     "int quant_max, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
     "dequantize_per_channel.out": "(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, "
     "int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    "choose_qparams.Tensor_out": "(Tensor input, int quant_min, int quant_max, float eps, ScalarType dtype, *, "
+    "Tensor(a!) scale_out, Tensor(b!) zero_point_out) -> (Tensor(a!), Tensor(b!))",
 }
 
 # The functional pt2e ops a `.pte` may call through the out variants above.
 FUNCTIONAL_OPS = ("quantize_per_tensor.default", "quantize_per_tensor.tensor", "dequantize_per_tensor.default",
-                  "dequantize_per_tensor.tensor", "quantize_per_channel.default", "dequantize_per_channel.default")
+                  "dequantize_per_tensor.tensor", "quantize_per_channel.default", "dequantize_per_channel.default",
+                  "choose_qparams.tensor")
 
 
 def _check_dtype(name: str, dtype: torch.dtype, quant_min: int, quant_max: int) -> None:
@@ -100,6 +103,23 @@ def dequantize_per_channel_out(input, scales, zero_points, axis, quant_min, quan
     return _write(out, (value * _along(scales, axis, input.dim())).to(out_dtype or torch.float32))
 
 
+def choose_qparams_tensor_out(input, quant_min, quant_max, eps, dtype, *, scale_out, zero_point_out):
+    """A dynamic quantization's parameters: the input's range widened to hold 0, spread over the
+    quantized range (at least `eps`), and the zero point that maps the range's low end to quant_min."""
+    _check_dtype("choose_qparams", dtype, quant_min, quant_max)
+    if input.dtype not in (torch.float32, torch.float16, torch.bfloat16) or input.numel() == 0:
+        raise ValueError(f"choose_qparams: input is a {input.dtype} tensor of {input.numel()} elements; it takes "
+                         "a non-empty float one")
+    # torch's reference (determine_qparams, per tensor affine), operation for operation in the input's dtype.
+    lo, hi = torch.aminmax(input)
+    lo, hi = torch.clamp(lo, max=0), torch.clamp(hi, min=0)
+    scale = torch.max((hi - lo) / float(quant_max - quant_min), torch.tensor([eps], dtype=torch.float32))
+    zero_point = torch.clamp(quant_min - torch.round(lo / scale).to(torch.int), quant_min, quant_max)
+    _write(scale_out, scale.to(torch.float64))
+    _write(zero_point_out, zero_point.to(torch.int64))
+    return scale_out, zero_point_out
+
+
 _IMPLS = {
     "quantize_per_tensor.out": quantize_per_tensor_out,
     "quantize_per_tensor.Tensor_out": quantize_per_tensor_tensor_out,
@@ -107,6 +127,7 @@ _IMPLS = {
     "dequantize_per_tensor.Tensor_out": dequantize_per_tensor_tensor_out,
     "quantize_per_channel.out": quantize_per_channel_out,
     "dequantize_per_channel.out": dequantize_per_channel_out,
+    "choose_qparams.Tensor_out": choose_qparams_tensor_out,
 }
 
 

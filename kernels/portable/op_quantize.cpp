@@ -328,6 +328,44 @@ void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
                     qtype_arg(*args[5]), *args[6], args[7]->toTensor());
 }
 
+// choose_qparams.Tensor_out(input, int quant_min, int quant_max, float eps, ScalarType dtype, *, scale_out,
+//                           zero_point_out): a dynamic quantization's parameters, as torch's reference computes
+// them in float32: the input's range widened to hold 0 (NaNs skipped), over (quant_max - quant_min), at
+// least eps; the zero point quant_min - round(low end / scale), clamped.
+void choose_qparams_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Double, Tag::Int, Tag::Tensor,
+                                      Tag::Tensor}), InvalidArgument);
+  const Tensor &in = args[0]->toTensor(), &scale_out = args[5]->toTensor(), &zp_out = args[6]->toTensor();
+  const int64_t qmin = args[1]->toInt(), qmax = args[2]->toInt();
+  const ScalarType qtype = qtype_arg(*args[4]);
+  ET_KERNEL_CHECK_MSG(ctx, quantized_dtype(qtype) && range_fits(qtype, qmin, qmax) && qmin < qmax, InvalidArgument, ,
+                      "choose_qparams: dtype %s with range [%lld, %lld] is not an integer quantization within the "
+                      "dtype", runtime::scalar_type_name(qtype), static_cast<long long>(qmin),
+                      static_cast<long long>(qmax));
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && in.numel() > 0, InvalidType, ,
+                      "choose_qparams: takes a non-empty float32 tensor, got %s of %lld elements",
+                      runtime::scalar_type_name(in.scalar_type()), static_cast<long long>(in.numel()));
+  ET_KERNEL_CHECK_MSG(ctx, is_floating(scale_out.scalar_type()) && !is_half(scale_out.scalar_type()) &&
+                               is_integral(zp_out.scalar_type(), false), InvalidType, ,
+                      "choose_qparams: scale_out must be float32/float64 and zero_point_out an integer tensor");
+  const int64_t one[1] = {1};
+  if (!resize_out(ctx, scale_out, {one, 1}) || !resize_out(ctx, zp_out, {one, 1})) return;
+  const float* x = in.const_data_ptr<float>();
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  float scale = (hi - lo) / static_cast<float>(qmax - qmin);
+  const float eps = static_cast<float>(args[3]->toDouble());
+  scale = scale < eps ? eps : scale;
+  // lo / scale is finite and at most 0 here (scale > 0 unless eps <= 0, when 0 / 0 is NaN: zero point qmin).
+  const float r = std::nearbyint(lo / scale);
+  const int64_t zp = qmin - (r == r && r > -2147483648.0f ? static_cast<int64_t>(r) : 0);
+  store_double(scale_out.mutable_data_ptr(), scale_out.scalar_type(), 0, scale);
+  store_int(zp_out.mutable_data_ptr(), zp_out.scalar_type(), 0, zp < qmin ? qmin : (zp > qmax ? qmax : zp));
+}
+
 }  // namespace
 
 int32_t quantize_8bit_value(float x, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {

@@ -1,7 +1,8 @@
 """q/dq nodes become value types: a node XNNPACK holds as int8 carries its `QParams` in
 `meta["xnn_quant"]`. dq(int8 constant) -> an int8 constant; dq -> int8 op -> [activation] -> q -> the
-op on int8 (those q/dq go); q(dq(v)) at v's parameters -> v; choose_qparams -> q -> dq -> linear -> a
-Convert to qdint8 the linear reads; any other q/dq -> a Convert."""
+op on int8 (those q/dq go); q(dq(v)) at v's parameters -> v; choose_qparams -> q -> dq -> linear or
+convolution -> a Convert to qdint8 the layer reads (per row; per image for convolutions); any other
+q/dq -> a Convert."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _quantized_source(arg):
 
 
 def _lower_dynamic(node: fx.Node) -> None:
-    """A fully connected layer on a per-row dynamically quantized input: it reads the qdint8 value."""
+    """A fully connected layer or convolution on a dynamically quantized input: it reads the qdint8 value."""
     src = _quantized_source(node.args[0])
     if src is not None and src.meta["xnn_quant"].dynamic and "xnn_quant" in node.args[1].meta:
         node.replace_input_with(node.args[0], src)
@@ -42,7 +43,7 @@ def _lower_dynamic(node: fx.Node) -> None:
 def _lower_op(node: fx.Node, consts: dict) -> None:
     q = qu.output_quant(node)
     params = _params(q, consts) if q is not None else None
-    if q is None and node.target == aten.linear.default:
+    if q is None and node.target in _GEMMS:
         _lower_dynamic(node)
         return
     if not qu.is_int8(params):
@@ -83,8 +84,9 @@ def absorb_quant(graph: fx.Graph, consts: dict) -> None:
                 node.meta["xnn_quant"] = params
         elif qu.is_quant(node) and qu.is_dynamic(node):
             # Quantized per row at run time (a Convert to qdint8): the choose_qparams feeding it goes.
+            per_image = qu.only_read_by(node, "convolution.default")
             node.args, node.kwargs = (node.args[0],), {}
-            node.meta["xnn_quant"] = qu.DYNAMIC
+            node.meta["xnn_quant"] = qu.DYNAMIC_PER_IMAGE if per_image else qu.DYNAMIC
         elif qu.is_quant(node):
             params = _params(node, consts)
             if params is None:

@@ -116,7 +116,7 @@ class XnnGraphBuilder:
         """(datatype, schema quantization) for `QParams`; per-channel scales go to constant data
         (`channel_dim` overrides the channel dim, for filters stored in another layout)."""
         if params.dynamic:
-            return xs.XNNDatatype.xnn_datatype_qdint8, xs.PerTokenDynamicQuant(num_nonbatch_dims=1)
+            return xs.XNNDatatype.xnn_datatype_qdint8, xs.PerTokenDynamicQuant(num_nonbatch_dims=params.nonbatch_dims)
         if params.group_size:
             # Blockwise int4: the scales as bfloat16, [out, in / group_size].
             scale = params.scale.to(torch.bfloat16).contiguous()

@@ -100,10 +100,14 @@ def binary(b: XnnGraphBuilder, node) -> None:
 
 def convert(b: XnnGraphBuilder, node) -> None:
     """A quantize or dequantize no int8 op took in: float32 <-> int8 at the node's parameters. A
-    per-row dynamic quantization converts in the program's layout: its rows are the ones the fully
-    connected node reads, and XNNPACK moves no qdint8 value through a transpose or reshape."""
+    dynamic quantization converts in the layout of the layer reading it, as XNNPACK moves no qdint8 value
+    through a transpose or reshape: per row in the program's layout for a fully connected node, per
+    image in NHWC for a convolution."""
     params = node.meta.get("xnn_quant")
-    layout = NCHW if params is not None and params.dynamic else common_layout(b, node, node.args[:1])
+    if params is not None and params.dynamic:
+        layout = NHWC if params.nonbatch_dims == 3 else NCHW
+    else:
+        layout = common_layout(b, node, node.args[:1])
     inp = b.tensor(node.args[0], layout)
     out = b.output(node, layout)
     b.add(xs.XNNConvert(input_id=inp, output_id=out), node)

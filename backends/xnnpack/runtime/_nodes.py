@@ -199,10 +199,9 @@ def _build_convert(c: Compiler, kind: str, n, mm):
     if y.dtype is D.xnn_datatype_qdint8:
         if x.dtype not in FLOATS:
             raise c.unsupported(kind, f"from {x.dtype.name} to qdint8")
-        nb = y.num_nonbatch_dims
-
         def step(env):
-            env[sy] = _quant.dynamic_quantize(env[sx], nb)
+            # Read at run time: a convolution compiled later may change it (see _build_conv).
+            env[sy] = _quant.dynamic_quantize(env[sx], y.num_nonbatch_dims)
         return step, [y]
     if x.dtype in FLOATS or x.dtype in QS8:
         read, write = c.reader(x, kind), c.writer(y, kind, None)
@@ -423,8 +422,18 @@ def _build_conv(c: Compiler, kind: str, n: xs.XNNNodeConv, mm):
     if w.const is None or (bias is not None and bias.const is None):
         raise c.unsupported(kind, "with a filter or bias computed at run time")
     mode = _weights(c, kind, w, bias, x, y)
-    if mode == "qd8":
-        raise c.unsupported(kind, "with a dynamically quantized (qdint8) input")
+    if mode == "qd8" and (depthwise or w.dtype is not D.xnn_datatype_qcint8):
+        raise c.unsupported(kind, f"with a dynamically quantized (qdint8) input and a {w.dtype.name} filter")
+    pointwise = (not depthwise and not transposed and g == 1 and kh == kw == 1 and not any(_pads(n))
+                 and n.subsampling_height == n.subsampling_width == 1 and gin + gout > 2)
+    if mode == "qd8" and pointwise:
+        # XNNPACK defines such a convolution as a fully connected layer, whose qdint8 input it then
+        # quantizes per pixel (one row of channels), whatever the value said.
+        x.num_nonbatch_dims = 1
+    elif mode == "qd8" and x.num_nonbatch_dims != 3:
+        # Its other dynamically quantized convolutions take one scale and zero point per image.
+        raise bad(f"{kind}'s input {x.describe()} is quantized per {x.num_nonbatch_dims} trailing dims; a "
+                  "convolution reads it per image (3)")
     pt, pr, pb, pl = _pads(n)
     stride, dil = (n.subsampling_height, n.subsampling_width), (n.dilation_height, n.dilation_width)
     adj = (n.adjustment_height, n.adjustment_width)
@@ -434,6 +443,15 @@ def _build_conv(c: Compiler, kind: str, n: xs.XNNNodeConv, mm):
         wt = _dequantized_weight(w)
         b = None if bias is None else bias.const.to(torch.float32)
         dt = torch.float32
+    elif mode == "qd8":
+        # The image's int8 values less its zero point, convolved exactly; scaled per image and per output
+        # channel in float32, then the float bias added, as XNNPACK's QD8 kernels do.
+        wt = w.const.to(torch.int32)
+        dt = _exact_dtype(x.qrange[0], x.qrange, wt, kh * kw * gin)
+        wt = wt.to(dt)
+        fbias = None if bias is None else bias.const.to(torch.float32)
+        b = None
+        wscale = _channel_scale(w, out_dim, kind)
     else:
         wt = w.const.to(torch.int32) - w.zero_point
         dt = _exact_dtype(x.zero_point, x.qrange, wt, kh * kw * gin)
@@ -472,6 +490,18 @@ def _build_conv(c: Compiler, kind: str, n: xs.XNNNodeConv, mm):
 
         def step(env):
             write(env, conv(read(env).to(dt).permute(0, 3, 1, 2)).permute(0, 2, 3, 1))
+        return step, [y]
+    if mode == "qd8":
+        write = c.writer(y, kind, mm)
+
+        def step(env):
+            q, s, z = env[sx]
+            if not pointwise and s.dim() == 4 and s.shape[1:] != (1, 1, 1):
+                raise ExecuTorchError(f"XnnpackBackend: {kind} reads a qdint8 value quantized per pixel for a "
+                                      "1x1 convolution; a wider kernel needs it per image")
+            acc = conv((q.to(dt) - z.to(dt)).permute(0, 3, 1, 2)).permute(0, 2, 3, 1).to(torch.float32)
+            r = acc * s * wscale
+            write(env, r if fbias is None else r + fbias)
         return step, [y]
     lo, hi = _minmax(mm)
     qlo, qhi = _quant.bound(lo, y, False), _quant.bound(hi, y, True)

@@ -816,6 +816,15 @@ class Compiler {
     }
     ET_TRY(add_input(op, c->input1_id(), "input"));
     ET_TRY(set_output(op, c->output_id()));
+    // XNNPACK defines a 1x1, unit-stride, unpadded, ungrouped convolution (more than two channels in and
+    // out together) as a fully connected layer, which quantizes a dynamically quantized input per pixel
+    // whatever the value says; its other convolutions read one scale per image.
+    Value& x = plan_.values[op.in[0]];
+    if (op.kind == OpKind::kConv && x.dtype == DType::kQD8 && p.groups == 1 && p.kernel_h == 1 && p.kernel_w == 1 &&
+        p.stride_h == 1 && p.stride_w == 1 && (pads[0] | pads[1] | pads[2] | pads[3]) == 0 &&
+        p.group_in + p.group_out > 2) {
+      x.nonbatch_dims = 1;
+    }
     const int64_t oc = p.groups * p.group_out;
     return weights(op, c->filter_id(), c->bias_id(), oc, p.kernel_h * p.kernel_w * p.group_in);
   }

@@ -68,6 +68,7 @@ class QParams:
     axis: Optional[int] = None  # per channel: the channel dim
     group_size: int = 0  # per channel and group: input channels per scale (scale is [out, in / group])
     dynamic: bool = False  # computed per row at run time (XNNPACK's qdint8)
+    nonbatch_dims: int = 1  # dynamic: the trailing dims a row spans (3: an image, for convolutions)
 
     @property
     def per_channel(self) -> bool:
@@ -80,7 +81,7 @@ class QParams:
     def key(self) -> tuple:
         """A value to compare two parameter sets by."""
         if self.dynamic:
-            return ("dynamic",)
+            return ("dynamic", self.nonbatch_dims)
         if self.per_channel:
             return (self.axis, tuple(self.scale.tolist()), tuple(self.zero_point.tolist()), self.qmin, self.qmax)
         return (float(self.scale), int(self.zero_point), self.qmin, self.qmax, self.dtype)
@@ -117,6 +118,8 @@ def static_params(node: torch.fx.Node, tensor_of: Callable[[torch.fx.Node], Opti
 
 
 DYNAMIC = QParams(0.0, 0, INT8_RANGE[0], INT8_RANGE[1], torch.int8, dynamic=True)
+# XNNPACK's dynamically quantized convolutions take one scale and zero point per image (NHWC: H, W, C).
+DYNAMIC_PER_IMAGE = QParams(0.0, 0, INT8_RANGE[0], INT8_RANGE[1], torch.int8, dynamic=True, nonbatch_dims=3)
 
 
 def _affine_weight_params(node, tensor_of) -> Optional[QParams]:
@@ -171,6 +174,15 @@ def dynamic_activation(dq) -> Optional[list]:
         return None
     return [dq, q, q.args[2 if qd_name(q) in QUANTIZE_AFFINE else 1],
             q.args[3 if qd_name(q) in QUANTIZE_AFFINE else 2], choose]
+
+
+def only_read_by(q, op: str) -> bool:
+    """Every value dequantized from the dynamic quantize `q` is read as the input of `op` (a `name.overload`)
+    nodes alone: a fully connected layer takes a qdint8 value per row, a convolution per image, and
+    nothing else takes one."""
+    dqs = list(q.users)
+    return bool(dqs) and all(is_dequant(d) and d.users and all(
+        getattr(u.target, "__name__", "") == op and u.args[0] is d for u in d.users) for d in dqs)
 
 
 def int8_static(node) -> bool:

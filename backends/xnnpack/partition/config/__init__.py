@@ -28,10 +28,12 @@ Check = Callable[[torch.fx.Node, ExportedProgram], bool]
 
 def _config(name: str, target: str, precisions: list, check: Optional[Check] = None,
             keep: Optional[torch._ops.OpOverload] = None, deps: Optional[Callable] = None,
-            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
+            gemm: Optional[tuple] = None, qcheck: Optional[Callable] = None,
+            dynamic_axis: Optional[Callable] = None) -> Type[XNNPartitionerConfig]:
     """A config class for one op: `check` narrows what it claims in floating point and `qcheck`
     quantized, `keep` is an op kept whole through to_edge for it, `deps(node, ep)` lists nodes claimed
-    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices."""
+    with it (None: the node is not taken), `gemm` its (activation, weight, bias) argument indices,
+    `dynamic_axis(node)` its weight's output-channel dim in a dynamically quantized form (None: none)."""
 
     def check_constraints(self, node, ep):
         if self.quantized_deps(node, ep) is not None:
@@ -50,6 +52,8 @@ def _config(name: str, target: str, precisions: list, check: Optional[Check] = N
             "get_original_aten": lambda self: keep, "gemm_args": gemm}
     if qcheck is not None:
         body["check_quantized"] = lambda self, node: qcheck(node)
+    if dynamic_axis is not None:
+        body["dynamic_weight_axis"] = lambda self, node: dynamic_axis(node)
     return type(name, (XNNPartitionerConfig,), body)
 
 
@@ -230,6 +234,21 @@ def _q_conv(node) -> bool:
     return True
 
 
+def _qd_conv(node) -> Optional[int]:
+    """XNNPACK's dynamically quantized convolutions are 2-D and not depthwise (as the published partitioner
+    claims them), on static shapes; the weight is quantized along its output channels (dim 1 of a
+    transposed one's, which is ungrouped)."""
+    w = node.args[1]
+    transposed, groups = node.args[6], node.args[8]
+    if w.meta["val"].dim() != 4 or not _static_shapes(node):
+        return None
+    if transposed and groups != 1:
+        return None
+    if not transposed and groups > 1 and w.meta["val"].shape[1] == 1:
+        return None  # depthwise
+    return 1 if transposed else 0
+
+
 def _q_linear(node) -> bool:
     """Per-channel weights are scaled along the output dim."""
     w = node.args[1]
@@ -346,7 +365,8 @@ CloneConfig = _config("CloneConfig", "clone.default", FP32_QS8, _same_layout_cop
 CloneDimOrderConfig = _config("CloneDimOrderConfig", "_clone_dim_order.default", FP32_QS8, _same_layout_copy,
                               qcheck=_q_pass(_same_layout_copy))
 ConstantPadConfig = _config("ConstantPadConfig", "constant_pad_nd.default", FP32, _pad)
-ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv)
+ConvolutionConfig = _config("ConvolutionConfig", "convolution.default", GEMM, _conv, gemm=(0, 1, 2), qcheck=_q_conv,
+                            dynamic_axis=_qd_conv)
 CosConfig = _config("CosConfig", "cos.default", FP32)
 DivConfig = _config("DivConfig", "div.Tensor", FP32)
 ExpandCopyConfig = _config("ExpandCopyConfig", "expand_copy.default", FP32, _same_shape)

@@ -59,12 +59,12 @@ def _constant_like(ep: ExportedProgram, node) -> bool:
             and is_param_node(ep, node.args[0]))
 
 
-def _dynamic_weight(w, ep: ExportedProgram) -> bool:
-    """Constant int8 per-channel weights, or torchao's int8/int4 per channel or int4 per group of a
-    multiple of 32 input channels."""
+def _dynamic_weight(w, ep: ExportedProgram, axis: int = 0) -> bool:
+    """Constant int8 weights per output channel (dim `axis`), or torchao's int8/int4 per channel or int4
+    per group of a multiple of 32 input channels (2-D weights only)."""
     name = qu.qd_name(w)
     if name in qu.DEQUANTIZE_PER_CHANNEL:
-        return qu.int8_static(w) and w.args[3] == 0 and all(_constant_like(ep, a) for a in w.all_input_nodes)
+        return qu.int8_static(w) and w.args[3] == axis and all(_constant_like(ep, a) for a in w.all_input_nodes)
     if name not in qu.DEQUANTIZE_AFFINE or len(w.args) < 7 or w.meta["val"].dim() != 2:
         return False
     _qdata, block, _scale, _zp, dtype, qmin, qmax = w.args[:7]
@@ -119,6 +119,11 @@ class XNNPartitionerConfig:
         """Op-specific limits of the quantized form (beyond the dq -> op -> q pattern)."""
         return True
 
+    def dynamic_weight_axis(self, node: torch.fx.Node) -> Optional[int]:
+        """The output-channel dim of the weight of a dynamically quantized (QD8) form of `node`; None
+        when XNNPACK has no such form. Linear layers only, unless a config says otherwise."""
+        return 0 if getattr(node.target, "__name__", "") == "linear.default" else None
+
     def quantized_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
         """What a quantized `node` is claimed with (QS8: dq inputs, weight dq and constants, bias,
         activation, q; QD8: see _dynamic_deps); None when it is no enabled quantized pattern."""
@@ -158,14 +163,21 @@ class XNNPartitionerConfig:
         return deps
 
     def _dynamic_deps(self, node: torch.fx.Node, ep: ExportedProgram) -> Optional[List[torch.fx.Node]]:
-        """QD8 linear: choose_qparams -> q -> dq activations, the weight's dq and constants, the bias."""
-        if (ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types or self.gemm_args is None
-                or getattr(node.target, "__name__", "") != "linear.default"):
+        """QD8 linear or convolution: choose_qparams -> q -> dq activations, the weight's dq and constants,
+        the bias."""
+        if ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types or self.gemm_args is None:
+            return None
+        axis = self.dynamic_weight_axis(node)
+        if axis is None:
             return None
         act, weight, bias = self.gemm_args
         chain = qu.dynamic_activation(node.args[act])
         w = node.args[weight]
-        if chain is None or not _dynamic_weight(w, ep):
+        if chain is None or not _dynamic_weight(w, ep, axis):
+            return None
+        if not qu.only_read_by(chain[1], node.target.__name__):
+            # Layers of another kind read the same run-time quantization (which each takes in its own
+            # form): the chain stays out, on the portable kernels.
             return None
         deps = chain + [w, *[a for a in w.all_input_nodes]]
         b = node.args[bias] if len(node.args) > bias else None
