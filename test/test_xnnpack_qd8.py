@@ -332,3 +332,21 @@ def test_a_run_time_quantization_read_per_row_and_per_image_stays_out():
         want = _flat(graph(*inputs))
     for engine in ENGINES.values():
         assert_outputs_close(_flat(engine.load_program(pte).load_method("forward").execute(list(inputs))), want)
+
+
+def test_qd8_convert_rounds_as_xnnpack_on_a_boundary(cases):
+    # Integer-valued images put x * (255 / range) on .5 exactly: the native engine's Convert to qdint8
+    # must round there as XNNPACK does (x * inv, not x / scale) and as the Python engine models it.
+    # Seen by the differential tester: a program with floor() before a dynamically quantized
+    # convolution, one step apart from the published runtime on 3 of 448 values.
+    if len(ENGINES) < 2:
+        pytest.skip("needs both engines (the native build)")
+    torch.manual_seed(3)
+    pte = (cases["root"] / "conv_stack.pte").read_bytes()
+    # Ranges where float32 255 / range and 1 / (range / 255) differ, each attained in both images.
+    for lo, hi in ((-9, 0), (-11, 5), (-10, 7)):
+        x = torch.randint(lo, hi + 1, (2, 3, 10, 9)).float()
+        x[:, 0, 0, 0], x[:, 0, 0, 1] = lo, hi
+        native, python = (_flat(ENGINES[e].load_program(pte).load_method("forward").execute([x]))
+                          for e in ("native", "python"))
+        assert_outputs_close(native, python, rtol=1e-5, atol=1e-5)

@@ -10,6 +10,7 @@
 #include "kernels/portable/cpu/gemm.h"
 #include "kernels/portable/cpu/gemv.h"
 #include "kernels/portable/cpu/parallel.h"
+#include "kernels/portable/cpu/quantized.h"
 #include "kernels/portable/cpu/vectorize.h"
 #include "kernels/portable/cpu/vmath.h"
 
@@ -733,18 +734,11 @@ void dequantize(const void* q, int64_t n, float scale, int32_t zero_point, bool 
 }
 
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* out, float* scale, int32_t* zero_point) {
+  // The QD8 fully connected kernels' row quantization (XNNPACK's: x * (255 / range), not x / scale,
+  // which differs on a rounding boundary), so a Convert to qdint8 gives the rows they would.
   parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * cols;
-      float mn = 0.f, mx = 0.f;
-      for (int64_t i = 0; i < cols; ++i) mn = std::min(mn, xr[i]), mx = std::max(mx, xr[i]);
-      float s = (mx - mn) / 255.f;
-      if (!(s > 0.f) || !std::isfinite(s)) s = 1.f;
-      const float zp_f = std::nearbyint(-128.f - mn / s);
-      const int32_t zp = static_cast<int32_t>(std::min(std::max(zp_f, -128.f), 127.f));
-      scale[r] = s;
-      zero_point[r] = zp;
-      quantize(xr, cols, s, zp, -128, 127, out + r * cols, true);
+      kernels::cpu::quantize_row_qd8(x + r * cols, cols, out + r * cols, scale + r, zero_point + r);
     }
   });
 }
