@@ -10,6 +10,7 @@ before running it, so a caller can tell which file made the runtime abort the pr
 import sys
 from pathlib import Path
 
+import executorch.kernels.quantized  # noqa: F401  (the q/dq and choose_qparams kernels, as a user of quantized files loads them)
 import torch
 from executorch.runtime import Runtime
 
