@@ -10,8 +10,8 @@ engine, the native engine and the published runtime (its own process: a crash th
 runtime must match the reference within `devtools.compare`'s tolerance (quantized programs: the
 converted module, within its own quantization error).
 
-By hand (figures for BENCHMARKS.md):
-    .venv/bin/python test/random_programs.py --programs 10000 [--seed 0] [--jobs 2] [--keep DIR]
+By hand (figures for BENCHMARKS.md), one process per core, each with its own seed:
+    .venv/bin/python test/random_programs.py --programs 5000 --seed 300 [--variant qd8 ...] [--keep DIR]
 The test suite runs a seeded, bounded set (test_differential.py).
 """
 
