@@ -73,3 +73,57 @@ def test_programs_are_reproducible_from_their_seed():
     a, b = rp.make_program(11, "int8"), rp.make_program(11, "int8")
     assert a.describe() == b.describe()
     assert all(torch.equal(x, y) for x, y in zip(a.inputs, b.inputs))
+
+
+class _Fixed:
+    """A runtime that returns what `fn(inputs)` gives, whatever the file."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def load_program(self, pte):
+        return self
+
+    def load_method(self, name):
+        return self
+
+    def execute(self, inputs):
+        return self.fn(inputs)
+
+
+def test_an_all_zero_reference_is_compared_at_the_generators_scale():
+    # A zero made by cancellation (layer norm of a constant row) is rounding noise in another runtime;
+    # compare_outputs alone would admit only exact zeros. Noise passes, a real value does not.
+    program = rp.make_program(3, "fp32")
+    with torch.no_grad():
+        reference = [torch.zeros_like(t) for t in program.module(*program.run_inputs)]
+    pte = b""
+    noise = _Fixed(lambda inputs: [torch.full_like(t, -8.7e-7) for t in reference])
+    assert rp.check(program, {"noise": noise}, pte=pte, reference=reference, budget=1e-5) == []
+    wrong = _Fixed(lambda inputs: [torch.full_like(t, 1e-2) for t in reference])
+    findings = rp.check(program, {"wrong": wrong}, pte=pte, reference=reference, budget=1e-5)
+    assert len(findings) == 1 and "wrong:" in findings[0], findings
+
+
+def test_a_quantization_boundary_flip_is_told_from_a_wrong_result(tmp_path):
+    # A runtime off only on the exact inputs (a tie that belongs to those values) agrees on a second
+    # sample of inputs; a runtime off everywhere is still a finding there.
+    program = rp.make_program(5, "int8")
+    pte, reference, budget = rp.lower(program)
+    exact = [t.clone() for t in program.run_inputs]
+
+    def converted(inputs):
+        with torch.no_grad():
+            return [t.clone() for t in program.converted(*inputs)]
+
+    def flips_on_exact_inputs(inputs):
+        out = converted(inputs)
+        if all(torch.equal(a, b) for a, b in zip(inputs, exact)):
+            out = [t + 0.5 * (t.abs().max() + 1) for t in out]
+        return out
+
+    flaky = {"flaky": _Fixed(flips_on_exact_inputs)}
+    assert rp.check(program, flaky, pte=pte, reference=reference, budget=budget)
+    assert rp.recheck(program, flaky, None, tmp_path, pte, budget) == []
+    always = {"always": _Fixed(lambda inputs: [t * 1.5 + 1 for t in converted(inputs)])}
+    assert rp.recheck(program, always, None, tmp_path, pte, budget)
