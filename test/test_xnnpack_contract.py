@@ -260,3 +260,41 @@ def test_a_fully_connected_bias_read_at_run_time_is_added_after(tmp_path, refere
     for runtime in project_runtimes().values():
         got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
         assert_outputs_close(list(got), expected)
+
+
+def test_a_requantizing_copy_is_two_converts_and_every_runtime_refuses_one(monkeypatch, tmp_path, reference_runtime):
+    """XNNPACK defines a Copy (as a transpose, reshape, slice, pad, concatenation, max pooling or clamp)
+    on int8 only with the input's quantization equal to the output's. pt2e quantizes a clone between a
+    permute and a multiply at other parameters (the differential tester's p300000998_int8, which the
+    published runtime refused to load): the writer now leaves such an op float between two Converts, and
+    a payload that holds one anyway (the writer's rule switched off here) is refused by every runtime."""
+    import random_programs as rp
+
+    from executorch.backends.xnnpack._passes import quant
+
+    program = rp.make_program(300000998, "int8")
+    pte, reference, _ = rp.lower(program)
+    copies = [n.xnode_union for g in _graphs(pte) for n in g.xnodes if isinstance(n.xnode_union, xs.XNNCopy)]
+    graph = _graphs(pte)[0]
+
+    def quantization(vid):
+        return getattr(graph.xvalues[vid].xvalue_union, "quant_params", None)
+
+    assert all(quantization(c.input_id) == quantization(c.output_id) for c in copies), copies
+    path = tmp_path / "fixed.pte"
+    path.write_bytes(pte)
+    reference_runtime.run(path, program.run_inputs, tmp_path)  # loads and runs
+
+    monkeypatch.setattr(quant, "_SAME_PARAMS", set())
+    bad, _, _ = rp.lower(program)
+    graph = _graphs(bad)[0]
+    assert any(quantization(n.xnode_union.input_id) != quantization(n.xnode_union.output_id)
+               for n in graph.xnodes if isinstance(n.xnode_union, xs.XNNCopy))
+    path = tmp_path / "requantizing_copy.pte"
+    path.write_bytes(bad)
+    with pytest.raises(AssertionError, match="Failed to load method"):
+        reference_runtime.run(path, program.run_inputs, tmp_path)
+    for name, runtime in project_runtimes().items():
+        with pytest.raises(Exception, match="Copy.*equal quantization") as err:
+            runtime.load_program(bad).load_method("forward")
+        assert "scale" in str(err.value), (name, err.value)

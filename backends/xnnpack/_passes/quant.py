@@ -19,6 +19,13 @@ aten = torch.ops.aten
 # Their bias (argument 2) stays float here; the visitor quantizes it to int32.
 _GEMMS = (aten.convolution.default, aten.linear.default)
 
+# Ops XNNPACK defines on int8 only with the output's quantization equal to each input's (copies, layout
+# changes, concatenation, max pooling, clamps): its define call refuses others (invalid parameter).
+_SAME_PARAMS = {"clone.default", "_clone_dim_order.default", "_to_dim_order_copy.default", "permute_copy.default",
+                "slice_copy.Tensor", "select_copy.int", "squeeze_copy.dims", "unsqueeze_copy.default",
+                "view_copy.default", "cat.default", "constant_pad_nd.default", "max_pool2d.default",
+                "max_pool2d_with_indices.default", "clamp.default", "hardtanh.default", "relu.default"}
+
 
 def _params(node, consts):
     return qu.static_params(node, consts.get)
@@ -57,6 +64,10 @@ def _lower_op(node: fx.Node, consts: dict) -> None:
             if src is None:
                 return
             swaps[a] = src
+    if getattr(node.target, "__name__", "") in _SAME_PARAMS and any(
+            src.meta["xnn_quant"].key() != params.key() for src in swaps.values()):
+        # A requantizing copy: the op stays float between its dq and q, which become Converts.
+        return
     for old, new in swaps.items():
         if old is not new:
             node.replace_input_with(old, new)

@@ -109,7 +109,23 @@ class Compiler:
         self._used = []
         step, outs = build(self, kind, n, node.output_min_max)
         ins = [v for v in self._used if all(v is not o for o in outs)]
+        if type(n) in _SAME_QUANTIZATION:
+            _check_same_quantization(index, kind, ins, outs)
         return kind, step, ins, outs
+
+
+def _check_same_quantization(index: int, kind: str, ins: list, outs: list) -> None:
+    """XNNPACK defines copies, layout changes, concatenation, max pooling and clamps on quantized values only
+    with each input's scale and zero point equal to the output's (its define call returns invalid_parameter):
+    such a graph is refused here too, naming the node."""
+    for y in outs:
+        if y.dtype not in QS8:
+            continue
+        for x in ins:
+            if x.dtype != y.dtype or float(x.scale) != float(y.scale) or x.zero_point != y.zero_point:
+                raise bad(f"node {index} ({kind}) reads {x.describe()} at scale {float(x.scale):g}, zero point "
+                          f"{x.zero_point} and writes {y.describe()} at scale {float(y.scale):g}, zero point "
+                          f"{y.zero_point}; XNNPACK defines it only with equal quantization (a Convert requantizes)")
 
 
 def _minmax(mm: Optional[xs.OutputMinMax]) -> tuple[float, float]:
@@ -577,16 +593,19 @@ def _build_global_avg_pool(c: Compiler, kind: str, n, mm):
     if y.dims != want:
         raise bad(f"{kind} of {x.describe()} writes {y.describe()}, expected dims {list(want)}")
     if x.dtype in QS8 and y.dtype == x.dtype:
-        # XNNPACK sums the integers exactly, then requantizes by (input / output scale) / pixels
-        ratio = x.scale / y.scale
+        # XNNPACK's quantized mean: the integers summed exactly, then in float32 acc * scale plus the
+        # output zero point, rounded half to even (a tie goes to the even output integer), where
+        # scale = (input / output scale) / pixels
+        ratio = _quant.f32(float(x.scale)) / _quant.f32(float(y.scale))
         lo, hi = _minmax(mm)
         qlo, qhi = _quant.bound(lo, y, False), _quant.bound(hi, y, True)
-        sx, sy, zx = x.slot, y.slot, x.zero_point
+        sx, sy, zx, zy = x.slot, y.slot, x.zero_point, _quant.f32(float(y.zero_point))
 
         def step(env):
             q = env[sx]
-            acc = (q.to(F64) - zx).sum(dim=(1, 2), keepdim=keep)
-            env[sy] = _quant.requantize(acc, ratio / float(q.shape[1] * q.shape[2]), y, qlo, qhi)
+            acc = (q.to(F64) - zx).sum(dim=(1, 2), keepdim=keep).to(torch.float32)
+            scale = ratio / _quant.f32(float(q.shape[1] * q.shape[2]))
+            env[sy] = torch.clamp(acc * scale + zy, qlo, qhi).round().to(q.dtype)
         return step, [y]
     read, write = c.reader(x, kind), c.writer(y, kind, mm)
     return (lambda env: write(env, read(env).to(torch.float32).mean(dim=(1, 2), keepdim=keep))), [y]
@@ -753,6 +772,10 @@ def _build_clamp(c: Compiler, kind: str, n, mm):
 def _build_prelu(c: Compiler, kind: str, n, mm):
     return _binary(_prelu)(c, kind, n, mm)
 
+
+_SAME_QUANTIZATION = (xs.XNNCopy, xs.XNNStaticTranspose, xs.XNNStaticReshape, xs.XNNStaticSlice,
+                      xs.XNNStaticConstantPad, xs.XNNConcatenate2, xs.XNNConcatenate3, xs.XNNConcatenate4,
+                      xs.XNNConcatenate5, xs.XNNMaxPooling2d, xs.XNNClamp)
 
 _BUILDERS = {
     xs.XNNAdd: _binary(torch.add, 1), xs.XNNSubtract: _binary(torch.sub, -1), xs.XNNMultiply: _binary(torch.mul),

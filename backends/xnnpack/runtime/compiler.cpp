@@ -1054,7 +1054,32 @@ class Compiler {
                            index, op.name);
     }
     ET_TRY(err);
+    ET_TRY(same_quantization(op, index, type));
     plan_.ops.push_back(op);
+    return Error::Ok;
+  }
+
+  // XNNPACK defines copies, layout changes, concatenation, max pooling and clamps on quantized values
+  // only with each input's scale and zero point equal to the output's (its define call returns
+  // invalid_parameter otherwise): such a graph is refused here too, naming the node.
+  Error same_quantization(const Op& op, uint32_t index, fb::XNodeUnion type) const {
+    using U = fb::XNodeUnion;
+    switch (type) {
+      case U::XNNCopy: case U::XNNStaticTranspose: case U::XNNStaticReshape: case U::XNNStaticSlice:
+      case U::XNNStaticConstantPad: case U::XNNConcatenate2: case U::XNNConcatenate3: case U::XNNConcatenate4:
+      case U::XNNConcatenate5: case U::XNNMaxPooling2d: case U::XNNClamp: break;
+      default: return Error::Ok;
+    }
+    const Value& y = plan_.values[op.out];
+    if (y.dtype != DType::kQS8 && y.dtype != DType::kQU8) return Error::Ok;
+    for (int i = 0; i < op.n_in; ++i) {
+      const Value& x = plan_.values[op.in[i]];
+      ET_CHECK_OR_RETURN(x.dtype == y.dtype && x.scale == y.scale && x.zero_point == y.zero_point, InvalidProgram,
+                         "XnnpackBackend: node %u (%s) reads a value quantized at scale %g, zero point %d and writes "
+                         "one at scale %g, zero point %d; XNNPACK defines it only with equal quantization (a Convert "
+                         "requantizes)", index, op.name, static_cast<double>(x.scale), static_cast<int>(x.zero_point),
+                         static_cast<double>(y.scale), static_cast<int>(y.zero_point));
+    }
     return Error::Ok;
   }
 

@@ -84,10 +84,12 @@ void over_rows(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int
                [&](int64_t r0, int64_t r1) { for_windows(p, in_h, in_w, channels, r0, r1, body); });
 }
 
-int8_t requantize(int32_t acc, float scale, int32_t zp, int8_t lo, int8_t hi) {
-  float y = static_cast<float>(acc) * scale;
-  y = std::min(std::max(y, static_cast<float>(lo - zp)), static_cast<float>(hi - zp));
-  return static_cast<int8_t>(static_cast<int32_t>(std::nearbyint(y)) + zp);
+// XNNPACK's quantized mean: the output zero point is added in float32 before the rounding (half to
+// even), so a tie rounds to an even *output* integer.
+int8_t requantize_mean(int32_t acc, float scale, int32_t zp, int8_t lo, int8_t hi) {
+  float y = static_cast<float>(acc) * scale + static_cast<float>(zp);
+  y = std::min(std::max(y, static_cast<float>(lo)), static_cast<float>(hi));
+  return static_cast<int8_t>(std::nearbyint(y));
 }
 
 }  // namespace
@@ -163,7 +165,7 @@ bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, c
       std::fill(acc, acc + cn, -in_zero_point * static_cast<int32_t>(pixels));
       add_pixels_i32(cn, pixels, channels, in + n * pixels * channels + c0, acc);
       for (int64_t c = 0; c < cn; ++c)
-        out[n * channels + c0 + c] = requantize(acc[c], scale, out_zero_point, out_min, out_max);
+        out[n * channels + c0 + c] = requantize_mean(acc[c], scale, out_zero_point, out_min, out_max);
     }
   });
   return true;

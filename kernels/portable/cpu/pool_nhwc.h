@@ -34,8 +34,9 @@ bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t
 bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, const float* in,
                               float* out, float out_min, float out_max);
 
-// QS8 global average pooling: acc = sum_p (x - in_zp) in int32, then the requantization of
-// quantized.h with scale = (in_scale / out_scale) / pixels (float32, in that order, as XNNPACK).
+// QS8 global average pooling: acc = sum_p (x - in_zp) in int32, then, in float32, as XNNPACK's
+// quantized mean: out = rne(clamp(acc * scale + out_zp)) with scale = (in_scale / out_scale) / pixels
+// (the zero point added before rounding: a tie goes to the even output integer).
 bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, const int8_t* in,
                               float in_scale, int32_t in_zero_point, int8_t* out, float out_scale,
                               int32_t out_zero_point, int8_t out_min, int8_t out_max);

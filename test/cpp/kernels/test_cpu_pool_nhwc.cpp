@@ -119,21 +119,28 @@ void global_avg_pool_case(int64_t c) {
   CHECK(cpu::global_avg_pool_nhwc_f32(n, pixels, c, in.data(), out.data(), -1.f, 0.1f));
   CHECK_CLOSE(out.data(), expected.data(), out.size(), 1e-6);
 
-  std::vector<int8_t> q(n * pixels * c), qout(n * c), qexp(n * c);
-  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>((i * 37) % 256 - 128);
-  const float in_scale = 0.1f, out_scale = 0.02f;
-  const int32_t in_zp = -4, out_zp = 6;
-  const float scale = in_scale / out_scale / float(pixels);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      int32_t acc = 0;
-      for (int64_t p = 0; p < pixels; ++p) acc += q[(b * pixels + p) * c + ch] - in_zp;
-      float y = std::fmin(std::fmax(float(acc) * scale, float(-128 - out_zp)), float(127 - out_zp));
-      qexp[b * c + ch] = static_cast<int8_t>(int(std::nearbyint(y)) + out_zp);
-    }
-  CHECK(cpu::global_avg_pool_nhwc_qs8(n, pixels, c, q.data(), in_scale, in_zp, qout.data(),
-                                      out_scale, out_zp, -128, 127));
-  CHECK(qout == qexp);
+  // Scales 5x apart; then equal scales over 8 pixels with an odd output zero point, where an eighth
+  // of the means are ties (x.5) and XNNPACK rounds acc * scale + zp, not acc * scale, to even.
+  struct Quant {
+    float in_scale, out_scale;
+    int32_t in_zp, out_zp;
+    int64_t pixels;
+  };
+  for (const Quant qp : {Quant{0.1f, 0.02f, -4, 6, pixels}, Quant{0.5f, 0.5f, -15, 11, 8}}) {
+    std::vector<int8_t> q(n * qp.pixels * c), qout(n * c), qexp(n * c);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>((i * 37) % 256 - 128);
+    const float scale = qp.in_scale / qp.out_scale / float(qp.pixels);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int32_t acc = 0;
+        for (int64_t p = 0; p < qp.pixels; ++p) acc += q[(b * qp.pixels + p) * c + ch] - qp.in_zp;
+        const float y = std::fmin(std::fmax(float(acc) * scale + float(qp.out_zp), -128.f), 127.f);
+        qexp[b * c + ch] = static_cast<int8_t>(std::nearbyint(y));
+      }
+    CHECK(cpu::global_avg_pool_nhwc_qs8(n, qp.pixels, c, q.data(), qp.in_scale, qp.in_zp, qout.data(),
+                                        qp.out_scale, qp.out_zp, -128, 127));
+    CHECK(qout == qexp);
+  }
 }
 
 }  // namespace
