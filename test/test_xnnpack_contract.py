@@ -263,8 +263,8 @@ def test_a_fully_connected_bias_read_at_run_time_is_added_after(tmp_path, refere
 
 
 def test_a_requantizing_copy_is_two_converts_and_every_runtime_refuses_one(monkeypatch, tmp_path, reference_runtime):
-    """XNNPACK defines a Copy (as a transpose, reshape, slice, pad, concatenation, max pooling or clamp)
-    on int8 only with the input's quantization equal to the output's. pt2e quantizes a clone between a
+    """The published runtime's XNNPACK defines an int8 Copy (and a StaticConstantPad) only with the input's
+    quantization equal to the output's. pt2e quantizes a clone between a
     permute and a multiply at other parameters (the differential tester's p300000998_int8, which the
     published runtime refused to load): the writer now leaves such an op float between two Converts, and
     a payload that holds one anyway (the writer's rule switched off here) is refused by every runtime."""

@@ -19,8 +19,9 @@ aten = torch.ops.aten
 # Their bias (argument 2) stays float here; the visitor quantizes it to int32.
 _GEMMS = (aten.convolution.default, aten.linear.default)
 
-# Ops XNNPACK defines on int8 only with the output's quantization equal to each input's (copies, layout
-# changes, concatenation, max pooling, clamps): its define call refuses others (invalid parameter).
+# Ops written on int8 only with the output's quantization equal to each input's: the published runtime's
+# XNNPACK refuses a Copy or StaticConstantPad that requantizes (invalid parameter), and XNNPACK versions
+# differ on the other layout ops, concatenation, max pooling and clamps, so they are held to it too.
 _SAME_PARAMS = {"clone.default", "_clone_dim_order.default", "_to_dim_order_copy.default", "permute_copy.default",
                 "slice_copy.Tensor", "select_copy.int", "squeeze_copy.dims", "unsqueeze_copy.default",
                 "view_copy.default", "cat.default", "constant_pad_nd.default", "max_pool2d.default",

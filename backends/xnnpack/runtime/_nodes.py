@@ -115,9 +115,9 @@ class Compiler:
 
 
 def _check_same_quantization(index: int, kind: str, ins: list, outs: list) -> None:
-    """XNNPACK defines copies, layout changes, concatenation, max pooling and clamps on quantized values only
-    with each input's scale and zero point equal to the output's (its define call returns invalid_parameter):
-    such a graph is refused here too, naming the node."""
+    """The published runtime's XNNPACK defines a Copy or a StaticConstantPad on quantized values only with
+    the input's scale and zero point equal to the output's (its define call returns invalid_parameter; it
+    takes a Clamp or StaticTranspose that requantizes): such a graph is refused here too, naming the node."""
     for y in outs:
         if y.dtype not in QS8:
             continue
@@ -773,9 +773,7 @@ def _build_prelu(c: Compiler, kind: str, n, mm):
     return _binary(_prelu)(c, kind, n, mm)
 
 
-_SAME_QUANTIZATION = (xs.XNNCopy, xs.XNNStaticTranspose, xs.XNNStaticReshape, xs.XNNStaticSlice,
-                      xs.XNNStaticConstantPad, xs.XNNConcatenate2, xs.XNNConcatenate3, xs.XNNConcatenate4,
-                      xs.XNNConcatenate5, xs.XNNMaxPooling2d, xs.XNNClamp)
+_SAME_QUANTIZATION = (xs.XNNCopy, xs.XNNStaticConstantPad)
 
 _BUILDERS = {
     xs.XNNAdd: _binary(torch.add, 1), xs.XNNSubtract: _binary(torch.sub, -1), xs.XNNMultiply: _binary(torch.mul),

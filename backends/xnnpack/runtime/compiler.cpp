@@ -1059,15 +1059,13 @@ class Compiler {
     return Error::Ok;
   }
 
-  // XNNPACK defines copies, layout changes, concatenation, max pooling and clamps on quantized values
-  // only with each input's scale and zero point equal to the output's (its define call returns
-  // invalid_parameter otherwise): such a graph is refused here too, naming the node.
+  // The published runtime's XNNPACK defines a Copy or a StaticConstantPad on quantized values only with the
+  // input's scale and zero point equal to the output's (its define call returns invalid_parameter; it takes a
+  // Clamp or StaticTranspose that requantizes): such a graph is refused here too, naming the node.
   Error same_quantization(const Op& op, uint32_t index, fb::XNodeUnion type) const {
     using U = fb::XNodeUnion;
     switch (type) {
-      case U::XNNCopy: case U::XNNStaticTranspose: case U::XNNStaticReshape: case U::XNNStaticSlice:
-      case U::XNNStaticConstantPad: case U::XNNConcatenate2: case U::XNNConcatenate3: case U::XNNConcatenate4:
-      case U::XNNConcatenate5: case U::XNNMaxPooling2d: case U::XNNClamp: break;
+      case U::XNNCopy: case U::XNNStaticConstantPad: break;
       default: return Error::Ok;
     }
     const Value& y = plan_.values[op.out];
