@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchao") is None,
                                 reason="torchao is not installed (pip install torchao==0.18.0)")
 
 CI_SEED = 7
-CI_PROGRAMS = int(os.environ.get("ET_DIFFERENTIAL_PROGRAMS", "300"))
+CI_PROGRAMS = int(os.environ.get("ET_DIFFERENTIAL_PROGRAMS", "200"))  # 340 s for 300 here: CI keeps under budget
 
 
 def test_random_programs_agree_on_every_runtime(tmp_path):
