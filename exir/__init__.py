@@ -24,6 +24,8 @@ __all__ = [
     "ExecutorchProgram",
     "ExecutorchProgramManager",
     "ExportError",
+    "ExportGraphSignature",
+    "ExportedProgram",
     "SerializeError",
     "Value",
     "capture",
@@ -38,6 +40,9 @@ _LAZY = {
     "Value": "executorch.exir.capture._capture",
     "EdgeCompileConfig": "executorch.exir.config",
     "ExecutorchBackendConfig": "executorch.exir.config",
+    # torch.export's program types, re-exported as upstream's exir does (backends import them from here).
+    "ExportedProgram": "torch.export",
+    "ExportGraphSignature": "torch.export",
     "EdgeProgramManager": "executorch.exir.program._program",
     "ExecutorchProgramManager": "executorch.exir.program._program",
     "to_edge": "executorch.exir.program._program",
