@@ -38,8 +38,8 @@ class _Namespace:
         self._namespace = namespace
 
     def __getattr__(self, name: str) -> _OpPacket:
-        if name.startswith("__"):
-            raise AttributeError(name)
+        # Dunder names are operators too (`aten.__rshift__`, `aten.__and__`); a protocol probe such as
+        # `__deepcopy__` finds no operator and gets the AttributeError it expects.
         try:
             packet = getattr(getattr(torch.ops, self._namespace), name)
         except (AttributeError, RuntimeError):
