@@ -519,7 +519,9 @@ def lower(program: Program) -> tuple[bytes, list, float]:
     if module is program.module:
         budget = 8 * sensitivity(program)
     else:
-        budget = -max(_moved(reference, eager), 1e-4)
+        # Rounding counts too (x4 in `check`): the float ops around the quantized ones round in each
+        # runtime's own order, which a layer norm of a constant row magnifies past what quantization moved.
+        budget = -max(_moved(reference, eager), 2 * sensitivity(program), 1e-4)
     ep = torch.export.export(module, program.inputs, dynamic_shapes=program.dynamic_shapes)
     partitioner = [] if program.variant == "portable" else [XnnpackPartitioner()]
     pte = to_edge_transform_and_lower(ep, partitioner=partitioner).to_executorch().buffer

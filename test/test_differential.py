@@ -134,9 +134,10 @@ def test_a_quantization_boundary_flip_is_told_from_a_wrong_result(tmp_path):
 # whose ties rounded the other way (p301000914_int8, p301001145_int8), a Convert to qdint8 rounding on
 # a boundary (p900000052_qd8), run-time quantization left to the portable kernels (p301000274_qd8), a
 # zero made by cancellation (p301000305_int8), a quantization boundary flip (p300000473_int8) and a
-# layer norm of a constant row, whose rounded mean XNNPACK's decomposition amplifies (p300001518_fp32_dyn).
+# layer norm of a constant row, whose rounded mean XNNPACK's decomposition amplifies, in a float and in an
+# 8da4w program (p300001518_fp32_dyn, p303000178_8da4w).
 PINNED = ["p300000998_int8", "p301000914_int8", "p301001145_int8", "p900000052_qd8", "p301000274_qd8",
-          "p301000305_int8", "p300000473_int8", "p300001518_fp32_dyn"]
+          "p301000305_int8", "p300000473_int8", "p300001518_fp32_dyn", "p303000178_8da4w"]
 
 
 def test_the_long_runs_findings_stay_fixed(tmp_path):
