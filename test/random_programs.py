@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -667,23 +667,26 @@ def recheck(program: Program, engines: dict, published_python: Optional[str], wo
     Such a tie belongs to the exact values (and a small nudge does not move it: the inputs are quantized
     first), so other inputs do not meet it; a wrong formula, or a tie the program makes itself (integers
     from floor() on a boundary), disagrees again."""
-    import dataclasses
-
     gen = torch.Generator().manual_seed(program.seed + 1)
     inputs = tuple(torch.randn(t.shape, generator=gen).to(t.dtype) if t.is_floating_point() else t
                    for t in program.run_inputs)
-    other = dataclasses.replace(program, run_inputs=inputs)
+    other = replace(program, run_inputs=inputs)
     module = program.converted if program.converted is not None else program.module
     with torch.no_grad():
         reference = [t.clone() for t in module(*inputs)]
     got, error = None, ""
     if published_python:
         name = program.name + "_recheck"
-        (work / f"{name}.pte").write_bytes(pte)
-        torch.save(list(inputs), work / f"{name}.in.pt")
+        _stage(work, name, pte, inputs)
         error = run_published(published_python, work, [name]).get(name, "")
         got = None if error else torch.load(work / f"{name}.out.pt")
     return check(other, engines, got, error, pte, reference, budget)
+
+
+def _stage(work: Path, name: str, pte: bytes, inputs) -> None:
+    """NAME.pte and NAME.in.pt in `work`, as the published runner reads them."""
+    (work / f"{name}.pte").write_bytes(pte)
+    torch.save(list(inputs), work / f"{name}.in.pt")
 
 
 def _numeric_only(findings: list[str]) -> bool:
@@ -784,8 +787,7 @@ def run(count: int, seed: int, published_python: Optional[str], keep: Optional[P
                 stats["findings"].append(f"{program.name} export: {type(e).__name__}: {str(e)[:300]}")
                 log("FINDING export " + program.describe() + f"\n    {type(e).__name__}: {str(e)[:500]}")
             continue
-        (work / f"{program.name}.pte").write_bytes(pte)
-        torch.save(list(program.run_inputs), work / f"{program.name}.in.pt")
+        _stage(work, program.name, pte, program.run_inputs)
         batch.append((program, pte, reference, budget))
         stats["programs"] += 1
         stats["by_variant"][variant] = stats["by_variant"].get(variant, 0) + 1

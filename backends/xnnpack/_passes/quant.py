@@ -20,12 +20,12 @@ aten = torch.ops.aten
 _GEMMS = (aten.convolution.default, aten.linear.default)
 
 # Ops written on int8 only with the output's quantization equal to each input's: the published runtime's
-# XNNPACK refuses a Copy or StaticConstantPad that requantizes (invalid parameter), and XNNPACK versions
-# differ on the other layout ops, concatenation, max pooling and clamps, so they are held to it too.
-_SAME_PARAMS = {"clone.default", "_clone_dim_order.default", "_to_dim_order_copy.default", "permute_copy.default",
-                "slice_copy.Tensor", "select_copy.int", "squeeze_copy.dims", "unsqueeze_copy.default",
-                "view_copy.default", "cat.default", "constant_pad_nd.default", "max_pool2d.default",
-                "max_pool2d_with_indices.default", "clamp.default", "hardtanh.default", "relu.default"}
+# XNNPACK refuses an int8 Copy that requantizes (invalid parameter; a pad too, but pads stay float here).
+# Reshapes, slices, concatenation and max pooling are held to it as well, unverified either way; a
+# requantizing Clamp or StaticTranspose it takes, so activations and permutes are not.
+_SAME_PARAMS = {"clone.default", "_clone_dim_order.default", "_to_dim_order_copy.default", "slice_copy.Tensor",
+                "select_copy.int", "squeeze_copy.dims", "unsqueeze_copy.default", "view_copy.default", "cat.default",
+                "max_pool2d.default", "max_pool2d_with_indices.default"}
 
 
 def _params(node, consts):
