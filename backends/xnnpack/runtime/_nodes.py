@@ -268,6 +268,18 @@ def _dequantized_weight(w: Value) -> torch.Tensor:
     return _quant.dequantize(w.const, w)
 
 
+def _sequential_fma_linear(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """F.linear for a [1, K] filter, accumulated as XNNPACK's f32 GEMM kernels do: from the bias, one
+    fused multiply-add per input channel in order. A float32 product is exact in float64, so each
+    step is one rounding to float32 (a double rounding differs only on a 2^-29 sliver)."""
+    acc = (torch.zeros(x.shape[:-1], dtype=F64) if bias is None
+           else bias.to(F64).expand(x.shape[:-1]).clone())
+    xs64, w64 = x.to(F64), w[0].to(F64)
+    for k in range(x.shape[-1]):
+        acc = (acc + xs64[..., k] * w64[k]).to(torch.float32).to(F64)
+    return acc.to(torch.float32).unsqueeze(-1)
+
+
 def _channel_scale(w: Value, out_dim: int, kind: str) -> torch.Tensor:
     """The filter's scale per output channel (a per-tensor scale repeated)."""
     if w.scale.dim() == 0:
@@ -304,10 +316,13 @@ def _build_fc(c: Compiler, kind: str, n: xs.XNNFullyConnected, mm):
         if w.const is not None:
             wt = _dequantized_weight(w)
             wt = wt.t().contiguous() if transposed else wt
+            # One output channel is a mean (the writer's lowering of mean and layer norm): summed in
+            # XNNPACK's order, so a quantize after it rounds a tie as the published runtime does.
+            linear = _sequential_fma_linear if out_ch == 1 else F.linear
 
             def step(env):
                 xv = read(env)
-                r = F.linear(xv.to(torch.float32), wt, b if bslot is None else env[bslot].to(torch.float32))
+                r = linear(xv.to(torch.float32), wt, b if bslot is None else env[bslot].to(torch.float32))
                 write(env, r)
         else:
             ws = w.slot
