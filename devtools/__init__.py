@@ -3,7 +3,7 @@ ETDump/ETRecord and the `Inspector`."""
 
 from typing import Any
 
-__all__ = ["BundledProgram", "Inspector"]
+__all__ = ["BundledProgram", "Inspector", "generate_etrecord", "parse_etrecord"]
 
 
 def __getattr__(name: str) -> Any:
@@ -16,4 +16,8 @@ def __getattr__(name: str) -> Any:
         from executorch.devtools.inspector import Inspector
 
         return Inspector
+    if name in ("generate_etrecord", "parse_etrecord"):
+        from executorch.devtools import etrecord
+
+        return getattr(etrecord, name)
     raise AttributeError(f"module 'executorch.devtools' has no attribute {name!r}")

@@ -8,6 +8,8 @@ from typing import Any
 
 from torch import fx
 
+from executorch.exir.dialects.edge._ops import aten_op
+
 __all__ = ["DelegationBreakdown", "DelegationInfo", "get_delegation_info"]
 
 # A delegated subgraph is called through this higher-order operator's name in the graph.
@@ -53,7 +55,8 @@ class DelegationInfo:
 
 
 def _op_name(node: fx.Node) -> str:
-    name = getattr(node.target, "__name__", str(node.target))
+    target = aten_op(node.target)
+    name = getattr(target, "__name__", str(target))
     return name.split(".")[0]
 
 

@@ -12,9 +12,15 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from torch.utils import _pytree as pytree
 
+from executorch.exir.dialects.edge._ops import EdgeOpOverload
 from executorch.exir.error import ExportError
 
-__all__ = ["ExportPass", "ExportPassBaseError", "ExportedProgramPassBase", "ExportedProgramPassResult", "NodeMetadata",
+_OPERATORS = (torch._ops.OpOverload, EdgeOpOverload)
+
+# Node metadata a pass hook may read but not set through NodeMetadata: the tracer derives them.
+PROTECTED_KEYS: set[str] = {"val", "stack_trace", "nn_module_stack", "debug_handle", "tensor_meta"}
+
+__all__ = ["PROTECTED_KEYS", "EdgeOpOverload", "ExportPass", "ExportPassBaseError", "ExportedProgramPassBase", "ExportedProgramPassResult", "NodeMetadata",
            "PassResult", "ProxyValue"]
 
 
@@ -165,6 +171,8 @@ class ExportPass(PassBase):
         data_args, data_kwargs = _data_of(tuple(args)), _data_of(dict(kwargs))
         if target is operator.getitem:
             return data_args[0][data_args[1]]
+        if getattr(target, "__name__", None) == "executorch_call_delegate" and "val" in meta:
+            return meta["val"]  # a lowered partition's results do not change with the graph around it
         fake = next((t.fake_mode for t in pytree.tree_leaves((data_args, data_kwargs))
                      if hasattr(t, "fake_mode")), None)
         if fake is None:
@@ -190,10 +198,11 @@ class ExportPass(PassBase):
             elif node.op == "get_attr":
                 new = self._graph.get_attr(node.target)
                 new.meta.update(node.meta)
-                env[node] = ProxyValue(node.meta.get("val"), new)
+                value = node.meta["val"] if "val" in node.meta else getattr(graph_module, node.target, None)
+                env[node] = ProxyValue(value, new)
             elif node.op == "call_function" and node.target is operator.getitem:
                 env[node] = self.call_getitem(env[node.args[0]], node.args[1], meta)
-            elif node.op == "call_function" and not isinstance(node.target, torch._ops.OpOverload) and not node.kwargs:
+            elif node.op == "call_function" and not isinstance(node.target, _OPERATORS) and not node.kwargs:
                 env[node] = self.call_sym(node.target, arg(node.args), meta)
             elif node.op == "call_function":
                 env[node] = self.call_operator(node.target, arg(node.args), arg(dict(node.kwargs)), meta)

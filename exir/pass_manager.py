@@ -41,21 +41,28 @@ def _check_graph(module: torch.fx.GraphModule) -> None:
             raise ExportError(f"node {node.name} calls method {node.target!r}; edge graphs call operators only")
 
 
-class ExportedProgramPassManager:
+class ExportedProgramPassManager(_FxPassManager):
     """Runs `passes` in order over an ExportedProgram, `steps` times at most (stopping once a round changes
     nothing): an ExportedProgramPassBase gets the program, any other pass its graph module (returning a
-    PassResult, a GraphModule or None) and the signature follows the graph. Returns an
-    ExportedProgramPassResult. Passes run on a copy of the graph, so the program given keeps its graph
-    (its tensors are shared, as upstream's shallow copy shares them)."""
+    PassResult, a GraphModule or None for changed in place) and the signature and range constraints follow
+    the graph. Returns an ExportedProgramPassResult. Passes run on a copy of the graph, so the program given
+    keeps its graph (its tensors are shared). `add_pass` and `constraints` are torch.fx's PassManager's."""
 
-    def __init__(self, passes: Optional[list] = None, run_checks_after_each_pass: bool = False,
+    def __init__(self, passes: Optional[list] = None, constraints: Optional[list] = None,
+                 run_checks_after_each_pass: bool = False, suppress_check_failures: bool = False,
                  steps: int = 1) -> None:
-        self.passes = pytree.tree_leaves(passes or [])
-        self.run_checks_after_each_pass = run_checks_after_each_pass
-        self.steps = steps
+        super().__init__(pytree.tree_leaves(passes or []), constraints=constraints, steps=steps,
+                         run_checks_after_each_pass=run_checks_after_each_pass,
+                         suppress_check_failures=suppress_check_failures)
 
-    def __call__(self, exported_program) -> ExportedProgramPassResult:
+    def __call__(self, exported_program, override_verifiers: Optional[list] = None) -> ExportedProgramPassResult:
+        from executorch.exir.program._transform import _update_exported_program_graph_module
+
+        if not self._validated:
+            self.solve_constraints()
         ep = _copy_program(exported_program)
+        if override_verifiers:
+            ep._verifiers = list(override_verifiers)
         self.check(ep)
         modified = False
         for _ in range(self.steps):
@@ -67,7 +74,9 @@ class ExportedProgramPassManager:
                 else:
                     result = pass_result_wrapper(p)(ep.graph_module)
                     if result.modified:
-                        ep, changed = _copy_program(ep, result.graph_module), True
+                        result.graph_module.recompile()
+                        ep = _update_exported_program_graph_module(ep, result.graph_module, override_verifiers)
+                        changed = True
                 if self.run_checks_after_each_pass:
                     self.check(ep)
             modified = modified or changed

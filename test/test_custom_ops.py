@@ -15,6 +15,7 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import EdgeCompileConfig, ExportError, to_edge
 from executorch.exir._serialize import read_program
+from executorch.exir.dialects._ops import ops as exir_ops
 
 HERE = Path(__file__).parent
 from conftest import project_runtimes  # noqa: E402
@@ -62,7 +63,7 @@ def _pte(model) -> bytes:
 def test_the_custom_op_stays_whole_and_its_out_variant_is_emitted():
     edge = to_edge(torch.export.export(Mixed(), _inputs()))
     targets = {n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"}
-    assert torch.ops.et_test.scale_add.default in targets
+    assert exir_ops.edge.et_test.scale_add.default in targets
     ops = {(o.name, o.overload) for o in read_program(edge.to_executorch().buffer).execution_plan[0].operators}
     assert ("et_test::scale_add", "out") in ops
 
@@ -144,14 +145,14 @@ def test_preserve_ops_keeps_an_op_with_a_kernel_whole_and_it_runs():
     config = EdgeCompileConfig(preserve_ops=[torch.ops.aten.linear.default])
     edge = to_edge(torch.export.export(model, (x,)), compile_config=config)
     targets = {n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"}
-    assert torch.ops.aten.linear.default in targets and torch.ops.aten.addmm.default not in targets
+    assert exir_ops.edge.aten.linear.default in targets and exir_ops.edge.aten.addmm.default not in targets
     pte = edge.to_executorch().buffer
     assert ("aten::linear", "out") in {(o.name, o.overload) for o in read_program(pte).execution_plan[0].operators}
     got = project_runtimes()["python"].load_program(pte).load_method("forward").execute([x])
     assert_outputs_close(got, [model(x)])
     # without preserve_ops the same model decomposes
     plain = to_edge(torch.export.export(model, (x,))).exported_program()
-    assert torch.ops.aten.linear.default not in {n.target for n in plain.graph.nodes}
+    assert exir_ops.edge.aten.linear.default not in {n.target for n in plain.graph.nodes}
 
 
 @pytest.mark.parametrize("op, why", [

@@ -12,6 +12,7 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, ExportError, to_edge, to_edge_transform_and_lower
 from executorch.exir import schema as s
+from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.exir._serialize import read_program, serialize_pte_binary
 from executorch.exir.backend.backend_api import to_backend
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
@@ -24,6 +25,7 @@ from executorch.runtime import ExecuTorchError
 from conftest import SHARED_TOOLS, project_runtimes  # noqa: E402
 
 aten = torch.ops.aten
+edge_aten = exir_ops.edge.aten  # what edge graphs call
 RUNTIMES = project_runtimes()
 
 
@@ -162,7 +164,7 @@ class ClaimsAdds(Partitioner):
 
     def partition(self, ep):
         for node in ep.graph.nodes:
-            if node.target is aten.add.Tensor:
+            if node.target is edge_aten.add.Tensor:
                 node.meta["delegation_tag"] = "adds"
         return PartitionResult(ep, {"adds": DelegationSpec(self.backend_id)})
 
@@ -185,7 +187,7 @@ class ClaimsAroundRelu(Partitioner):
 
     def partition(self, ep):
         for node in ep.graph.nodes:
-            if node.target in (aten.add.Tensor, aten.mul.Tensor):
+            if node.target in (edge_aten.add.Tensor, edge_aten.mul.Tensor):
                 node.meta["delegation_tag"] = "t"
         return PartitionResult(ep, {"t": DelegationSpec("ExecutorBackend")})
 
@@ -210,10 +212,10 @@ def test_ops_to_not_decompose_reach_the_partitioner_whole(claim):
     ep = torch.export.export(model, inputs)
     edge = to_edge_transform_and_lower(ep, partitioner=[KeepsLinear(claim)])
     top = [n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"]
-    assert aten.linear.default not in top  # unclaimed, it is lowered to core ATen after partitioning
+    assert edge_aten.linear.default not in top  # unclaimed, it is lowered to core ATen after partitioning
     lowered = edge.exported_program().graph_module.lowered_module_0
     inside = [n.target for n in lowered.original_module.graph.nodes if n.op == "call_function"]
-    assert (aten.linear.default in inside) == claim
+    assert (edge_aten.linear.default in inside) == claim
     for got in _run_all(edge.to_executorch().buffer, inputs).values():
         assert_close_rel(got, list(model(*inputs)))
 

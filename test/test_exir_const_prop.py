@@ -14,6 +14,7 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, ExportError, to_edge, to_edge_transform_and_lower
 from executorch.exir._serialize import read_program
 from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir.passes.constant_prop_pass import constant_prop_pass
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
 from torch.export.graph_signature import InputKind
@@ -142,7 +143,7 @@ def test_after_delegation_the_delegate_keeps_its_constants():
 
 
 def _int8_cat_inputs(ep) -> list:
-    cats = [n for n in ep.graph.nodes if n.target is aten.cat.default]
+    cats = [n for n in ep.graph.nodes if aten_op(n.target) is aten.cat.default]
     return [[str(p.meta["val"].dtype) for p in c.args[0]] for c in cats]
 
 
@@ -153,8 +154,8 @@ def test_quantized_cat_runs_on_the_integer_values():
     ep = pm.exported_program()
     # The cat with one set of parameters now reads the int8 values; the one with mixed parameters does not.
     assert sorted(_int8_cat_inputs(ep)) == [["torch.float32"] * 2, ["torch.int8"] * 2]
-    fused_cat = next(n for n in ep.graph.nodes if n.target is aten.cat.default and n.meta["val"].dtype == torch.int8)
-    assert [u.target for u in fused_cat.users] == [torch.ops.quantized_decomposed.dequantize_per_tensor.default]
+    fused_cat = next(n for n in ep.graph.nodes if aten_op(n.target) is aten.cat.default and n.meta["val"].dtype == torch.int8)
+    assert [aten_op(u.target) for u in fused_cat.users] == [torch.ops.quantized_decomposed.dequantize_per_tensor.default]
     q = str(torch.ops.quantized_decomposed.quantize_per_tensor.default)
     assert _ops(ep).count(q) == _ops(edge.exported_program()).count(q) - 1
     # Exact: re-quantizing a dequantized value with its own parameters gives it back.
@@ -168,7 +169,7 @@ def test_quantized_cat_runs_on_the_integer_values():
 def test_quantized_slice_fuses_over_uint8_only_as_published():
     edge, model, inputs = _edge(models.quantized_slice)
     ep = edge.to_executorch(FUSE).exported_program()
-    slices = [n for n in ep.graph.nodes if n.target is aten.slice_copy.Tensor]
+    slices = [n for n in ep.graph.nodes if aten_op(n.target) is aten.slice_copy.Tensor]
     assert sorted(str(n.meta["val"].dtype) for n in slices) == ["torch.float32", "torch.uint8"]
     _same_on_every_runtime(edge, inputs, exact=True)
 

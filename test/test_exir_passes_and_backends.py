@@ -8,6 +8,7 @@ import torch
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, ExportError, to_edge, to_edge_transform_and_lower
 from executorch.exir.backend import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.runtime import Runtime
 
 
@@ -17,9 +18,10 @@ class ReluNet(torch.nn.Module):
 
 
 def _relu_to_sigmoid(gm: torch.fx.GraphModule) -> None:
+    # edge graphs call edge ops, as in ExecuTorch
     for node in gm.graph.nodes:
-        if node.target is torch.ops.aten.relu.default:
-            node.target = torch.ops.aten.sigmoid.default
+        if node.target == exir_ops.edge.aten.relu.default:
+            node.target = exir_ops.edge.aten.sigmoid.default
 
 
 def _run(pte, x):
@@ -45,8 +47,8 @@ def test_backend_config_passes_run_before_emission():
 def test_a_pass_that_breaks_the_edge_dialect_is_caught():
     def to_inplace(gm):
         for node in gm.graph.nodes:
-            if node.target is torch.ops.aten.relu.default:
-                node.target = torch.ops.aten.relu_.default
+            if node.target == exir_ops.edge.aten.relu.default:
+                node.target = exir_ops.edge.aten.relu_.default
 
     ep = torch.export.export(ReluNet(), (torch.randn(4),))
     with pytest.raises(ExportError, match="relu_"):
@@ -67,7 +69,7 @@ class ClaimsNothing(Partitioner):
 class ClaimsRelu(Partitioner):
     def partition(self, ep):
         for node in ep.graph.nodes:
-            if node.target is torch.ops.aten.relu.default:
+            if node.target == exir_ops.edge.aten.relu.default:
                 node.meta["delegation_tag"] = "tag0"
         return PartitionResult(ep, {"tag0": DelegationSpec("FancyNPU")})
 

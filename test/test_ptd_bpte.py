@@ -498,6 +498,7 @@ class CallsCustomOp(torch.nn.Module):
 
 def test_core_aten_ops_exception_list_lets_a_listed_op_through_the_edge_check():
     from executorch.exir import EdgeCompileConfig, to_edge
+    from executorch.exir.dialects._ops import ops as exir_ops
 
     ep = torch.export.export(CallsCustomOp(), (torch.randn(3),))
     with pytest.raises(ExportError, match="ptd_test::twice"):
@@ -505,7 +506,7 @@ def test_core_aten_ops_exception_list_lets_a_listed_op_through_the_edge_check():
     edge = to_edge(ep, compile_config=EdgeCompileConfig(
         _core_aten_ops_exception_list=[torch.ops.ptd_test.twice.default]))
     targets = [n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"]
-    assert torch.ops.ptd_test.twice.default in targets
+    assert exir_ops.edge.ptd_test.twice.default in targets
     with pytest.raises(ExportError, match="_core_aten_ops_exception_list"):
         EdgeCompileConfig(_core_aten_ops_exception_list=["ptd_test::twice"])
 

@@ -7,6 +7,7 @@ import operator
 import pytest
 import torch
 
+from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import to_edge
 from executorch.exir.error import ExportError
@@ -27,13 +28,15 @@ class _Net(torch.nn.Module):
         c = torch.relu(b + y)
         return c * 2.0
 
+edge_aten = exir_ops.edge.aten  # what edge graphs call
+
 
 def _inputs():
     return torch.randn(3, 4), torch.randn(3, 4)
 
 
 def _targets(nodes) -> list:
-    return sorted(str(n.target) for n in nodes)
+    return sorted(n.target.__name__ for n in nodes)  # edge ops: "aten.add.Tensor"
 
 
 def test_all_node_partitioner_lowers_the_whole_graph_and_the_helpers_see_it():
@@ -83,7 +86,7 @@ def test_pattern_op_partitions_from_patterns_nodes_and_op_support():
 
     class Mm(OperatorSupportBase):
         def is_node_supported(self, submodules, node):
-            return node.op == "call_function" and node.target is torch.ops.aten.mm.default
+            return node.op == "call_function" and node.target is edge_aten.mm.default
 
     gm = to_edge(torch.export.export(_Net(), _inputs())).exported_program().graph_module
     pattern = to_edge(torch.export.export(AddRelu(), _inputs())).exported_program().graph_module.graph
@@ -91,7 +94,7 @@ def test_pattern_op_partitions_from_patterns_nodes_and_op_support():
     assert _targets(found.nodes) == ["aten.add.Tensor", "aten.relu.default"]
     both = generate_pattern_op_partitions(gm, patterns=[pattern], op_support=Mm())
     assert sorted(_targets(p.nodes) for p in both) == [["aten.add.Tensor", "aten.relu.default"], ["aten.mm.default"]]
-    sub = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.sub.Tensor)
+    sub = next(n for n in gm.graph.nodes if n.target is edge_aten.sub.Tensor)
     (listed,) = generate_partitions_from_list_of_nodes(gm, [[sub]])
     assert list(listed.nodes) == [sub] and "match" not in sub.meta
     with pytest.raises(ValueError, match="needs pattern_list, op_support or both"):
@@ -216,7 +219,7 @@ def test_inspect_node_points_at_the_node_and_its_source():
     from executorch.exir.print_program import inspect_node
 
     graph = to_edge(torch.export.export(_Net(), _inputs())).exported_program().graph
-    relu = next(n for n in graph.nodes if n.target is torch.ops.aten.relu.default)
+    relu = next(n for n in graph.nodes if n.target is edge_aten.relu.default)
     text = inspect_node(graph, relu)
     marked = [line for line in text.splitlines() if line.startswith("-->")]
     assert len(marked) == 1 and "%relu" in marked[0] and "aten.relu.default" in marked[0]
@@ -233,8 +236,8 @@ def test_exported_program_pass_manager_runs_graph_and_program_passes():
     class AddToMul:  # a graph pass, returning None: changed in place
         def __call__(self, gm):
             for n in gm.graph.nodes:
-                if n.target is torch.ops.aten.add.Tensor:
-                    n.target = torch.ops.aten.mul.Tensor
+                if n.target is edge_aten.add.Tensor:
+                    n.target = edge_aten.mul.Tensor
 
     class DoubleWeight(ExportedProgramPassBase):
         def call(self, ep):
@@ -243,7 +246,7 @@ def test_exported_program_pass_manager_runs_graph_and_program_passes():
 
     class NeedsNoAdd(ExportedProgramPassBase):
         def requires(self, ep):
-            if any(n.target is torch.ops.aten.add.Tensor for n in ep.graph.nodes):
+            if any(n.target is edge_aten.add.Tensor for n in ep.graph.nodes):
                 raise ExportPassBaseError("add still in the graph")
 
         def call(self, ep):
@@ -256,7 +259,7 @@ def test_exported_program_pass_manager_runs_graph_and_program_passes():
     assert isinstance(result, ExportedProgramPassResult) and result.modified
     assert [str(n.target) for n in edge.graph.nodes] == before  # the program given keeps its graph
     ops = [n.target for n in result.exported_program.graph.nodes if n.op == "call_function"]
-    assert torch.ops.aten.add.Tensor not in ops and ops.count(torch.ops.aten.mul.Tensor) == 2
+    assert edge_aten.add.Tensor not in ops and ops.count(edge_aten.mul.Tensor) == 2
     w = model.w.detach() * 2.0
     x, y = inputs
     want = torch.relu((x @ w - 1.0) * y) * 2.0

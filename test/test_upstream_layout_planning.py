@@ -7,6 +7,7 @@ import functools
 import pytest
 import torch
 
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, to_edge
 from executorch.exir.error import ExportError
@@ -249,7 +250,7 @@ class _Scale(torch.nn.Module):
 
 
 def _targets(ep) -> set:
-    return {str(n.target) for n in ep.graph_module.graph.nodes if n.op == "call_function"}
+    return {str(aten_op(n.target)) for n in ep.graph_module.graph.nodes if n.op == "call_function"}
 
 
 def test_capture_then_to_edge_then_to_executorch_runs():

@@ -44,7 +44,7 @@ def test_dunder_named_edge_operators_resolve():
 
     from executorch.exir.dialects._ops import ops as exir_ops
 
-    assert exir_ops.edge.aten.__rshift__.Scalar is torch.ops.aten.__rshift__.Scalar
+    assert exir_ops.edge.aten.__rshift__.Scalar._op is torch.ops.aten.__rshift__.Scalar
     assert not hasattr(exir_ops.edge.aten, "__deepcopy__")
 
 

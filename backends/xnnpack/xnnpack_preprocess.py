@@ -13,6 +13,7 @@ from executorch.backends.xnnpack.operators.node_visitor import DEFAULT_DEBUG_HAN
 from executorch.backends.xnnpack.serialization.event_names import event_names
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import serialize_xnnpack_binary
 from executorch.backends.xnnpack.utils.utils import get_param_tensor, is_param_node
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
@@ -26,6 +27,9 @@ def _private_graph(ep: ExportedProgram) -> tuple[fx.Graph, dict]:
     env: dict = {}
     out = graph.graph_copy(ep.graph, env)
     graph.output(out)
+    for node in graph.nodes:  # the node visitors name torch operators, not their edge ops
+        if node.op == "call_function":
+            node.target = aten_op(node.target)
     consts = {env[n]: get_param_tensor(ep, n) for n in ep.graph.nodes if n.op == "placeholder" and is_param_node(ep, n)}
     return graph, consts
 

@@ -15,6 +15,7 @@ from typing import Any, Optional, Union
 import torch
 
 from executorch.devtools.etdump import schema_flatcc as E
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
 
 COLUMNS = ["event_block_name", "event_name", "raw", "p10 (ms)", "p50 (ms)", "p90 (ms)", "avg (ms)", "min (ms)",
@@ -152,7 +153,7 @@ class Inspector:
                     if handle is not None:
                         found = [n for h in (handle if isinstance(handle, tuple) else (handle,))
                                  for n in nodes.get(h, [])]
-                        e.op_types = [str(n.target) for n in found]
+                        e.op_types = [str(aten_op(n.target)) for n in found]  # "aten.add.Tensor"
                         e.stack_traces = {n.name: n.meta.get("stack_trace") for n in found}
                 e.perf_data.append((p.end_time - p.start_time) * self._to_ms)
                 e.start_time.append(p.start_time)

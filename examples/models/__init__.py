@@ -34,4 +34,16 @@ DYNAMIC_SHAPES: dict[str, Callable[[], Any]] = {
     "transformer_encoder": make_transformer_encoder_dynamic_shapes,
 }
 
-__all__ = ["DYNAMIC_SHAPES", "MODELS"]
+# Registry name -> (module, EagerModelBase class), for EagerModelFactory.create_model (names as
+# ExecuTorch's examples where the model is the same kind).
+MODEL_NAME_TO_MODEL: dict[str, tuple[str, str]] = {
+    "mv2": ("zoo_models", "MV2Model"),
+    "resnet18": ("zoo_models", "ResNet18Model"),
+    "resnet50": ("zoo_models", "ResNet50Model"),
+    "vit_tiny": ("zoo_models", "ViTTinyModel"),
+    "transformer_encoder": ("zoo_models", "TransformerEncoderModel"),
+    "multi_io": ("zoo_models", "MultiIOModel"),
+    "llama_decoder": ("zoo_models", "LlamaDecoderModel"),
+}
+
+__all__ = ["DYNAMIC_SHAPES", "MODELS", "MODEL_NAME_TO_MODEL"]

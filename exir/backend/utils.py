@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from torch.export import ExportedProgram
+from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.export.graph_signature import InputKind
 
 
@@ -45,3 +46,43 @@ def __getattr__(name: str):
 
         return getattr(_graph_tools, name)
     raise AttributeError(f"module 'executorch.exir.backend.utils' has no attribute {name!r}")
+
+
+class WhyNoPartitionReporter:
+    """Collects why a partitioner left nodes out (the first reason given per node) for one report:
+    `report_reject(node, reason)` while checking, `get_table_report()` after."""
+
+    def __init__(self) -> None:
+        self._rejected: dict = {}
+
+    def report_reject(self, node, reason: str) -> None:
+        self._rejected.setdefault(node, reason)
+
+    def wrap_check(self, operator_support, message: str):
+        """`operator_support` whose refusals are reported with `message`."""
+        return ReportRejected(operator_support, self, message)
+
+    def get_table_report(self) -> str:
+        rows = [(n.name, str(getattr(n.target, "_op", n.target)), str(n.meta.get("torch_fn", "-")), reason)
+                for n, reason in self._rejected.items() if n.op not in ("placeholder", "output")]
+        if not rows:
+            return "No nodes rejected."
+        header = ("Node name", "Target", "Torch func", "Reason")
+        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(4)]
+        line = lambda r: " | ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+        return "\n".join([line(header), "-+-".join("-" * w for w in widths), *map(line, rows)])
+
+
+class ReportRejected(OperatorSupportBase):
+    """An operator support check that reports each node it refuses to a WhyNoPartitionReporter."""
+
+    def __init__(self, operator_support, reporter: WhyNoPartitionReporter, message: str) -> None:
+        self.operator_support = operator_support
+        self.reporter = reporter
+        self.message = message
+
+    def is_node_supported(self, submodules, node) -> bool:
+        ok = self.operator_support.is_node_supported(submodules, node)
+        if not ok:
+            self.reporter.report_reject(node, self.message)
+        return ok

@@ -1,53 +1,35 @@
-"""`exir_ops.edge.<namespace>.<op>.<overload>`: the operators an edge graph holds, by name."""
+"""`exir_ops.edge.<namespace>.<op>.<overload>` and `exir_ops.backend....`: edge and backend operators by name."""
 
 from __future__ import annotations
 
 import torch
 
-
-class _OpPacket:
-    """`exir_ops.edge.aten.add`: its overloads are the torch operators edge graphs hold as targets."""
-
-    def __init__(self, namespace: str, name: str, packet) -> None:
-        self._namespace = namespace
-        self._name = name
-        self._packet = packet
-
-    def __getattr__(self, overload: str):
-        if overload.startswith("__"):
-            raise AttributeError(overload)
-        try:
-            return getattr(self._packet, overload)
-        except AttributeError:
-            raise AttributeError(
-                f"edge operator {self._namespace}::{self._name} has no overload {overload!r}; "
-                f"its overloads: {sorted(self._packet.overloads())}"
-            ) from None
-
-    def __call__(self, *args, **kwargs):
-        return self._packet(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<edge op packet {self._namespace}::{self._name}>"
+from executorch.exir.dialects.backend._ops import _BACKEND_OP_LIB, BackendOpOverloadPacket
+from executorch.exir.dialects.edge._ops import EdgeOpOverloadPacket, edge_packet
 
 
 class _Namespace:
     """`exir_ops.edge.aten`: operator packets looked up in torch's registry of the same namespace."""
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, dialect: str, namespace: str) -> None:
+        self._dialect = dialect
         self._namespace = namespace
 
-    def __getattr__(self, name: str) -> _OpPacket:
+    def __getattr__(self, name: str) -> EdgeOpOverloadPacket:
         # Dunder names are operators too (`aten.__rshift__`, `aten.__and__`); a protocol probe such as
         # `__deepcopy__` finds no operator and gets the AttributeError it expects.
         try:
-            packet = getattr(getattr(torch.ops, self._namespace), name)
+            getattr(getattr(torch.ops, self._namespace), name)
         except (AttributeError, RuntimeError):
             raise AttributeError(
                 f"no operator {self._namespace}::{name} is registered with torch; check the name, or import "
                 "the library that defines it before naming it"
             ) from None
-        return _OpPacket(self._namespace, name, packet)
+        cls = BackendOpOverloadPacket if self._dialect == "backend" else EdgeOpOverloadPacket
+        return edge_packet(self._namespace, name, cls)
+
+    def __repr__(self) -> str:
+        return f"<{self._dialect} operators of namespace {self._namespace}>"
 
 
 class _Dialect:
@@ -59,16 +41,20 @@ class _Dialect:
     def __getattr__(self, namespace: str) -> _Namespace:
         if namespace.startswith("__"):
             raise AttributeError(namespace)
-        return _Namespace(namespace)
+        if self._dialect == "backend" and namespace not in _BACKEND_OP_LIB:
+            raise RuntimeError(f"{namespace} is not a backend op library; a backend registers its namespace in "
+                               "executorch.exir.dialects.backend._ops._BACKEND_OP_LIB first")
+        return _Namespace(self._dialect, namespace)
 
     def __repr__(self) -> str:
         return f"<{self._dialect} dialect operators>"
 
 
 class _Ops:
-    """`exir_ops`: the edge dialect's operators (`exir_ops.edge`)."""
+    """`exir_ops`: the edge dialect's operators (`exir_ops.edge`) and backends' (`exir_ops.backend`)."""
 
     edge = _Dialect("edge")
+    backend = _Dialect("backend")
 
 
 ops = _Ops()

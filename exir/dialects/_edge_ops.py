@@ -28,6 +28,7 @@ from typing import Optional
 import torch
 from torch import fx
 
+from executorch.exir.dialects.edge._ops import aten_op, find_out_variant, wrap_op
 from executorch.exir.error import ExportError
 
 aten = torch.ops.aten
@@ -112,12 +113,11 @@ CONTROL_FLOW = frozenset({torch.ops.higher_order.cond, torch.ops.higher_order.ma
 _AUTO_FUNCTIONALIZED = frozenset({torch.ops.higher_order.auto_functionalized,
                                   torch.ops.higher_order.auto_functionalized_v2})
 
-# Tensor options of factory-like ops: an out variant has none, the out tensor carries them.
-_TENSOR_OPTIONS = frozenset({"dtype", "layout", "device", "pin_memory", "memory_format"})
 
 
 def prim_op_name(target) -> Optional[str]:
     """The runtime prim kernel evaluating a symbolic op, or None for ordinary ops."""
+    target = aten_op(target)
     try:
         return SYM_OPS.get(target)
     except TypeError:  # unhashable targets are no sym ops
@@ -130,6 +130,7 @@ def _is_call_delegate(target) -> bool:
 
 def is_custom_op(target) -> bool:
     """A `torch.library` operator outside torch's own namespaces (and not `dim_order_ops`)."""
+    target = aten_op(target)
     return (isinstance(target, torch._ops.OpOverload) and target.namespace not in _TORCH_NAMESPACES
             and target.namespace != "dim_order_ops")
 
@@ -157,6 +158,7 @@ def is_final(target) -> bool:
     """Whether the decomposer leaves `target` as it is: an edge op, a core view the edge pass turns
     into a copy, or a trace-time assert the decomposer drops. Control flow, delegate calls and
     custom ops that write their inputs are not final: torch's decomposer functionalizes the graph."""
+    target = aten_op(target)
     return (target is operator.getitem or target in CORE_VIEWS or target in TRACE_ASSERTS
             or prim_op_name(target) is not None or _is_core_functional(target)
             or (is_custom_op(target) and not target._schema.is_mutable and find_out_variant(target) is not None))
@@ -171,7 +173,8 @@ def functionalized_op(node: fx.Node) -> Optional[torch._ops.OpOverload]:
 
 
 def is_edge_op(target) -> bool:
-    """Whether an edge graph may hold `target`."""
+    """Whether an edge graph may hold `target` (a torch operator or its edge op)."""
+    target = aten_op(target)
     if target is operator.getitem or prim_op_name(target) is not None:
         return True
     if target in CONTROL_FLOW or _is_call_delegate(target):
@@ -185,6 +188,7 @@ def is_edge_op(target) -> bool:
 
 def why_not_edge_op(target) -> str:
     """Why `is_edge_op(target)` is False, and what to do about it, for the edge check's message."""
+    target = aten_op(target)
     if target is torch.ops.higher_order.while_loop:
         return ("(torch.while_loop) has a data-dependent trip count, which ExecuTorch's exporter does not lower "
                 "(the published one refuses it too); loop over a tensor's rows with torch.scan or torch.map, "
@@ -209,33 +213,11 @@ def _sym_op_name(target) -> str:
     return f"{'operator' if module == '_operator' else module}.{target.__name__}"
 
 
-def _arg_key(schema, drop_options: bool) -> tuple:
-    return tuple((a.name, str(a.type)) for a in schema.arguments
-                 if not a.is_out and not (drop_options and a.name in _TENSOR_OPTIONS))
-
-
-@lru_cache(maxsize=None)
-def find_out_variant(op: torch._ops.OpOverload) -> Optional[torch._ops.OpOverload]:
-    """The overload of `op`'s packet that writes its results into out arguments, or None."""
-    schema = op._schema
-    packet = op.overloadpacket
-    candidates = [getattr(packet, name) for name in packet.overloads()]
-    candidates = [c for c in candidates if any(a.is_out for a in c._schema.arguments)]
-    # Exact argument match first; then the same arguments less the tensor options.
-    for drop in (False, True):
-        want = _arg_key(schema, drop)
-        for cand in candidates:
-            outs = [a for a in cand._schema.arguments if a.is_out]
-            n_out = len(outs) if not str(outs[0].type).startswith("List") else len(schema.returns)
-            if n_out == len(schema.returns) and _arg_key(cand._schema, drop) == want:
-                return cand
-    return None
-
-
 def out_variant(op, node: fx.Node, method: str) -> torch._ops.OpOverload:
     """The out-variant overload the runtime runs for `op`; ExportError naming the node if none."""
     from executorch.exir.passes._graph import source_line
 
+    op = aten_op(op)
     found = find_out_variant(op) if isinstance(op, torch._ops.OpOverload) else None
     if found is None:
         where = source_line(node)
@@ -255,3 +237,34 @@ def writes_first_argument(op) -> bool:
     args = getattr(getattr(op, "_schema", None), "arguments", None)
     alias = args[0].alias_info if args else None
     return alias is not None and alias.is_write and not any(a.is_out for a in args)
+
+
+# Left as torch operators in edge graphs, as ExecuTorch leaves them: size arithmetic (the runtime's
+# prim ops) and the trace-time checks the exporter drops.
+def _stays_torch(op) -> bool:
+    return op in SYM_OPS or op in TRACE_ASSERTS or op is torch.ops.aten.scalar_tensor.default
+
+
+def edge_op(target):
+    """`target` as an edge graph holds it: a torch operator overload becomes its `EdgeOpOverload`."""
+    if isinstance(target, torch._ops.OpOverload) and not _stays_torch(target):
+        return wrap_op(target)
+    return target
+
+
+def to_edge_targets(gm: fx.GraphModule) -> bool:
+    """Every torch operator target of `gm` (and its submodules) as its edge op, in place."""
+    changed = False
+    for mod in gm.modules():
+        if not isinstance(mod, fx.GraphModule):
+            continue
+        touched = False
+        for node in mod.graph.nodes:
+            if node.op == "call_function":
+                new = edge_op(node.target)
+                if new is not node.target:
+                    node.target, touched = new, True
+        if touched:
+            mod.recompile()
+            changed = True
+    return changed

@@ -93,3 +93,4 @@ _register()
 
 # `from executorch.exir.dialects._ops import ops as exir_ops`, as ExecuTorch code imports it.
 from executorch.exir.dialects._edge_namespace import ops  # noqa: E402
+from executorch.exir.dialects.backend._ops import _BACKEND_OP_LIB  # noqa: E402,F401  (Arm's TOSA library appends to it)

@@ -3,7 +3,7 @@
 from executorch.exir.memory_planning import MemoryPlanningPass
 
 __all__ = ["ConstraintBasedSymShapeEvalPass", "HintBasedSymShapeEvalPass", "MemoryPlanningPass", "SpecPropPass",
-           "dead_code_elimination_pass"]
+           "dead_code_elimination_pass", "make_alloc_node"]
 
 
 def __getattr__(name: str):
@@ -12,6 +12,10 @@ def __getattr__(name: str):
         from executorch.exir.passes.spec_prop_pass import SpecPropPass
 
         return SpecPropPass
+    if name == "make_alloc_node":
+        from executorch.exir.passes._alloc import make_alloc_node
+
+        return make_alloc_node
     if name == "dead_code_elimination_pass":
         from executorch.exir.pass_manager import dead_code_elimination_pass
 

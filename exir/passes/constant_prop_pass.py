@@ -14,6 +14,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, InputSpec, TensorArgument
 from torch.utils import _pytree as pytree
 
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir import memory
 
 # The name prefix of the constants this pass makes (`_prop_tensor_constant0`, ...), as ExecuTorch names them.
@@ -89,7 +90,8 @@ def folded_values(ep: ExportedProgram, skip: Optional[Iterable] = None) -> dict[
     skip = default_skip_targets() if skip is None else set(skip)
     known: dict[fx.Node, Any] = dict(constant_placeholders(ep))
     for node in ep.graph.nodes:
-        if node.op != "call_function" or node.target is memory.alloc or node.target in skip or node.is_impure():
+        if (node.op != "call_function" or node.target is memory.alloc or node.target in skip
+                or aten_op(node.target) in skip or node.is_impure()):
             continue
         if not (_is_constant(node.args, known) and _is_constant(node.kwargs, known)):
             continue

@@ -10,6 +10,7 @@ from executorch.exir.dialects._edge_ops import (VIEW_TO_COPY, find_out_variant, 
                                                 why_not_edge_op)
 from executorch.exir.dialects import _quantized_ops  # noqa: F401  (pt2e q/dq out variants, so q/dq are edge ops)
 from executorch.exir.dialects._ops import dim_order_for
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import fake_mode_of, source_line
 
@@ -67,7 +68,7 @@ def check_edge_ops(gm: fx.GraphModule, method: str, preserved: frozenset = froze
     for sub in graph_modules(gm)[1:]:
         check_edge_ops(sub, method, preserved)
     for node in gm.graph.nodes:
-        if node.op == "call_function" and not is_edge_op(node.target) and node.target not in preserved:
+        if node.op == "call_function" and not is_edge_op(node.target) and aten_op(node.target) not in preserved:
             where = source_line(node)
             raise ExportError(
                 f"method '{method}': operator {_op_name(node.target)} (node '{node.name}'"

@@ -9,6 +9,7 @@ from torch import fx
 from torch.export import ExportedProgram
 from torch.utils import _pytree as pytree
 
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir.pass_base import PassResult
 from executorch.exir.passes.constant_prop_pass import constant_prop_pass
 
@@ -26,7 +27,7 @@ def _dq():
 
 
 def _call(node: Any, target) -> bool:
-    return isinstance(node, fx.Node) and node.op == "call_function" and node.target is target
+    return isinstance(node, fx.Node) and node.op == "call_function" and aten_op(node.target) is target
 
 
 def _qparams(node: fx.Node) -> tuple:

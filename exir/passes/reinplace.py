@@ -6,6 +6,7 @@ import torch
 from torch import fx
 from torch.export import ExportedProgram
 
+from executorch.exir.dialects.edge._ops import EdgeOpOverload, aten_op, wrap_op
 from executorch.exir.dialects._edge_ops import functionalized_op, writes_first_argument
 from executorch.exir.error import ExportError
 from executorch.exir.passes._graph import source_line
@@ -66,13 +67,16 @@ def reinplace_pass(ep: ExportedProgram, ops_to_inplace=None, inplace_overrides=N
     gm = ep.graph_module
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in ops:
+        # `ops` may name edge ops or the torch operators they stand for
+        op = aten_op(node.target)
+        if node.op != "call_function" or (node.target not in ops and op not in ops):
             continue
-        inplace = overrides.get(node.target) or _inplace_form(node.target)
+        inplace = overrides.get(node.target) or overrides.get(op) or _inplace_form(op)
         if inplace is None:
-            raise ExportError(f"reinplace_pass: {node.target} has no in-place form; name one in inplace_overrides "
+            raise ExportError(f"reinplace_pass: {op} has no in-place form; name one in inplace_overrides "
                               "or drop it from ops_to_inplace")
         if _safe_to_write(node, order, ep.graph_signature):
-            node.target = inplace
+            # an edge graph gets the in-place form's edge op
+            node.target = wrap_op(aten_op(inplace)) if isinstance(node.target, EdgeOpOverload) else inplace
     gm.recompile()
     return ep

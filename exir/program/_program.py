@@ -14,6 +14,8 @@ from torch.export.graph_signature import InputKind
 from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
+from executorch.exir.dialects._edge_ops import to_edge_targets
+from executorch.exir.dialects.edge._ops import to_aten_targets
 from executorch.exir.emit._emitter import emit_constant_method, emit_method_with_delegates
 from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
@@ -135,6 +137,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
         edge.check_edge_ops(gm, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
     _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
+    to_edge_targets(gm)  # the graph users and vendor passes see calls edge ops (EdgeOpOverload)
     gm.recompile()
     return _copy_program(ep, gm, EdgeVerifier)
 
@@ -309,6 +312,8 @@ class EdgeProgramManager:
         for name, ep in self._programs.items():
             for p in per[name]:
                 ep = _apply_pass(p, ep)
+            # a pass that inserted torch operators gets their edge ops, as a retrace would give
+            to_edge_targets(ep.graph_module)
             if self.compile_config._check_ir_validity:
                 edge.check_edge_ops(ep.graph_module, name, _user_preserved(self.compile_config)
                                     | frozenset(self.compile_config._core_aten_ops_exception_list))
@@ -333,6 +338,7 @@ class EdgeProgramManager:
         kept = set(kept)
         out = {}
         for name, ep in self._programs.items():
+            to_aten_targets(ep.graph_module)  # the rewrites below work on torch operators
             for sub in edge.graph_modules(ep.graph_module):
                 decompose.rewrite_to_core_aten(sub, _keeper(config))
                 left = sorted({str(n.target) for n in sub.graph.nodes if n.op == "call_function"
@@ -350,6 +356,7 @@ class EdgeProgramManager:
                     edge.to_dim_order_ops(sub)
                 sub.graph.eliminate_dead_code()
                 sub.recompile()
+            to_edge_targets(ep.graph_module)
             if config._check_ir_validity:
                 edge.check_edge_ops(ep.graph_module, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
             out[name] = ep
@@ -362,10 +369,14 @@ class EdgeProgramManager:
             raise ExportError(f"config must be an ExecutorchBackendConfig, not {type(config).__name__}")
         programs = {}
         for name, ep in self._programs.items():
-            if config.do_quant_fusion_and_const_prop:
-                ep = quant_fusion_and_const_prop_pass(_copy_program_and_tables(ep))
+            # From here on, passes and the emitter work on the torch operators the edge ops stand for,
+            # on a copy: the edge program keeps its edge ops.
+            ep = _copy_program_and_tables(ep)
             for p in config.passes:
                 ep = _apply_pass(p, ep)
+            to_aten_targets(ep.graph_module)
+            if config.do_quant_fusion_and_const_prop:
+                ep = quant_fusion_and_const_prop_pass(ep)
             restore = reinplace.has_functionalized_ops(ep.graph_module)
             write = any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs)
             devices = propagate_device_pass.names_a_device(ep.graph_module, name)
@@ -562,3 +573,6 @@ def to_edge_with_preserved_ops(programs: Programs, constant_methods: Optional[Ma
         preserve_ops = (preserve_ops,)
     ops = list(config.preserve_ops) + [op for op in preserve_ops if op not in config.preserve_ops]
     return to_edge(programs, constant_methods, dataclasses.replace(config, preserve_ops=ops))
+
+
+from executorch.exir.program._transform import _transform, lift_constant_tensor_pass  # noqa: E402,F401  (vendor pass managers import them here)

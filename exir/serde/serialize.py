@@ -31,6 +31,7 @@ from torch._export.serde import schema as ts
 from torch._export.serde import serialize as tser
 from torch._export.serde.serialize import SerializedArtifact
 
+from executorch.exir.dialects.edge._ops import torch_targets
 from executorch.exir.error import SerializeError
 
 __all__ = ["SerializedArtifact", "deserialize", "load_tensors", "serialize"]
@@ -125,7 +126,8 @@ def _torch_serialize(exported_program: torch.export.ExportedProgram):
             single = isinstance(n.meta.get("val"), torch.Tensor)
             n.target = _stub("call_delegate_single" if single else "call_delegate")
             n.args = (list(n.args[1:]),)
-        artifact = tser.ExportedProgramSerializer().serialize(exported_program)
+        with torch_targets(exported_program.graph_module):  # torch's serializer knows torch operators
+            artifact = tser.ExportedProgramSerializer().serialize(exported_program)
     finally:
         for n, target, args in saved:
             n.target, n.args = target, args

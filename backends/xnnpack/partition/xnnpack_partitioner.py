@@ -14,6 +14,7 @@ from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
 from executorch.backends.xnnpack.utils import quant_utils as qu
 from executorch.backends.xnnpack.utils.utils import is_param_node
+from executorch.exir.dialects.edge._ops import torch_targets
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.error import ExportError
 
@@ -130,6 +131,11 @@ class XnnpackPartitioner(Partitioner):
                     ep.graph.erase_node(n)
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        # The configs name torch operators; the edge graph's nodes get their edge ops back after.
+        with torch_targets(exported_program.graph_module):
+            return self._partition(exported_program)
+
+    def _partition(self, exported_program: ExportedProgram) -> PartitionResult:
         ep = exported_program
         self._drop_symbolic_sizes(ep)
         groups = self._groups(ep)

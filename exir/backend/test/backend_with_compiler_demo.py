@@ -7,6 +7,7 @@ from typing import final
 import torch
 from torch.export import ExportedProgram
 
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
@@ -37,13 +38,13 @@ class BackendWithCompilerDemo(BackendDetails):
         for node in edge_program.graph.nodes:
             if node.op in ("placeholder", "output", "get_attr"):
                 continue
-            if node.op != "call_function" or node.target not in supported:
+            if node.op != "call_function" or aten_op(node.target) not in supported:
                 raise RuntimeError(
                     f"BackendWithCompilerDemo cannot run node '{node.name}' ({node.op} {node.target}); it takes only "
                     f"{sorted(_op_name(op) for op in supported)}: partition only those ops for it")
             val = node.meta["val"]
             handle = node.meta.get("debug_handle", -1)
-            entries.append(f"op:demo::{_op_name(node.target)}, numel:{val.numel()}, dtype:{val.dtype}"
+            entries.append(f"op:demo::{_op_name(aten_op(node.target))}, numel:{val.numel()}, dtype:{val.dtype}"
                            f"<debug_handle>{handle}#")
             handles[handle] = (handle,)
         payload = f"{len(entries)}version:{VERSION}#" + "".join(entries)

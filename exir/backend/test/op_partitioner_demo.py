@@ -9,6 +9,7 @@ from torch.export import ExportedProgram
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase, any_chain
 
+from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.test.backend_with_compiler_demo import BackendWithCompilerDemo
@@ -18,14 +19,14 @@ class AddOperatorSupport(OperatorSupportBase):
     """Accepts add.Tensor nodes."""
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and node.target is torch.ops.aten.add.Tensor
+        return node.op == "call_function" and node.target == exir_ops.edge.aten.add.Tensor
 
 
 class MatmulOperatorSupport(OperatorSupportBase):
     """Accepts mm nodes."""
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and node.target is torch.ops.aten.mm.default
+        return node.op == "call_function" and node.target == exir_ops.edge.aten.mm.default
 
 
 @final

@@ -7,6 +7,7 @@ from typing import Optional
 import torch
 from torch import fx
 
+from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir.pass_base import ExportPass, PassResult
 
 _aten = torch.ops.aten
@@ -22,13 +23,13 @@ def _rank(node: fx.Node) -> Optional[int]:
 
 def _permutation(node: fx.Node) -> Optional[list[int]]:
     """The dim order `node` produces from its input (output dim i is input dim perm[i]), or None."""
-    if node.op != "call_function" or node.target not in _TRANSPOSES + _PERMUTES:
+    if node.op != "call_function" or aten_op(node.target) not in _TRANSPOSES + _PERMUTES:
         return None
     source = node.args[0]
     rank = _rank(source) if isinstance(source, fx.Node) else None
     if rank is None:
         return None
-    if node.target in _PERMUTES:
+    if aten_op(node.target) in _PERMUTES:
         return [d % rank for d in node.args[1]] if rank else []
     perm = list(range(rank))
     if rank:

@@ -10,7 +10,10 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 
-aten = torch.ops.aten
+from executorch.exir.dialects._ops import ops as exir_ops
+
+aten = torch.ops.aten  # ops_to_not_decompose names torch operators: it sees the program before to_edge
+edge = exir_ops.edge.aten  # edge graphs call edge ops
 
 
 def _static_float(v) -> bool:
@@ -25,11 +28,11 @@ class _Supported(OperatorSupportBase):
         tensors = [a for a in node.args if isinstance(a, torch.fx.Node)]
         if not all(_static_float(a.meta.get("val")) for a in tensors):
             return False
-        if node.target in (aten.add.Tensor, aten.mul.Tensor):
+        if node.target in (edge.add.Tensor, edge.mul.Tensor):
             return len(tensors) == 2 and len(node.args) == 2 and node.kwargs.get("alpha", 1) == 1
-        if node.target is aten.linear.default:
+        if node.target is edge.linear.default:
             return True
-        if node.target is aten.convolution.default:
+        if node.target is edge.convolution.default:
             transposed = node.args[6]
             return not transposed and node.args[0].meta["val"].dim() == 4
         return False

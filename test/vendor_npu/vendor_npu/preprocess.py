@@ -12,9 +12,10 @@ from torch.export.graph_signature import InputKind
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
+from executorch.exir.dialects._ops import ops as exir_ops
 from vendor_npu import payload as P
 
-aten = torch.ops.aten
+edge = exir_ops.edge.aten  # the edge program a backend gets calls edge ops
 
 
 def _ints(v, n: int) -> list[int]:
@@ -57,13 +58,13 @@ class VendorNpuBackend(BackendDetails):
             args = [slot_of[a] if isinstance(a, torch.fx.Node) else P.NONE for a in node.args[:3]]
             args += [P.NONE] * (3 - len(args))
             o = new_slot(P.OUTPUT if node in results else P.TEMP, node)
-            if node.target is aten.add.Tensor:
+            if node.target is edge.add.Tensor:
                 out.ops.append(P.Op(P.ADD, o, args[0], args[1]))
-            elif node.target is aten.mul.Tensor:
+            elif node.target is edge.mul.Tensor:
                 out.ops.append(P.Op(P.MUL, o, args[0], args[1]))
-            elif node.target is aten.linear.default:
+            elif node.target is edge.linear.default:
                 out.ops.append(P.Op(P.LINEAR, o, args[0], args[1], args[2]))
-            elif node.target is aten.convolution.default:
+            elif node.target is edge.convolution.default:
                 stride, padding, dilation = (_ints(node.args[i], 2) for i in (3, 4, 5))
                 out.ops.append(P.Op(P.CONV2D, o, args[0], args[1], args[2],
                                     [*stride, *padding, *dilation, int(node.args[8])]))

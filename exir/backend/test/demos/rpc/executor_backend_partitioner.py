@@ -13,6 +13,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 from executorch.exir.dialects._edge_ops import prim_op_name
+from executorch.exir.dialects.edge._ops import EdgeOpOverload, aten_op
 
 
 class _Supported(OperatorSupportBase):
@@ -29,9 +30,10 @@ class _Supported(OperatorSupportBase):
             # with the whole program, as the published partitioner claims every call, so the SymInt
             # stays inside the delegate; with `ops` it is claimed when listed, else left outside.
             return self.ops is None or node.target in self.ops
-        if not isinstance(node.target, torch._ops.OpOverload):
+        if not isinstance(node.target, (torch._ops.OpOverload, EdgeOpOverload)):
             return False  # control flow and delegate calls stay where they are
-        return self.ops is None or node.target in self.ops
+        # `ops` may name edge ops or the torch operators they stand for
+        return self.ops is None or node.target in self.ops or aten_op(node.target) in self.ops
 
 
 class AnyOperatorSupport(OperatorSupportBase):

@@ -47,10 +47,12 @@ def _event_handles(nested) -> dict:
 def _core_aten(ep: ExportedProgram) -> ExportedProgram:
     """The runtime runs the payload on its portable kernels, so ops a partitioner kept whole
     (ops_to_not_decompose) are lowered to core ATen here."""
+    from executorch.exir.dialects.edge._ops import to_aten_targets
     from executorch.exir.passes import decompose, edge
     from executorch.exir.passes._graph import _copy_program, _sync_output_names
 
     ep = _copy_program(ep)
+    to_aten_targets(ep.graph_module)  # the rewrites work on torch operators; to_executorch takes either
     for gm in edge.graph_modules(ep.graph_module):
         decompose.rewrite_to_core_aten(gm)
         edge.to_functional_copies(gm)

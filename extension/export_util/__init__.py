@@ -1,0 +1,1 @@
+"""Small helpers of ExecuTorch's export scripts (`save_pte_program`)."""
