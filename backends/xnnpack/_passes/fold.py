@@ -9,6 +9,7 @@ import operator
 import torch
 from torch import fx
 
+import executorch.exir.dialects._ops  # noqa: F401,E402  (registers dim_order_ops, named below)
 from executorch.backends.xnnpack.operators.op_elementwise import BINARY_WITH_MIN_MAX, CLAMPS, clamp_bounds
 
 aten = torch.ops.aten
