@@ -127,6 +127,7 @@ class ExportPass(PassBase):
         self._module: Optional[fx.GraphModule] = None
         self._name: Optional[str] = None
         self._source: Optional[fx.Node] = None
+        self._fake_mode = None
 
     # Hooks ------------------------------------------------------------------------------------
 
@@ -153,10 +154,10 @@ class ExportPass(PassBase):
     # Driver -----------------------------------------------------------------------------------
 
     def _emit(self, target, args: tuple, kwargs: dict, meta: NodeMetadata) -> ProxyValue:
-        # The first node a hook emits keeps the original's name, which the graph signature cites.
-        node = self._graph.create_node(
-            "call_function", target, _nodes_of(tuple(args)), _nodes_of(dict(kwargs)), name=self._name
-        )
+        # Named after its target, in the order the rebuilt graph creates them (`aten_add_tensor`,
+        # `aten_add_tensor_1`), as ExecuTorch's retracing names them; the program's signature follows the
+        # outputs by position.
+        node = self._graph.create_node("call_function", target, _nodes_of(tuple(args)), _nodes_of(dict(kwargs)))
         self._name = None
         node.meta.update(meta.data)
         value = self._evaluate(target, args, kwargs, meta)
@@ -174,7 +175,7 @@ class ExportPass(PassBase):
         if getattr(target, "__name__", None) == "executorch_call_delegate" and "val" in meta:
             return meta["val"]  # a lowered partition's results do not change with the graph around it
         fake = next((t.fake_mode for t in pytree.tree_leaves((data_args, data_kwargs))
-                     if hasattr(t, "fake_mode")), None)
+                     if hasattr(t, "fake_mode")), None) or self._fake_mode
         if fake is None:
             return meta.data.get("val")
         # Without autograd, as export recorded values: parameters require grad, inference results do not.
@@ -182,8 +183,12 @@ class ExportPass(PassBase):
             return target(*data_args, **data_kwargs)
 
     def call(self, graph_module: fx.GraphModule) -> PassResult:
+        from executorch.exir.passes._graph import fake_mode_of
+
         self._graph = fx.Graph()
         self._module = graph_module
+        # An op with no tensor arguments (a shape constant) still runs under the graph's fake mode.
+        self._fake_mode = fake_mode_of(graph_module.graph)
         env: dict[fx.Node, ProxyValue] = {}
 
         def arg(a: Any) -> Any:

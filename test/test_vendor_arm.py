@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
-from vendor_backends import arm_backends  # noqa: F401 (fixture)
+from vendor_backends import arm_backends, vendor_python_command  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_exir_warnings_decorators_warn_as_pep_702():
@@ -57,9 +63,56 @@ def test_arm_package_imports_beside_ours(arm_backends):
     assert not xnnpack.__file__.startswith(str(arm_backends))
 
 
-def test_aot_arm_compiler_stops_at_the_edge_op_objects(arm_backends):
-    # The next gap (issue 35): edge graphs hold torch OpOverloads here, not upstream's EdgeOpOverload
-    # objects, which Arm's passes test with isinstance. This test fails once that lands: move it on then.
-    pytest.importorskip("tosa_serializer", reason="Arm's tools (tosa-tools==2026.5.0) are not installed")
-    with pytest.raises(ModuleNotFoundError, match="executorch.exir.dialects.edge"):
-        importlib.import_module("executorch.backends.arm.scripts.aot_arm_compiler")
+def _arm_python() -> str:
+    """A Python that has Arm's tools (tosa-tools, ml_dtypes) beside torch: ET_ARM_PYTHON, or this one."""
+    python = os.environ.get("ET_ARM_PYTHON")
+    if python:
+        return python
+    pytest.importorskip("tosa_serializer", reason="Arm's tools are not installed here; set ET_ARM_PYTHON to a "
+                        "Python with torch==2.13.0, torchao, tosa-tools==2026.5.0 and ml_dtypes==0.5.1")
+    return sys.executable
+
+
+def _delegate_payload(bpte: Path) -> bytes:
+    from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
+    from executorch.exir._serialize import read_program
+
+    program = read_program(bytes(deserialize_from_flatbuffer_to_bundled_program(bpte.read_bytes()).program))
+    (delegate,) = program.execution_plan[0].delegates
+    assert delegate.id == "TOSABackend"
+    where = delegate.processed
+    return bytes(program.segment_data[where.index] if where.location == 1
+                 else program.backend_delegate_data[where.index].data)
+
+
+def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_backends, tmp_path):
+    # Arm's own script, unchanged, on this package (source tree) with Arm's folders beside it; the
+    # published stack (ET_REFERENCE_ARM_PYTHON, `setup.sh --arm`) lowers the same model file.
+    python = _arm_python()
+    model = tmp_path / "mv2.py"
+    model.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'examples' / 'models')!r})\n"
+                     "from mobilenet_v2 import make_mobilenet_v2\n"
+                     "ModelUnderTest, ModelInputs = make_mobilenet_v2()\n")
+    args = ["-m", str(model), "-t", "TOSA-1.0+FP", "--delegate", "--bundleio"]
+    ours = tmp_path / "ours"
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "executorch").symlink_to(ROOT)
+    env = {**os.environ, "PYTHONPATH": str(package)}
+    proc = subprocess.run(vendor_python_command(arm_backends, "executorch.backends.arm.scripts.aot_arm_compiler",
+                                                *args, "--output", str(ours), python=python),
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bpte = ours / "mv2_arm_delegate_TOSA-1.0+FP.bpte"
+    payload = _delegate_payload(bpte)
+    assert len(payload) > 13_000_000  # MobileNetV2's 3.5 M float weights in the TOSA flatbuffer
+    published = os.environ.get("ET_REFERENCE_ARM_PYTHON")
+    if not published:
+        pytest.skip("ET_REFERENCE_ARM_PYTHON is not set (see ../shared/tools/reference-runtime, setup.sh --arm): "
+                    "the payload is not compared with the published stack's")
+    theirs = tmp_path / "theirs"
+    proc = subprocess.run([published, "-m", "executorch.backends.arm.scripts.aot_arm_compiler", *args, "--output",
+                           str(theirs)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert payload == _delegate_payload(theirs / "mv2_arm_delegate_TOSA-1.0+FP.bpte")

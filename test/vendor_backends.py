@@ -69,12 +69,12 @@ def add_vendor_path(backends: Path) -> None:
         del sys.modules[name]
 
 
-def vendor_python_command(backends: Path, module: str, *args: str) -> list[str]:
+def vendor_python_command(backends: Path, module: str, *args: str, python: str = sys.executable) -> list[str]:
     """The command that runs `python -m <module> args...` in a new process of this interpreter with the
     vendor folders in `backends` laid beside our package, as `add_vendor_path` does in this one."""
     launcher = ("import runpy, sys, executorch.backends as b; b.__path__.append(sys.argv[1]); "
                 "sys.argv = sys.argv[2:]; runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)")
-    return [sys.executable, "-c", launcher, str(backends), module, *args]
+    return [python, "-c", launcher, str(backends), module, *args]
 
 
 @pytest.fixture(scope="session")

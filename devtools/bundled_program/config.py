@@ -29,8 +29,12 @@ class MethodTestCase:
 
 
 def _flatten(data: Any, what: str) -> list[ConfigValue]:
+    # A single tensor is one value (a method with one output), as ExecuTorch's flattening takes it.
+    if isinstance(data, torch.Tensor):
+        data = [data]
     if not isinstance(data, (list, tuple, dict)):
-        raise ExportError(f"MethodTestCase {what} is a {type(data).__name__}; pass a list or tuple of values")
+        raise ExportError(f"MethodTestCase {what} is a {type(data).__name__}; pass a tensor, or a list or tuple "
+                          "of values")
     leaves, _ = tree_flatten(data)
     for i, leaf in enumerate(leaves):
         if not isinstance(leaf, (torch.Tensor, int, bool, float)):

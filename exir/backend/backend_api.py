@@ -35,7 +35,9 @@ def lower_program(backend_id: str, edge_program: ExportedProgram, compile_specs:
     """Run the backend's `preprocess` on one program; a failure names the backend and the partition."""
     backend = find_backend(backend_id)
     try:
-        result = backend.preprocess(edge_program, compile_specs)
+        # A backend's preprocess may rewrite the program it is given (Arm's runs its passes on it); the
+        # lowered module keeps the edge program as it was, for the ETRecord and for retracing.
+        result = backend.preprocess(_private_copy(edge_program), compile_specs)
     except ExportError:
         raise
     except Exception as exc:
@@ -106,3 +108,12 @@ def _without_moved(ep: ExportedProgram, moved: list) -> ExportedProgram:
         example_inputs=ep.example_inputs,
         constants={k: v for k, v in ep.constants.items() if k not in targets}, verifiers=[ep.verifier],
     )
+
+
+def _private_copy(ep: ExportedProgram) -> ExportedProgram:
+    """`ep` with its own graph and its own state-dict and constants tables (the tensors are shared)."""
+    copied = _copy_program(ep)
+    return ExportedProgram(root=copied.graph_module, graph=copied.graph, graph_signature=copied.graph_signature,
+                           state_dict=dict(ep.state_dict), range_constraints=ep.range_constraints,
+                           module_call_graph=ep.module_call_graph, example_inputs=ep.example_inputs,
+                           constants=dict(ep.constants), verifiers=[ep.verifier])

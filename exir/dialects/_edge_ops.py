@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 from torch import fx
 
-from executorch.exir.dialects.edge._ops import aten_op, find_out_variant, wrap_op
+from executorch.exir.dialects.edge._ops import EdgeOpOverload, aten_op, find_out_variant, wrap_op
 from executorch.exir.error import ExportError
 
 aten = torch.ops.aten
@@ -268,3 +268,20 @@ def to_edge_targets(gm: fx.GraphModule) -> bool:
             mod.recompile()
             changed = True
     return changed
+
+
+def name_nodes_as_edge_ops(gm: fx.GraphModule) -> None:
+    """Each edge-op node named after its op, as ExecuTorch's edge graphs name them (`aten_add_tensor`,
+    `aten_add_tensor_1`, ...): backends derive names from node names (Arm's TOSA tensor names), so the
+    same graph gives the same payload bytes. The caller syncs the graph signature's output names."""
+    from torch.fx.graph import _snake_case
+
+    for mod in gm.modules():
+        if not isinstance(mod, fx.GraphModule):
+            continue
+        nodes = [n for n in mod.graph.nodes if n.op == "call_function" and isinstance(n.target, EdgeOpOverload)]
+        for node in nodes:  # free the names first, so numbering follows graph order from _1
+            node._rename(f"__edge_renaming_{node.name}")
+        for node in nodes:
+            node._rename(_snake_case(node.target.__name__.replace(".", "_")))
+        mod.recompile()

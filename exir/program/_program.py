@@ -14,7 +14,7 @@ from torch.export.graph_signature import InputKind
 from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
-from executorch.exir.dialects._edge_ops import to_edge_targets
+from executorch.exir.dialects._edge_ops import name_nodes_as_edge_ops, to_edge_targets
 from executorch.exir.dialects.edge._ops import to_aten_targets
 from executorch.exir.emit._emitter import emit_constant_method, emit_method_with_delegates
 from executorch.exir.emit._program_state import ProgramState
@@ -135,9 +135,10 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
         edge.check_values(sub, name)
     if config._check_ir_validity:
         edge.check_edge_ops(gm, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
-    _sync_output_names(ep)
     gm.graph.eliminate_dead_code()
     to_edge_targets(gm)  # the graph users and vendor passes see calls edge ops (EdgeOpOverload)
+    name_nodes_as_edge_ops(gm)
+    _sync_output_names(ep)
     gm.recompile()
     return _copy_program(ep, gm, EdgeVerifier)
 
