@@ -222,7 +222,7 @@ def test_inspect_node_points_at_the_node_and_its_source():
     relu = next(n for n in graph.nodes if n.target is edge_aten.relu.default)
     text = inspect_node(graph, relu)
     marked = [line for line in text.splitlines() if line.startswith("-->")]
-    assert len(marked) == 1 and "%relu" in marked[0] and "aten.relu.default" in marked[0]
+    assert len(marked) == 1 and "%aten_relu_default" in marked[0] and "aten.relu.default" in marked[0]
     assert "Traceback (most recent call last):" in text and "torch.relu(b + y)" in text  # the line of _Net.forward
     placeholder = next(iter(graph.nodes))
     assert "Traceback" not in inspect_node(graph, placeholder)

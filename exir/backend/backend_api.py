@@ -12,7 +12,7 @@ from executorch.exir.backend.backend_details import PreprocessResult, find_backe
 from executorch.exir.backend.partitioner import Partitioner, PartitionResult
 from executorch.exir.error import ExportError
 from executorch.exir.lowered_backend_module import LoweredBackendModule
-from executorch.exir.passes._graph import _copy_program
+from executorch.exir.passes._graph import _copy_program, _copy_program_and_tables
 
 
 @singledispatch
@@ -37,7 +37,7 @@ def lower_program(backend_id: str, edge_program: ExportedProgram, compile_specs:
     try:
         # A backend's preprocess may rewrite the program it is given (Arm's runs its passes on it); the
         # lowered module keeps the edge program as it was, for the ETRecord and for retracing.
-        result = backend.preprocess(_private_copy(edge_program), compile_specs)
+        result = backend.preprocess(_copy_program_and_tables(edge_program), compile_specs)
     except ExportError:
         raise
     except Exception as exc:
@@ -109,11 +109,3 @@ def _without_moved(ep: ExportedProgram, moved: list) -> ExportedProgram:
         constants={k: v for k, v in ep.constants.items() if k not in targets}, verifiers=[ep.verifier],
     )
 
-
-def _private_copy(ep: ExportedProgram) -> ExportedProgram:
-    """`ep` with its own graph and its own state-dict and constants tables (the tensors are shared)."""
-    copied = _copy_program(ep)
-    return ExportedProgram(root=copied.graph_module, graph=copied.graph, graph_signature=copied.graph_signature,
-                           state_dict=dict(ep.state_dict), range_constraints=ep.range_constraints,
-                           module_call_graph=ep.module_call_graph, example_inputs=ep.example_inputs,
-                           constants=dict(ep.constants), verifiers=[ep.verifier])

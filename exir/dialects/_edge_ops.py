@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 from torch import fx
 
-from executorch.exir.dialects.edge._ops import EdgeOpOverload, aten_op, find_out_variant, wrap_op
+from executorch.exir.dialects.edge._ops import EdgeOpOverload, aten_op, find_out_variant, retarget, wrap_op
 from executorch.exir.error import ExportError
 
 aten = torch.ops.aten
@@ -254,20 +254,7 @@ def edge_op(target):
 
 def to_edge_targets(gm: fx.GraphModule) -> bool:
     """Every torch operator target of `gm` (and its submodules) as its edge op, in place."""
-    changed = False
-    for mod in gm.modules():
-        if not isinstance(mod, fx.GraphModule):
-            continue
-        touched = False
-        for node in mod.graph.nodes:
-            if node.op == "call_function":
-                new = edge_op(node.target)
-                if new is not node.target:
-                    node.target, touched = new, True
-        if touched:
-            mod.recompile()
-            changed = True
-    return changed
+    return retarget(gm, edge_op)
 
 
 def name_nodes_as_edge_ops(gm: fx.GraphModule) -> None:

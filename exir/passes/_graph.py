@@ -89,6 +89,15 @@ def _copy_program(ep: ExportedProgram, gm: Optional[fx.GraphModule] = None, veri
     )
 
 
+def _copy_program_and_tables(ep: ExportedProgram) -> ExportedProgram:
+    """A copy whose graph and tensor tables (state dict, constants) a pass may edit; the tensors are shared."""
+    copied = _copy_program(ep)
+    return ExportedProgram(root=copied.graph_module, graph=copied.graph, graph_signature=copied.graph_signature,
+                           state_dict=dict(ep.state_dict), range_constraints=ep.range_constraints,
+                           module_call_graph=ep.module_call_graph, example_inputs=ep.example_inputs,
+                           constants=dict(ep.constants), verifiers=[ep.verifier])
+
+
 def _sync_output_names(ep: ExportedProgram) -> None:
     _sync_signature_outputs(ep.graph, ep.graph_signature)
 

@@ -21,7 +21,7 @@ from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
 from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
                                     torch_decompose, write_back)
-from executorch.exir.passes._graph import _copy_program, _sync_output_names
+from executorch.exir.passes._graph import _copy_program, _copy_program_and_tables, _sync_output_names
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
@@ -230,15 +230,6 @@ def _preserving(config: EdgeCompileConfig, partitioner, programs: dict) -> Optio
     keep._preserve_filters = filters
     keep._for_partitioner = frozenset(op for op in ops if op not in config.preserve_ops)
     return keep
-
-
-def _copy_program_and_tables(ep: ExportedProgram) -> ExportedProgram:
-    """A copy whose graph and tensor tables (state dict, constants) a pass may edit; the tensors are shared."""
-    copied = _copy_program(ep)
-    return ExportedProgram(root=copied.graph_module, graph=copied.graph, graph_signature=copied.graph_signature,
-                           state_dict=dict(ep.state_dict), range_constraints=ep.range_constraints,
-                           module_call_graph=ep.module_call_graph, example_inputs=ep.example_inputs,
-                           constants=dict(ep.constants), verifiers=[ep.verifier])
 
 
 def _apply_pass(p: Callable, ep: ExportedProgram) -> ExportedProgram:

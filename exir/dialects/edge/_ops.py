@@ -140,20 +140,28 @@ def aten_op(target):
     return target._op if isinstance(target, EdgeOpOverload) else target
 
 
-def to_aten_targets(gm: fx.GraphModule) -> bool:
-    """Every edge op target of `gm` (and its submodules) as the torch operator it stands for, in place."""
+def retarget(gm: fx.GraphModule, convert: Callable) -> bool:
+    """Each call_function target of `gm` (and its submodules) replaced by `convert(target)`, in place;
+    whether any changed."""
     changed = False
     for mod in gm.modules():
         if not isinstance(mod, fx.GraphModule):
             continue
         touched = False
         for node in mod.graph.nodes:
-            if node.op == "call_function" and isinstance(node.target, EdgeOpOverload):
-                node.target, touched = node.target._op, True
+            if node.op == "call_function":
+                new = convert(node.target)
+                if new is not node.target:
+                    node.target, touched = new, True
         if touched:
             mod.recompile()
             changed = True
     return changed
+
+
+def to_aten_targets(gm: fx.GraphModule) -> bool:
+    """Every edge op target of `gm` (and its submodules) as the torch operator it stands for, in place."""
+    return retarget(gm, aten_op)
 
 
 def has_edge_targets(gm: fx.GraphModule) -> bool:
