@@ -252,12 +252,12 @@ def edge_op(target):
     return target
 
 
-def to_edge_targets(gm: fx.GraphModule) -> bool:
+def to_edge_targets(gm: fx.GraphModule, recompile: bool = True) -> bool:
     """Every torch operator target of `gm` (and its submodules) as its edge op, in place."""
-    return retarget(gm, edge_op)
+    return retarget(gm, edge_op, recompile)
 
 
-def name_nodes_as_edge_ops(gm: fx.GraphModule) -> None:
+def name_nodes_as_edge_ops(gm: fx.GraphModule, recompile: bool = True) -> None:
     """Each edge-op node named after its op, as ExecuTorch's edge graphs name them (`aten_add_tensor`,
     `aten_add_tensor_1`, ...): backends derive names from node names (Arm's TOSA tensor names), so the
     same graph gives the same payload bytes. The caller syncs the graph signature's output names."""
@@ -271,4 +271,5 @@ def name_nodes_as_edge_ops(gm: fx.GraphModule) -> None:
             node._rename(f"__edge_renaming_{node.name}")
         for node in nodes:
             node._rename(_snake_case(node.target.__name__.replace(".", "_")))
-        mod.recompile()
+        if recompile:
+            mod.recompile()

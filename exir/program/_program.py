@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
@@ -15,7 +16,7 @@ from executorch.exir import schema as S
 from executorch.exir._edge_verifier import EdgeVerifier
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
 from executorch.exir.dialects._edge_ops import name_nodes_as_edge_ops, to_edge_targets
-from executorch.exir.dialects.edge._ops import to_aten_targets
+from executorch.exir.dialects.edge._ops import to_aten_targets, torch_targets
 from executorch.exir.emit._emitter import emit_constant_method, emit_method_with_delegates
 from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
@@ -136,10 +137,11 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
     if config._check_ir_validity:
         edge.check_edge_ops(gm, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
     gm.graph.eliminate_dead_code()
-    to_edge_targets(gm)  # the graph users and vendor passes see calls edge ops (EdgeOpOverload)
-    name_nodes_as_edge_ops(gm)
+    to_edge_targets(gm, recompile=False)  # the graph users and vendor passes see calls edge ops (EdgeOpOverload)
+    name_nodes_as_edge_ops(gm, recompile=False)
     _sync_output_names(ep)
-    gm.recompile()
+    for mod in edge.graph_modules(gm):
+        mod.recompile()
     return _copy_program(ep, gm, EdgeVerifier)
 
 
@@ -359,16 +361,24 @@ class EdgeProgramManager:
         config = config or ExecutorchBackendConfig()
         if not isinstance(config, ExecutorchBackendConfig):
             raise ExportError(f"config must be an ExecutorchBackendConfig, not {type(config).__name__}")
+        with contextlib.ExitStack() as stack:
+            manager = self._lower_and_emit(config, stack)
+        if self._etrecord is not None:
+            manager._etrecord = self._etrecord.for_executorch(self._programs, manager)
+        return manager
+
+    def _lower_and_emit(self, config: ExecutorchBackendConfig, stack) -> "ExecutorchProgramManager":
         programs = {}
         for name, ep in self._programs.items():
-            # From here on, passes and the emitter work on the torch operators the edge ops stand for,
-            # on a copy: the edge program keeps its edge ops.
-            ep = _copy_program_and_tables(ep)
-            for p in config.passes:
-                ep = _apply_pass(p, ep)
-            to_aten_targets(ep.graph_module)
+            if config.passes:  # they see edge ops, and may edit the graph: on a copy
+                ep = _copy_program_and_tables(ep)
+                for p in config.passes:
+                    ep = _apply_pass(p, ep)
+            # From here on, passes and the emitter work on the torch operators the edge ops stand for;
+            # the graph gets its edge ops back when `stack` closes (no copy, no recompile).
+            stack.enter_context(torch_targets(ep.graph_module))
             if config.do_quant_fusion_and_const_prop:
-                ep = quant_fusion_and_const_prop_pass(ep)
+                ep = quant_fusion_and_const_prop_pass(_copy_program_and_tables(ep))
             restore = reinplace.has_functionalized_ops(ep.graph_module)
             write = any(spec.kind in write_back.MUTATIONS for spec in ep.graph_signature.output_specs)
             devices = propagate_device_pass.names_a_device(ep.graph_module, name)
@@ -402,8 +412,6 @@ class EdgeProgramManager:
         data_files = state.data_files()
         manager = ExecutorchProgramManager(program, programs, config, delegate_calls, set(self._constant_methods),
                                            data_files, debug_handles, state.external.files)
-        if self._etrecord is not None:
-            manager._etrecord = self._etrecord.for_executorch(self._programs, manager)
         return manager
 
 

@@ -140,9 +140,9 @@ def aten_op(target):
     return target._op if isinstance(target, EdgeOpOverload) else target
 
 
-def retarget(gm: fx.GraphModule, convert: Callable) -> bool:
+def retarget(gm: fx.GraphModule, convert: Callable, recompile: bool = True) -> bool:
     """Each call_function target of `gm` (and its submodules) replaced by `convert(target)`, in place;
-    whether any changed."""
+    whether any changed. `recompile=False` leaves regenerating the modules' code to the caller."""
     changed = False
     for mod in gm.modules():
         if not isinstance(mod, fx.GraphModule):
@@ -154,7 +154,8 @@ def retarget(gm: fx.GraphModule, convert: Callable) -> bool:
                 if new is not node.target:
                     node.target, touched = new, True
         if touched:
-            mod.recompile()
+            if recompile:
+                mod.recompile()
             changed = True
     return changed
 
