@@ -12,6 +12,7 @@ from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from torch.utils import _pytree as pytree
 
+from executorch.exir.dialects._edge_ops import _is_call_delegate
 from executorch.exir.dialects.edge._ops import EdgeOpOverload
 from executorch.exir.error import ExportError
 
@@ -125,7 +126,6 @@ class ExportPass(PassBase):
         super().__init__()
         self._graph: Optional[fx.Graph] = None
         self._module: Optional[fx.GraphModule] = None
-        self._name: Optional[str] = None
         self._source: Optional[fx.Node] = None
         self._fake_mode = None
 
@@ -158,7 +158,6 @@ class ExportPass(PassBase):
         # `aten_add_tensor_1`), as ExecuTorch's retracing names them; the program's signature follows the
         # outputs by position.
         node = self._graph.create_node("call_function", target, _nodes_of(tuple(args)), _nodes_of(dict(kwargs)))
-        self._name = None
         node.meta.update(meta.data)
         value = self._evaluate(target, args, kwargs, meta)
         source, self._source = self._source, None
@@ -172,7 +171,7 @@ class ExportPass(PassBase):
         data_args, data_kwargs = _data_of(tuple(args)), _data_of(dict(kwargs))
         if target is operator.getitem:
             return data_args[0][data_args[1]]
-        if getattr(target, "__name__", None) == "executorch_call_delegate" and "val" in meta:
+        if _is_call_delegate(target) and "val" in meta:
             return meta["val"]  # a lowered partition's results do not change with the graph around it
         fake = next((t.fake_mode for t in pytree.tree_leaves((data_args, data_kwargs))
                      if hasattr(t, "fake_mode")), None) or self._fake_mode
@@ -196,7 +195,6 @@ class ExportPass(PassBase):
 
         for node in graph_module.graph.nodes:
             meta = NodeMetadata(node.meta)
-            self._name = node.name if node.op == "call_function" else None
             self._source = node if node.op == "call_function" else None
             if node.op == "placeholder":
                 env[node] = self.placeholder(node.name, node.meta.get("val"), meta)

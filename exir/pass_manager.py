@@ -10,7 +10,7 @@ from torch.fx.passes.infra.pass_manager import PassManager as _FxPassManager, pa
 from torch.utils import _pytree as pytree
 
 from executorch.exir.error import ExportError
-from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult, PassResult
+from executorch.exir.pass_base import ExportedProgramPassResult, PassResult
 from executorch.exir.passes._graph import _copy_program
 
 PassType = Callable[[torch.fx.GraphModule], Optional[object]]
@@ -56,7 +56,7 @@ class ExportedProgramPassManager(_FxPassManager):
                          suppress_check_failures=suppress_check_failures)
 
     def __call__(self, exported_program, override_verifiers: Optional[list] = None) -> ExportedProgramPassResult:
-        from executorch.exir.program._transform import _update_exported_program_graph_module
+        from executorch.exir.program._transform import _run_pass
 
         if not self._validated:
             self.solve_constraints()
@@ -68,15 +68,8 @@ class ExportedProgramPassManager(_FxPassManager):
         for _ in range(self.steps):
             changed = False
             for p in self.passes:
-                if isinstance(p, ExportedProgramPassBase):
-                    result = p(ep)
-                    ep, changed = result.exported_program, changed or result.modified
-                else:
-                    result = pass_result_wrapper(p)(ep.graph_module)
-                    if result.modified:
-                        result.graph_module.recompile()
-                        ep = _update_exported_program_graph_module(ep, result.graph_module, override_verifiers)
-                        changed = True
+                ep, modified_now = _run_pass(ep, p, override_verifiers)
+                changed = changed or modified_now
                 if self.run_checks_after_each_pass:
                     self.check(ep)
             modified = modified or changed

@@ -108,4 +108,3 @@ def _without_moved(ep: ExportedProgram, moved: list) -> ExportedProgram:
         example_inputs=ep.example_inputs,
         constants={k: v for k, v in ep.constants.items() if k not in targets}, verifiers=[ep.verifier],
     )
-

@@ -114,7 +114,6 @@ _AUTO_FUNCTIONALIZED = frozenset({torch.ops.higher_order.auto_functionalized,
                                   torch.ops.higher_order.auto_functionalized_v2})
 
 
-
 def prim_op_name(target) -> Optional[str]:
     """The runtime prim kernel evaluating a symbolic op, or None for ordinary ops."""
     target = aten_op(target)

@@ -28,30 +28,34 @@ def _update_exported_program_graph_module(ep: ExportedProgram, gm: fx.GraphModul
     return new
 
 
+def _run_pass(ep: ExportedProgram, p, override_verifiers=None) -> tuple[ExportedProgram, bool]:
+    """(the program after pass `p`, whether it changed): a whole-program pass (ExportedProgramPassBase)
+    gets the program; a graph-module pass (a PassBase, or a callable returning a PassResult, a GraphModule
+    or None for changed in place) gets its graph module, and the program is rebuilt around the result."""
+    if isinstance(p, ExportedProgramPassBase):
+        result = p(ep)
+        return (result.exported_program, True) if result.modified else (ep, False)
+    result = p(ep.graph_module)
+    gm = getattr(result, "graph_module", result)
+    if gm is None:
+        gm = ep.graph_module
+    if not isinstance(gm, fx.GraphModule):
+        raise TypeError(f"pass {getattr(p, '__name__', type(p).__name__)} returned {type(result).__name__}; a "
+                        "graph-module pass returns a PassResult, a GraphModule or None")
+    if not getattr(result, "modified", True):
+        return ep, False
+    gm.recompile()
+    return _update_exported_program_graph_module(ep, gm, override_verifiers), True
+
+
 def _transform(self: ExportedProgram, *passes, override_verifiers=None) -> ExportedProgram:
-    """The program after `passes`, in order: each a whole-program pass (ExportedProgramPassBase) or a
-    graph-module pass (a PassBase, or a callable returning a PassResult, a GraphModule or None). Returns
-    `self` when no pass changed anything; `override_verifiers` replace the program's verifiers."""
+    """The program after `passes`, in order (see `_run_pass`). Returns `self` when no pass changed
+    anything; `override_verifiers` replace the program's verifiers."""
     if any(isinstance(p, (list, tuple)) for p in passes):
         raise TypeError("_transform takes passes as separate arguments: _transform(ep, pass1, pass2)")
     ep = self
     for p in passes:
-        if isinstance(p, ExportedProgramPassBase):
-            result = p(ep)
-            if result.modified:
-                ep = result.exported_program
-            continue
-        result = p(ep.graph_module)
-        gm = getattr(result, "graph_module", result)
-        modified = getattr(result, "modified", True)
-        if gm is None:
-            gm = ep.graph_module
-        if not isinstance(gm, fx.GraphModule):
-            raise TypeError(f"pass {getattr(p, '__name__', type(p).__name__)} returned {type(result).__name__}; a "
-                            "graph-module pass returns a PassResult, a GraphModule or None")
-        if modified:
-            gm.recompile()
-            ep = _update_exported_program_graph_module(ep, gm, override_verifiers)
+        ep, _ = _run_pass(ep, p, override_verifiers)
     return ep
 
 

@@ -165,19 +165,6 @@ def to_aten_targets(gm: fx.GraphModule) -> bool:
     return retarget(gm, aten_op)
 
 
-def has_edge_targets(gm: fx.GraphModule) -> bool:
-    return any(isinstance(n.target, EdgeOpOverload) for mod in gm.modules() if isinstance(mod, fx.GraphModule)
-               for n in mod.graph.nodes if n.op == "call_function")
-
-
-def edge_op_by_name(qualified: str, overload: Optional[str] = None) -> EdgeOpOverload:
-    """`edge_op_by_name("aten::add", "Tensor")` or `("aten::add.Tensor")`."""
-    if overload is None:
-        qualified, _, overload = qualified.partition(".")
-    namespace, _, name = qualified.partition("::")
-    return _by_name(EdgeOpOverload, namespace, name, overload or "default")
-
-
 @contextmanager
 def torch_targets(gm: fx.GraphModule):
     """Within the block, `gm`'s edge op targets are the torch operators they stand for (nodes and
