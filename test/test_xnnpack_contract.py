@@ -298,3 +298,63 @@ def test_a_requantizing_copy_is_two_converts_and_every_runtime_refuses_one(monke
         with pytest.raises(Exception, match="Copy.*equal quantization") as err:
             runtime.load_program(bad).load_method("forward")
         assert "scale" in str(err.value), (name, err.value)
+
+
+class LookupTableChain(nn.Module):
+    """The differential tester's p310000689_int8, reduced: ten elementwise nodes from the first int8
+    add to the linear's input (converts included), which XNNPACK fuses into one lookup table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.numerator = nn.Parameter(torch.full((1, 1), 1.5), requires_grad=False)
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, x):
+        a = torch.log(torch.abs(x) + 0.5)
+        return self.linear(torch.ceil(self.numerator / (torch.abs(a) + 0.5)))
+
+
+def _lookup_table_chain() -> tuple:
+    from test_xnnpack_int8 import quantize
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(3, 8),)
+    converted = quantize(LookupTableChain().eval(), inputs)
+    with torch.no_grad():
+        expected = [converted(*inputs)]
+    return converted, inputs, expected
+
+
+def _longest_chain(pte: bytes) -> int:
+    from executorch.backends.xnnpack.operators.node_visitor import lut_chain_lengths
+
+    return max((d for g in _graphs(pte) for d in lut_chain_lengths(g).values()), default=0)
+
+
+def test_no_lookup_table_chain_reaches_ten_nodes(monkeypatch, tmp_path, reference_runtime):
+    """The published runtime's XNNPACK builds a lookup-table chain in a ten-node scratch subgraph and
+    crashes at load when a chain fills it. The writer cuts chains at nine with an identity transpose;
+    with the cut switched off, the same program is a ten-node chain and the published runtime dies."""
+    pytest.importorskip("torchao")
+    from test_xnnpack_int8 import lower
+
+    from executorch.backends.xnnpack.operators import node_visitor
+
+    converted, inputs, expected = _lookup_table_chain()
+    pte = lower(converted, inputs)
+    assert _longest_chain(pte) <= node_visitor.LUT_CHAIN_LIMIT
+    assert any(isinstance(n.xnode_union, xs.XNNStaticTranspose) for g in _graphs(pte) for n in g.xnodes)
+    path = tmp_path / "cut.pte"
+    path.write_bytes(pte)
+    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected)
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
+        assert_outputs_close(list(got), expected)
+
+    monkeypatch.setattr(node_visitor, "break_lut_chains", lambda graph: None)
+    uncut = lower(converted, inputs)
+    assert _longest_chain(uncut) >= 10
+    path = tmp_path / "uncut.pte"
+    path.write_bytes(uncut)
+    with pytest.raises(AssertionError, match="reference runtime failed"):
+        reference_runtime.run(path, inputs, tmp_path)

@@ -296,6 +296,7 @@ class XnnGraphBuilder:
             self.graph.output_ids.append(out)
             self.add(xs.XNNCopy(input_id=src, output_id=out))
         self._isolate_packed_operands()
+        break_lut_chains(self.graph)
         return self.graph
 
     def _isolate_packed_operands(self) -> None:
@@ -335,6 +336,89 @@ def _operand_fields(op) -> list[str]:
     if isinstance(op, xs.XNNCat):
         names = [n for n in names if n in ("input1_id", "input2_id") or getattr(op, n)]
     return names
+
+
+# XNNPACK fuses a chain of elementwise nodes that starts at an 8-bit value (a binary node with a
+# one-element constant operand counts as unary) into one lookup table. It evaluates the chain in a
+# scratch subgraph that holds ten nodes; the XNNPACK of the published 1.5 runtime then reserves room
+# for one more node in that scratch subgraph, reallocating stack memory, so a chain of ten crashes the
+# process at load. Later XNNPACK checks the node type first. The payload keeps every chain to nine.
+LUT_CHAIN_LIMIT = 9
+_NOT_ELEMENTWISE = (xs.XNNSoftmax, xs.XNNGlobalAvgPooling2d, xs.XNNBatchMatrixMultiply)
+_EIGHT_BIT = (xs.XNNDatatype.xnn_datatype_qint8, xs.XNNDatatype.xnn_datatype_quint8)
+
+
+def _elementwise_inputs(graph: xs.XNNGraph, op) -> Optional[list[int]]:
+    """The non-constant inputs of an elementwise node (None for any other node). Generous on purpose:
+    a node counted here that XNNPACK would not fuse only makes the chains counted longer."""
+    if isinstance(op, xs.XNNNode1x1) or isinstance(op, (xs.XNNLeakyReLU, xs.XNNELU)):
+        ids = [op.input_id]
+    elif isinstance(op, xs.XNNNode2x1):
+        ids = [op.input1_id, op.input2_id]
+    else:
+        return None
+    if isinstance(op, _NOT_ELEMENTWISE):
+        return None
+    return [v for v in ids if not xs.tensor_value(graph.xvalues[v]).constant_buffer_idx]
+
+
+def lut_chain_lengths(graph: xs.XNNGraph) -> dict[int, int]:
+    """Each elementwise node's index -> the length of the chain XNNPACK could fuse into a lookup
+    table that ends at it (1 where a chain starts, at an 8-bit input; nodes outside chains absent)."""
+    consumers: dict[int, set[int]] = {}
+    for i, node in enumerate(graph.xnodes):
+        for name in _operand_fields(node.xnode_union):
+            consumers.setdefault(getattr(node.xnode_union, name), set()).add(i)
+    outputs = set(graph.output_ids)
+    produced: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    for i, node in enumerate(graph.xnodes):
+        op = node.xnode_union
+        inputs = _elementwise_inputs(graph, op)
+        if inputs is not None:
+            d = 0
+            for v in inputs:
+                p = produced.get(v)
+                if p in depth and consumers.get(v) == {i} and v not in outputs:
+                    d = max(d, depth[p] + 1)
+                elif xs.tensor_value(graph.xvalues[v]).datatype in _EIGHT_BIT:
+                    d = max(d, 1)
+            if d:
+                depth[i] = d
+        for name in ("output_id",):
+            if hasattr(op, name):
+                produced[getattr(op, name)] = i
+    return depth
+
+
+def break_lut_chains(graph: xs.XNNGraph) -> None:
+    """Cut every lookup-table chain longer than `LUT_CHAIN_LIMIT` with an identity transpose (not
+    elementwise, so XNNPACK's chain stops there; it copies the value, for any shape)."""
+    while True:
+        depth = lut_chain_lengths(graph)
+        at = next((i for i, d in depth.items() if d > LUT_CHAIN_LIMIT), None)
+        if at is None:
+            return
+        op = graph.xnodes[at].xnode_union
+        producers = {getattr(n.xnode_union, "output_id", None): j for j, n in enumerate(graph.xnodes)}
+        cuts: dict[int, int] = {}
+        for name in _operand_fields(op):
+            vid = getattr(op, name)
+            if vid in cuts:
+                setattr(op, name, cuts[vid])
+                continue
+            if depth.get(producers.get(vid), 0) < LUT_CHAIN_LIMIT:
+                continue
+            cut = cuts[vid] = len(graph.xvalues)
+            value = copy.deepcopy(graph.xvalues[vid])
+            tv = xs.tensor_value(value)
+            tv.id_out, tv.external_id, tv.flags = cut, INVALID, 0
+            graph.xvalues.append(value)
+            graph.xnodes.insert(at, xs.XNode(xnode_union=xs.XNNStaticTranspose(
+                num_dims=tv.num_dims, perm=list(range(tv.num_dims)), input_id=vid, output_id=cut),
+                debug_handle=DEFAULT_DEBUG_HANDLE, output_min_max=None))
+            at += 1
+            setattr(op, name, cut)
 
 
 def numel(dims) -> int:
