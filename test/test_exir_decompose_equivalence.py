@@ -9,6 +9,7 @@ alone keep torch.export's flags, as they always have)."""
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import pytest
@@ -28,6 +29,12 @@ MODELS = {**{f"zoo_{k}": v for k, v in load_zoo().MODELS.items()}, **transformer
 SINGLE = {case.name: case.factory for case in single_op_models.CASES if case.dynamic_shapes is None}
 
 
+# A user's mark in each exported node's "custom" metadata (as vendor quantizers leave): every node a
+# node decomposes into carries it, as torch's decomposer carries it. (Not compared on a getitem: torch
+# rebuilds it while tracing the tuple-valued node it reads, with that node's mark.)
+TAG = "user_tag"
+
+
 def _value(v, grad: bool):
     if isinstance(v, torch.Tensor):
         return (tuple(v.shape), v.stride(), v.storage_offset(), v.dtype) + ((v.requires_grad,) if grad else ())
@@ -37,13 +44,14 @@ def _value(v, grad: bool):
 
 
 def canonical(gm: fx.GraphModule, grad: bool = True) -> list:
-    """The graph as a list of (op, target, arguments by node position, value layout)."""
+    """The graph as a list of (op, target, arguments by node position, value layout, user's mark)."""
     index: dict[fx.Node, int] = {}
     rows = []
     for i, n in enumerate(gm.graph.nodes):
         index[n] = i
         args = fx.node.map_arg((n.args, dict(n.kwargs)), lambda a: f"%{index[a]}")
-        rows.append((n.op, "" if n.op == "placeholder" else str(n.target), repr(args), _value(n.meta.get("val"), grad)))
+        rows.append((n.op, "" if n.op == "placeholder" else str(n.target), repr(args), _value(n.meta.get("val"), grad),
+                     None if n.target is operator.getitem else (n.meta.get("custom") or {}).get(TAG)))
     return rows
 
 
@@ -63,6 +71,9 @@ def _needs_torch(ep) -> bool:
 def _check(factory) -> bool:
     model, inputs = factory()
     ep = torch.export.export(model, inputs)
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            n.meta.setdefault("custom", {})[TAG] = n.name
     torch_involved = _needs_torch(ep)
     fast = to_edge(ep).exported_program().graph_module
     reference = _whole_graph(ep)

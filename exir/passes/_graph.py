@@ -28,13 +28,18 @@ def val(arg: Any) -> Any:
     return arg
 
 
+# The metadata a node passes to the nodes that replace it: where it came from, and the user's own
+# ("custom": torch.export keeps it from the traced module, where vendor quantizers mark nodes).
+CARRIED_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "torch_fn", "custom")
+
+
 def insert_call(graph: fx.Graph, fake_mode, target: Callable, args: tuple, kwargs: dict | None = None,
                 like: fx.Node | None = None) -> fx.Node:
     """Insert `target(*args, **kwargs)` at the graph's insert point, with its fake value computed."""
     kwargs = kwargs or {}
     node = graph.call_function(target, args, kwargs)
     if like is not None:
-        for key in ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "torch_fn"):
+        for key in CARRIED_META:
             if key in like.meta:
                 node.meta[key] = like.meta[key]
     if target is operator.getitem:
