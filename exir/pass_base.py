@@ -107,8 +107,10 @@ def _same_layout(new: Any, old: Any) -> bool:
     return False
 
 
-def _nodes_of(tree: Any) -> Any:
-    return pytree.tree_map_only(ProxyValue, lambda v: v.node, tree)
+def _attribute(module: torch.nn.Module, target: str) -> Any:
+    for part in target.split("."):
+        module = getattr(module, part)
+    return module
 
 
 def _data_of(tree: Any) -> Any:
@@ -147,17 +149,19 @@ class ExportPass(PassBase):
         return self._emit(operator.getitem, (value, key), {}, meta)
 
     def output(self, results: list, meta: NodeMetadata) -> ProxyValue:
-        node = self._graph.output(_nodes_of(results))
+        node = self._graph.output(self._arg_nodes(results))
         node.meta.update(meta.data)
         return ProxyValue(None, node)
 
     # Driver -----------------------------------------------------------------------------------
 
     def _emit(self, target, args: tuple, kwargs: dict, meta: NodeMetadata) -> ProxyValue:
-        # Named after its target, in the order the rebuilt graph creates them (`aten_add_tensor`,
-        # `aten_add_tensor_1`), as ExecuTorch's retracing names them; the program's signature follows the
-        # outputs by position.
-        node = self._graph.create_node("call_function", target, _nodes_of(tuple(args)), _nodes_of(dict(kwargs)))
+        # Named in the order the rebuilt graph creates them (`aten_add_tensor`, `aten_add_tensor_1`), as
+        # ExecuTorch's retracing names them; the program's signature follows the outputs by position.
+        # A torch operator is named after its packet (`conv2d`), an edge op after itself (`aten_add_tensor`).
+        name = self._graph._target_to_str(target.overloadpacket.__name__) if isinstance(target, torch._ops.OpOverload) else None
+        node = self._graph.create_node("call_function", target, self._arg_nodes(tuple(args)), self._arg_nodes(dict(kwargs)),
+                                       name=name)
         node.meta.update(meta.data)
         value = self._evaluate(target, args, kwargs, meta)
         source, self._source = self._source, None
@@ -178,14 +182,46 @@ class ExportPass(PassBase):
         if fake is None:
             return meta.data.get("val")
         # Without autograd, as export recorded values: parameters require grad, inference results do not.
-        with fake, torch.no_grad():
-            return target(*data_args, **data_kwargs)
+        # A module attribute arrives as the real tensor (as a hook sees it); the fake mode takes it in.
+        allowed, fake.allow_non_fake_inputs = fake.allow_non_fake_inputs, True
+        try:
+            with fake, torch.no_grad():
+                return target(*data_args, **data_kwargs)
+        finally:
+            fake.allow_non_fake_inputs = allowed
+
+    def _arg_nodes(self, tree: Any) -> Any:
+        """`tree` with each ProxyValue as its node and each tensor attribute as a new `get_attr` node
+        placed here, where it is used: `_param_constantN` (a new name each use) for a parameter,
+        `_tensor_constantN` (one name a tensor) otherwise, as ExecuTorch's retracing places them."""
+        def node_of(v: Any) -> Any:
+            if isinstance(v, ProxyValue):
+                return v.node
+            if isinstance(v, torch.nn.Parameter):
+                name = f"_param_constant{self._n_params}"
+                self._n_params += 1
+            elif isinstance(v, torch.Tensor):
+                name = self._tensor_names.get(id(v))
+                if name is None:
+                    name = self._tensor_names[id(v)] = f"_tensor_constant{len(self._tensor_names)}"
+            else:
+                return v
+            self._attrs[name] = v
+            node = self._graph.get_attr(name)
+            node.meta["val"] = self._attr_vals.get(id(v), v)
+            return node
+
+        return pytree.tree_map(node_of, tree, is_leaf=lambda v: isinstance(v, ProxyValue))
 
     def call(self, graph_module: fx.GraphModule) -> PassResult:
         from executorch.exir.passes._graph import fake_mode_of
 
         self._graph = fx.Graph()
         self._module = graph_module
+        self._attrs: dict[str, Any] = {}
+        self._attr_vals: dict[int, Any] = {}
+        self._tensor_names: dict[int, str] = {}
+        self._n_params = 0
         # An op with no tensor arguments (a shape constant) still runs under the graph's fake mode.
         self._fake_mode = fake_mode_of(graph_module.graph)
         env: dict[fx.Node, ProxyValue] = {}
@@ -199,10 +235,17 @@ class ExportPass(PassBase):
             if node.op == "placeholder":
                 env[node] = self.placeholder(node.name, node.meta.get("val"), meta)
             elif node.op == "get_attr":
+                value = _attribute(graph_module, node.target)
+                if isinstance(value, torch.Tensor):
+                    # Handed to the hooks as itself; it enters the new graph where an operator uses it.
+                    if "val" in node.meta:
+                        self._attr_vals[id(value)] = node.meta["val"]
+                    env[node] = value
+                    continue
                 new = self._graph.get_attr(node.target)
                 new.meta.update(node.meta)
-                value = node.meta["val"] if "val" in node.meta else getattr(graph_module, node.target, None)
-                env[node] = ProxyValue(value, new)
+                self._attrs[node.target] = value
+                env[node] = ProxyValue(node.meta.get("val", value), new)
             elif node.op == "call_function" and node.target is operator.getitem:
                 env[node] = self.call_getitem(env[node.args[0]], node.args[1], meta)
             elif node.op == "call_function" and not isinstance(node.target, _OPERATORS) and not node.kwargs:
@@ -216,7 +259,8 @@ class ExportPass(PassBase):
                     f"ExportPass cannot rebuild node {node.name!r} ({node.op}); flatten submodules and "
                     "control flow before running it"
                 )
-        new_gm = fx.GraphModule(graph_module, self._graph)
+        # The new module holds what the new graph reads: the attributes it uses, by their new names.
+        new_gm = fx.GraphModule(self._attrs, self._graph)
         new_gm.meta.update(graph_module.meta)
         self._graph = self._module = None
         return PassResult(new_gm, True)

@@ -13,6 +13,13 @@ from typing import Optional
 import pytest
 import torch
 
+
+def published_env() -> dict:
+    """The environment for a published-runtime process: without PYTHONPATH, which may point at this
+    project (that Python would then import our package and compare us with ourselves)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TOOLS = REPO.parent / "shared" / "tools" / "reference-runtime"
 
@@ -35,7 +42,7 @@ class ReferenceRuntime:
         proc = subprocess.run(
             [self.python, str(self.tools / "run_pte.py"), str(pte), "--inputs", str(inp),
              "--outputs", str(out), "--method", method],
-            capture_output=True, text=True, timeout=600,
+            capture_output=True, text=True, timeout=600, env=published_env(),
         )
         if proc.returncode != 0:
             raise AssertionError(f"reference runtime failed on {pte} (exit {proc.returncode}): {proc.stderr[-2000:]}")
@@ -50,7 +57,7 @@ class ReferenceRuntime:
         todo = list(names)
         while todo:
             proc = subprocess.run([self.python, str(runner), str(root), *todo], capture_output=True, text=True,
-                                  timeout=1800)
+                                  timeout=1800, env=published_env())
             ran = proc.stdout.split()
             if proc.returncode == 0:
                 break
@@ -81,7 +88,7 @@ class ReferenceRuntime:
                 # hence int8 scales, depend on the summation order.
                 proc = subprocess.run(
                     [self.python, str(tool), factory, str(out), *flags],
-                    capture_output=True, text=True, timeout=1800, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                    capture_output=True, text=True, timeout=1800, env={**published_env(), "OMP_NUM_THREADS": "1"},
                 )
                 if proc.returncode != 0:
                     raise AssertionError(f"reference exporter failed on {factory}: {proc.stderr[-2000:]}")

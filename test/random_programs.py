@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import shutil
 import subprocess
@@ -712,6 +713,12 @@ def _published_numerics(program: Program, findings: list) -> bool:
     return program.variant == "portable" and "layer_norm" in program.ops and not findings
 
 
+def published_env() -> dict:
+    """The environment for the published runtime's process: without PYTHONPATH, which may point at
+    this project (its Python would then import our package and compare us with ourselves)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def run_published(python: str, root: Path, names: list[str], timeout: float = 1800,
                   runner: Path = HERE / "reference_runner.py") -> dict[str, str]:
     """Run root/NAME.pte on the published runtime, all in one process, restarting after a file that
@@ -720,7 +727,7 @@ def run_published(python: str, root: Path, names: list[str], timeout: float = 18
     todo = list(names)
     while todo:
         proc = subprocess.run([python, str(runner), str(root), *todo], capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=published_env())
         ran = proc.stdout.split()
         if proc.returncode == 0:
             break

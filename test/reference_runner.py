@@ -12,7 +12,12 @@ from pathlib import Path
 
 import executorch.kernels.quantized  # noqa: F401  (the q/dq and choose_qparams kernels, as a user of quantized files loads them)
 import torch
+import executorch.runtime
 from executorch.runtime import Runtime
+
+if Path(sys.prefix).resolve() not in Path(executorch.runtime.__file__).resolve().parents:
+    sys.exit(f"the reference Python imports an executorch from outside its own environment ({executorch.runtime.__file__}), "
+             "not the published one; run it without PYTHONPATH pointing at a project")
 
 runtime = Runtime.get()
 root = Path(sys.argv[1])

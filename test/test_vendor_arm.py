@@ -85,15 +85,17 @@ def _delegate_payload(bpte: Path) -> bytes:
                  else program.backend_delegate_data[where.index].data)
 
 
-def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_backends, tmp_path):
+@pytest.mark.parametrize("target", ["TOSA-1.0+FP", "TOSA-1.0+INT"])
+def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_backends, tmp_path, target):
     # Arm's own script, unchanged, on this package (source tree) with Arm's folders beside it; the
-    # published stack (ET_REFERENCE_ARM_PYTHON, `setup.sh --arm`) lowers the same model file.
+    # published stack (ET_REFERENCE_ARM_PYTHON, `setup.sh --arm`) lowers the same model file. INT
+    # quantizes with Arm's quantizer first (`-q`): its passes retrace the model through our ExportPass.
     python = _arm_python()
     model = tmp_path / "mv2.py"
     model.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'examples' / 'models')!r})\n"
                      "from mobilenet_v2 import make_mobilenet_v2\n"
                      "ModelUnderTest, ModelInputs = make_mobilenet_v2()\n")
-    args = ["-m", str(model), "-t", "TOSA-1.0+FP", "--delegate", "--bundleio"]
+    args = ["-m", str(model), "-t", target, *(["-q"] if "INT" in target else []), "--delegate", "--bundleio"]
     ours = tmp_path / "ours"
     package = tmp_path / "pkg"
     package.mkdir()
@@ -103,9 +105,10 @@ def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_b
                                                 *args, "--output", str(ours), python=python),
                           capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    bpte = ours / "mv2_arm_delegate_TOSA-1.0+FP.bpte"
+    bpte = ours / f"mv2_arm_delegate_{target}.bpte"
     payload = _delegate_payload(bpte)
-    assert len(payload) > 13_000_000  # MobileNetV2's 3.5 M float weights in the TOSA flatbuffer
+    # MobileNetV2's 3.5 M weights in the TOSA flatbuffer: float, or int8 in one delegate.
+    assert len(payload) > (13_000_000 if "FP" in target else 3_400_000)
     published = os.environ.get("ET_REFERENCE_ARM_PYTHON")
     if not published:
         pytest.skip("ET_REFERENCE_ARM_PYTHON is not set (see ../shared/tools/reference-runtime, setup.sh --arm): "
@@ -115,4 +118,4 @@ def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_b
                            str(theirs)], capture_output=True, text=True, timeout=900, cwd=tmp_path,
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert payload == _delegate_payload(theirs / "mv2_arm_delegate_TOSA-1.0+FP.bpte")
+    assert payload == _delegate_payload(theirs / f"mv2_arm_delegate_{target}.bpte")

@@ -62,6 +62,11 @@ class Partition:
                     self.constants.append((a, spec))
                 else:
                     self.inputs.append(a)
+        # As upstream's lowering orders them: parameters, then buffers, then other constants, each in
+        # the program's order (a vendor pass that keeps the first of equal constants names it so).
+        position = {n: i for i, n in enumerate(self.gm.graph.nodes) if n.op == "placeholder"}
+        rank = {InputKind.PARAMETER: 0, InputKind.BUFFER: 1}
+        self.constants.sort(key=lambda c: (rank.get(c[1].kind, 2), position[c[0]]))
         self.outputs = [n for n in self.nodes if any(u not in members for u in n.users)]
         for n in self.outputs:
             if isinstance(n.meta.get("val"), (torch.SymInt, torch.SymBool, torch.SymFloat)):

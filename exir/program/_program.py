@@ -24,6 +24,7 @@ from executorch.exir.passes import (decompose, dim_order, edge, propagate_device
                                     torch_decompose, write_back)
 from executorch.exir.passes._graph import _copy_program, _copy_program_and_tables, _sync_output_names
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
+from executorch.exir.passes.remove_noop_pass import remove_noops
 
 Programs = Union[ExportedProgram, Mapping[str, ExportedProgram]]
 
@@ -126,6 +127,7 @@ def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> E
         if sub is not gm:
             decompose.rewrite_to_core_aten(sub, _keeper(config))
         edge.to_functional_copies(sub)
+        remove_noops(sub)
         sym_ops.ne_as_not_eq(sub)
         sym_ops.round_to_int(sub, name)
         sym_ops.sizes_as_tensor_operands(sub)
