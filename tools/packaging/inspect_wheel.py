@@ -37,6 +37,8 @@ LISTED = _listed_test_files()
 XNNPACK_PREFIX = "executorch/backends/xnnpack/"
 # The adapter to the compiled runtime: only the wheel with the extension can import it.
 NOT_IN_MINIMAL = ("executorch/runtime/_native.py",)
+# The example-model registry and its small models (the table's example_models row): vendor scripts import it.
+EXAMPLE_MODELS_PREFIX = "executorch/examples/models/"
 # The schemas of every format the minimal wheel writes and reads (.pte, XNNPACK payload, .ptd, .bpte).
 SCHEMAS = ("executorch/schema/program.fbs", "executorch/schema/scalar_type.fbs",
            "executorch/backends/xnnpack/serialization/schema.fbs",
@@ -76,6 +78,8 @@ def problems(wheel_path: Path, minimal: bool, requires: list[str] | None, max_kb
         elif name.endswith(NOT_IN_MINIMAL):
             out.append(f"{name} serves only the native runtime, which the minimal wheel lacks")
         elif name in LISTED:
+            continue
+        elif name.startswith(EXAMPLE_MODELS_PREFIX) and name.endswith(".py") and name.count("/") == 3:
             continue
         elif name.startswith(XNNPACK_PREFIX) and name.endswith((".py", ".fbs")) and not any(
                 part in ("test", "tests") for part in parts[3:-1]) and not parts[-1].startswith("test_"):
