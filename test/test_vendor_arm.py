@@ -87,7 +87,8 @@ def _delegate_payload(bpte: Path) -> bytes:
 
 @pytest.mark.parametrize("target", ["TOSA-1.0+FP", "TOSA-1.0+INT"])
 def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_backends, tmp_path, target):
-    # Arm's own script, unchanged, on this package (source tree) with Arm's folders beside it; the
+    # Arm's own script, unchanged, on this package (the source tree, or the minimal wheel ET_MINIMAL_WHEEL
+    # names, installed apart with its dependency as the vendor's tools pin it) with Arm's folders beside it; the
     # published stack (ET_REFERENCE_ARM_PYTHON, `setup.sh --arm`) lowers the same model file. INT
     # quantizes with Arm's quantizer first (`-q`): its passes retrace the model through our ExportPass.
     python = _arm_python()
@@ -98,8 +99,12 @@ def test_aot_arm_compiler_lowers_mobilenet_v2_to_the_published_stacks_tosa(arm_b
     args = ["-m", str(model), "-t", target, *(["-q"] if "INT" in target else []), "--delegate", "--bundleio"]
     ours = tmp_path / "ours"
     package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "executorch").symlink_to(ROOT)
+    wheel = os.environ.get("ET_MINIMAL_WHEEL")
+    if wheel:  # the minimal wheel as a vendor bundles it, in place of the source tree
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(package), wheel], check=True)
+    else:
+        package.mkdir()
+        (package / "executorch").symlink_to(ROOT)
     env = {**os.environ, "PYTHONPATH": str(package)}
     proc = subprocess.run(vendor_python_command(arm_backends, "executorch.backends.arm.scripts.aot_arm_compiler",
                                                 *args, "--output", str(ours), python=python),

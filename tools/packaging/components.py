@@ -132,7 +132,7 @@ COMPONENTS: tuple[Component, ...] = (
         modules=("executorch.exir.passes.spec_prop_pass", "executorch.exir.passes.sym_shape_eval_pass",
                  "executorch.exir._plan_checks", "executorch.exir.emit._emit_program",
                  "executorch.exir._serialize._pte_tools", "executorch.exir.capture._capture",
-                 "executorch.exir.backend._graph_tools", "executorch.exir.pass_manager", "executorch.exir.scalar_type",
+                 "executorch.exir.backend._graph_tools", "executorch.exir.scalar_type",
                  "executorch.exir._serialize.padding", "executorch.exir._spec_planners", "executorch.exir.emit._output",
                  "executorch.exir.backend.canonical_partitioners.all_node_partitioner",
                  "executorch.exir.backend.canonical_partitioners.pattern_op_partitioner"),
