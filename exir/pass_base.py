@@ -217,6 +217,7 @@ class ExportPass(PassBase):
         from executorch.exir.passes._graph import fake_mode_of
 
         self._graph = fx.Graph()
+        self._graph.set_codegen(graph_module.graph._codegen)  # a pytree-flattened module keeps its signature
         self._module = graph_module
         self._attrs: dict[str, Any] = {}
         self._attr_vals: dict[int, Any] = {}

@@ -85,3 +85,37 @@ def test_internal_assert_raises_internal_error_only_when_the_condition_fails():
     internal_assert(True, "fine")
     with pytest.raises(InternalError, match="broken invariant"):
         internal_assert(False, "broken invariant")
+
+
+def test_export_pass_over_a_module_graph_places_attributes_where_used_and_names_ops_by_packet():
+    # Vendor quantizers retrace `ExportedProgram.module()` graphs (get_attr weights) through ExportPass
+    # before pt2e, and convert_pt2e numbers its frozen parameters in the order the new graph uses them:
+    # the weights move to their first use as `_param_constantN`, and torch operators keep their short
+    # names, as upstream's retrace leaves them.
+    from executorch.exir.pass_base import ExportPass
+
+    class ConvConvLinear(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.c1, self.c2, self.l = torch.nn.Conv2d(3, 8, 3), torch.nn.Conv2d(8, 8, 3), torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.l(self.c2(torch.relu(self.c1(x))).mean((2, 3)))
+
+    torch.manual_seed(0)
+    model, x = ConvConvLinear().eval(), torch.randn(1, 3, 8, 8)
+    gm = torch.export.export(model, (x,)).module()
+    for node in [n for n in gm.graph.nodes if n.op == "call_module" and not n.users]:
+        gm.graph.erase_node(node)  # export's input guard
+    gm.recompile()
+    assert [n.op for n in gm.graph.nodes][:6] == ["get_attr"] * 6
+    out = ExportPass()(gm).graph_module
+    assert [(n.op, n.name) for n in out.graph.nodes] == [
+        ("placeholder", "x"), ("get_attr", "_param_constant0"), ("get_attr", "_param_constant1"),
+        ("call_function", "conv2d"), ("call_function", "relu"), ("get_attr", "_param_constant2"),
+        ("get_attr", "_param_constant3"), ("call_function", "conv2d_1"), ("call_function", "mean"),
+        ("get_attr", "_param_constant4"), ("get_attr", "_param_constant5"), ("call_function", "linear"),
+        ("output", "output")]
+    assert out._param_constant0 is model.c1.weight and not hasattr(out, "c1_weight")
+    with torch.no_grad():
+        torch.testing.assert_close(out(x), model(x))
