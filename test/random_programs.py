@@ -537,8 +537,8 @@ def lower(program: Program) -> tuple[bytes, list, float]:
 
 def sensitivity(program: Program, runs: int = 3) -> float:
     """How far one rounding per op can move the outputs, relative to their scale: the program run
-    in float64 with every op's result (and every parameter) perturbed by a random relative error of
-    one unit in the last place of the program's dtype. A layer norm of a near-constant row, say,
+    in float64 with every op's operands and result (and every parameter) perturbed by a random
+    relative error of one unit in the last place of the program's dtype. A layer norm of a near-constant row, say,
     turns a one-ulp difference in its mean into a 1e-4 difference in its output; two correct
     runtimes that round in another order differ that much, and the comparison must allow it."""
     eps = torch.finfo(torch.float16 if program.variant == "fp16" else torch.float32).eps
@@ -562,6 +562,11 @@ def sensitivity(program: Program, runs: int = 3) -> float:
         params = {k: (noisy(v.double()) if noise else v.double()) for k, v in module.params.items()}
         for step in module.steps:
             operands = [params[a] if isinstance(a, str) else values[a] for a in step.args]
+            if noise:
+                # Each operand rounded once more: what a reduction's order moves is one rounding of
+                # each term, not of the result (a mean of terms that cancel, say).
+                operands = [noisy(o) if isinstance(o, torch.Tensor) and o.is_floating_point() else o
+                            for o in operands]
             if noise and step.name == "layer_norm":
                 out = noisy_layer_norm(*operands)
             else:
