@@ -138,7 +138,8 @@ def test_a_quantization_boundary_flip_is_told_from_a_wrong_result(tmp_path):
 # 8da4w program (p300001518_fp32_dyn, p303000178_8da4w).
 PINNED = ["p300000998_int8", "p301000914_int8", "p301001145_int8", "p900000052_qd8", "p301000274_qd8",
           "p301000305_int8", "p300000473_int8", "p300001518_fp32_dyn", "p303000178_8da4w",
-          "p305000001_int8", "p310000689_int8", "p331002095_fp32"]
+          "p305000001_int8", "p310000689_int8", "p331002095_fp32",
+          "p331002582_int8"]
 
 
 def test_the_long_runs_findings_stay_fixed(tmp_path):

@@ -358,3 +358,32 @@ def test_no_lookup_table_chain_reaches_ten_nodes(monkeypatch, tmp_path, referenc
     path.write_bytes(uncut)
     with pytest.raises(AssertionError, match="reference runtime failed"):
         reference_runtime.run(path, inputs, tmp_path)
+
+
+def test_a_clamp_after_a_convolution_is_folded_into_it_as_xnnpack_folds_it(monkeypatch, tmp_path, reference_runtime):
+    """XNNPACK merges a Clamp into the convolution that alone feeds it, which then writes the clamp's
+    int8 value straight from its accumulator. pt2e quantizes such a clamp at its own range, so our
+    engines, running the two nodes, rounded twice and landed one step off on a few values (the
+    differential tester's p331002582_int8: depthwise convolution, clamp, convolution). The writer
+    folds it, and all three runtimes agree; with the fold switched off, ours differ again."""
+    pytest.importorskip("torchao")
+    import random_programs as rp
+
+    from executorch.backends.xnnpack.operators import node_visitor
+
+    program = rp.make_program(*rp._program_name("p331002582_int8"))
+    pte, _, _ = rp.lower(program)
+    assert not [n for g in _graphs(pte) for n in g.xnodes if isinstance(n.xnode_union, xs.XNNClamp)]
+    path = tmp_path / "folded.pte"
+    path.write_bytes(pte)
+    published = reference_runtime.run(path, program.run_inputs, tmp_path)
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(pte).load_method("forward").execute(list(program.run_inputs))
+        assert all(torch.equal(a, b) for a, b in zip(got, published))
+
+    monkeypatch.setattr(node_visitor, "merge_clamps", lambda graph: None)
+    unfolded, _, _ = rp.lower(program)
+    assert [n for g in _graphs(unfolded) for n in g.xnodes if isinstance(n.xnode_union, xs.XNNClamp)]
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(unfolded).load_method("forward").execute(list(program.run_inputs))
+        assert not all(torch.equal(a, b) for a, b in zip(got, published))

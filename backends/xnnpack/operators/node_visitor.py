@@ -296,6 +296,7 @@ class XnnGraphBuilder:
             self.graph.output_ids.append(out)
             self.add(xs.XNNCopy(input_id=src, output_id=out))
         self._isolate_packed_operands()
+        merge_clamps(self.graph)
         break_lut_chains(self.graph)
         return self.graph
 
@@ -336,6 +337,37 @@ def _operand_fields(op) -> list[str]:
     if isinstance(op, xs.XNNCat):
         names = [n for n in names if n in ("input1_id", "input2_id") or getattr(op, n)]
     return names
+
+
+def merge_clamps(graph: xs.XNNGraph) -> None:
+    """Fold a Clamp into the convolution or fully connected node that alone feeds it, as XNNPACK's
+    runtime does when it optimises the graph: the node then writes the clamp's value directly, bounds
+    merged. With int8 values whose quantization differs (pt2e quantizes a clamp at its own range) that
+    is one rounding from the accumulator, not two: folding here makes every engine compute what
+    XNNPACK computes."""
+    consumers: dict[int, int] = {}
+    for node in graph.xnodes:
+        for name in _operand_fields(node.xnode_union):
+            vid = getattr(node.xnode_union, name)
+            consumers[vid] = consumers.get(vid, 0) + 1
+    producer = {n.xnode_union.output_id: n for n in graph.xnodes if isinstance(n.xnode_union, _PACKING)}
+    outputs = set(graph.output_ids)
+    kept = []
+    for node in graph.xnodes:
+        op = node.xnode_union
+        source = producer.get(op.input_id) if isinstance(op, xs.XNNClamp) else None
+        if source is None or consumers.get(op.input_id) != 1 or op.input_id in outputs:
+            kept.append(node)
+            continue
+        lo, hi = _bounds(node.output_min_max)
+        plo, phi = _bounds(source.output_min_max)
+        source.output_min_max = xs.OutputMinMax(min(max(plo, lo), hi), min(max(phi, lo), hi))
+        source.xnode_union.output_id = op.output_id
+    graph.xnodes[:] = kept
+
+
+def _bounds(mm: Optional[xs.OutputMinMax]) -> tuple[float, float]:
+    return (-math.inf, math.inf) if mm is None else (mm.output_min, mm.output_max)
 
 
 # XNNPACK fuses a chain of elementwise nodes that starts at an 8-bit value (a binary node with a
