@@ -135,6 +135,15 @@ def test_the_check_finds_a_shared_packed_value():
     assert packed_values_read_elsewhere(graph)
 
 
+def _runs_everywhere_like(pte: bytes, inputs, expected: list, path, reference_runtime) -> None:
+    """The file at `path` runs on the published runtime (its own process) and on ours, like `expected`."""
+    path.write_bytes(pte)
+    assert_outputs_close(reference_runtime.run(path, inputs, path.parent), expected)
+    for runtime in project_runtimes().values():
+        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
+        assert_outputs_close(list(got), expected)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_runs_on_every_runtime_like_eager(name, tmp_path, reference_runtime):
     """A crash of the published runtime fails here (its own process); every runtime matches eager."""
@@ -142,12 +151,7 @@ def test_runs_on_every_runtime_like_eager(name, tmp_path, reference_runtime):
     pte = _lower(model, inputs)
     with torch.no_grad():
         expected = [model(*inputs)]
-    path = tmp_path / f"{name}.pte"
-    path.write_bytes(pte)
-    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected)
-    for runtime in project_runtimes().values():
-        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
-        assert_outputs_close(list(got), expected)
+    _runs_everywhere_like(pte, inputs, expected, tmp_path / f"{name}.pte", reference_runtime)
 
 
 class HalfDeconv(nn.Module):
@@ -254,12 +258,7 @@ def test_a_fully_connected_bias_read_at_run_time_is_added_after(tmp_path, refere
                 assert xs.tensor_value(g.xvalues[op.bias_id]).constant_buffer_idx, "a bias read at run time"
     with torch.no_grad():
         expected = list(model(*inputs))
-    path = tmp_path / "bias_at_run_time.pte"
-    path.write_bytes(pte)
-    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected)
-    for runtime in project_runtimes().values():
-        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
-        assert_outputs_close(list(got), expected)
+    _runs_everywhere_like(pte, inputs, expected, tmp_path / "bias_at_run_time.pte", reference_runtime)
 
 
 def test_a_requantizing_copy_is_two_converts_and_every_runtime_refuses_one(monkeypatch, tmp_path, reference_runtime):
@@ -344,12 +343,7 @@ def test_no_lookup_table_chain_reaches_ten_nodes(monkeypatch, tmp_path, referenc
     pte = lower(converted, inputs)
     assert _longest_chain(pte) <= node_visitor.LUT_CHAIN_LIMIT
     assert any(isinstance(n.xnode_union, xs.XNNStaticTranspose) for g in _graphs(pte) for n in g.xnodes)
-    path = tmp_path / "cut.pte"
-    path.write_bytes(pte)
-    assert_outputs_close(reference_runtime.run(path, inputs, tmp_path), expected)
-    for runtime in project_runtimes().values():
-        got = runtime.load_program(pte).load_method("forward").execute(list(inputs))
-        assert_outputs_close(list(got), expected)
+    _runs_everywhere_like(pte, inputs, expected, tmp_path / "cut.pte", reference_runtime)
 
     monkeypatch.setattr(node_visitor, "break_lut_chains", lambda graph: None)
     uncut = lower(converted, inputs)

@@ -417,9 +417,8 @@ def lut_chain_lengths(graph: xs.XNNGraph) -> dict[int, int]:
                     d = max(d, 1)
             if d:
                 depth[i] = d
-        for name in ("output_id",):
-            if hasattr(op, name):
-                produced[getattr(op, name)] = i
+        if hasattr(op, "output_id"):
+            produced[op.output_id] = i
     return depth
 
 
