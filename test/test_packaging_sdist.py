@@ -30,12 +30,13 @@ def test_the_sdist_holds_exactly_the_tables_files_and_is_reproducible(tmp_path):
     assert problems(first, REPO) == ([], problems(first, REPO)[1])
     assert first.read_bytes() == second.read_bytes()
     names = [m.name.split("/", 1)[1] for m in tarfile.open(first).getmembers() if m.isfile()]
-    # Build inputs of every mode are in; tests, fixtures, examples' models and build trees are not.
+    # Build inputs of every mode are in (the example models too: both wheels ship them); tests, fixtures and
+    # build trees are not.
     for needed in ("CMakeLists.txt", "runtime/executor/program.cpp", "kernels/portable/functions.yaml",
                    "tools/cmake/sdk/executorch-config.cmake", "extension/module/module.cpp", "exir/__init__.py",
-                   "schema/program.fbs", "tools/packaging/backend.py"):
+                   "schema/program.fbs", "tools/packaging/backend.py", "examples/models/model_factory.py"):
         assert needed in names, needed
-    assert not [n for n in names if n.startswith(("test/", "examples/models/", "cmake-out/", ".ci/"))]
+    assert not [n for n in names if n.startswith(("test/", "cmake-out/", ".ci/"))]
 
 
 def test_the_check_names_a_file_no_row_needs(tmp_path):

@@ -75,8 +75,11 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
     files = [n for n in names if not n.endswith("/") and n not in LISTED]
     assert not [n for n in files if n.endswith(_COMPILED) or n.endswith(_NATIVE_SOURCE)]
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
-    for folder in ("examples", "kernels", "tools", "bin", "test", "benchmarks"):
+    for folder in ("kernels", "tools", "bin", "test", "benchmarks"):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
+    # Of the examples, only the model registry vendor scripts import (the example_models row), as Python source.
+    examples = [n for n in files if n.startswith("executorch/examples/")]
+    assert sorted(examples) == sorted(f"executorch/examples/models/{p.name}" for p in (REPO / "examples" / "models").glob("*.py"))
     # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
     backends = [n for n in files if n.startswith("executorch/backends/")]
     assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
