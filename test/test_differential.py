@@ -135,11 +135,14 @@ def test_a_quantization_boundary_flip_is_told_from_a_wrong_result(tmp_path):
 # a boundary (p900000052_qd8), run-time quantization left to the portable kernels (p301000274_qd8), a
 # zero made by cancellation (p301000305_int8), a quantization boundary flip (p300000473_int8) and a
 # layer norm of a constant row, whose rounded mean XNNPACK's decomposition amplifies, in a float and in an
-# 8da4w program (p300001518_fp32_dyn, p303000178_8da4w).
+# 8da4w program (p300001518_fp32_dyn, p303000178_8da4w), and later a ten-node lookup-table chain, a
+# mean of cancelling terms, a clamp after a convolution and a min of a one-element constant and known
+# zeros, and an int8 subtraction of a Python number (p310000689_int8, p331002095_fp32, p331002582_int8,
+# p331004272_fp32_dyn, p331004480_int8).
 PINNED = ["p300000998_int8", "p301000914_int8", "p301001145_int8", "p900000052_qd8", "p301000274_qd8",
           "p301000305_int8", "p300000473_int8", "p300001518_fp32_dyn", "p303000178_8da4w",
           "p305000001_int8", "p310000689_int8", "p331002095_fp32",
-          "p331002582_int8"]
+          "p331002582_int8", "p331004272_fp32_dyn", "p331004480_int8"]
 
 
 def test_the_long_runs_findings_stay_fixed(tmp_path):

@@ -381,3 +381,107 @@ def test_a_clamp_after_a_convolution_is_folded_into_it_as_xnnpack_folds_it(monke
     for runtime in project_runtimes().values():
         got = runtime.load_program(unfolded).load_method("forward").execute(list(program.run_inputs))
         assert not all(torch.equal(a, b) for a, b in zip(got, published))
+
+
+class _MinOfKnownZeros(nn.Module):
+    """min(c, c * y) with one [1, 1] constant c = 0: XNNPACK's constant propagation knows c * y is all
+    zeros, so with c first its min-to-clamp rewrite keeps c as the clamped value (the differential
+    tester's p331004272_fp32_dyn)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.low, self.high = nn.Linear(1, 33), nn.Linear(33, 2), nn.Linear(33, 2)
+        self.register_buffer("c", torch.zeros(1, 1))
+
+    def forward(self, x):
+        zeros = self.c * self.fc(x)
+        return self.low(torch.minimum(self.c, zeros)), self.high(torch.maximum(self.c, zeros))
+
+
+def test_a_one_element_constant_is_the_second_operand_of_min_and_max(monkeypatch, tmp_path, reference_runtime):
+    """Minimum and Maximum carry their one-element constant second, where XNNPACK's rewrite into a
+    Clamp looks for it. With the constant first the published runtime fails at execute."""
+    from executorch.backends.xnnpack.operators import node_visitor
+
+    torch.manual_seed(0)
+    model = _MinOfKnownZeros().eval()
+    batch = torch.export.Dim("batch", min=1, max=8)
+
+    def lower() -> bytes:
+        ep = torch.export.export(model, (torch.randn(8, 1),), dynamic_shapes=({0: batch},))
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+
+    def constant_first(pte: bytes) -> list:
+        return [n for g in _graphs(pte) for n in g.xnodes if isinstance(n.xnode_union, (xs.XNNMinimum, xs.XNNMaximum))
+                and xs.tensor_value(g.xvalues[n.xnode_union.input1_id]).constant_buffer_idx]
+
+    inputs = (torch.randn(3, 1),)
+    pte = lower()
+    assert len([n for g in _graphs(pte) for n in g.xnodes
+                if isinstance(n.xnode_union, (xs.XNNMinimum, xs.XNNMaximum))]) == 2
+    assert not constant_first(pte)
+    _runs_everywhere_like(pte, inputs, list(model(*inputs)), tmp_path / "last.pte", reference_runtime)
+
+    monkeypatch.setattr(node_visitor, "static_scalar_last", lambda graph: None)
+    first = lower()
+    assert len(constant_first(first)) == 2
+    path = tmp_path / "first.pte"
+    path.write_bytes(first)
+    with pytest.raises(AssertionError, match="reference runtime failed"):
+        reference_runtime.run(path, inputs, tmp_path)
+
+
+class _ScalarAfterConvolution(nn.Module):
+    """An int8 convolution, then `y - 0.012` with a Python number pt2e leaves float (the differential
+    tester's p331004480_int8)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return (y - 0.012) * y
+
+
+def _mixed_binaries(pte: bytes) -> list[str]:
+    def dtype(g, vid):
+        return xs.tensor_value(g.xvalues[vid]).datatype
+
+    return [type(n.xnode_union).__name__ for g in _graphs(pte) for n in g.xnodes
+            if isinstance(n.xnode_union, xs.XNNNode2x1) and not isinstance(n.xnode_union, xs.XNNPReLU)
+            and len({dtype(g, n.xnode_union.input1_id), dtype(g, n.xnode_union.input2_id),
+                     dtype(g, n.xnode_union.output_id)}) > 1]
+
+
+def test_a_number_operand_keeps_an_int8_binary_op_float_and_every_runtime_refuses_a_mix(
+        monkeypatch, tmp_path, reference_runtime):
+    """A binary op with a Python number operand computes in float between two Converts, as the published
+    exporter writes it; written on int8 beside a float constant, the published runtime refuses the file at
+    load, and so do both our engines, naming the node and its datatypes."""
+    pytest.importorskip("torchao")
+    from test_xnnpack_int8 import lower, quantize
+
+    from executorch.backends.xnnpack._passes import quant
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 4, 8, 8),)
+    converted = quantize(_ScalarAfterConvolution().eval(), inputs)
+    with torch.no_grad():
+        expected = [converted(*inputs)]
+    pte = lower(converted, inputs)
+    assert not _mixed_binaries(pte)
+    assert xs.XNNSubtract in {type(n.xnode_union) for g in _graphs(pte) for n in g.xnodes}
+    _runs_everywhere_like(pte, inputs, expected, tmp_path / "float.pte", reference_runtime)
+
+    monkeypatch.setattr(quant, "_BINARY", set())
+    mixed = lower(converted, inputs)
+    assert _mixed_binaries(mixed) == ["XNNSubtract"]
+    path = tmp_path / "mixed.pte"
+    path.write_bytes(mixed)
+    with pytest.raises(AssertionError, match="reference runtime failed"):
+        reference_runtime.run(path, inputs, tmp_path)
+    for name, runtime in project_runtimes().items():
+        with pytest.raises(Exception, match="mixes datatypes") as err:
+            runtime.load_program(mixed).load_method("forward")
+        assert "qint8" in str(err.value) and "fp32" in str(err.value), (name, err.value)

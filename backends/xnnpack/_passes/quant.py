@@ -28,6 +28,14 @@ _SAME_PARAMS = {"clone.default", "_clone_dim_order.default", "_to_dim_order_copy
                 "max_pool2d.default", "max_pool2d_with_indices.default"}
 
 
+# Binary ops: XNNPACK computes one on int8 only when both operands are int8 values. A Python number
+# operand (`x - 0.012`; pt2e leaves it unquantized) keeps the op float between a Convert in and a
+# Convert out, as the published exporter writes it: an int8 op reading a float constant is refused at
+# load by the published runtime.
+_BINARY = {"add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "mul.Tensor", "mul.Scalar", "div.Tensor",
+           "maximum.default", "minimum.default"}
+
+
 def _params(node, consts):
     return qu.static_params(node, consts.get)
 
@@ -55,6 +63,8 @@ def _lower_op(node: fx.Node, consts: dict) -> None:
         _lower_dynamic(node)
         return
     if not qu.is_int8(params):
+        return
+    if getattr(node.target, "__name__", "") in _BINARY and not all(isinstance(a, fx.Node) for a in node.args[:2]):
         return
     swaps = {}
     for i, arg in enumerate(node.args):

@@ -297,6 +297,7 @@ class XnnGraphBuilder:
             self.add(xs.XNNCopy(input_id=src, output_id=out))
         self._isolate_packed_operands()
         merge_clamps(self.graph)
+        static_scalar_last(self.graph)
         break_lut_chains(self.graph)
         return self.graph
 
@@ -364,6 +365,27 @@ def merge_clamps(graph: xs.XNNGraph) -> None:
         source.output_min_max = xs.OutputMinMax(min(max(plo, lo), hi), min(max(phi, lo), hi))
         source.xnode_union.output_id = op.output_id
     graph.xnodes[:] = kept
+
+
+def static_scalar_last(graph: xs.XNNGraph) -> None:
+    """Put a one-element constant second in every Minimum and Maximum node.
+
+    XNNPACK rewrites `min(x, c)` and `max(x, c)` with a one-element constant c into a Clamp of x. It
+    takes the second operand as c and swaps only when the second is not "known": a value its constant
+    propagation has proven all zeros or all ones (x * 0, say) counts as known too. So `min(c, x * 0)`
+    becomes a Clamp of c written to x's shape, and the published runtime fails at execute
+    ("Propagating input shapes failed"). Minimum and maximum are symmetric: with the constant second
+    XNNPACK clamps the right value whatever it knows."""
+    for node in graph.xnodes:
+        op = node.xnode_union
+        if isinstance(op, (xs.XNNMinimum, xs.XNNMaximum)) and _is_static_scalar(graph, op.input1_id) \
+                and not _is_static_scalar(graph, op.input2_id):
+            op.input1_id, op.input2_id = op.input2_id, op.input1_id
+
+
+def _is_static_scalar(graph: xs.XNNGraph, vid: int) -> bool:
+    value = xs.tensor_value(graph.xvalues[vid])
+    return bool(value.constant_buffer_idx) and math.prod(value.dims) == 1
 
 
 def _bounds(mm: Optional[xs.OutputMinMax]) -> tuple[float, float]:

@@ -155,6 +155,10 @@ def _binary(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], fixed_sign
         a, b = c.val(n.input1_id, kind, "input1"), c.val(n.input2_id, kind, "input2")
         y = c.val(n.output_id, kind, "output")
         _check_broadcast(kind, a, b, y)
+        if fn is not _prelu and not a.dtype == b.dtype == y.dtype:
+            # XNNPACK defines a binary node over one datatype: the published runtime refuses the mix at load.
+            raise bad(f"{kind} mixes datatypes ({a.describe()}, {b.describe()} -> {y.describe()}); XNNPACK defines "
+                      "a binary node over one datatype (a Convert changes it)")
         if fn is torch.mul and a.dtype in QS8 and b.dtype == a.dtype and y.dtype == a.dtype:
             # XNNPACK multiplies the centred integers exactly and requantizes the product in float32
             scale = a.scale * b.scale / y.scale

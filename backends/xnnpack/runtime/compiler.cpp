@@ -54,6 +54,17 @@ size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 // Bound on one delegate's packed weights (as kMaxArenaBytes bounds its activations).
 constexpr size_t kMaxPackedBytes = size_t(8) << 30;
 
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "fp32";
+    case DType::kQS8: return "qint8";
+    case DType::kQU8: return "quint8";
+    case DType::kQD8: return "qdint8";
+    case DType::kI32: return "int32";
+  }
+  return "unknown";
+}
+
 // A block of `bytes` (kAlign-aligned) owned by *owner; from 2 MiB on, on Linux, a mapping of its
 // own aligned to 2 MiB and marked for transparent huge pages before anything touches it: weights
 // and activations of a CNN are tens of megabytes swept every run, which with 4 KiB pages misses
@@ -886,7 +897,15 @@ class Compiler {
       op.kind = OpKind::kBinary;
       op.sub = static_cast<uint8_t>(k);
       op.flags = n->flags();
-      return binary(op, n);
+      ET_TRY(binary(op, n));
+      // XNNPACK defines an elementwise binary node only over one datatype (inputs and output): an int8
+      // operand beside a float one is refused at load by the published runtime, and here too.
+      const DType a = plan_.values[op.in[0]].dtype, b = plan_.values[op.in[1]].dtype, y = plan_.values[op.out].dtype;
+      ET_CHECK_OR_RETURN(k == BinaryKind::kPrelu || (a == b && a == y), InvalidProgram,
+                         "XnnpackBackend: node %u (%s) mixes datatypes (inputs %s and %s, output %s); XNNPACK defines "
+                         "a binary node over one datatype (a Convert changes it)", index, op.name, dtype_name(a),
+                         dtype_name(b), dtype_name(y));
+      return Error::Ok;
     };
     auto un = [&](UnaryKind k, const fb::_XNNNode1x1* n) {
       op.kind = OpKind::kUnary;
