@@ -661,13 +661,14 @@ def check(program: Program, engines: dict, published: Optional[list] = None, pub
 def _unit_scaled(got: list, reference: list) -> tuple[list, list]:
     """`got` and `reference` as compared. `compare_outputs` scales its absolute tolerance to the largest
     |reference| of an output, so an all-zero reference admits only exact zeros; but a zero the program
-    makes by cancellation (a layer norm of a constant row: x - mean) is exact in eager and rounding
-    noise of the inputs' scale elsewhere. Such an output is compared at the generator's scale (its
-    values are of order one): both shifted by one."""
+    makes by cancellation (a layer norm of a constant row: x - mean) is exact, or a few ulps, in eager and
+    rounding noise of the inputs' scale elsewhere. An output no larger than rounding noise at the
+    generator's scale (its values are of order one) is compared at that scale: both shifted by one."""
     got, reference = list(got), list(reference)
     for i, (g, r) in enumerate(zip(got, reference)):
         if (isinstance(g, torch.Tensor) and isinstance(r, torch.Tensor) and r.is_floating_point() and r.numel()
-                and g.shape == r.shape and g.dtype == r.dtype and not r.any()):
+                and g.shape == r.shape and g.dtype == r.dtype
+                and float(r.abs().max()) <= 4 * torch.finfo(r.dtype).eps):
             got[i], reference[i] = g + 1, r + 1
     return got, reference
 

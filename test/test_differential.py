@@ -103,6 +103,13 @@ def test_an_all_zero_reference_is_compared_at_the_generators_scale():
     wrong = _Fixed(lambda inputs: [torch.full_like(t, 1e-2) for t in reference])
     findings = rp.check(program, {"wrong": wrong}, pte=pte, reference=reference, budget=1e-5)
     assert len(findings) == 1 and "wrong:" in findings[0], findings
+    # The same when eager's cancellation leaves an ulp (p340000211_fp16: eager 1.19e-7, every runtime 0);
+    # a reference of a few hundredths is a value, compared at its own scale.
+    ulps = [torch.full_like(t, 1.19e-7) for t in reference]
+    zeros = _Fixed(lambda inputs: [torch.zeros_like(t) for t in reference])
+    assert rp.check(program, {"zeros": zeros}, pte=pte, reference=ulps, budget=1e-5) == []
+    small = [torch.full_like(t, 3e-2) for t in reference]
+    assert len(rp.check(program, {"zeros": zeros}, pte=pte, reference=small, budget=1e-5)) == 1
 
 
 def test_a_quantization_boundary_flip_is_told_from_a_wrong_result(tmp_path):
