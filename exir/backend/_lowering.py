@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import heapq
+import collections
 import operator
 
 import torch
@@ -18,6 +18,13 @@ from executorch.exir.delegate import executorch_call_delegate, get_lowered_modul
 from executorch.exir.error import ExportError
 
 _CONSTANT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+# Size arithmetic and runtime assertions, placed as soon as their inputs are (before any
+# data-dependent op), as torch.fx's legalize_graph places them.
+_ASSERTION_ARITHMETIC = frozenset({
+    operator.add, operator.mul, operator.sub, operator.floordiv, operator.truediv, operator.mod, operator.le,
+    operator.lt, operator.ge, operator.gt, operator.eq, operator.ne, torch.ops.aten.sym_constrain_range.default,
+    torch.ops.aten.sym_constrain_range_for_size.default, torch.ops.aten._assert_async.msg,
+    torch.ops.aten.scalar_tensor.default, torch.ops.aten._assert_scalar.default})
 
 
 def tagged_nodes(gm: fx.GraphModule, tag: str) -> list[fx.Node]:
@@ -140,32 +147,40 @@ class Partition:
         self.moved = [(n, spec) for n, spec in self.constants if not n.users]
         for n, _ in self.moved:
             graph.erase_node(n)
-        _stable_toposort(graph, self.method, self.tag)
+        _legalize(graph, self.method, self.tag)
         gm.recompile()
 
 
-def _stable_toposort(graph: fx.Graph, method: str, tag: str) -> None:
-    """Reorder so each node follows its inputs, keeping the original order where it can; a cycle
-    means the partition was not convex (a node outside it both uses and feeds it)."""
+def _legalize(graph: fx.Graph, method: str, tag: str) -> None:
+    """Reorder so each node follows its inputs, in the order ExecuTorch's lowering leaves a graph after
+    it fuses a partition (torch.fx's `legalize_graph`: breadth first from the nodes with no inputs, each
+    node's users in the order they were added, runtime-assertion arithmetic first), so that the nodes
+    left outside a delegate are emitted, and their operators listed, as the published exporter does. A
+    cycle means the partition was not convex (a node outside it both uses and feeds it)."""
     nodes = list(graph.nodes)
-    index = {n: i for i, n in enumerate(nodes)}
-    pending = {n: len(set(n.all_input_nodes)) for n in nodes}
-    ready = [index[n] for n in nodes if pending[n] == 0]
-    heapq.heapify(ready)
+    pending = {n: 0 for n in nodes}
+    for n in nodes:
+        for u in n.users:
+            pending[u] += 1
+    ready = collections.deque(n for n in nodes if pending[n] == 0)
     order = []
     while ready:
-        n = nodes[heapq.heappop(ready)]
+        n = ready.popleft()
         order.append(n)
         for u in n.users:
             pending[u] -= 1
             if pending[u] == 0:
-                heapq.heappush(ready, index[u])
+                if u.op == "call_function" and u.target in _ASSERTION_ARITHMETIC:
+                    ready.appendleft(u)
+                else:
+                    ready.append(u)
     if len(order) != len(nodes):
         stuck = next(n for n in nodes if pending[n] > 0 and n.target is not executorch_call_delegate)
         raise ExportError(
             f"method '{method}': partition {tag!r} is not convex: node '{stuck.name}' outside it both uses its "
             "results and feeds it; tag that node too or split the partition in two"
         )
+    order.sort(key=lambda n: n.op == "output")  # stable: only a node no output depends on moves before it
     if order == nodes:
         return
     prev = order[0]

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch import fx
 from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
 
 
 def fake_mode_of(graph: fx.Graph):
@@ -113,3 +114,42 @@ def _sync_signature_outputs(graph: fx.Graph, signature) -> None:
     for spec, arg in zip(signature.output_specs, out_node.args[0]):
         if isinstance(arg, fx.Node) and hasattr(spec.arg, "name"):
             spec.arg.name = arg.name
+
+
+def order_inputs_as_decomposed(ep: ExportedProgram) -> None:
+    """Put the program's inputs in the order torch's `run_decompositions` gives them, in place: the
+    parameters as the unlifted module's `named_parameters()` lists them, then buffers and lifted
+    constants as its `named_buffers()` does, then the rest as they were. Each module lists its own
+    attributes before its children's, each in the order it first met them; a constant is an attribute
+    of the root. A strict export lists parameters in the order the code first uses them, so without this a
+    program's constants (and the partitions a backend receives) would be ordered otherwise than
+    ExecuTorch's `to_edge` orders them."""
+    specs = list(ep.graph_signature.input_specs)
+    params = [s for s in specs if s.kind == InputKind.PARAMETER]
+    states = [s for s in specs if s.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR)]
+    # The module tree, built from the names as the unlifted module assigns them: parameters, buffers,
+    # then constants, each creating the submodules its name passes through.
+    tree: dict = {"own": [], "children": {}}
+    for spec in params + [s for s in states if s.kind == InputKind.BUFFER] + \
+            [s for s in states if s.kind == InputKind.CONSTANT_TENSOR]:
+        node = tree
+        *path, _ = spec.target.split(".")
+        for part in path:
+            node = node["children"].setdefault(part, {"own": [], "children": {}})
+        node["own"].append(spec)
+
+    def walk(node: dict, keep) -> list:
+        out = [s for s in node["own"] if keep(s)]
+        for child in node["children"].values():
+            out += walk(child, keep)
+        return out
+
+    ordered = walk(tree, lambda s: s.kind == InputKind.PARAMETER) + walk(tree, lambda s: s.kind != InputKind.PARAMETER)
+    ordered += [s for s in specs if s not in ordered]
+    if ordered == specs:
+        return
+    by_name = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    stop = next(n for n in ep.graph.nodes if n.op != "placeholder")
+    for spec in ordered:
+        stop.prepend(by_name[spec.arg.name])
+    ep.graph_signature.input_specs[:] = ordered

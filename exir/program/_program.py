@@ -22,7 +22,8 @@ from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
 from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
                                     torch_decompose, write_back)
-from executorch.exir.passes._graph import _copy_program, _copy_program_and_tables, _sync_output_names
+from executorch.exir.passes._graph import (
+    _copy_program, _copy_program_and_tables, _sync_output_names, order_inputs_as_decomposed)
 from executorch.exir.passes.quant_fusion_pass import quant_fusion_and_const_prop_pass
 from executorch.exir.passes.remove_noop_pass import remove_noops
 
@@ -51,6 +52,7 @@ def _to_core_aten(ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedPro
     whole graph goes through torch's decomposer only when some node cannot be taken alone."""
     if decompose.inplace_rewrites_sound(ep.graph_module):
         fast = _copy_program(ep)
+        order_inputs_as_decomposed(fast)  # as torch's decomposer would leave them
         keep = _keeper(config)
         # Preserved ops no rewrite covers stay as they are, as in torch's own run.
         decomposer = torch_decompose.NodeDecomposer(fast, lambda: _decomposition_table(config), config.preserve_ops)
