@@ -5,9 +5,10 @@ from __future__ import annotations
 import operator
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch import fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from torch.utils import _pytree as pytree
@@ -102,7 +103,9 @@ def _same_layout(new: Any, old: Any) -> bool:
     if isinstance(new, (list, tuple)) and isinstance(old, (list, tuple)):
         return len(new) == len(old) and all(_same_layout(a, b) for a, b in zip(new, old))
     if isinstance(new, torch.Tensor) and isinstance(old, torch.Tensor):
-        return (new.shape, new.dtype, new.stride(), new.storage_offset()) == (
+        # A real tensor a graph rewrite recorded (Arm's scalar `full` nodes) is replaced by the fake one.
+        return isinstance(new, FakeTensor) == isinstance(old, FakeTensor) and (
+            new.shape, new.dtype, new.stride(), new.storage_offset()) == (
             old.shape, old.dtype, old.stride(), old.storage_offset())
     return False
 
@@ -144,6 +147,27 @@ class ExportPass(PassBase):
 
     def call_sym(self, target, args: tuple, meta: NodeMetadata) -> ProxyValue:
         return self._emit(target, args, {}, meta)
+
+    def call_size_operator(self, tensor: ProxyValue, dim: int, meta: NodeMetadata, *,
+                           edge_dialect: bool = False) -> Union[ProxyValue, int]:
+        """`tensor.size(dim)` as a graph argument: an int for a static dim, a new `sym_size.int` node (the
+        edge op with `edge_dialect`) for a symbolic one, since a node cannot take a SymInt as an argument."""
+        size = tensor.data.shape[dim]
+        if not isinstance(size, torch.SymInt):
+            return int(size)
+        if edge_dialect:
+            from executorch.exir.dialects._ops import ops as exir_ops
+
+            op = exir_ops.edge.aten.sym_size.int
+        else:
+            op = torch.ops.aten.sym_size.int
+        return self.call_operator(op, (tensor, dim), {}, meta)
+
+    def call_size_operator_all(self, tensor: ProxyValue, meta: NodeMetadata, *,
+                               edge_dialect: bool = False) -> list[Union[ProxyValue, int]]:
+        """Every dim of `tensor` as `call_size_operator` gives it."""
+        return [self.call_size_operator(tensor, d, meta, edge_dialect=edge_dialect)
+                for d in range(len(tensor.data.shape))]
 
     def call_getitem(self, value: ProxyValue, key: int, meta: NodeMetadata) -> ProxyValue:
         return self._emit(operator.getitem, (value, key), {}, meta)

@@ -69,6 +69,38 @@ def test_export_pass_recomputes_metadata_of_a_replacement():
     torch.testing.assert_close(out, (x + y) * 2.0)
 
 
+class _FullLike(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.full_like(x, 2.0)
+
+
+def test_export_pass_size_helpers_give_ints_and_symbolic_sizes():
+    """`call_size_operator_all` (vendor passes such as Arm's full_like -> full build shapes with it): an
+    int per static dim, a `sym_size.int` node per symbolic one; the rewritten program runs at another batch."""
+    class FullLikeToFull(ExportPass):
+        sizes = []
+
+        def call_operator(self, op, args, kwargs, meta):
+            if op != exir_ops.edge.aten.full_like.default:
+                return super().call_operator(op, args, kwargs, meta)
+            size = self.call_size_operator_all(args[0], meta, edge_dialect=True)
+            FullLikeToFull.sizes.append(size)
+            return super().call_operator(exir_ops.edge.aten.full.default, (size, args[1]),
+                                         {"dtype": args[0].data.dtype}, meta)
+
+    batch = torch.export.Dim("batch", min=1, max=8)
+    ep = torch.export.export(_FullLike(), (torch.randn(4, 3),), dynamic_shapes=({0: batch},))
+    edge = to_edge(ep).transform([FullLikeToFull()])
+    (size,) = FullLikeToFull.sizes
+    assert size[1] == 3 and type(size[1]) is int
+    assert size[0].node.target == exir_ops.edge.aten.sym_size.int and size[0].node.args[1] == 0
+    targets = [n.target for n in edge.exported_program().graph.nodes if n.op == "call_function"]
+    assert exir_ops.edge.aten.full.default in targets and exir_ops.edge.aten.full_like.default not in targets
+    x = torch.randn(6, 3)
+    (out,) = _run(edge.to_executorch().buffer, (x,))
+    torch.testing.assert_close(out, x + 2.0)
+
+
 def test_deserialize_pte_binary_gives_program_and_segments():
     edge, _ = _edge(torch.nn.Linear(4, 2), (torch.randn(1, 4),))
     data = edge.to_executorch().buffer
