@@ -44,6 +44,9 @@ MODEL_NAME_TO_MODEL: dict[str, tuple[str, str]] = {
     "transformer_encoder": ("zoo_models", "TransformerEncoderModel"),
     "multi_io": ("zoo_models", "MultiIOModel"),
     "llama_decoder": ("zoo_models", "LlamaDecoderModel"),
+    # Registered for vendor scripts only, not in MODELS: a 26 M-parameter audio net our own tests
+    # exercise through vendor flows (test_vendor_arm.py), not through every zoo test.
+    "w2l": ("zoo_models", "Wav2LetterModel"),
 }
 
 __all__ = ["DYNAMIC_SHAPES", "MODELS", "MODEL_NAME_TO_MODEL"]
