@@ -125,13 +125,11 @@ def order_inputs_as_decomposed(ep: ExportedProgram) -> None:
     program's constants (and the partitions a backend receives) would be ordered otherwise than
     ExecuTorch's `to_edge` orders them."""
     specs = list(ep.graph_signature.input_specs)
-    params = [s for s in specs if s.kind == InputKind.PARAMETER]
-    states = [s for s in specs if s.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR)]
     # The module tree, built from the names as the unlifted module assigns them: parameters, buffers,
     # then constants, each creating the submodules its name passes through.
     tree: dict = {"own": [], "children": {}}
-    for spec in params + [s for s in states if s.kind == InputKind.BUFFER] + \
-            [s for s in states if s.kind == InputKind.CONSTANT_TENSOR]:
+    for spec in [s for kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+                 for s in specs if s.kind == kind]:
         node = tree
         *path, _ = spec.target.split(".")
         for part in path:
@@ -145,7 +143,8 @@ def order_inputs_as_decomposed(ep: ExportedProgram) -> None:
         return out
 
     ordered = walk(tree, lambda s: s.kind == InputKind.PARAMETER) + walk(tree, lambda s: s.kind != InputKind.PARAMETER)
-    ordered += [s for s in specs if s not in ordered]
+    placed = {id(s) for s in ordered}
+    ordered += [s for s in specs if id(s) not in placed]
     if ordered == specs:
         return
     by_name = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
