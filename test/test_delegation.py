@@ -442,3 +442,78 @@ def test_a_constant_read_inside_and_outside_a_partition_is_copied_in_unless_no_c
     assert [len(c.args) for c in _calls(pte)] == [3 if no_copy else 2]
     for got in _run_all(pte, [x]).values():
         assert_close_rel(got, [model(x).detach()])
+
+
+# Compile specs are a bag: a vendor partitioner may hand one list to several backends, and each
+# backend reads the keys it knows (ExecutorBackend: external_constants) and warns once about the rest.
+SHARED_SPECS = [s.CompileSpec("level", b"\x02"), s.CompileSpec("external_constants", b"")]
+
+
+class SpecsPartitioner(ExecutorBackendPartitioner):
+    def __init__(self, ops, specs) -> None:
+        super().__init__(ops)
+        self.delegation_spec = DelegationSpec("ExecutorBackend", list(specs))
+
+
+def test_one_compile_spec_list_sent_to_two_backends_exports_and_runs_on_every_engine():
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    model, inputs = _net(), _inputs()
+    xnn = XnnpackPartitioner()
+    xnn.delegation_spec = DelegationSpec("XnnpackBackend", list(SHARED_SPECS))
+    ep = torch.export.export(model, inputs)
+    with pytest.warns(UserWarning) as caught:
+        edge = to_edge_transform_and_lower(ep, partitioner=[SpecsPartitioner([aten.mul.Tensor], SHARED_SPECS), xnn])
+    said = sorted({str(w.message) for w in caught if "compile specs" in str(w.message)})
+    assert said == [
+        "ExecutorBackend ignores the compile specs ['level']: it reads only ['external_constants']",
+        "XnnpackBackend ignores the compile specs ['level', 'external_constants']: "
+        "it reads only ['dqlinear_partitioner']",
+    ]
+    pte = edge.to_executorch().buffer
+    program = read_program(pte)
+    delegates = _delegates(pte)
+    assert sorted(d.id for d in delegates) == ["ExecutorBackend", "XnnpackBackend"]
+    assert all([c.key for c in d.compile_specs] == ["level", "external_constants"] for d in delegates)
+    # external_constants: the nested program names `scale` instead of holding it; the bytes are the
+    # outer program's named data, where the runtime's ExecutorBackend finds them.
+    nested_ref = next(d for d in delegates if d.id == "ExecutorBackend").processed
+    nested = read_program(bytes(program.segment_data[nested_ref.index]))
+    assert 6 * 4 not in [len(b.storage) for b in nested.constant_buffer]  # (the scalar 2.0 stays)
+    external = [v.val.extra_tensor_info.fully_qualified_name for v in nested.execution_plan[0].values
+                if isinstance(v.val, s.Tensor) and v.val.extra_tensor_info is not None
+                and v.val.extra_tensor_info.location == s.TensorDataLocation.EXTERNAL]
+    assert external == ["scale"]
+    named = {e.key: bytes(program.segment_data[e.segment_index]) for e in program.named_data}
+    assert named["scale"] == model.scale.detach().numpy().tobytes()
+    want = list(model(*inputs))
+    for got in _run_all(pte, inputs).values():
+        assert_close_rel(got, want)
+
+
+def test_a_nested_program_whose_named_weights_are_missing_is_an_error_on_every_engine():
+    model, inputs = _net(), _inputs()
+    ep = torch.export.export(model, inputs)
+    pte = to_edge_transform_and_lower(
+        ep, partitioner=[SpecsPartitioner([aten.mul.Tensor], [s.CompileSpec("external_constants", b"")])]
+    ).to_executorch().buffer
+    program = read_program(pte)
+    program.named_data = [e for e in program.named_data if e.key != "scale"]
+    broken = serialize_pte_binary(program)
+    for name, rt in RUNTIMES.items():
+        with pytest.raises(ExecuTorchError):
+            rt.load_program(broken).load_method("forward").execute(list(inputs))
+
+
+def test_compile_specs_a_backend_knows_are_read_without_a_warning():
+    import warnings
+
+    from executorch.exir.backend.compile_spec_schema import read_compile_specs
+
+    specs = [s.CompileSpec("a", b"1"), s.CompileSpec("b", b"2"), s.CompileSpec("a", b"3")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_compile_specs("Demo", specs, known=("a", "b", "c")) == {"a": b"3", "b": b"2"}
+    with pytest.warns(UserWarning, match=r"Demo ignores the compile specs \['b'\]: it reads only \['a'\]") as caught:
+        assert read_compile_specs("Demo", specs, known=("a",)) == {"a": b"3"}
+    assert len(caught) == 1

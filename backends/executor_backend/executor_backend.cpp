@@ -56,10 +56,10 @@ class ExecutorBackend final : public BackendInterface {
  public:
   bool is_available() const override { return true; }
 
-  Result<DelegateHandle*> init(BackendInitContext& /*context*/, FreeableBuffer* processed,
-                               ArrayRef<CompileSpec> compile_specs) const override {
-    ET_CHECK_OR_RETURN(compile_specs.empty(), InvalidArgument, "ExecutorBackend takes no compile specs, got %zu",
-                       compile_specs.size());
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec> /*compile_specs*/) const override {
+    // Compile specs are a bag: `external_constants` changed the payload ahead of time (its weights are
+    // named data, found through the context's map below); nothing else is read here.
     // The payload lives in the outer file, which outlives this delegate.
     Result<Program> program = Program::load(processed->data(), processed->size());
     if (!program.ok()) return program.error();
@@ -71,7 +71,8 @@ class ExecutorBackend final : public BackendInterface {
     limits.max_planned_bytes = uint64_t(256) << 20;
     limits.max_method_bytes = size_t(256) << 20;
     limits.temp_bytes = size_t(1) << 20;
-    Result<std::unique_ptr<HostedMethod>> method = HostedMethod::load(nested->program, "forward", limits);
+    Result<std::unique_ptr<HostedMethod>> method = HostedMethod::load(nested->program, "forward", limits,
+                                                                       context.get_named_data_map());
     if (!method.ok()) return method.error();
     nested->method = std::move(*method);
     return static_cast<DelegateHandle*>(nested.release());

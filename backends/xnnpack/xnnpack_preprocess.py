@@ -17,6 +17,7 @@ from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
+from executorch.exir.backend.compile_spec_schema import read_compile_specs
 from executorch.exir.error import ExportError
 
 
@@ -40,8 +41,9 @@ class XnnpackBackend(BackendDetails):
 
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
-        for spec in compile_specs:
-            raise ExportError(f"XnnpackBackend: compile spec {spec.key!r} is not supported; lower without it")
+        # `dqlinear_partitioner` (upstream's dynamic-quantized-linear partitioner sends it) asks that
+        # linear patterns be converted to linear, which these passes always do; other keys are not ours.
+        read_compile_specs("XnnpackBackend", compile_specs, known=("dqlinear_partitioner",))
         graph, consts = _private_graph(edge_program)
         for rewrite in XNNPACK_PASSES:
             rewrite(graph, consts)

@@ -1,5 +1,31 @@
-"""`CompileSpec(key, value: bytes)`: one option a backend's `preprocess` and runtime `init` read."""
+"""`CompileSpec(key, value: bytes)`: one option a backend's `preprocess` and runtime `init` read.
+
+A partitioner's compile specs are a bag: one list may go to several backends (a vendor partitioner
+hands the same list to its own backend and to ExecutorBackend), so each backend reads the keys it
+knows and leaves the rest. `read_compile_specs` is how the backends here do it."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable
 
 from executorch.exir.schema import CompileSpec
 
-__all__ = ["CompileSpec"]
+__all__ = ["CompileSpec", "read_compile_specs"]
+
+
+def read_compile_specs(backend: str, compile_specs: Iterable[CompileSpec], known: Iterable[str]) -> dict[str, bytes]:
+    """The specs among `compile_specs` whose key `backend` knows, as key -> value (a key given twice:
+    the last value). Unknown keys are ignored with one warning that names them."""
+    known = tuple(known)
+    read: dict[str, bytes] = {}
+    ignored: list[str] = []
+    for spec in compile_specs:
+        if spec.key in known:
+            read[spec.key] = bytes(spec.value)
+        elif spec.key not in ignored:
+            ignored.append(spec.key)
+    if ignored:
+        reads = f"it reads only {list(known)}" if known else "it reads none"
+        warnings.warn(f"{backend} ignores the compile specs {ignored}: {reads}", UserWarning, stacklevel=3)
+    return read

@@ -16,7 +16,10 @@ class ExecutorBackend(python_backend.PythonBackend):
         plan = next((p for p in program.execution_plan if p.name == "forward"), None)
         if plan is None:
             raise InvalidProgramError("the ExecutorBackend payload has no 'forward' method; lower a program with one")
-        method = PythonMethod(program, plan, None, SharedArena(program))
+        # Compile specs are a bag: `external_constants` changed the payload ahead of time (its weights
+        # are the outer program's named data, passed here); nothing else is read.
+        external = {key: _NamedTensor(data) for key, data in named_data.items()}
+        method = PythonMethod(program, plan, external, SharedArena(program))
         return method, len(method._plan.inputs), len(method._plan.outputs)
 
     def execute_traced(self, handle, args, tracer):
@@ -42,6 +45,15 @@ class ExecutorBackend(python_backend.PythonBackend):
             if slot.shape != value.shape:
                 _kernels.resize(slot, value.shape)
             slot.copy_(value)
+
+
+class _NamedTensor:
+    """Named data seen as a data file's entry: its bytes, no recorded layout (only the size is checked)."""
+
+    tensor_layout = None
+
+    def __init__(self, data) -> None:
+        self.data = data
 
 
 class _NestedEvents:

@@ -37,10 +37,7 @@ class XnnpackBackend(python_backend.PythonBackend):
     """
 
     def init(self, processed, compile_specs, named_data) -> _Plan:
-        if compile_specs:
-            raise ExecuTorchError(
-                f"XnnpackBackend: the delegate carries compile specs {[s.key for s in compile_specs]}, which "
-                "this runtime does not read; lower without them")
+        # Compile specs are a bag the partitioner may share with other backends: none is read here.
         try:
             payload = deserialize_xnnpack_binary(processed)
         except SerializeError as e:

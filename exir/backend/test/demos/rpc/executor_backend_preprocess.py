@@ -13,20 +13,40 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 @final
 class ExecutorBackend(BackendDetails):
     """Lowers a partition to a nested program with method `forward` (inputs and outputs those of
-    the partition); the runtime's ExecutorBackend loads it and runs it on its own kernels."""
+    the partition); the runtime's ExecutorBackend loads it and runs it on its own kernels.
+
+    Compile specs: `external_constants` (any value) moves the nested program's weights out of the
+    payload into named data; other keys are ignored with a warning."""
 
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
+        from executorch.exir.backend.compile_spec_schema import read_compile_specs
+        from executorch.exir.config import ExecutorchBackendConfig
         from executorch.exir.program import EdgeProgramManager
 
-        if compile_specs:
-            from executorch.exir.error import ExportError
+        specs = read_compile_specs("ExecutorBackend", compile_specs, known=("external_constants",))
+        config = ExecutorchBackendConfig(external_constants="external_constants" in specs)
+        nested = EdgeProgramManager({"forward": _core_aten(edge_program)}).to_executorch(config)
+        store = _external_constants_as_named_data(nested)
+        return PreprocessResult(processed_bytes=nested.buffer, debug_handle_map=_event_handles(nested),
+                                data_store_output=store)
 
-            raise ExportError(
-                f"ExecutorBackend takes no compile specs, got {[c.key for c in compile_specs]}; pass an empty list"
-            )
-        nested = EdgeProgramManager({"forward": _core_aten(edge_program)}).to_executorch()
-        return PreprocessResult(processed_bytes=nested.buffer, debug_handle_map=_event_handles(nested))
+
+def _external_constants_as_named_data(nested):
+    """With `external_constants`, the nested program names its weights instead of holding them; they
+    travel as the delegate's named data, in the outer `.pte` or in its `.ptd`, and the runtime's
+    ExecutorBackend resolves them from there. None when the nested program holds its weights."""
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+    from executorch.exir._tensor_data import tensor_bytes
+
+    tables = nested._external_constants
+    if not tables:
+        return None
+    store = NamedDataStore()
+    for table in tables.values():
+        for fqn, (tensor, layout) in table.items():
+            store.add_named_data(fqn, tensor_bytes(tensor.detach().contiguous()), 16, tensor_layout=layout)
+    return store.get_named_data_store_output()
 
 
 def _event_handles(nested) -> dict:
