@@ -94,6 +94,7 @@ def test_extras_reach_the_wheel_metadata():
     assert plan(REPO, Mode.MINIMAL).extras_require["devtools"] == ["pandas", "tabulate"]
     # matplotlib draws the profile command's chart, and the command ships with the full wheel only.
     assert plan(REPO, Mode.FULL).extras_require["devtools"] == ["matplotlib", "pandas", "tabulate"]
+    assert plan(REPO, Mode.MINIMAL).extras_require["optimum"] == plan(REPO, Mode.FULL).extras_require["optimum"]
     assert "optional-dependencies" in project["dynamic"] and "dependencies" in project["dynamic"]
 
 

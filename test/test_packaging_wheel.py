@@ -66,6 +66,14 @@ def test_requires_dist_is_only_flatbuffers(minimal_wheel):
     devtools = {r.name for r in requirements if r.marker is not None and r.marker.evaluate({"extra": "devtools"})}
     assert {"pandas", "tabulate"} <= devtools
     assert metadata.get_all("Provides-Extra") and "devtools" in metadata.get_all("Provides-Extra")
+    # The optimum extra: what optimum-executorch imports and leaves to executorch to install; Core ML's
+    # tools only where the published wheel installs them (macOS, Linux x86-64, CPython < 3.14).
+    def optimum(**env):
+        return {r.name for r in requirements if r.marker is not None and r.marker.evaluate({"extra": "optimum", **env})}
+    linux = dict(platform_system="Linux", platform_machine="x86_64", python_version="3.11")
+    assert optimum(**linux) == {"coremltools", "pandas", "tabulate", "torchao"}
+    assert optimum(**{**linux, "platform_machine": "aarch64"}) == {"pandas", "tabulate", "torchao"}
+    assert "optimum" in metadata.get_all("Provides-Extra")
     assert metadata["Name"] == "executorch"
     assert metadata["Version"] == (REPO / "version.txt").read_text().strip()
 

@@ -62,6 +62,15 @@ env -u ET_REFERENCE_PYTHON "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovi
   -n "$(nproc 2>/dev/null || echo 1)" --dist loadfile \
   test/test_native_*.py test/test_kernels_*.py test/test_runtime_*.py "test/test_exir_export.py::test_zoo_model_runs_on_project_runtime"
 
+step "optimum-executorch from a plain install: the wheel's optimum extra, decoding on the native runtime"
+# As README.md "Install" says: the extra brings what optimum-executorch imports and leaves to executorch
+# (Core ML's tools for its recipe discovery, pandas, tabulate, torchao); pip takes optimum's own pins.
+"$WORK/venv/bin/python" -m pip install -q "$WHEEL[optimum]" optimum-executorch==1.1.0 >"$WORK/optimum-pip.log" 2>&1 \
+  || { tail -20 "$WORK/optimum-pip.log"; exit 1; }
+env -u ET_REFERENCE_PYTHON "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
+  -n "$(nproc 2>/dev/null || echo 1)" --dist load test/test_optimum_executorch.py \
+  -k "decode_like_eager and not portable-8da4w"
+
 step "C++ SDK of the installed wheel"
 PYTHON="$PYTHON" bash "$ROOT/.ci/scripts/test_sdk.sh" "$WORK/venv/bin/python" "$SDIST"
 

@@ -65,6 +65,16 @@ class Component:
     strip_comments: bool = False
 
 
+# What optimum-executorch 1.1.0 imports that the published executorch wheel installs for it.
+OPTIMUM_EXTRA = (
+    'coremltools==9.0; (platform_system == "Darwin" or (platform_system == "Linux" and '
+    'platform_machine == "x86_64")) and python_version < "3.14"',
+    "pandas>=2.2.2",
+    "tabulate",
+    "torchao>=0.18.0,<0.19",
+)
+
+
 COMPONENTS: tuple[Component, ...] = (
     # --- pure Python: every wheel -------------------------------------------------------------
     Component(
@@ -101,9 +111,13 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.export.**",),
     ),
     Component(
-        "llm", "ExecuTorch's LLM custom ops (torch.library registrations) and export passes",
+        "llm", "ExecuTorch's LLM custom ops (torch.library registrations) and export passes; the optimum extra "
+        "holds what Hugging Face optimum-executorch imports and leaves to executorch to install (its recipe "
+        "discovery imports every recipe module: Core ML's needs coremltools, XNNPACK's pandas and tabulate, "
+        "its tasks torchao), with the published wheel's versions and platform markers",
         EVERY_MODE,
         packages=("executorch.extension.llm.**",),
+        extras=(("optimum", OPTIMUM_EXTRA),),
     ),
     Component(
         "xnnpack", "the XNNPACK delegate's ahead-of-time half (partitioner, payload writer, quantizer) "
