@@ -35,18 +35,66 @@ class ReferenceRuntime:
         # start. The folder is shared by the run's worker processes.
         self._export_dir = export_dir
         export_dir.mkdir(parents=True, exist_ok=True)
+        self._server: Optional[subprocess.Popen] = None
+        self._server_log = None
 
     def run(self, pte: Path, inputs, tmp_path: Path, method: str = "forward") -> list:
+        """`pte`'s outputs on the published runtime. One server process per test worker runs the
+        files (test/reference_server.py), and results are kept for the run by file, inputs and
+        method: several test modules run the same published zoo files on the same inputs."""
         inp, out = tmp_path / "ref_in.pt", tmp_path / "ref_out.pt"
         torch.save(list(inputs), inp)
-        proc = subprocess.run(
-            [self.python, str(self.tools / "run_pte.py"), str(pte), "--inputs", str(inp),
-             "--outputs", str(out), "--method", method],
-            capture_output=True, text=True, timeout=600, env=published_env(),
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"reference runtime failed on {pte} (exit {proc.returncode}): {proc.stderr[-2000:]}")
-        return torch.load(out)
+        digest = hashlib.sha256()
+        for part in (Path(pte).read_bytes(), inp.read_bytes(), method.encode()):
+            digest.update(hashlib.sha256(part).digest())
+        kept = self._export_dir / "runs" / f"{digest.hexdigest()[:32]}.pt"
+        if not kept.is_file():
+            self._serve(Path(pte), inp, out, method)
+            kept.parent.mkdir(exist_ok=True)
+            tmp = kept.with_suffix(f".{os.getpid()}.part")
+            shutil.copyfile(out, tmp)
+            os.replace(tmp, kept)
+        return torch.load(kept)
+
+    def close(self) -> None:
+        if self._server is not None and self._server.poll() is None:
+            self._server.stdin.close()
+            try:
+                self._server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+        self._server = None
+
+    def _serve(self, pte: Path, inp: Path, out: Path, method: str) -> None:
+        import json
+        import select
+        import tempfile
+
+        if self._server is None or self._server.poll() is not None:
+            self._server_log = tempfile.TemporaryFile()
+            self._server = subprocess.Popen(
+                [self.python, str(Path(__file__).with_name("reference_server.py"))], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self._server_log, text=True, env=published_env())
+        server = self._server
+        server.stdin.write(json.dumps({"pte": str(pte), "inputs": str(inp), "outputs": str(out),
+                                       "method": method}) + "\n")
+        server.stdin.flush()
+        while True:
+            ready, _, _ = select.select([server.stdout], [], [], 600)
+            line = server.stdout.readline() if ready else None
+            if not line:  # the runtime crashed on this file (or hung): report it, start afresh next time
+                if line is None:
+                    server.kill()
+                server.wait()
+                self._server_log.seek(0)
+                err = self._server_log.read().decode(errors="replace")
+                self._server = None
+                raise AssertionError(f"reference runtime failed on {pte} (exit {server.returncode}): {err[-2000:]}")
+            if line.startswith("@@reply "):
+                reply = json.loads(line[len("@@reply "):])
+                if not reply["ok"]:
+                    raise AssertionError(f"reference runtime failed on {pte}: {reply['error'][-2000:]}")
+                return
 
     def run_batch(self, root: Path, names: list[str]) -> dict[str, str]:
         """Run root/NAME.pte on root/NAME.in.pt for each name in one process (restarting after a
@@ -114,7 +162,7 @@ def pytest_configure(config) -> None:
 
 
 @pytest.fixture(scope="session")
-def reference_runtime(tmp_path_factory) -> ReferenceRuntime:
+def reference_runtime(tmp_path_factory):
     python = os.environ.get("ET_REFERENCE_PYTHON")
     if not python:
         pytest.skip("ET_REFERENCE_PYTHON is not set; see ../shared/tools/reference-runtime/README.md")
@@ -125,7 +173,9 @@ def reference_runtime(tmp_path_factory) -> ReferenceRuntime:
     run_dir = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         run_dir = run_dir.parent
-    return ReferenceRuntime(python, SHARED_TOOLS, run_dir / "published-exports")
+    runtime = ReferenceRuntime(python, SHARED_TOOLS, run_dir / "published-exports")
+    yield runtime
+    runtime.close()
 
 
 @pytest.fixture
