@@ -117,3 +117,79 @@ def test_an_etrecord_holding_a_pickled_object_is_refused_without_running_it(tmp_
                                             "pickled object that weights_only loading refuses"):
         Inspector(etdump_data=dump, etrecord=str(path))
     assert not marker.exists(), "the Inspector ran code from the ETRecord"
+
+
+# Numeric debugging: with a debug buffer, every engine logs each node's own output. The native engine
+# skips its load-time rewrites (fusion, batch-norm folding, layouts) for a method loaded with an event
+# tracer; a delegate's call is one row, its last output against its partition's last node.
+_GAP_MODELS = ["mobilenet_v2", "resnet18", "transformer_encoder"]
+
+
+def _debug_run(engine: str, et, inputs, tmp_path):
+    record = et.get_etrecord()
+    record.update_representative_inputs([inputs])
+    record.save(tmp_path / "r.etrecord")
+    program = project_runtimes()[engine].load_program(et.buffer, enable_etdump=True, debug_buffer_size=64 << 20)
+    program.load_method("forward").execute(list(inputs))
+    program.write_etdump_result_to_file(tmp_path / "r.etdp", tmp_path / "r.bin")
+    return Inspector(tmp_path / "r.etdp", str(tmp_path / "r.etrecord"), tmp_path / "r.bin")
+
+
+@pytest.fixture(scope="module")
+def gap_programs():
+    from conftest import load_zoo
+
+    made = {}
+
+    def get(name: str, xnnpack: bool):
+        if (name, xnnpack) not in made:
+            model, inputs = load_zoo().MODELS[name]()
+            partitioner = []
+            if xnnpack:
+                from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+                partitioner = [XnnpackPartitioner()]
+            et = to_edge_transform_and_lower(torch.export.export(model.eval(), inputs), partitioner=partitioner,
+                                             generate_etrecord=True).to_executorch()
+            made[name, xnnpack] = et, inputs
+        return made[name, xnnpack]
+
+    return get
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="the numeric gap table needs pandas")
+@pytest.mark.parametrize("xnnpack", [False, True], ids=["portable", "xnnpack"])
+@pytest.mark.parametrize("name", _GAP_MODELS)
+@pytest.mark.parametrize("engine", sorted(project_runtimes()))
+def test_numeric_gap_against_the_etrecord_is_rounding_on_every_engine(gap_programs, engine, name, xnnpack, tmp_path):
+    et, inputs = gap_programs(name, xnnpack)
+    gap = _debug_run(engine, et, inputs, tmp_path).calculate_numeric_gap("MSE")
+    if xnnpack:  # one delegate: one row, the call's output against the partition's last node
+        assert list(gap["runtime_ops"]) == [["DELEGATE_CALL"]]
+    else:  # a row per node (a decomposition's pieces share one)
+        assert len(gap) >= 40
+    worst = max(g[0] for g in gap["gap"])
+    scale = max(float(torch.mean(t.float() ** 2)) for t in gap["aot_intermediate_output"])
+    assert worst <= 1e-9 * max(scale, 1.0), (worst, scale)
+
+
+def test_a_convolution_and_its_relu_each_log_their_own_output_natively(tmp_path):
+    if "native" not in project_runtimes():
+        pytest.skip("the native runtime is not built")
+
+    class ConvRelu(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x))
+
+    torch.manual_seed(0)
+    model, inputs = ConvRelu().eval(), (torch.randn(1, 3, 10, 10),)
+    et = to_edge_transform_and_lower(torch.export.export(model, inputs), generate_etrecord=True).to_executorch()
+    events = {e.name: e for b in _debug_run("native", et, inputs, tmp_path).event_blocks for e in b.events}
+    conv = model.conv(inputs[0]).detach()
+    torch.testing.assert_close(events["native_call_convolution.out"].debug_data[-1], conv)
+    torch.testing.assert_close(events["native_call_relu.out"].debug_data[-1], torch.relu(conv))
+    assert not torch.equal(conv, torch.relu(conv))  # the two outputs differ, so each check means something

@@ -143,6 +143,8 @@ class Inspector:
                     e = events[key] = Event(name, [], [], delegate_debug_identifier=did, is_delegated_op=did is not None,
                                             _instruction_id=p.instruction_id if p.chain_index >= 0 else None)
                     handle = handles.get(str(p.instruction_id)) if p.chain_index >= 0 else None
+                    if isinstance(handle, list):  # a DelegateCall: the handles of the partition's nodes
+                        handle = handle[0] if len(handle) == 1 else tuple(handle)
                     entry = delegates.get(str(p.instruction_id)) if p.chain_index >= 0 else None
                     if entry is not None:
                         e.delegate_backend_name = entry.get("name")
@@ -220,6 +222,17 @@ class Inspector:
                     if e.debug_handles not in last or e._instruction_id > last[e.debug_handles]._instruction_id:
                         last[e.debug_handles] = e
             for e in block.events:
+                if e.name == "DELEGATE_CALL" and e.debug_data and isinstance(e.debug_handles, (int, tuple)):
+                    # A delegate logs its arguments, outputs last: its last output is that of the last of
+                    # its nodes (in graph order) whose edge-program output has the same shape.
+                    r = e.debug_data[-1]
+                    handles = e.debug_handles if isinstance(e.debug_handles, tuple) else (e.debug_handles,)
+                    match = [h for h in handles if h in aot and aot[h].shape == r.shape]
+                    if match:
+                        a = aot[match[-1]]
+                        gap = metrics[distance.upper()](a.float().reshape(-1), r.float().reshape(-1))
+                        rows.append([handles, list(e.op_types), a, [e.name], handles, r, [gap]])
+                    continue
                 if last.get(e.debug_handles) is not e:
                     continue
                 a, r = aot[e.debug_handles].float(), e.debug_data[-1].float()

@@ -467,6 +467,12 @@ class _MethodEmitter:
         self.delegates.append(self.program.delegates.add(lowered))
         self.delegate_calls.append((len(self.instructions), lowered))
         self._append(S.DelegateCall(delegate_index=index, args=args + outs), node)
+        # As ExecuTorch maps a DelegateCall: to the debug handles of the partition's nodes, in graph
+        # order, so a debugger matches the call's logged outputs with the nodes they stand for.
+        handles = [n.meta["debug_handle"] for n in lowered.original_module.graph.nodes
+                   if n.op == "call_function" and n.meta.get("debug_handle") is not None]
+        if handles:
+            self.debug_handles[-1] = handles
 
     def _emit_cond(self, node: fx.Node) -> None:
         """`torch.cond`: both branches inline, chosen by jumps; each moves its results into the

@@ -102,7 +102,13 @@ class PythonMethod:
                 outer = now()
                 if label.startswith("delegate"):
                     nxt = steps[pc]()
-                    tracer.profile("DELEGATE_CALL", outer, now(), c, pc)
+                    end = now()
+                    if tracer.logs_outputs:  # its arguments, before its event, as the native engine orders them
+                        for idx in logged[pc]:
+                            tracer.log_value(objs[idx], c, pc)
+                    tracer.profile("DELEGATE_CALL", outer, end, c, pc)
+                    pc = nxt if type(nxt) is int else pc + 1
+                    continue
                 elif label in _CONTROL:
                     nxt = steps[pc]()
                     tracer.profile(_CONTROL[label], outer, now(), c, pc)

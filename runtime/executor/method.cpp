@@ -320,7 +320,12 @@ Error Method::init(const Program& program, MemoryManager* mm) {
     output_index_[i] = static_cast<uint32_t>(v);
   }
   ET_TRY(init_steps(program, mm));
-  if (run_load_passes_ != nullptr) run_load_passes_(*this, mm->method_allocator);
+  // A method loaded to log intermediate outputs (numeric debugging) runs as the file describes it:
+  // each instruction's logged output is its own node's, which fusing, folding or relayouting at load
+  // would merge. Profiling alone keeps the rewrites: it times what a plain run runs.
+  bool debugging = event_tracer_ != nullptr &&
+                   event_tracer_->event_tracer_debug_level() >= EventTracerDebugLogLevel::kIntermediateOutputs;
+  if (run_load_passes_ != nullptr && !debugging) run_load_passes_(*this, mm->method_allocator);
   return check_tensor_memory();
 }
 
