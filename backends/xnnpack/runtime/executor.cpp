@@ -192,7 +192,10 @@ Error infer_shape(const Op& op, Plan& plan) {
                              "XnnpackBackend: node %u (%s) infers more than one dim", op.node_index, op.name);
           inferred = d;
         } else {
-          known *= dims[d];
+          // The shape's entries come from the file (up to 2^32 - 1 each): their product may not fit.
+          ET_CHECK_OR_RETURN(!__builtin_mul_overflow(known, dims[d], &known), InvalidProgram,
+                             "XnnpackBackend: node %u (%s) reshapes into more than 2^63 elements", op.node_index,
+                             op.name);
         }
       }
       const int64_t numel = a.numel();
