@@ -22,7 +22,7 @@ BUILD=${BUILD:-$ROOT/cmake-out-aarch64}
 SYSROOT=${SYSROOT:-$HOME/.cache/executorch-aarch64}
 TOOLCHAIN="$ROOT/tools/cmake/toolchains/aarch64-linux-gnu.cmake"
 PLAT=manylinux_2_28_aarch64
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ss)\n' "$*" "$SECONDS"; }
 
 need_apt() {  # need_apt COMMAND PACKAGE
   command -v "$1" >/dev/null 2>&1 && return

@@ -17,7 +17,7 @@ MODEL="$ROOT/examples/models/mobilenet_v2.py:make_mobilenet_v2"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/minimal-wheel.XXXXXX")
 [[ "${KEEP_WORK:-}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ss)\n' "$*" "$SECONDS"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export EXECUTORCH_BUILD_MINIMAL=1
 unset EXECUTORCH_MINIMAL_WITH_FLATC

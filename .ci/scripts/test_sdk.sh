@@ -22,7 +22,7 @@ TORCH_SPEC=${TORCH_SPEC:-$(grep -m1 '^torch==' "$ROOT/requirements-torch.txt")}
 PATH="$(dirname "$PYTHON"):$PATH"  # cmake and ninja
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sdk-ci.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ss)\n' "$*" "$SECONDS"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 step "SDK prefix of the installed full wheel"
