@@ -80,6 +80,20 @@ FROM=$(cd "$WORK" && PYTHONPATH="$WORK/src-shim" "$VPY" -c "import executorch; p
   || fail "export from the source tree failed"
 cmp "$WORK/wheel.pte" "$WORK/source.pte" || fail "the wheel and the source tree wrote different .pte bytes"
 echo "wheel.pte == source.pte ($(wc -c <"$WORK/wheel.pte") bytes)"
+step "the oldest flatbuffers the wheel declares writes the same bytes"
+# pip installed the newest flatbuffers above; the declared floor (Requires-Dist flatbuffers>=X.Y) is
+# the other end of the range vendors may pin.
+FLOOR=$("$VPY" -c "from importlib.metadata import requires; import re; print(next(re.search(r'>=\s*([0-9.]+)', r).group(1) for r in requires('executorch') if r.startswith('flatbuffers')))")
+NEWEST=$("$VPY" -c "from importlib.metadata import version; print(version('flatbuffers'))")
+"$VPY" -m pip install -q "flatbuffers~=$FLOOR.0" || fail "cannot install flatbuffers~=$FLOOR.0"
+OLDEST=$("$VPY" -c "from importlib.metadata import version; print(version('flatbuffers'))")
+(cd "$WORK" && "$VPY" -m executorch.exir export "$MODEL" -o "$WORK/oldest-flatbuffers.pte") \
+  || fail "export with flatbuffers $OLDEST failed"
+cmp "$WORK/wheel.pte" "$WORK/oldest-flatbuffers.pte" \
+  || fail "flatbuffers $OLDEST and $NEWEST wrote different .pte bytes"
+echo "flatbuffers $OLDEST (the declared floor) == flatbuffers $NEWEST"
+"$VPY" -m pip install -q "flatbuffers==$NEWEST"
+
 if [[ -n "${ET_FULL_WHEEL:-}" ]]; then
   step "same bytes as an export from the full wheel"
   "$PYTHON" -m venv "$WORK/full"

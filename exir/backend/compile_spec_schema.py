@@ -1,8 +1,5 @@
 """`CompileSpec(key, value: bytes)`: one option a backend's `preprocess` and runtime `init` read.
-
-A partitioner's compile specs are a bag: one list may go to several backends (a vendor partitioner
-hands the same list to its own backend and to ExecutorBackend), so each backend reads the keys it
-knows and leaves the rest. `read_compile_specs` is how the backends here do it."""
+Compile specs are a bag: each backend reads the keys it knows (`read_compile_specs`)."""
 
 from __future__ import annotations
 
@@ -15,8 +12,8 @@ __all__ = ["CompileSpec", "read_compile_specs"]
 
 
 def read_compile_specs(backend: str, compile_specs: Iterable[CompileSpec], known: Iterable[str]) -> dict[str, bytes]:
-    """The specs among `compile_specs` whose key `backend` knows, as key -> value (a key given twice:
-    the last value). Unknown keys are ignored with one warning that names them."""
+    """The specs whose key `backend` knows, as key -> value (the last of a repeated key); the
+    others are ignored with one warning naming them."""
     known = tuple(known)
     read: dict[str, bytes] = {}
     ignored: list[str] = []

@@ -33,9 +33,7 @@ class ExecutorBackend(BackendDetails):
 
 
 def _external_constants_as_named_data(nested):
-    """With `external_constants`, the nested program names its weights instead of holding them; they
-    travel as the delegate's named data, in the outer `.pte` or in its `.ptd`, and the runtime's
-    ExecutorBackend resolves them from there. None when the nested program holds its weights."""
+    """The nested program's external weights as the delegate's named data (None if it has none)."""
     from executorch.exir._serialize._named_data_store import NamedDataStore
     from executorch.exir._tensor_data import tensor_bytes
 
