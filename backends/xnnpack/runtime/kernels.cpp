@@ -594,24 +594,35 @@ ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T*
 constexpr int64_t kMaxPoolTaps = 64;  // taps max_taps folds per call (larger windows: in chunks)
 }  // namespace
 
+// The taps t in [0, k) whose position base + t * dil falls in [0, extent): a pooling window has no
+// weights, so its size is bounded only by the file; iterating just these keeps the work proportional
+// to the input it reads.
+inline void tap_range(int64_t base, int64_t dil, int64_t extent, int64_t k, int64_t* first, int64_t* end) {
+  *first = base >= 0 ? 0 : (-base + dil - 1) / dil;
+  *end = base >= extent ? 0 : std::min<int64_t>(k, (extent - 1 - base) / dil + 1);
+}
+
 template <typename T>
 void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const T* in, T* out, float lo, float hi) {
+  if (c == 0) return;  // no output values: nothing to compute, however large the window
   parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
     const T* taps[kMaxPoolTaps];
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / oh, y = r % oh;
+      int64_t ky0, ky1;
+      tap_range(y * p.stride_h - p.pad_top, p.dilation_h, h, p.kernel_h, &ky0, &ky1);
       for (int64_t x = 0; x < ow; ++x) {
         T* o = out + ((b * oh + y) * ow + x) * c;
         // Taps in chunks; after the first, the output so far leads the next chunk.
         int64_t count = 0;
         bool folded = false;
-        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+        int64_t kx0, kx1;
+        tap_range(x * p.stride_w - p.pad_left, p.dilation_w, w, p.kernel_w, &kx0, &kx1);
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
           const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
-          if (iy < 0 || iy >= h) continue;
-          for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
-            if (ix < 0 || ix >= w) continue;
             taps[count++] = in + ((b * h + iy) * w + ix) * c;
             if (count == kMaxPoolTaps) {
               max_taps(c, taps, count, o);
@@ -640,19 +651,22 @@ template void max_pool_nhwc<uint8_t>(const ConvParams&, int64_t, int64_t, int64_
 
 void avg_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const float* in, float* out, float lo, float hi) {
+  if (c == 0) return;  // no output values: nothing to compute, however large the window
   parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / oh, y = r % oh;
+      int64_t ky0, ky1;
+      tap_range(y * p.stride_h - p.pad_top, p.dilation_h, h, p.kernel_h, &ky0, &ky1);
       for (int64_t x = 0; x < ow; ++x) {
         float* o = out + ((b * oh + y) * ow + x) * c;
         std::memset(o, 0, sizeof(float) * c);
         int64_t count = 0;
-        for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+        int64_t kx0, kx1;
+        tap_range(x * p.stride_w - p.pad_left, p.dilation_w, w, p.kernel_w, &kx0, &kx1);
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
           const int64_t iy = y * p.stride_h - p.pad_top + ky * p.dilation_h;
-          if (iy < 0 || iy >= h) continue;
-          for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
             const int64_t ix = x * p.stride_w - p.pad_left + kx * p.dilation_w;
-            if (ix < 0 || ix >= w) continue;
             const float* s = in + ((b * h + iy) * w + ix) * c;
             for (int64_t ch = 0; ch < c; ++ch) o[ch] += s[ch];
             ++count;
