@@ -355,7 +355,7 @@ void store_float(const float* f, Value& out) {
   const int64_t n = out.numel();
   switch (out.dtype) {
     case DType::kF32:
-      if (f != out.data) std::memcpy(out.data, f, static_cast<size_t>(n) * 4);
+      if (f != out.data) std::memmove(out.data, f, static_cast<size_t>(n) * 4);
       break;
     case DType::kQS8: quantize(f, n, out.scale, out.zero_point, -128, 127, out.data, true); break;
     case DType::kQU8: quantize(f, n, out.scale, out.zero_point, 0, 255, out.data, false); break;
@@ -389,6 +389,17 @@ Error bind_output(const Op& op, Plan& plan, Span<EValue*> args) {
                      t.dim(), out.rank);
   if (!scalar) ET_TRY(t.resize(Span<const int64_t>(sizes, static_cast<size_t>(out.rank))));
   out.data = t.mutable_data_ptr();
+  // The kernels read their inputs while writing: an output the memory plan laid over an input (only a
+  // malformed file does) is refused rather than computed from half-overwritten data.
+  const uintptr_t o0 = reinterpret_cast<uintptr_t>(out.data), o1 = o0 + t.nbytes();
+  for (uint32_t vi : plan.inputs) {
+    const runtime::Tensor in = args[plan.values[vi].external]->toTensor();
+    const uintptr_t i0 = reinterpret_cast<uintptr_t>(in.const_data_ptr()), i1 = i0 + in.nbytes();
+    ET_CHECK_OR_RETURN(o1 <= i0 || i1 <= o0, InvalidProgram,
+                       "XnnpackBackend: output %u of the call shares memory with input %u; the file's memory plan is "
+                       "corrupt, re-export it",
+                       out.external, plan.values[vi].external);
+  }
   return Error::Ok;
 }
 
@@ -617,7 +628,7 @@ Error run_op(const Op& op, Plan& plan) {
         store_float(in[0], out);
         return Error::Ok;
       }
-      if (o != in[0]) std::memcpy(o, in[0], static_cast<size_t>(a.numel()) * 4);
+      if (o != in[0]) std::memmove(o, in[0], static_cast<size_t>(a.numel()) * 4);
       break;
     default: return Error::Internal;
   }

@@ -412,7 +412,8 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
     prev = perm[d];
   }
   if (in_order) {
-    std::memcpy(out, in, static_cast<size_t>(total) * elem);
+    // memmove: a malformed file's memory plan may overlap an argument with the result.
+    std::memmove(out, in, static_cast<size_t>(total) * elem);
     return;
   }
   const int64_t inner = rank ? out_dims[rank - 1] : 1, inner_str = rank ? str[rank - 1] : 1;
@@ -493,7 +494,7 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
         const uint8_t* sp = src + off;
         for (int64_t i = 0; i < inner; ++i) o[i] = sp[i * inner_str];
       } else {
-        for (int64_t i = 0; i < inner; ++i) std::memcpy(o + i * elem, src + (off + i * inner_str) * elem, elem);
+        for (int64_t i = 0; i < inner; ++i) std::memmove(o + i * elem, src + (off + i * inner_str) * elem, elem);
       }
     }
   });
@@ -511,7 +512,7 @@ void slice(size_t elem, int rank, const int64_t* in_dims, const int64_t* offsets
   for (int64_t l = 0; l < total / inner; ++l) {
     int64_t rem = l, off = offsets[rank - 1];
     for (int d = rank - 2; d >= 0; --d) off += (rem % out_dims[d] + offsets[d]) * in_str[d], rem /= out_dims[d];
-    std::memcpy(dst + l * inner * elem, src + off * elem, inner * elem);
+    std::memmove(dst + l * inner * elem, src + off * elem, inner * elem);
   }
 }
 
@@ -529,7 +530,7 @@ void pad(size_t elem, int rank, const int64_t* in_dims, const int64_t* before, c
   for (int64_t l = 0; l < in_total / inner; ++l) {
     int64_t rem = l, off = before[rank - 1];
     for (int d = rank - 2; d >= 0; --d) off += (rem % in_dims[d] + before[d]) * out_str[d], rem /= in_dims[d];
-    std::memcpy(dst + off * elem, src + l * inner * elem, inner * elem);
+    std::memmove(dst + off * elem, src + l * inner * elem, inner * elem);
   }
 }
 
@@ -545,7 +546,7 @@ void concat(size_t elem, int rank, int64_t axis, int count, const int64_t* const
     int64_t at = 0;
     for (int i = 0; i < count; ++i) {
       const int64_t chunk = in_dims[i][axis] * inner * static_cast<int64_t>(elem);
-      std::memcpy(dst + (o * out_axis * inner) * elem + at, static_cast<const uint8_t*>(in[i]) + o * chunk, chunk);
+      std::memmove(dst + (o * out_axis * inner) * elem + at, static_cast<const uint8_t*>(in[i]) + o * chunk, chunk);
       at += chunk;
     }
   }
