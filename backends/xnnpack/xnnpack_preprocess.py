@@ -16,8 +16,7 @@ from executorch.backends.xnnpack.utils.utils import get_param_tensor, is_param_n
 from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
-from executorch.exir.backend.compile_spec_schema import CompileSpec
-from executorch.exir.backend.compile_spec_schema import read_compile_specs
+from executorch.exir.backend.compile_spec_schema import CompileSpec, read_compile_specs
 from executorch.exir.error import ExportError
 
 

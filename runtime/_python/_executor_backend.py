@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from executorch.exir._serialize import read_program
+from executorch.exir._serialize._flat_tensor import NamedTensorData
 from executorch.runtime import python_backend
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._python import _kernels
@@ -18,7 +19,7 @@ class ExecutorBackend(python_backend.PythonBackend):
             raise InvalidProgramError("the ExecutorBackend payload has no 'forward' method; lower a program with one")
         # Compile specs are a bag: `external_constants` changed the payload ahead of time (its weights
         # are the outer program's named data, passed here); nothing else is read.
-        external = {key: _NamedTensor(data) for key, data in named_data.items()}
+        external = {key: NamedTensorData(data, None) for key, data in named_data.items()}
         method = PythonMethod(program, plan, external, SharedArena(program))
         return method, len(method._plan.inputs), len(method._plan.outputs)
 
@@ -45,15 +46,6 @@ class ExecutorBackend(python_backend.PythonBackend):
             if slot.shape != value.shape:
                 _kernels.resize(slot, value.shape)
             slot.copy_(value)
-
-
-class _NamedTensor:
-    """Named data seen as a data file's entry: its bytes, no recorded layout (only the size is checked)."""
-
-    tensor_layout = None
-
-    def __init__(self, data) -> None:
-        self.data = data
 
 
 class _NestedEvents:

@@ -187,35 +187,31 @@ class ProgramNamedData final : public NamedDataMap {
  public:
   ProgramNamedData(const Program& program, const NamedDataMap* external) : program_(program), external_(external) {}
   Result<FreeableBuffer> get_data(const char* key) const override {
-    const auto* entries = program_.flatbuffer()->named_data();
-    for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {
-      const fb::NamedData* e = entries->Get(i);
-      if (e == nullptr || e->key() == nullptr || std::strcmp(e->key()->c_str(), key) != 0) continue;
-      Result<Span<const uint8_t>> segment = program_.segment(e->segment_index());
-      if (!segment.ok()) return segment.error();
-      return FreeableBuffer(segment->data(), segment->size());
+    const fb::NamedData* e = find(key);
+    if (e == nullptr) {
+      if (external_ != nullptr) return external_->get_data(key);
+      ET_LOG(Error, "the program has no named data '%s'", key);
+      return Error::NotFound;
     }
-    if (external_ != nullptr) return external_->get_data(key);
-    ET_LOG(Error, "the program has no named data '%s'", key);
-    return Error::NotFound;
+    Result<Span<const uint8_t>> segment = program_.segment(e->segment_index());
+    if (!segment.ok()) return segment.error();
+    return FreeableBuffer(segment->data(), segment->size());
   }
   // A nested program (ExecutorBackend with external_constants) finds its weights here. The program's
   // named data records no layout, so only the byte count is checked; the .ptd's map checks its own.
   Result<const void*> get_tensor(const char* key, ScalarType type, Span<const int32_t> sizes,
                                  Span<const uint8_t> dim_order, size_t nbytes) const override {
-    const auto* entries = program_.flatbuffer()->named_data();
-    for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {
-      const fb::NamedData* e = entries->Get(i);
-      if (e == nullptr || e->key() == nullptr || std::strcmp(e->key()->c_str(), key) != 0) continue;
-      Result<Span<const uint8_t>> segment = program_.segment(e->segment_index());
-      if (!segment.ok()) return segment.error();
-      ET_CHECK_OR_RETURN(segment->size() == nbytes, InvalidExternalData,
-                         "named data '%s' holds %zu bytes; the tensor needs %zu", key, segment->size(), nbytes);
-      return static_cast<const void*>(segment->data());
+    const fb::NamedData* e = find(key);
+    if (e == nullptr) {
+      if (external_ != nullptr) return external_->get_tensor(key, type, sizes, dim_order, nbytes);
+      ET_LOG(Error, "the program has no named data '%s'", key);
+      return Error::NotFound;
     }
-    if (external_ != nullptr) return external_->get_tensor(key, type, sizes, dim_order, nbytes);
-    ET_LOG(Error, "the program has no named data '%s'", key);
-    return Error::NotFound;
+    Result<Span<const uint8_t>> segment = program_.segment(e->segment_index());
+    if (!segment.ok()) return segment.error();
+    ET_CHECK_OR_RETURN(segment->size() == nbytes, InvalidExternalData,
+                       "named data '%s' holds %zu bytes; the tensor needs %zu", key, segment->size(), nbytes);
+    return static_cast<const void*>(segment->data());
   }
   Result<size_t> get_num_keys() const override {
     const auto* entries = program_.flatbuffer()->named_data();
@@ -229,6 +225,16 @@ class ProgramNamedData final : public NamedDataMap {
   }
 
  private:
+  // The program's own entry named `key`, or null.
+  const fb::NamedData* find(const char* key) const {
+    const auto* entries = program_.flatbuffer()->named_data();
+    for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {
+      const fb::NamedData* e = entries->Get(i);
+      if (e != nullptr && e->key() != nullptr && std::strcmp(e->key()->c_str(), key) == 0) return e;
+    }
+    return nullptr;
+  }
+
   const Program& program_;
   const NamedDataMap* external_;
 };
