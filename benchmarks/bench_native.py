@@ -4,6 +4,7 @@ executor's own cost per instruction; prints the figures.
     python benchmarks/bench_native.py [--model mobilenet_v2] [--pte FILE.pte] [--repeat N] [--published REFPY]
     python benchmarks/bench_native.py --table [--table-models a,b] [--repeat N] [--xnnpack XNNPY]
     python benchmarks/bench_native.py --same-xnnpack-file XNNPY [--table-models a,b] [--int8 | --8da4w] [--repeat N]
+        [--chart same_file_speed.png]
 
 Without --pte the model is exported with this package's exporter; with it (e.g. a file from
 the published exporter made from the same zoo factory) that file is run. Runs of the three
@@ -23,12 +24,17 @@ exporter with its XNNPACK partitioner (--int8: quantized first with its XNNPACKQ
 file is timed on this native runtime (its XnnpackBackend, on our kernels) and on the published
 runtime (the real XNNPACK), at 1 and 2 threads, runs interleaved between the two processes
 (one published process per thread count, its pool sized with _unsafe_reset_threadpool before the
-program loads, since its XNNPACK delegate keeps the pool it was loaded with), medians.
+program loads, since its XNNPACK delegate keeps the pool it was loaded with), medians. With --chart,
+the table's time ratios (ours / published, one bar per thread count) are also drawn as a PNG
+(needs matplotlib; without it the chart is skipped with a note).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import io
+import math
 import os
 import statistics
 import subprocess
@@ -41,7 +47,8 @@ import torch
 import _bench_models  # this script's folder is on sys.path
 from _zoo import export_bytes, load_models, program_bytes
 from executorch.devtools.compare import compare_outputs
-from executorch.runtime import _native, _python
+from executorch.exir._serialize._atomic import write_chunks
+from executorch.runtime import _python  # _native is imported where used: the chart helper needs no native build
 from executorch.runtime._backend import Verification
 
 MODELS = load_models()
@@ -68,6 +75,8 @@ def _median_ms(fn, repeat: int) -> float:
 
 
 def _per_instruction_ns(repeat: int) -> float:
+    from executorch.runtime import _native
+
     x = torch.ones(1)
     costs = {}
     for n in (100, 400):
@@ -158,6 +167,7 @@ def _xnnpack_ms(python: str, name: str, runs: int, threads: int) -> str:
 
 def _table(args) -> None:
     from executorch.extension.pybindings import portable_lib
+    from executorch.runtime import _native
 
     threads = len(os.sched_getaffinity(0))
     names = args.table_models.split(",") if args.table_models else list(_bench_models.MODELS)
@@ -237,8 +247,59 @@ def _check_text(ours, published, quantized: bool) -> str:
             f"(published runtime: {published.max_rel_err:.3g})")
 
 
+def draw_ratio_chart(rows: list[dict], path, date: str | None = None) -> bool:
+    """Draws the same-file table as a grouped horizontal bar chart of time ours / published per model,
+    one bar per thread count, with a line at 1.0, and writes it as a PNG at `path` atomically. Each row is {"model": label, "ours": {threads: ms},
+    "published": {threads: ms}}, as `_same_xnnpack_file` builds them. Returns False, after one line
+    saying so, when matplotlib is not installed."""
+    if not rows:
+        raise ValueError("draw_ratio_chart: no rows to draw (the table measured no model)")
+    counts = sorted({n for row in rows for n in row["ours"] if n in row["published"]})
+    if not counts:
+        raise ValueError("draw_ratio_chart: no thread count has both an ours and a published time")
+    ratios = {}
+    for row in rows:
+        for n in counts:
+            ours, published = row["ours"].get(n), row["published"].get(n)
+            if ours is None or published is None:
+                continue
+            if not (ours > 0 and published > 0 and math.isfinite(ours) and math.isfinite(published)):
+                raise ValueError(f"draw_ratio_chart: {row['model']} at {n} threads has times {ours} / {published} ms; "
+                                 "both must be positive and finite")
+            ratios[row["model"], n] = ours / published
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        print(f"bench_native: no chart written to {path}: matplotlib is not installed (pip install matplotlib)")
+        return False
+
+    path = Path(path)
+    date = date or datetime.date.today().isoformat()
+    height = 0.8 / len(counts)
+    fig = Figure(figsize=(7.5, 1.2 + 0.55 * len(rows) * len(counts)), layout="constrained")
+    ax = fig.add_subplot()
+    for i, n in enumerate(counts):
+        ys = [len(rows) - 1 - r + 0.4 - height * (i + 0.5) for r in range(len(rows))]  # first count on top
+        values = [ratios.get((row["model"], n), math.nan) for row in rows]
+        bars = ax.barh(ys, values, height=height, label=f"{n} thread{'s' if n > 1 else ''}")
+        ax.bar_label(bars, labels=["" if math.isnan(v) else f"{v:.2f}" for v in values], padding=3, fontsize=8)
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(rows)), [row["model"] for row in reversed(rows)])
+    ax.set_xlim(0, max(max(ratios.values()), 1.0) * 1.15)
+    ax.set_xlabel("time, ours / published (below 1.0: ours is faster)")
+    ax.set_ylabel("model")
+    ax.set_title(f"Same .pte, our runtime against published ExecuTorch 1.5.1 (XNNPACK)\nmeasured {date}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
+    write_chunks(path, [png.getvalue()])  # whole or not at all, as every file this project writes
+    print(f"chart written to {path}")
+    return True
+
+
 def _same_xnnpack_file(args) -> None:
     from executorch.extension.pybindings import portable_lib
+    from executorch.runtime import _native
 
     python = args.same_xnnpack_file
     tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "reference-runtime" / "export_pte.py"
@@ -253,6 +314,7 @@ def _same_xnnpack_file(args) -> None:
     print("| model | ours 1T | published 1T | ours 2T | published 2T | ours/published 1T | ours/published 2T | check |")
     print("|---|---|---|---|---|---|---|---|")
     tag = "8da4w" if args.q8da4w else "int8" if args.int8 else "fp32"
+    rows = []
     for name in names:
         model, inputs = _bench_models.MODELS[name]()
         with tempfile.TemporaryDirectory() as tmp:
@@ -320,7 +382,11 @@ def _same_xnnpack_file(args) -> None:
             if 2 in counts else ("- | -", "-")
         print(f"| {name} | {med[('ours', 1)]:.1f} | {med[('published', 1)]:.1f} | {two[0]} | "
               f"{med[('ours', 1)] / med[('published', 1)]:.2f} | {two[1]} | {check} |", flush=True)
+        rows.append({"model": f"{name} {tag}", "ours": {n: med[("ours", n)] for n in counts},
+                     "published": {n: med[("published", n)] for n in counts}})
     print(f"load average after: {os.getloadavg()}")
+    if args.chart:
+        draw_ratio_chart(rows, args.chart)
 
 
 def main() -> None:
@@ -348,7 +414,12 @@ def main() -> None:
     ap.add_argument("--cpu-time", action="store_true",
                     help="with --same-xnnpack-file: one thread only, timed in thread CPU time (steadier than "
                          "wall time on a machine others load)")
+    ap.add_argument("--chart", metavar="PATH",
+                    help="with --same-xnnpack-file: also draw the table's time ratios ours/published as a PNG bar "
+                         "chart at PATH (needs matplotlib)")
     args = ap.parse_args()
+    if args.chart and not args.same_xnnpack_file:
+        ap.error("--chart goes with --same-xnnpack-file")
     if args.same_xnnpack_file:
         _same_xnnpack_file(args)
         return
@@ -356,6 +427,7 @@ def main() -> None:
         _table(args)
         return
     torch.set_num_threads(args.threads)
+    from executorch.runtime import _native
 
     model, inputs = MODELS[args.model]()
     data, source = program_bytes(model, inputs, args.pte)
