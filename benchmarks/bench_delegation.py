@@ -15,7 +15,6 @@ holding every op).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 

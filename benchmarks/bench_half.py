@@ -18,11 +18,11 @@ import time
 import torch
 
 from _zoo import export_bytes, load_models  # noqa: E402  (this script's folder is on sys.path)
-
-MODELS = load_models()
 from executorch.devtools.compare import compare_outputs
 from executorch.runtime import _native
 from executorch.runtime._backend import Verification
+
+MODELS = load_models()
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -52,7 +52,8 @@ def main() -> None:
 
     base, inputs = _decoder(args)
     params = sum(t.numel() for t in base.parameters())
-    shape = "zoo llama_decoder" if args.dim is None else f"dim {args.dim}, {args.layers} layers, hidden {args.hidden}, vocab {args.vocab}"
+    shape = ("zoo llama_decoder" if args.dim is None
+             else f"dim {args.dim}, {args.layers} layers, hidden {args.hidden}, vocab {args.vocab}")
     print(f"decoder: {shape}; {params:,} parameters; input {tuple(inputs[0].shape)}; {args.repeat} runs, 1 thread")
 
     runs = {}
@@ -76,7 +77,8 @@ def main() -> None:
             eager_ms.append((time.perf_counter() - start) * 1e3)
 
     fp32 = statistics.median(runs["float32"][4])
-    print(f"{'dtype':<9} {'.pte bytes':>12} {'native median':>14} {'min':>8} {'vs float32':>10} {'eager median':>13} {'native/eager':>12}  vs eager")
+    print(f"{'dtype':<9} {'.pte bytes':>12} {'native median':>14} {'min':>8} {'vs float32':>10} "
+          f"{'eager median':>13} {'native/eager':>12}  vs eager")
     for name, (_, _, size, check, native_ms, eager_ms) in runs.items():
         med, eager = statistics.median(native_ms), statistics.median(eager_ms)
         print(f"{name:<9} {size:>12,} {med:>11.2f} ms {min(native_ms):>5.2f} ms {med / fp32:>9.2f}x "

@@ -7,7 +7,7 @@ EXECUTORCH_BUILD_TESTS=ON), times the same shapes with torch, and prints both si
 
 --gemm times GEMMs at ViT-small's, an encoder's and ResNet-50's layer shapes (gemmbt_: B stored
 transposed, as nn.Linear's weight); --resnet50 times each distinct ResNet-50 convolution.
-"""
+"""  # noqa: E501  (--help prints this docstring verbatim: its lines stay as they are)
 
 from __future__ import annotations
 
@@ -94,9 +94,11 @@ def main() -> int:
     torch.set_num_threads(1)
     section = ["--gemm"] if args.gemm else ["--resnet50"] if args.resnet50 else []
     try:
-        lines = subprocess.run([args.bench_binary, *section], check=True, capture_output=True, text=True).stdout.splitlines()
+        lines = subprocess.run([args.bench_binary, *section], check=True, capture_output=True,
+                               text=True).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError) as e:
-        print(f"bench_kernels: cannot run {args.bench_binary}: {e}; build it with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON")
+        print(f"bench_kernels: cannot run {args.bench_binary}: {e}; "
+              f"build it with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON")
         return 2
     print(f"{'case':34} {'ours ms':>9} {'GFLOP/s':>8} {'torch ms':>9} {'GFLOP/s':>8} {'ours/torch':>10}")
     ours_total = torch_total = 0.0

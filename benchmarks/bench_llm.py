@@ -111,7 +111,7 @@ def _bench(args, dtype_name: str) -> None:
         engines[f"eager torch, {threads} thread(s)"] = (lambda n=threads: torch.set_num_threads(n),
                                                         lambda a: model(*a))
         engines[f"native runtime (this project), {threads} thread(s)"] = (
-            lambda n=threads: _native_threads(n), lambda a: method.execute(a)[0])
+            lambda n=threads: _native_threads(n), lambda a: method.execute(a)[0])  # noqa: F821  (`del method` runs after)
     with torch.no_grad():
         results = _interleaved(engines, prompt, args.new, args.repeat)
     torch.set_num_threads(all_threads)

@@ -80,7 +80,8 @@ def _per_instruction_ns(repeat: int) -> float:
     x = torch.ones(1)
     costs = {}
     for n in (100, 400):
-        method = _native.load_program(export_bytes(_Chain(n), (x,)), Verification.InternalConsistency).load_method("forward")
+        program = _native.load_program(export_bytes(_Chain(n), (x,)), Verification.InternalConsistency)
+        method = program.load_method("forward")
         method.execute([x])
         costs[n] = _median_ms(lambda: method.execute([x]), repeat * 20)
     return (costs[400] - costs[100]) / 300 * 1e6
@@ -207,7 +208,8 @@ def _table(args) -> None:
         xnn = _xnnpack_ms(args.xnnpack, name, args.repeat, threads) if args.xnnpack else "not run (no --xnnpack) | -"
         print(f"| {name} | {med[('native', 1)]:.1f} | {med[('native', threads)]:.1f} | {med[('eager', 1)]:.1f} | "
               f"{med[('eager', threads)]:.1f} | {xnn} | {med[('native', 1)] / med[('native', threads)]:.2f}x | "
-              f"{med[('native', threads)] / med[('eager', threads)]:.2f} | {'OK' if check.ok else 'FAIL'} |", flush=True)
+              f"{med[('native', threads)] / med[('eager', threads)]:.2f} | {'OK' if check.ok else 'FAIL'} |",
+              flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 
@@ -249,7 +251,8 @@ def _check_text(ours, published, quantized: bool) -> str:
 
 def draw_ratio_chart(rows: list[dict], path, date: str | None = None) -> bool:
     """Draws the same-file table as a grouped horizontal bar chart of time ours / published per model,
-    one bar per thread count, with a line at 1.0, and writes it as a PNG at `path` atomically. Each row is {"model": label, "ours": {threads: ms},
+    one bar per thread count, with a line at 1.0, and writes it as a PNG at `path` atomically. Each row is
+    {"model": label, "ours": {threads: ms},
     "published": {threads: ms}}, as `_same_xnnpack_file` builds them. Returns False, after one line
     saying so, when matplotlib is not installed."""
     if not rows:
@@ -323,7 +326,8 @@ def _same_xnnpack_file(args) -> None:
             flags = ["--xnnpack", "--int8"] if args.int8 else ["--xnnpack"]
             exporter = tool
             if args.q8da4w:
-                exporter, flags = Path(__file__).resolve().parents[1] / "test" / "fixtures" / "xnnpack" / "export_8da4w.py", []
+                exporter = Path(__file__).resolve().parents[1] / "test" / "fixtures" / "xnnpack" / "export_8da4w.py"
+                flags = []
             if keep is None or not pte.is_file():
                 if keep is not None:
                     keep.mkdir(parents=True, exist_ok=True)
@@ -378,7 +382,8 @@ def _same_xnnpack_file(args) -> None:
                 proc.stdin.close()
                 proc.wait()
         med = {key: statistics.median(ts) for key, ts in times.items()}
-        two = (f"{med[('ours', 2)]:.1f} | {med[('published', 2)]:.1f}", f"{med[('ours', 2)] / med[('published', 2)]:.2f}") \
+        two = (f"{med[('ours', 2)]:.1f} | {med[('published', 2)]:.1f}",
+               f"{med[('ours', 2)] / med[('published', 2)]:.2f}") \
             if 2 in counts else ("- | -", "-")
         print(f"| {name} | {med[('ours', 1)]:.1f} | {med[('published', 1)]:.1f} | {two[0]} | "
               f"{med[('ours', 1)] / med[('published', 1)]:.2f} | {two[1]} | {check} |", flush=True)
@@ -394,7 +399,8 @@ def main() -> None:
     ap.add_argument("--model", default="mobilenet_v2", choices=sorted(MODELS))
     ap.add_argument("--pte", help="run this .pte instead of exporting the model")
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, like the native runtime)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1, like the native runtime)")
     ap.add_argument("--published", metavar="REFPY", help="also time the file on the published runtime")
     ap.add_argument("--table", action="store_true", help="time the thread-scaling table instead")
     ap.add_argument("--table-models", help=f"comma-separated subset of {','.join(_bench_models.MODELS)}")

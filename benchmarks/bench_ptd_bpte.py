@@ -110,7 +110,8 @@ def worker(step: str, name: str, out: Path) -> dict:
 
         runtime = Runtime.get()
         held = []
-        result = _measure(lambda: held.append(runtime.load_program(str(pte), data_path=str(ptd)).load_method("forward")))
+        result = _measure(
+            lambda: held.append(runtime.load_program(str(pte), data_path=str(ptd)).load_method("forward")))
         result["artifact"] = pte.stat().st_size + ptd.stat().st_size
         return result
     from executorch.devtools import BundledProgram

@@ -89,7 +89,8 @@ def main() -> None:
         source = "synthetic MobileNetV2-shaped program"
     plan = program.execution_plan[0]
     print(f"{source}: {len(data):,} bytes, {len(plan.values)} values, "
-          f"{sum(len(c.instructions) for c in plan.chains)} instructions, {len(program.constant_buffer)} constant buffers")
+          f"{sum(len(c.instructions) for c in plan.chains)} instructions, "
+          f"{len(program.constant_buffer)} constant buffers")
     identical = serialize_pte_binary(program) == data
     print(f"read then write gives identical bytes: {identical}")
     without_constants = dataclasses.replace(program, constant_buffer=[])

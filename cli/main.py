@@ -52,7 +52,8 @@ def _quiet_warnings() -> None:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Export a model to a .pte (and check it runs), or summarize a .pte.")
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Export a model to a .pte (and check it runs), or summarize a .pte.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{export,inspect,bundled,profile}")
 
     export = sub.add_parser(
@@ -62,7 +63,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     export.add_argument("model", metavar="MODEL", help="a zoo name or FILE.py:FACTORY")
     export.add_argument("-o", "--output", required=True, type=Path, help="the .pte file to write")
     export.add_argument("--method-name", default="forward", help="name of the method in the program (default: forward)")
-    export.add_argument("--seed", type=int, default=0, help="torch seed set before calling the factory (default: 0); factories that seed "
+    export.add_argument("--seed", type=int, default=0,
+                        help="torch seed set before calling the factory (default: 0); factories that seed "
                         "themselves, as the zoo's do, override it")
     export.add_argument("--dynamic", action="store_true", help="export with the model's declared dynamic shapes")
     export.add_argument("--backend", choices=("portable", "xnnpack"), default="portable",
@@ -71,8 +73,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     export.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip running the .pte on executorch.runtime and comparing with eager")
     export.add_argument("--bundled", metavar="FILE.bpte", type=Path,
-                        help="also write a bundled program: the .pte with the example inputs and eager's outputs as its "
-                        "test case (run it with the bundled command or executor_runner --bundled)")
+                        help="also write a bundled program: the .pte with the example inputs and eager's outputs "
+                        "as its test case (run it with the bundled command or executor_runner --bundled)")
     export.set_defaults(run=_run_export)
 
     inspect = sub.add_parser("inspect", help="print a summary of a .pte file")

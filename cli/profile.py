@@ -180,7 +180,8 @@ def _inputs(args: argparse.Namespace, meta) -> list:
                            "--inputs FILE.pt (torch.save of the input list)", 1) from None
         dtype = to_torch(info.dtype())
         if dtype is None:
-            raise CliError(f"input {i} has dtype code {info.dtype()}, which cannot be made up; pass --inputs FILE.pt", 1)
+            raise CliError(f"input {i} has dtype code {info.dtype()}, which cannot be made up; "
+                           f"pass --inputs FILE.pt", 1)
         if dtype.is_floating_point:
             out.append(torch.randn(info.sizes(), generator=generator).to(dtype))
         elif dtype == torch.bool:

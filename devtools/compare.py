@@ -97,7 +97,8 @@ def _compare_one(a: Any, e: Any, rtol: Optional[float], atol: Optional[float]) -
     if not (e.dtype.is_floating_point or e.dtype.is_complex):
         if torch.equal(a, e):
             return None, 0.0
-        return f"{int((a != e).sum())} of {e.numel()} values differ (integer and bool outputs must be equal)", float("inf")
+        return (f"{int((a != e).sum())} of {e.numel()} values differ (integer and bool outputs must be equal)",
+                float("inf"))
     default_rtol, default_atol = TOLERANCES.get(e.dtype, TOLERANCES[torch.float32])
     return _compare_float(a, e, default_rtol if rtol is None else rtol, default_atol if atol is None else atol)
 
@@ -126,7 +127,8 @@ def _compare_float(a: torch.Tensor, e: torch.Tensor, rtol: float, atol: float) -
     if bad:
         where = int(diff.argmax())
         return (f"{bad} of {e.numel()} values beyond tolerance (rtol {rtol:g}, atol {atol:g} x max|ref| {scale:.3g}); "
-                f"worst at flat index {where}: {a.reshape(-1)[where].item():.6g} vs {e.reshape(-1)[where].item():.6g}"), err
+                f"worst at flat index {where}: {a.reshape(-1)[where].item():.6g} "
+                f"vs {e.reshape(-1)[where].item():.6g}"), err
     if not special_ok:
         return "NaN or infinity where the reference has none, or the reverse", err
     return None, err

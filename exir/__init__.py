@@ -52,7 +52,8 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
-    from executorch.exir.program import EdgeProgramManager, ExecutorchProgramManager, to_edge, to_edge_transform_and_lower
+    from executorch.exir.program import (EdgeProgramManager, ExecutorchProgramManager, to_edge,
+                                         to_edge_transform_and_lower)
 
 
 def __getattr__(name: str):

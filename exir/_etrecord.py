@@ -9,7 +9,7 @@ import json
 import os
 import zipfile
 from enum import Enum
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import torch
 from torch.export import ExportedProgram

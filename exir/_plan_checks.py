@@ -1,4 +1,5 @@
-"""`Verifier`: checks a memory plan held in a graph's `TensorSpec`s (upstream's `executorch.exir.memory_planning.Verifier`)."""
+"""`Verifier`: checks a memory plan held in a graph's `TensorSpec`s
+(upstream's `executorch.exir.memory_planning.Verifier`)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class Verifier:
             for b in specs[i + 1:]:
                 if a.mem_id != b.mem_id or not a.nbytes() or not b.nbytes():
                     continue
-                if a.mem_offset >= b.mem_offset + b.allocated_memory or b.mem_offset >= a.mem_offset + a.allocated_memory:
+                if (a.mem_offset >= b.mem_offset + b.allocated_memory
+                        or b.mem_offset >= a.mem_offset + a.allocated_memory):
                     continue
                 live_together = a.lifetime[0] <= b.lifetime[1] and b.lifetime[0] <= a.lifetime[1]
                 if live_together and not allow_lifetime_and_storage_overlap:
@@ -57,7 +59,8 @@ class Verifier:
         # the output node's arguments, at any depth (memory_planning.filter_nodes; that module imports this one)
         outputs = self._specs([x for x in pytree.tree_leaves(nodes[-1].args) if isinstance(x, fx.Node)]
                               if nodes and nodes[-1].op == "output" else [])
-        for what, specs, wanted in (("input", inputs, self.alloc_graph_input), ("output", outputs, self.alloc_graph_output)):
+        for what, specs, wanted in (("input", inputs, self.alloc_graph_input),
+                                    ("output", outputs, self.alloc_graph_output)):
             for spec in specs:
                 if (spec.mem_id is not None) != wanted:
                     raise AssertionError(f"graph {what} {spec} is {'' if spec.mem_id is not None else 'not '}planned, "

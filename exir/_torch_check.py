@@ -44,4 +44,5 @@ def require_torch() -> None:
     found = re.match(r"(\d+)\.(\d+)", version)
     # A torch whose version cannot be read (a source build, say) gets the benefit of the doubt.
     if found and (int(found[1]), int(found[2])) < MINIMUM:
-        raise ImportError(f"executorch.exir needs torch>={MINIMUM[0]}.{MINIMUM[1]} but torch {version} is installed: {_INSTALL}")
+        raise ImportError(f"executorch.exir needs torch>={MINIMUM[0]}.{MINIMUM[1]} "
+                          f"but torch {version} is installed: {_INSTALL}")

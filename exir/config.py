@@ -60,13 +60,15 @@ def _check_device_config(config: Any) -> None:
         if not isinstance(c, PropagateDeviceConfig):
             raise ExportError(
                 "ExecutorchBackendConfig.propagate_device_config must be a PropagateDeviceConfig "
-                f"(executorch.exir.passes.propagate_device_pass) or a dict of method name -> one, not {type(c).__name__}")
+                f"(executorch.exir.passes.propagate_device_pass) or a dict of method name -> one, "
+                f"not {type(c).__name__}")
         for name in ("skip_h2d_for_method_inputs", "skip_d2h_for_method_outputs"):
             value = getattr(c, name)
             if any((value.values() if isinstance(value, dict) else [value])):
                 raise ExportError(
                     f"PropagateDeviceConfig.{name}={value!r} is not supported: it hands device memory to the caller, "
-                    "which the runtimes here cannot bind (inputs and outputs always get planned memory); leave it False")
+                    "which the runtimes here cannot bind (inputs and outputs always get planned memory); "
+                    "leave it False")
 
 
 def _check_sym_shape_eval(value: Any) -> None:

@@ -132,7 +132,8 @@ class MemoryPlanningPass:
                 "alloc_graph_output=True"
             )
         if not isinstance(self.alloc_graph_input, bool):
-            raise ExportError(f"MemoryPlanningPass.alloc_graph_input must be True or False, not {self.alloc_graph_input!r}")
+            raise ExportError(f"MemoryPlanningPass.alloc_graph_input must be True or False, "
+                              f"not {self.alloc_graph_input!r}")
         if self.alloc_mutable_buffers is not True:
             raise ExportError(
                 f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "

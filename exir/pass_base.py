@@ -1,4 +1,5 @@
-"""`ExportPass`: a graph pass that rebuilds the graph node by node through overridable hooks; `ExportedProgramPassBase`, a pass over a whole program."""
+"""`ExportPass`: a graph pass that rebuilds the graph node by node through overridable hooks;
+`ExportedProgramPassBase`, a pass over a whole program."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ _OPERATORS = (torch._ops.OpOverload, EdgeOpOverload)
 # Node metadata a pass hook may read but not set through NodeMetadata: the tracer derives them.
 PROTECTED_KEYS: set[str] = {"val", "stack_trace", "nn_module_stack", "debug_handle", "tensor_meta"}
 
-__all__ = ["PROTECTED_KEYS", "EdgeOpOverload", "ExportPass", "ExportPassBaseError", "ExportedProgramPassBase", "ExportedProgramPassResult", "NodeMetadata",
-           "PassResult", "ProxyValue"]
+__all__ = ["PROTECTED_KEYS", "EdgeOpOverload", "ExportPass", "ExportPassBaseError", "ExportedProgramPassBase",
+           "ExportedProgramPassResult", "NodeMetadata", "PassResult", "ProxyValue"]
 
 
 class ExportPassBaseError(RuntimeError):
@@ -183,9 +184,10 @@ class ExportPass(PassBase):
         # Named in the order the rebuilt graph creates them (`aten_add_tensor`, `aten_add_tensor_1`), as
         # ExecuTorch's retracing names them; the program's signature follows the outputs by position.
         # A torch operator is named after its packet (`conv2d`), an edge op after itself (`aten_add_tensor`).
-        name = self._graph._target_to_str(target.overloadpacket.__name__) if isinstance(target, torch._ops.OpOverload) else None
-        node = self._graph.create_node("call_function", target, self._arg_nodes(tuple(args)), self._arg_nodes(dict(kwargs)),
-                                       name=name)
+        name = (self._graph._target_to_str(target.overloadpacket.__name__)
+                if isinstance(target, torch._ops.OpOverload) else None)
+        node = self._graph.create_node("call_function", target, self._arg_nodes(tuple(args)),
+                                       self._arg_nodes(dict(kwargs)), name=name)
         node.meta.update(meta.data)
         value = self._evaluate(target, args, kwargs, meta)
         source, self._source = self._source, None

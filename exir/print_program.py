@@ -40,7 +40,8 @@ def print_program(program: s.Program, out: Optional[TextIO] = None) -> None:
 def inspect_node(graph: fx.Graph, node: fx.Node) -> str:
     """The graph with `-->` before `node`'s line, then the node's spec and the stack trace that made it."""
     lines = [f"{'-->' if n is node else '   '} {n.format_node()}" for n in graph.nodes]
-    text = "Here is the node in the graph module:\ngraph():\n" + "\n".join(lines) + f"\nThis node {node} has metadata of:\n"
+    text = ("Here is the node in the graph module:\ngraph():\n" + "\n".join(lines)
+            + f"\nThis node {node} has metadata of:\n")
     if "spec" in node.meta:
         text += f"The node spec:\n{node.meta['spec']}\n"
     if node.meta.get("stack_trace"):

@@ -29,7 +29,8 @@ def _quantizer(quantizers: Sequence[Any]) -> Any:
     return quantizers[0] if len(quantizers) == 1 else ComposableQuantizer(list(quantizers))
 
 
-def quantize_pt2e(method: str, model: Any, samples: Sequence[tuple], recipe: QuantizationRecipe) -> torch.fx.GraphModule:
+def quantize_pt2e(method: str, model: Any, samples: Sequence[tuple],
+                  recipe: QuantizationRecipe) -> torch.fx.GraphModule:
     """Capture `model`, prepare it with the recipe's quantizers, calibrate on every sample (or
     train with `train_fn`), and convert: a GraphModule with quantize/dequantize ops."""
     require_torchao("the quantize stage (QuantizationRecipe.quantizers)")

@@ -133,7 +133,8 @@ class ExportSession:
     def _build_stages(self, stages: List[StageType]) -> Dict[StageType, Stage]:
         recipe, lowering = self._export_recipe, self._lowering_recipe
         makers: Dict[StageType, Callable[[], Stage]] = {
-            StageType.SOURCE_TRANSFORM: lambda: SourceTransformStage(self._quant_recipe, recipe.source_transform_in_place),
+            StageType.SOURCE_TRANSFORM: lambda: SourceTransformStage(self._quant_recipe,
+                                                                     recipe.source_transform_in_place),
             StageType.QUANTIZE: lambda: QuantizeStage(self._quant_recipe),
             StageType.TORCH_EXPORT: lambda: TorchExportStage(recipe.aten_transform_passes, strict=recipe.strict),
             StageType.TO_EDGE_TRANSFORM_AND_LOWER: lambda: EdgeTransformAndLowerStage.from_recipe(lowering),
@@ -248,7 +249,8 @@ class ExportSession:
             raise ValueError(f"method '{method_name}': its example inputs list is empty")
         return samples[0]
 
-    def run_method(self, method_name: str = "forward", example_inputs: Optional[Tuple[Any, ...]] = None) -> Sequence[Any]:
+    def run_method(self, method_name: str = "forward",
+                   example_inputs: Optional[Tuple[Any, ...]] = None) -> Sequence[Any]:
         """Run a method of the written program on `executorch.runtime` (default: its first example input)."""
         from executorch.runtime import Runtime, Verification
 

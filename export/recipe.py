@@ -136,11 +136,13 @@ class ExportRecipe:
         for field_name in ("strict", "mode", "source_transform_in_place", "pipeline_stages"):
             values = {_hashable(getattr(r, field_name)) for r in recipes}
             if len(values) > 1:
-                raise ValueError(f"cannot combine recipes with different {field_name} values: {sorted(map(str, values))}")
+                raise ValueError(f"cannot combine recipes with different {field_name} values: "
+                                 f"{sorted(map(str, values))}")
         configs = [r.executorch_backend_config for r in recipes if r.executorch_backend_config is not None]
         return cls(
             name=recipe_name or "_".join(r.name for r in recipes if r.name),
-            quantization_recipe=_combine_quantization([r.quantization_recipe for r in recipes if r.quantization_recipe]),
+            quantization_recipe=_combine_quantization([r.quantization_recipe for r in recipes
+                                                       if r.quantization_recipe]),
             aten_transform_passes=_concat(r.aten_transform_passes for r in recipes),
             source_transform_in_place=recipes[0].source_transform_in_place,
             lowering_recipe=_combine_lowering([r.lowering_recipe for r in recipes if r.lowering_recipe]),

@@ -266,7 +266,8 @@ class ToEdgeStage(Stage):
 
     def run(self, artifact: PipelineArtifact) -> None:
         manager = to_edge(artifact.data, constant_methods=artifact.get_context("constant_methods"),
-                          compile_config=self._config, generate_etrecord=artifact.get_context("generate_etrecord", False))
+                          compile_config=self._config,
+                          generate_etrecord=artifact.get_context("generate_etrecord", False))
         self._artifact = artifact.copy_with_new_data(manager)
 
 

@@ -230,7 +230,8 @@ def _read(data: ProgramSource) -> Union[bytes, memoryview]:
     if hasattr(data, "read"):
         payload = data.read()
         if not isinstance(payload, (bytes, bytearray)):
-            raise TypeError(f"the file object returned {type(payload).__name__} from read(); open it in binary mode ('rb')")
+            raise TypeError(f"the file object returned {type(payload).__name__} from read(); "
+                            f"open it in binary mode ('rb')")
         return bytes(payload)
     raise TypeError(
         f"load_program takes a path, bytes, bytearray, memoryview or binary file object, "

@@ -33,7 +33,8 @@ def _check_tensor(method: str, pos: int, info: TensorInfo, value: object) -> Non
     dtype = _layout.to_dtype(info.dtype())
     want = str(dtype) if dtype is not None else _layout.dtype_name(info.dtype())
     if not isinstance(value, torch.Tensor):
-        raise ExecuTorchError(f"{where} must be a tensor ({want}, shape {list(info.sizes())}), got {type(value).__name__}")
+        raise ExecuTorchError(f"{where} must be a tensor ({want}, shape {list(info.sizes())}), "
+                              f"got {type(value).__name__}")
     if value.layout is not torch.strided:
         raise ExecuTorchError(f"{where} is a {value.layout} tensor; the runtime reads dense tensors: pass "
                               f"x.to_dense()")

@@ -16,7 +16,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 _NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "venv", "build", "dist", "cmake-out", "cmake-out-*", "build-setuptools", "*.egg-info", "__pycache__", ".pytest_cache", "*.pte", "*.so"
+    ".git", ".venv", "venv", "build", "dist", "cmake-out", "cmake-out-*", "build-setuptools", "*.egg-info",
+    "__pycache__", ".pytest_cache", "*.pte", "*.so"
 )
 
 

@@ -111,7 +111,8 @@ class ReferenceRuntime:
                 break
             if not ran:
                 raise AssertionError(f"reference runner failed to start: {proc.stderr[-2000:]}")
-            failures[ran[-1]] = f"runtime aborted: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+            failures[ran[-1]] = (f"runtime aborted: "
+                                 f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
             todo = todo[todo.index(ran[-1]) + 1:]
         for name in names:
             err = root / f"{name}.err.txt"

@@ -274,7 +274,8 @@ class Builder:
         k = self.rng.choice([2, 3])
         stride = self.rng.choice([1, 2])
         if self.rng.random() < 0.5:
-            self.add("max_pool2d", lambda x, _k=k, _s=stride: F.max_pool2d(x, _k, _s, padding=_k // 2 if _k == 3 else 0), (i,))
+            self.add("max_pool2d",
+                     lambda x, _k=k, _s=stride: F.max_pool2d(x, _k, _s, padding=_k // 2 if _k == 3 else 0), (i,))
         else:
             self.add("avg_pool2d", lambda x, _k=k, _s=stride: F.avg_pool2d(x, _k, _s), (i,))
 
@@ -866,7 +867,8 @@ def main(argv=None) -> int:
           f"{stats['published_numerics']}, quantization boundary flips {stats['boundary_flips']}, "
           f"degenerate quantization {stats['degenerate']}, "
           f"{stats['seconds']:.0f} s, "
-          f"engines: eager, {', '.join(project_engines())}{', published' if published else ''}; files in {stats['work']}")
+          f"engines: eager, {', '.join(project_engines())}{', published' if published else ''}; "
+          f"files in {stats['work']}")
     return 1 if stats["findings"] else 0
 
 

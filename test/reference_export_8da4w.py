@@ -1,8 +1,8 @@
 """Run with the reference python: FILE.py:FACTORY OUT.pte -> an 8da4w XNNPACK .pte from the published exporter.
 
 torchao's Int8DynamicActivationIntxWeightConfig (int8 per-token dynamic activations, int4 weights in
-groups of 32) quantizes the model's linear layers (those with whole groups); the published XnnpackPartitioner lowers them.
-The quantized eager model's outputs on the factory's inputs are saved as OUT.ref.pt.
+groups of 32) quantizes the model's linear layers (those with whole groups); the published XnnpackPartitioner
+lowers them. The quantized eager model's outputs on the factory's inputs are saved as OUT.ref.pt.
 """
 import importlib.util
 import sys

@@ -2,9 +2,9 @@
 
 Run with the reference python (ET_REFERENCE_PYTHON), never imported by the project:
     python reference_runner.py DIR [NAME ...]
-For each DIR/NAME.pte (all of them when no NAME is given) with inputs DIR/NAME.in.pt (a list saved with torch.save) it writes
-DIR/NAME.out.pt, or DIR/NAME.err.txt with the runtime's reason when the runtime refuses. It prints each NAME
-before running it, so a caller can tell which file made the runtime abort the process.
+For each DIR/NAME.pte (all of them when no NAME is given) with inputs DIR/NAME.in.pt (a list saved with
+torch.save) it writes DIR/NAME.out.pt, or DIR/NAME.err.txt with the runtime's reason when the runtime refuses.
+It prints each NAME before running it, so a caller can tell which file made the runtime abort the process.
 """
 
 import sys
@@ -16,7 +16,8 @@ import executorch.runtime
 from executorch.runtime import Runtime
 
 if Path(sys.prefix).resolve() not in Path(executorch.runtime.__file__).resolve().parents:
-    sys.exit(f"the reference Python imports an executorch from outside its own environment ({executorch.runtime.__file__}), "
+    sys.exit(f"the reference Python imports an executorch from outside its own environment "
+             f"({executorch.runtime.__file__}), "
              "not the published one; run it without PYTHONPATH pointing at a project")
 
 runtime = Runtime.get()

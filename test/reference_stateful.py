@@ -4,9 +4,9 @@ Run with the reference python (ET_REFERENCE_PYTHON), never imported by the proje
     python reference_stateful.py DIR NAME [NAME ...]
 For each NAME: when DIR/NAME.pt2 (a `torch.export.save`d ExportedProgram) exists, the published
 exporter lowers it to DIR/NAME.published.pte (when DIR/NAME@METHOD.pt2 files exist instead, it
-lowers them as the methods of one program with share_mutable_buffers=True); when DIR/NAME.pte and DIR/NAME.calls.pt (a list of
-(method name, list of inputs)) exist, every call runs on one loaded program, each method loaded
-once so state carries over between calls, and DIR/NAME.out.pt gets each call's outputs.
+lowers them as the methods of one program with share_mutable_buffers=True); when DIR/NAME.pte and
+DIR/NAME.calls.pt (a list of (method name, list of inputs)) exist, every call runs on one loaded program,
+each method loaded once so state carries over between calls, and DIR/NAME.out.pt gets each call's outputs.
 A failed export goes to DIR/NAME.published.err.txt, a failed run to DIR/NAME.err.txt.
 """
 
@@ -28,7 +28,8 @@ for name in sys.argv[2:]:
         try:
             with torch.no_grad():  # the loaded parameters require grad; lowering runs the graph in place
                 if methods:
-                    shared = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+                    shared = ExecutorchBackendConfig(
+                        memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
                     eps = {m: torch.export.load(p) for m, p in methods.items()}
                     program = to_edge_transform_and_lower(eps).to_executorch(shared)
                 else:

@@ -53,7 +53,8 @@ def _ints(high: int, *shape: int) -> torch.Tensor:
     return torch.randint(0, high, shape, dtype=torch.long)
 
 
-def _seeded(module_fn: Callable[[], nn.Module], inputs_fn: Callable[[], Inputs]) -> Callable[[], tuple[nn.Module, Inputs]]:
+def _seeded(module_fn: Callable[[], nn.Module],
+            inputs_fn: Callable[[], Inputs]) -> Callable[[], tuple[nn.Module, Inputs]]:
     # Seed before building the module and its inputs so every call returns equal tensors.
     def factory() -> tuple[nn.Module, Inputs]:
         torch.manual_seed(0)
@@ -121,7 +122,8 @@ _BINARY: list[OpCase] = [
     _fn("mul_broadcast", torch.mul, _xy((4, 1, 5), (3, 1))),
     _fn("div", torch.div, lambda: (_randn(2, 3, 4), _positive(2, 3, 4))),
     _fn("div_scalar", lambda x: x / 4.0, _x(2, 3, 4)),
-    _fn("div_floor", lambda x, y: torch.div(x, y, rounding_mode="floor"), lambda: (_randn(2, 3, 4) * 5, _positive(2, 3, 4))),
+    _fn("div_floor", lambda x, y: torch.div(x, y, rounding_mode="floor"),
+        lambda: (_randn(2, 3, 4) * 5, _positive(2, 3, 4))),
     _fn("pow_scalar", lambda x: x**3, _x(2, 3, 4)),
     _fn("pow_tensor", torch.pow, lambda: (_positive(2, 3, 4), _randn(2, 3, 4))),
     _fn("maximum", torch.maximum, _xy((2, 3, 4), (2, 3, 4))),
@@ -161,10 +163,12 @@ _NN: list[OpCase] = [
     _fn("matmul", torch.matmul, _xy((2, 3, 4), (4, 5))),
     _fn("bmm", torch.bmm, _xy((2, 3, 4), (2, 4, 5))),
     _fn("mm", torch.mm, _xy((3, 4), (4, 5))),
-    _fn("matmul_4d_div_scalar", lambda q, k: torch.matmul(q, k.transpose(-2, -1)) / 2.0, _xy((2, 2, 3, 4), (2, 2, 5, 4))),
+    _fn("matmul_4d_div_scalar", lambda q, k: torch.matmul(q, k.transpose(-2, -1)) / 2.0,
+        _xy((2, 2, 3, 4), (2, 2, 5, 4))),
     _mod("conv1d", lambda: nn.Conv1d(3, 4, 3), _x(1, 3, 10)),
     _mod("conv2d", lambda: nn.Conv2d(3, 4, 3), _x(1, 3, 8, 8)),
-    _mod("conv2d_stride_pad_dilation", lambda: nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2), _x(2, 4, 9, 9)),
+    _mod("conv2d_stride_pad_dilation", lambda: nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2),
+         _x(2, 4, 9, 9)),
     _mod("conv2d_depthwise_no_bias", lambda: nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False), _x(1, 4, 6, 6)),
     _mod("conv_transpose2d", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1), _x(1, 3, 5, 5)),
     _fn("max_pool2d", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), _x(1, 2, 8, 8)),
@@ -172,7 +176,8 @@ _NN: list[OpCase] = [
     _fn("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), _x(1, 2, 7, 7)),
     _mod("embedding", lambda: nn.Embedding(10, 4), lambda: (_ints(10, 2, 3),)),
     _fn("upsample_nearest2d", lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), _x(1, 2, 3, 4)),
-    _fn("upsample_bilinear2d", lambda x: F.interpolate(x, size=(6, 7), mode="bilinear", align_corners=False), _x(1, 2, 3, 4)),
+    _fn("upsample_bilinear2d", lambda x: F.interpolate(x, size=(6, 7), mode="bilinear", align_corners=False),
+        _x(1, 2, 3, 4)),
     _fn("pad_constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), _x(1, 2, 3, 4)),
 ]
 
@@ -237,7 +242,8 @@ _DYNAMIC: list[OpCase] = [
     _fn("dyn_softmax", lambda x: torch.softmax(x, dim=-1), _x(2, 6),
         dynamic_shapes=lambda: _varargs({1: Dim("n", min=2, max=32)}), resized_inputs=_x(2, 17)),
     _fn("dyn_cat", lambda x, y: torch.cat([x, y], dim=0), _xy((2, 4), (3, 4)),
-        dynamic_shapes=lambda: _varargs({0: Dim("a", max=8)}, {0: Dim("b", max=8)}), resized_inputs=_xy((5, 4), (1, 4))),
+        dynamic_shapes=lambda: _varargs({0: Dim("a", max=8)}, {0: Dim("b", max=8)}),
+        resized_inputs=_xy((5, 4), (1, 4))),
     _mod("dyn_conv2d", lambda: nn.Conv2d(3, 4, 3, padding=1), _x(2, 3, 8, 8),
          dynamic_shapes=lambda: ({0: _batch()},), resized_inputs=_x(4, 3, 8, 8)),
     _fn("dyn_mean_reshape", lambda x: x.reshape(x.shape[0], -1).mean(dim=1), _x(3, 2, 4),

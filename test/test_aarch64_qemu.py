@@ -1,4 +1,5 @@
-"""The aarch64 full wheel (EXECUTORCH_TARGET_ARCH=aarch64) on user-mode QEMU: its files, executor_runner, its Python extension."""
+"""The aarch64 full wheel (EXECUTORCH_TARGET_ARCH=aarch64) on user-mode QEMU: its files, executor_runner,
+its Python extension."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ SYSROOT = os.environ.get("ET_AARCH64_SYSROOT")
 QEMU = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
 
 pytestmark = [
-    pytest.mark.skipif(not WHEEL, reason="set ET_AARCH64_WHEEL to an aarch64 full wheel (.ci/scripts/test_aarch64.sh does)"),
+    pytest.mark.skipif(not WHEEL,
+                       reason="set ET_AARCH64_WHEEL to an aarch64 full wheel (.ci/scripts/test_aarch64.sh does)"),
 ]
 needs_qemu = pytest.mark.skipif(not QEMU, reason="runs aarch64 programs: apt-get install qemu-user-static")
 
@@ -98,7 +100,8 @@ def test_executor_runner_runs_the_published_exporters_mobilenet_v2(unpacked, tmp
 
 
 @needs_qemu
-@pytest.mark.skipif(not SYSROOT, reason="set ET_AARCH64_SYSROOT to an arm64 CPython (.ci/scripts/test_aarch64.sh --sysroot)")
+@pytest.mark.skipif(not SYSROOT,
+                    reason="set ET_AARCH64_SYSROOT to an arm64 CPython (.ci/scripts/test_aarch64.sh --sysroot)")
 def test_python_extension_runs_a_model_in_arm64_cpython(unpacked, tmp_path):
     pte, x, expected = smoke_case(tmp_path)
     site = Path(SYSROOT) / "site"

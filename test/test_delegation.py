@@ -15,7 +15,7 @@ from executorch.exir import schema as s
 from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.exir._serialize import read_program, serialize_pte_binary
 from executorch.exir.backend.backend_api import to_backend
-from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.backend_details import BackendDetails
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.test.demos.rpc.executor_backend_partitioner import ExecutorBackendPartitioner
 from executorch.exir.error import SerializeError
@@ -357,14 +357,16 @@ def test_inspect_shows_delegates_their_callers_and_the_delegated_share(tmp_path,
     pcs = [pc for pc, i in enumerate(program.execution_plan[0].chains[0].instructions)
            if isinstance(i.instr_args, s.DelegateCall)]
     size = len(program.segment_data[_delegates(pte)[0].processed.index])
-    assert f"[0] ExecutorBackend: {size:,} bytes (segment 1), compile specs: none, called by instruction {pcs[0]}" in out
+    assert (f"[0] ExecutorBackend: {size:,} bytes (segment 1), compile specs: none, "
+            f"called by instruction {pcs[0]}") in out
     nested = sum(
         sum(isinstance(i.instr_args, s.KernelCall) for i in read_program(
             bytes(program.segment_data[d.processed.index])).execution_plan[0].chains[0].instructions)
         for d in _delegates(pte))
     portable = sum(isinstance(i.instr_args, s.KernelCall) for i in program.execution_plan[0].chains[0].instructions)
     assert len(calls) == len(_delegates(pte))
-    assert f"delegated: {nested} of {nested + portable} operator calls ({100 * nested / (nested + portable):.0f}%)" in out
+    assert (f"delegated: {nested} of {nested + portable} operator calls "
+            f"({100 * nested / (nested + portable):.0f}%)") in out
 
 
 class CondNet(torch.nn.Module):

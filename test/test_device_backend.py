@@ -176,7 +176,8 @@ def test_the_python_runtime_names_a_missing_device_allocator(monkeypatch):
 
     _, _, _, program = _lower("one_engine")
     monkeypatch.delitem(device._registry, S.DeviceType.CUDA)
-    with pytest.raises(Exception, match="memory arena 2 of method 'forward' lives on cuda:0.*register_device_allocator"):
+    with pytest.raises(Exception,
+                       match="memory arena 2 of method 'forward' lives on cuda:0.*register_device_allocator"):
         project_runtimes()["python"].load_program(program.buffer).load_method("forward")
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from executorch.devtools.compare import assert_outputs_close
-from executorch.devtools.etrecord import ETRecord, generate_etrecord, parse_etrecord
+from executorch.devtools.etrecord import generate_etrecord, parse_etrecord
 from executorch.exir import to_edge, to_edge_transform_and_lower
 from executorch.exir._etrecord import ETRecordError
 from executorch.exir.error import ExportError
@@ -126,8 +126,9 @@ def test_published_inspector_reads_our_etdump_and_etrecord(engine, delegated, tm
     program.load_method("forward").execute(list(inputs))
     program.write_etdump_result_to_file(tmp_path / "r.etdp", tmp_path / "r.bin")
     (tmp_path / "published_inspector.py").write_text(REFERENCE_SCRIPT)
-    out = subprocess.run([python, str(tmp_path / "published_inspector.py"), str(tmp_path / "r.etdp"), str(tmp_path / "r.etrecord"),
-                          str(tmp_path / "r.bin")], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([python, str(tmp_path / "published_inspector.py"), str(tmp_path / "r.etdp"),
+                          str(tmp_path / "r.etrecord"), str(tmp_path / "r.bin")],
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if line.startswith(("OPS", "GAP", "DELEGATED")))
     ops = set(lines["OPS"].split(","))

@@ -81,7 +81,8 @@ def test_our_inspector_reads_the_published_runtimes_etdump_and_etrecord(tmp_path
     python = os.environ.get("ET_REFERENCE_PYTHON")
     if not python:
         pytest.skip("ET_REFERENCE_PYTHON is not set; see ../shared/tools/reference-runtime/README.md")
-    source = inspect.getsource(test_devtools_etdump.ConvLinear) + "\n\n" + inspect.getsource(test_devtools_etdump._inputs)
+    source = (inspect.getsource(test_devtools_etdump.ConvLinear) + "\n\n"
+              + inspect.getsource(test_devtools_etdump._inputs))
     (tmp_path / "published_run.py").write_text(PUBLISHED_RUN.replace("MODEL_SOURCE", source))
     out = subprocess.run([python, str(tmp_path / "published_run.py"), str(tmp_path)], capture_output=True, text=True,
                          timeout=900)

@@ -1,4 +1,5 @@
-"""ExportPass rebuilding graphs faithfully, PTEFile carrying a file's named data, and internal_assert, as upstream code expects."""
+"""ExportPass rebuilding graphs faithfully, PTEFile carrying a file's named data, and internal_assert, as upstream
+code expects."""
 
 from __future__ import annotations
 

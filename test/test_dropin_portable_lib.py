@@ -15,7 +15,8 @@ from executorch.exir import to_edge
 from conftest import project_runtimes  # noqa: E402
 
 NATIVE = project_runtimes().get("native")
-needs_native = pytest.mark.skipif(NATIVE is None, reason="native runtime not built (cmake -DEXECUTORCH_BUILD_PYBIND=ON)")
+needs_native = pytest.mark.skipif(NATIVE is None,
+                                  reason="native runtime not built (cmake -DEXECUTORCH_BUILD_PYBIND=ON)")
 
 
 @pytest.fixture(scope="module")

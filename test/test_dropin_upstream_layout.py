@@ -395,8 +395,8 @@ def test_serialize_pte_binary_round_trip_through_the_extended_header():
         (out,) = _run(runtime, data, (x,))
         assert_outputs_close([out], [model(x)])
     kept = serialize_pte_binary(PTEFile(program), extract_delegate_segments=False)
-    assert kept == pm.buffer and deserialize_pte_binary(kept).program.execution_plan[0].delegates[0].processed.location \
-        == DataLocation.INLINE
+    assert kept == pm.buffer and (deserialize_pte_binary(kept).program.execution_plan[0].delegates[0]
+                                  .processed.location == DataLocation.INLINE)
 
 
 def test_extended_header_absent_or_malformed_is_none():

@@ -13,7 +13,8 @@ FIXTURES = REPO / "test" / "fixtures"
 ADD = FIXTURES / "native" / "add.pte"
 SCAN = FIXTURES / "control_flow_scan_map.pte"  # torch.scan: a loop made of a backward jump
 
-pytestmark = pytest.mark.skipif(not RUNNER.exists(), reason="executor_runner is not built (tools/run_tests.sh builds it)")
+pytestmark = pytest.mark.skipif(not RUNNER.exists(),
+                                reason="executor_runner is not built (tools/run_tests.sh builds it)")
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

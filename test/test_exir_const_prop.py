@@ -154,8 +154,10 @@ def test_quantized_cat_runs_on_the_integer_values():
     ep = pm.exported_program()
     # The cat with one set of parameters now reads the int8 values; the one with mixed parameters does not.
     assert sorted(_int8_cat_inputs(ep)) == [["torch.float32"] * 2, ["torch.int8"] * 2]
-    fused_cat = next(n for n in ep.graph.nodes if aten_op(n.target) is aten.cat.default and n.meta["val"].dtype == torch.int8)
-    assert [aten_op(u.target) for u in fused_cat.users] == [torch.ops.quantized_decomposed.dequantize_per_tensor.default]
+    fused_cat = next(n for n in ep.graph.nodes
+                     if aten_op(n.target) is aten.cat.default and n.meta["val"].dtype == torch.int8)
+    assert ([aten_op(u.target) for u in fused_cat.users]
+            == [torch.ops.quantized_decomposed.dequantize_per_tensor.default])
     q = str(torch.ops.quantized_decomposed.quantize_per_tensor.default)
     assert _ops(ep).count(q) == _ops(edge.exported_program()).count(q) - 1
     # Exact: re-quantizing a dequantized value with its own parameters gives it back.

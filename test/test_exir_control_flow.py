@@ -74,7 +74,8 @@ def _rows(n=4, cols=3, seed=0):
 # name -> (model, example inputs, dynamic shapes, more inputs to run)
 CASES = {
     "map": (Map(), (_rows(), torch.randn(3)), None, []),
-    "scan": (Scan(), (torch.randn(3), _rows(), torch.randn(3)), None, [(torch.randn(3), _rows(seed=1), torch.randn(3))]),
+    "scan": (Scan(), (torch.randn(3), _rows(), torch.randn(3)), None,
+             [(torch.randn(3), _rows(seed=1), torch.randn(3))]),
     "map_of_cond": (MapOfCond(), (_rows(5) * torch.tensor([[1.0], [-1.0], [1.0], [-1.0], [1.0]]),), None, []),
     "map_of_scan": (MapOfScan(), (torch.randn(2, 4, 3),), None, []),
     "map_dynamic": (Map(), (_rows(6), torch.randn(3)), ({0: Dim("n", min=2, max=10)}, None),

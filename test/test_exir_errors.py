@@ -33,7 +33,8 @@ def test_unsupported_op_names_op_node_and_source_line():
     with pytest.raises(ExportError) as err:
         to_edge(ep)
     msg = str(err.value)
-    line = inspect.getsource(UsesCustomOp).splitlines().index("        return sine_fold(y)  # the line the error must point at")
+    line = inspect.getsource(UsesCustomOp).splitlines().index(
+        "        return sine_fold(y)  # the line the error must point at")
     expected_line = inspect.getsourcelines(UsesCustomOp)[1] + line
     assert "exir_test::sine_fold" in msg
     assert "node 'sine_fold'" in msg

@@ -115,7 +115,8 @@ def test_same_order_copies_alias_their_base():
         pass  # native runtime not built: the Python engine still checks the aliases
     want = _Heads()(*inputs)
     for engine in engines:
-        got = engine.load_program(pte.buffer, Verification.InternalConsistency).load_method("forward").execute(list(inputs))
+        got = (engine.load_program(pte.buffer, Verification.InternalConsistency).load_method("forward")
+               .execute(list(inputs)))
         for g, w in zip(got, want):
             assert torch.equal(g, w), engine.__name__
 

@@ -68,7 +68,8 @@ def _program(case: str):
 
 def test_prim_ops_in_the_file():
     names = {op.name for op in _program("sym_ops").executorch_program.execution_plan[0].operators}
-    assert {f"executorch_prim::{op}.Scalar" for op in ("sym_max", "sym_min", "sym_ite", "sym_float", "sym_not", "eq")} <= names
+    assert {f"executorch_prim::{op}.Scalar"
+            for op in ("sym_max", "sym_min", "sym_ite", "sym_float", "sym_not", "eq")} <= names
     names = {op.name for op in _program("rounding").executorch_program.execution_plan[0].operators}
     assert {f"executorch_prim::{op}.Scalar" for op in ("ceil", "trunc", "round", "eq", "sym_not")} <= names
     names = {op.name for op in _program("item").executorch_program.execution_plan[0].operators}

@@ -1,4 +1,5 @@
-"""`executorch.exir.tensor` (TensorSpec and layout helpers) and `executorch.exir.memory`, as upstream code calls them."""
+"""`executorch.exir.tensor` (TensorSpec and layout helpers) and `executorch.exir.memory`, as upstream code
+calls them."""
 
 from __future__ import annotations
 

@@ -122,8 +122,8 @@ def test_the_wheel_names_the_pinned_torch():
 
 
 # Where the docs and scripts give a torch install spec; each must be the pinned one.
-_DOCS = ["README.md", "README-wheel.md", "BENCHMARKS.md", "requirements-dev.txt", "tools/*.sh", ".ci/scripts/*.sh",
-         "benchmarks/*.sh"]
+_DOCS = ["README.md", "README-wheel.md", "BENCHMARKS.md", "docs/*.md", "requirements-dev.txt", "tools/*.sh",
+         ".ci/scripts/*.sh", "benchmarks/*.sh"]
 _MENTION = re.compile(r"\btorch==(\d+\.\d+\.\d+)")
 
 

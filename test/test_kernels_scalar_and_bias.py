@@ -1,4 +1,5 @@
-"""The native fast paths for a tensor with a scalar (or one-element tensor) and for addmm/linear's bias fill match eager torch bit for bit."""
+"""The native fast paths for a tensor with a scalar (or one-element tensor) and for addmm/linear's bias fill
+match eager torch bit for bit."""
 
 from __future__ import annotations
 

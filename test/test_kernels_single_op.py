@@ -1,6 +1,6 @@
 """The portable kernels on the native runtime: every single-op case and zoo model matches eager
-torch (executorch.devtools.compare's tolerances), from files written by this package's exporter and, when ET_REFERENCE_PYTHON
-is set, by the published exporter (whose programs pass arguments exactly as upstream does)."""
+torch (executorch.devtools.compare's tolerances), from files written by this package's exporter and, when
+ET_REFERENCE_PYTHON is set, by the published exporter (whose programs pass arguments exactly as upstream does)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from single_op_models import CASES, CASES_BY_NAME  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NATIVE = project_runtimes().get("native")
-pytestmark = pytest.mark.skipif(NATIVE is None, reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
+pytestmark = pytest.mark.skipif(
+    NATIVE is None, reason="native runtime not built (bash tools/run_tests.sh builds it; needs a C++ compiler)")
 
 
 ZOO = load_zoo()

@@ -80,7 +80,8 @@ def published_files(tmp_path_factory, reference_runtime) -> dict:
     bf16 = root / "bf16_models.py"
     bf16.write_text(f"import sys\nsys.path.insert(0, {str(MODELS_FILE.parent)!r})\n"
                     "from llm_custom_ops_models import make_cached_decoder\n"
-                    "def make_bf16():\n    model, inputs = make_cached_decoder()\n    return model.to(__import__('torch').bfloat16), inputs\n")
+                    "def make_bf16():\n    model, inputs = make_cached_decoder()\n"
+                    "    return model.to(__import__('torch').bfloat16), inputs\n")
     files[torch.bfloat16] = reference_runtime.export(f"{bf16}:make_bf16", root / "decoder_bf16.pte")
     return files
 
@@ -147,9 +148,11 @@ def test_our_exporter_writes_the_cache_in_place_as_the_published_one():
     assert "aten::copy_" not in calls
     caches = {plan.values[i.instr_args.args[1]].val.allocation_info.memory_offset_low
               for i in plan.chains[0].instructions
-              if hasattr(i.instr_args, "op_index") and plan.operators[i.instr_args.op_index].name == "llama::update_cache"}
+              if hasattr(i.instr_args, "op_index")
+              and plan.operators[i.instr_args.op_index].name == "llama::update_cache"}
     sdpa = next(i for i in plan.chains[0].instructions
-                if hasattr(i.instr_args, "op_index") and plan.operators[i.instr_args.op_index].name == "llama::custom_sdpa")
+                if hasattr(i.instr_args, "op_index")
+                and plan.operators[i.instr_args.op_index].name == "llama::custom_sdpa")
     assert caches == {plan.values[a].val.allocation_info.memory_offset_low for a in sdpa.instr_args.args[1:3]}
 
 

@@ -277,7 +277,8 @@ OPS = {
                              (torch.randn(4, 3), torch.randn(3, 3))),
     "index_put_2d": (lambda x, v: torch.index_put(x, (torch.tensor([1, 3]), torch.tensor([0, 2])), v),
                      (torch.randn(4, 3), torch.randn(2))),
-    "index_copy": (lambda x, s: torch.index_copy(x, 0, torch.tensor([3, 0]), s), (torch.randn(4, 2), torch.randn(2, 2))),
+    "index_copy": (lambda x, s: torch.index_copy(x, 0, torch.tensor([3, 0]), s),
+                   (torch.randn(4, 2), torch.randn(2, 2))),
     "copy": (lambda x, s: torch.ops.aten.copy.default(x, s), (torch.randn(2, 3), torch.randn(3))),
 }
 

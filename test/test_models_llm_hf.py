@@ -13,7 +13,8 @@ from executorch.exir import to_edge
 
 from conftest import project_runtimes  # noqa: E402
 
-transformers = pytest.importorskip("transformers", reason="transformers is not installed (requirements-dev.txt pins it)")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (requirements-dev.txt pins it)")
 import hf_tiny_models as hf  # noqa: E402
 
 RTOL = 1e-4  # per element, relative to the eager logits (their largest |value| scales the absolute part)

@@ -118,7 +118,8 @@ def _kernel_layouts(data: bytes) -> list:
 def test_our_tensor_layouts_are_the_published_exporters(name, ours, published):
     # Both exporters lower the same graph to the same kernel calls; each call's tensors must have
     # the dim orders the published exporter gives them (its runtime refuses stale ones).
-    assert _kernel_layouts((ours / f"{name}.pte").read_bytes()) == _kernel_layouts((published / f"{name}.pte").read_bytes())
+    assert (_kernel_layouts((ours / f"{name}.pte").read_bytes())
+            == _kernel_layouts((published / f"{name}.pte").read_bytes()))
 
 
 @pytest.mark.parametrize("corrupt", [torch.zeros_like, torch.neg, lambda t: t.flip(-1)],

@@ -40,7 +40,8 @@ def smoke_case(tmp_path: Path) -> tuple[Path, Path, dict]:
     return pte, tmp_path / "x.bin", {"input_shape": list(x.shape), "output": model(x)}
 
 
-@pytest.mark.skipif(not SMOKE_PYTHON, reason="set ET_SMOKE_PYTHON to a Python with the full wheel installed (tools/build_wheels.sh does)")
+@pytest.mark.skipif(not SMOKE_PYTHON,
+                    reason="set ET_SMOKE_PYTHON to a Python with the full wheel installed (tools/build_wheels.sh does)")
 def test_installed_extension_runs_a_model_like_eager(tmp_path):
     pte, x, expected = smoke_case(tmp_path)
     out = tmp_path / "y.bin"

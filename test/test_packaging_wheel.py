@@ -87,7 +87,8 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
     # Of the examples, only the model registry vendor scripts import (the example_models row), as Python source.
     examples = [n for n in files if n.startswith("executorch/examples/")]
-    assert sorted(examples) == sorted(f"executorch/examples/models/{p.name}" for p in (REPO / "examples" / "models").glob("*.py"))
+    assert sorted(examples) == sorted(f"executorch/examples/models/{p.name}"
+                                      for p in (REPO / "examples" / "models").glob("*.py"))
     # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
     backends = [n for n in files if n.startswith("executorch/backends/")]
     assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
@@ -118,7 +119,8 @@ def test_export_path_is_complete(minimal_wheel):
 
 def test_ptd_and_bpte_serializers_ship_with_their_schemas(minimal_wheel):
     names = set(wheel_metadata(minimal_wheel)[0])
-    flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix() for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
+    flat_tensor = {"executorch/" + p.relative_to(REPO).as_posix()
+                   for p in (REPO / "extension" / "flat_tensor").rglob("*.py")}
     assert "executorch/extension/flat_tensor/serialize/serialize.py" in flat_tensor
     bundled = _source_modules(REPO / "devtools" / "bundled_program")
     assert "executorch/devtools/bundled_program/serialize/__init__.py" in bundled

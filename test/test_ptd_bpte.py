@@ -66,7 +66,8 @@ def test_external_constants_leave_the_pte(tmp_path):
 def test_pte_and_ptd_run_on_each_engine(engine, tmp_path):
     model, inputs, _ = _small(tmp_path, external_constants=True)
     rt = RUNTIMES[engine]
-    out = rt.load_program(tmp_path / "m.pte", data_path=tmp_path / DEFAULT_PTD).load_method("forward").execute(list(inputs))
+    out = (rt.load_program(tmp_path / "m.pte", data_path=tmp_path / DEFAULT_PTD).load_method("forward")
+           .execute(list(inputs)))
     assert_outputs_close(out, [model(*inputs)])
     with pytest.raises(ExecuTorchError, match="first.weight"):
         rt.load_program(tmp_path / "m.pte").load_method("forward")
@@ -258,7 +259,8 @@ def test_published_runtime_runs_our_pte_and_ptd(name, reference_runtime, tmp_pat
     _reference(reference_runtime, _REF_RUN_WITH_PTD, tmp_path / "m.pte", tmp_path / DEFAULT_PTD, tmp_path / "in.pt",
                tmp_path / "out.pt")
     expected = model(*inputs)
-    assert_outputs_close(torch.load(tmp_path / "out.pt"), expected if isinstance(expected, (list, tuple)) else [expected])
+    assert_outputs_close(torch.load(tmp_path / "out.pt"),
+                         expected if isinstance(expected, (list, tuple)) else [expected])
 
 
 _REF_EXPORT_WITH_PTD = """
@@ -475,7 +477,8 @@ def test_we_read_and_rewrite_the_published_bpte_exactly(reference_runtime, tmp_p
     model = TwoOut().eval()
     cases = torch.load(tmp_path / "cases.pt")
     suites = [MethodTestSuite("forward", [MethodTestCase(c, list(model(*c))) for c in cases])]
-    ours = serialize_from_bundled_program_to_flatbuffer(BundledProgram(None, suites, pte_file_path=str(tmp_path / "ref.pte")))
+    ours = serialize_from_bundled_program_to_flatbuffer(
+        BundledProgram(None, suites, pte_file_path=str(tmp_path / "ref.pte")))
     assert ours == ref
 
 

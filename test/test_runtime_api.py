@@ -87,7 +87,8 @@ def test_metadata(add_pte):
     [
         ([torch.randn(2, 3)], r"takes 2 inputs, got 1"),
         ([torch.randn(2, 3)] * 3, r"takes 2 inputs, got 3"),
-        ([torch.randn(2, 3), torch.randn(2, 3, dtype=torch.float64)], r"input 1 .* dtype torch.float32, got torch.float64"),
+        ([torch.randn(2, 3), torch.randn(2, 3, dtype=torch.float64)],
+         r"input 1 .* dtype torch.float32, got torch.float64"),
         ([torch.randn(2, 4), torch.randn(2, 3)], r"input 0 .* shape \[2, 3\], got \[2, 4\]"),
         ([torch.randn(2, 3), 3], r"input 1 .* must be a tensor .* got int"),
     ],

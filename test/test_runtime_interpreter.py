@@ -262,7 +262,8 @@ def _corrupt(mutate) -> s.Program:
         (lambda p: setattr(p.chains[0].instructions[0].instr_args, "args", [0, 1, 99, 2, 2]), r"refers to value 99"),
         (lambda p: setattr(p.chains[0].instructions[0].instr_args, "args", [0, 1, 2, 2]), r"passes 4 arguments"),
         (lambda p: setattr(p.chains[0].instructions[0].instr_args, "op_index", 5), r"uses operator 5"),
-        (lambda p: setattr(p.values[0].val, "allocation_info", s.AllocationDetails.at(1, 4090)), r"needs bytes 4090\.\."),
+        (lambda p: setattr(p.values[0].val, "allocation_info", s.AllocationDetails.at(1, 4090)),
+         r"needs bytes 4090\.\."),
         (lambda p: setattr(p.values[0].val, "allocation_info", s.AllocationDetails.at(7, 0)), r"arena 7"),
         (lambda p: setattr(p.values[0].val, "dim_order", [1, 1]), r"not a permutation"),
         (lambda p: setattr(p.values[0].val, "data_buffer_idx", 9) or setattr(p.values[0].val, "allocation_info", None),
@@ -283,7 +284,8 @@ def test_a_delegate_of_an_unregistered_backend_is_refused_with_its_name():
     plan.delegates = [s.BackendDelegate("NoSuchBackend", s.BackendDelegateDataReference(s.DataLocation.INLINE, 0), [])]
     program.backend_delegate_data = [s.BackendDelegateInlineData(b"blob")]
     plan.chains[0].instructions.insert(0, s.Instruction(s.DelegateCall(0, [0, 1, 2])))
-    with pytest.raises(ExecuTorchError, match=r"backend .NoSuchBackend. \(delegate 0\), which is not registered in the Python runtime"):
+    with pytest.raises(ExecuTorchError,
+                       match=r"backend .NoSuchBackend. \(delegate 0\), which is not registered in the Python runtime"):
         _load(program)
 
 
@@ -311,7 +313,8 @@ def test_prim_scalar_ops(name, args, expected):
     assert got == expected and type(got) is type(expected)
 
 
-@pytest.mark.parametrize(("name", "overload", "extra"), [("aten::neg", "out", ()), ("aten::copy_", "default", (False,))])
+@pytest.mark.parametrize(("name", "overload", "extra"),
+                         [("aten::neg", "out", ()), ("aten::copy_", "default", (False,))])
 def test_instructions_may_not_write_into_constants(name, overload, extra):
     b = PlanBuilder()
     x, out = b.tensor([2], 0), b.tensor([2], 16)
@@ -321,7 +324,8 @@ def test_instructions_may_not_write_into_constants(name, overload, extra):
         b.kernel(name, overload, weight, x, b.bool_(extra[0]), weight)
     else:
         b.kernel(name, overload, x, weight, weight)
-    with pytest.raises(InvalidProgramError, match=rf"instruction 0 .*{name}.* writes into constant tensor value {weight}"):
+    with pytest.raises(InvalidProgramError,
+                       match=rf"instruction 0 .*{name}.* writes into constant tensor value {weight}"):
         _load(b.program())
 
 

@@ -136,8 +136,9 @@ def _configure(tmp_path, *options):
     cmake = shutil.which("cmake")
     if cmake is None:
         pytest.skip("cmake is not installed")
-    return subprocess.run([cmake, "-S", str(REPO), "-B", str(tmp_path / "build"), f"-DPython3_EXECUTABLE={sys.executable}",
-                           "-DEXECUTORCH_BUILD_PYBIND=OFF", *options], capture_output=True, text=True, timeout=300)
+    return subprocess.run([cmake, "-S", str(REPO), "-B", str(tmp_path / "build"),
+                           f"-DPython3_EXECUTABLE={sys.executable}", "-DEXECUTORCH_BUILD_PYBIND=OFF", *options],
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_configure_fails_naming_an_unknown_op(tmp_path):
@@ -280,8 +281,9 @@ def test_configure_selects_by_model_with_pypi_build_tools_only(torchless_python,
     cmake = shutil.which("cmake")
     if cmake is None:
         pytest.skip("cmake is not installed")
-    proc = subprocess.run([cmake, "-S", str(REPO), "-B", str(tmp_path / "build"), f"-DPython3_EXECUTABLE={torchless_python}",
-                           "-DEXECUTORCH_BUILD_PYBIND=OFF", f"-DEXECUTORCH_SELECT_OPS_MODEL={pte}"],
+    proc = subprocess.run([cmake, "-S", str(REPO), "-B", str(tmp_path / "build"),
+                           f"-DPython3_EXECUTABLE={torchless_python}", "-DEXECUTORCH_BUILD_PYBIND=OFF",
+                           f"-DEXECUTORCH_SELECT_OPS_MODEL={pte}"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     written = load_selected(str(tmp_path / "build" / "kernels" / "portable" / "portable_kernels"

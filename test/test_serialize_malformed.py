@@ -59,7 +59,8 @@ def test_wrong_identifier():
 
 def test_not_a_pte_at_all():
     _rejects(b"PK\x03\x04" + bytes(100), match=r"^not a .pte file \(no ET12 identifier at offset 4")
-    _rejects(b"# README text, not a program\n", match=r"^not a .pte file \(no ET12 identifier at offset 4, found b'ADME'\)")
+    _rejects(b"# README text, not a program\n",
+             match=r"^not a .pte file \(no ET12 identifier at offset 4, found b'ADME'\)")
 
 
 @pytest.mark.parametrize(

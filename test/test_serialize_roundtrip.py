@@ -143,7 +143,8 @@ def test_wrong_value_type_is_a_serialize_error():
         (lambda p: setattr(p, "version", -1), r"Program.version = -1 does not fit the schema's uint32"),
         (lambda p: setattr(p.execution_plan[0].values[0].val, "allocation_info", s.AllocationDetails(0, 2**32)),
          r"memory_offset_low = 4294967296"),
-        (lambda p: setattr(p.execution_plan[0], "inputs", None), r"execution_plan\[0\].inputs is None; the schema needs a list of int32"),
+        (lambda p: setattr(p.execution_plan[0], "inputs", None),
+         r"execution_plan\[0\].inputs is None; the schema needs a list of int32"),
     ],
 )
 def test_bad_field_is_named_in_the_error(mutate, match):

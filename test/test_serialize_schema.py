@@ -82,7 +82,8 @@ def test_flatc_sees_constants_moved_to_the_constant_segment(tmp_path):
     (base,) = struct.unpack_from("<Q", data, 24)
     segments = theirs["segments"]
     first = segments[0]
-    assert data[base + first["offset"] : base + first["offset"] + first["size"]] == floats(1, 2, 3) + bytes(4) + floats(4)
+    assert (data[base + first["offset"] : base + first["offset"] + first["size"]]
+            == floats(1, 2, 3) + bytes(4) + floats(4))
     named = segments[theirs["named_data"][0]["segment_index"]]
     assert data[base + named["offset"] : base + named["offset"] + named["size"]] == b"named"
     assert all(seg["offset"] % 128 == 0 for seg in segments)

@@ -1,4 +1,5 @@
-"""Upstream's graph-tool names (backend.utils, canonical partitioners, PassManager, small helpers), used as upstream's tests use them."""
+"""Upstream's graph-tool names (backend.utils, canonical partitioners, PassManager, small helpers), used as
+upstream's tests use them."""
 
 from __future__ import annotations
 

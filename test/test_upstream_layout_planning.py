@@ -48,7 +48,8 @@ def _live_together_disjoint(specs) -> None:
         for b in specs:
             if a is b or a.mem_id != b.mem_id or a.lifetime[1] < b.lifetime[0] or b.lifetime[1] < a.lifetime[0]:
                 continue
-            assert a.mem_offset + a.allocated_memory <= b.mem_offset or b.mem_offset + b.allocated_memory <= a.mem_offset
+            assert (a.mem_offset + a.allocated_memory <= b.mem_offset
+                    or b.mem_offset + b.allocated_memory <= a.mem_offset)
 
 
 def test_greedy_and_naive_return_a_plan_and_leave_the_specs_alone():
@@ -125,10 +126,12 @@ def test_memory_planning_pass_takes_upstream_algorithms(algo):
     edge = to_edge(torch.export.export(model, (x,)))
     planner = {"suite": MemoryPlanningAlgorithmSuite(algo_list=[naive, greedy]), "greedy": greedy,
                "partial": functools.partial(greedy, allow_overlapping_allocations=False)}[algo]
-    pm = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=planner)))
+    pm = edge.to_executorch(
+        ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo=planner)))
     if algo != "partial":  # greedy through upstream's protocol plans exactly as the default planner
         assert pm.buffer == edge.to_executorch().buffer
-    naive_pm = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo="naive")))
+    naive_pm = edge.to_executorch(
+        ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(memory_planning_algo="naive")))
     arena = pm.executorch_program.execution_plan[0].non_const_buffer_sizes[1]
     assert arena < naive_pm.executorch_program.execution_plan[0].non_const_buffer_sizes[1]
     for runtime in RUNTIMES.values():
@@ -213,7 +216,8 @@ def test_emitter_output_counts_each_delegate_call_s_outputs():
     plan = out.program.execution_plan[0]
     calls = [pc for pc, i in enumerate(plan.chains[0].instructions) if type(i.instr_args).__name__ == "DelegateCall"]
     assert calls and out.instruction_id_to_num_outs_map == {"forward": {pc: 2 for pc in calls}}
-    assert emit_program(to_edge(torch.export.export(TwoOut(), inputs)).exported_program()).instruction_id_to_num_outs_map == {"forward": {}}
+    assert (emit_program(to_edge(torch.export.export(TwoOut(), inputs)).exported_program())
+            .instruction_id_to_num_outs_map == {"forward": {}})
 
 
 # --- executorch.exir.capture: CaptureConfig and capture ----------------------------------------
@@ -229,7 +233,8 @@ def test_capture_config_is_at_upstream_s_paths_and_refuses_old_tracers_by_name()
     CaptureConfig(enable_dynamic_shape=True)
     for kwargs, name in (({"pt2_mode": False}, "pt2_mode=False"),
                          ({"enable_functionalization": False}, "enable_functionalization=False"),
-                         ({"_unlift": True}, "_unlift=True"), ({"_use_old_decomp_table": True}, "_use_old_decomp_table"),
+                         ({"_unlift": True}, "_unlift=True"),
+                         ({"_use_old_decomp_table": True}, "_use_old_decomp_table"),
                          ({"_dynamo_config": object()}, "_dynamo_config"),
                          ({"enable_aot": True, "enable_dynamic_shape": True}, "enable_dynamic_shape=True does nothing"),
                          ({"enable_aot": "yes"}, "enable_aot must be True or False")):
@@ -285,7 +290,8 @@ def test_capture_dynamic_shapes_need_the_option():
     dims = ({0: torch.export.Dim("n", min=2, max=8)},)
     with pytest.raises(ExportError, match=r"needs CaptureConfig\(enable_dynamic_shape=True\)"):
         exir.capture(_Scale(), (x,), exir.CaptureConfig(), dynamic_shapes=dims)
-    ep = exir.capture(_Scale(), (x,), exir.CaptureConfig(enable_dynamic_shape=True), dynamic_shapes=dims).exported_program
+    ep = exir.capture(_Scale(), (x,), exir.CaptureConfig(enable_dynamic_shape=True),
+                      dynamic_shapes=dims).exported_program
     placeholder = next(n for n in ep.graph_module.graph.nodes if n.op == "placeholder" and n.name == "x")
     assert not isinstance(placeholder.meta["val"].shape[0], int)
     with pytest.raises(ExportError, match="args must be a tuple"):

@@ -55,7 +55,7 @@ def test_dunder_named_edge_operators_resolve():
     assert not hasattr(exir_ops.edge.aten, "__deepcopy__")
 
 
-def test_arm_package_imports_beside_ours(arm_backends):
+def test_arm_package_imports_beside_ours(arm_backends):  # noqa: F811  (pytest fixture)
     arm = importlib.import_module("executorch.backends.arm")
     assert arm.__file__.startswith(str(arm_backends))
     assert "EthosUPartitioner" in dir(arm)
@@ -135,7 +135,8 @@ class ArmFlows:
         key = ("ours", model, target)
         if key not in self._done:
             out = self.root / f"ours-{model}-{target}"
-            proc = subprocess.run(vendor_python_command(self.backends, "executorch.backends.arm.scripts.aot_arm_compiler",
+            proc = subprocess.run(vendor_python_command(self.backends,
+                                                        "executorch.backends.arm.scripts.aot_arm_compiler",
                                                         *self.args(model, target), "--output", str(out),
                                                         python=self.python),
                                   capture_output=True, text=True, timeout=900, cwd=self.root,
@@ -162,7 +163,7 @@ class ArmFlows:
 
 
 @pytest.fixture(scope="module")
-def arm_flows(arm_backends, tmp_path_factory) -> ArmFlows:
+def arm_flows(arm_backends, tmp_path_factory) -> ArmFlows:  # noqa: F811  (pytest fixture)
     return ArmFlows(arm_backends, tmp_path_factory.mktemp("arm"))
 
 
@@ -208,7 +209,8 @@ def test_the_published_reader_reads_our_bundled_program_as_the_published_one(arm
     from its own (test cases, and the program field for field)."""
     ours, theirs = arm_flows.ours("mv2", "TOSA-1.0+INT"), arm_flows.theirs("mv2", "TOSA-1.0+INT")
     script = ("import sys\n"
-              "from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program\n"
+              "from executorch.devtools.bundled_program.serialize import "
+              "deserialize_from_flatbuffer_to_bundled_program\n"
               "from executorch.exir._serialize._program import deserialize_pte_binary\n"
               "def read(p):\n"
               "    b = deserialize_from_flatbuffer_to_bundled_program(open(p, 'rb').read())\n"

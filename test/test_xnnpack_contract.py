@@ -112,7 +112,8 @@ def packed_values_read_elsewhere(graph) -> list[str]:
                 continue
             vid = getattr(op, f.name)
             if vid in packed:
-                problems.append(f"value {vid}, packed by {packed[vid]}, is also {type(op).__name__} node {i}'s {f.name}")
+                problems.append(f"value {vid}, packed by {packed[vid]}, "
+                                f"is also {type(op).__name__} node {i}'s {f.name}")
     return problems
 
 

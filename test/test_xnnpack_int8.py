@@ -5,7 +5,6 @@ converted pt2e module, and its structure set against the published exporter's --
 from __future__ import annotations
 
 import importlib.util
-import shutil
 
 import pytest
 import torch

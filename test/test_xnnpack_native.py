@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
 import subprocess
@@ -346,7 +345,8 @@ torch.manual_seed(0)
 m = M().eval()
 rows = torch.export.Dim("rows", min=1, max=8)
 ep = torch.export.export(m, (torch.randn(4, 16),), dynamic_shapes=({0: rows},))
-open(sys.argv[1], "wb").write(to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer)
+open(sys.argv[1], "wb").write(
+    to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer)
 with torch.no_grad():
     cases = [(x, m(x)) for x in (torch.randn(r, 16) for r in (1, 3, 8))]
 torch.save(cases, sys.argv[1][:-4] + ".pt")

@@ -178,7 +178,8 @@ LENGTHS = (1, 5, 12)
 
 
 def _quantize_pt2e_dynamic(model, inputs, dims):
-    """`quantize(..., is_dynamic=True)` on a graph captured with `dims` dynamic (a static capture bakes the sizes in)."""
+    """`quantize(..., is_dynamic=True)` on a graph captured with `dims` dynamic (a static capture bakes the
+    sizes in)."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
@@ -264,7 +265,8 @@ def test_qd8_convolutions_read_their_image_quantized_per_image(cases):
     # runs the pointwise one as a fully connected layer, on its input quantized per pixel instead: the
     # engines' results against the published runtime's check that.)
     program = read_program((cases["root"] / "conv_stack.pte").read_bytes())
-    graph = deserialize_xnnpack_binary(program.segment_data[program.execution_plan[0].delegates[0].processed.index]).graph
+    graph = deserialize_xnnpack_binary(
+        program.segment_data[program.execution_plan[0].delegates[0].processed.index]).graph
     qd8 = [v.xvalue_union for v in graph.xvalues if xs.tensor_value(v).datatype == D.xnn_datatype_qdint8]
     assert [v.quant_params.num_nonbatch_dims for v in qd8] == [3, 3, 3]
     readers = [type(n.xnode_union).__name__ for n in graph.xnodes if getattr(n.xnode_union, "input1_id", None)

@@ -53,7 +53,8 @@ def _same(a, b) -> bool:
 
 def _first_difference(ours: list, theirs: list) -> str:
     if len(ours) != len(theirs):
-        return f"{len(ours)} quantize/dequantize calls here, {len(theirs)} in the published graph: {_ops(ours)} vs {_ops(theirs)}"
+        return (f"{len(ours)} quantize/dequantize calls here, {len(theirs)} in the published graph: "
+                f"{_ops(ours)} vs {_ops(theirs)}")
     for i, (a, b) in enumerate(zip(ours, theirs)):
         if not _same(a, b):
             return f"call {i}: {a['op']} reading {a['reads']!s:.80} vs {b['op']} reading {b['reads']!s:.80}"

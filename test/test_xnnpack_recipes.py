@@ -66,7 +66,8 @@ def test_recipes_hold_what_the_published_ones_hold():
     assert dynamic["weight"]["qscheme"] == "torch.per_channel_symmetric"
     per_channel = recipes["TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_CHANNEL"]["ao"][0]
     assert per_channel["weight_dtype"] == "torch.int4" and per_channel["granularity"] == "PerAxis(axis=0)"
-    assert recipes["TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR"]["ao"][0]["granularity"] == "PerGroup(group_size=32)"
+    assert (recipes["TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR"]["ao"][0]["granularity"]
+            == "PerGroup(group_size=32)")
     grouped = described.describe(ExportRecipe.get_recipe(R.TORCHAO_INT8_DYNAMIC_ACT_INT4_WEIGHT_PER_TENSOR,
                                                          group_size=16))
     assert grouped["ao"][0]["granularity"] == "PerGroup(group_size=16)"

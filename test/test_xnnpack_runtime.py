@@ -18,7 +18,6 @@ from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 from executorch.backends.xnnpack.serialization.xnnpack_graph_serialize import (
     deserialize_xnnpack_binary, serialize_xnnpack_binary)
 from executorch.devtools.compare import TOLERANCES, assert_outputs_close, compare_outputs
-from executorch.exir import schema as s
 from executorch.exir._serialize._program import read_program, serialize_pte_binary
 from executorch.runtime import ExecuTorchError
 

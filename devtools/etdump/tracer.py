@@ -27,7 +27,8 @@ class ETDumpGen:
 
     def __init__(self, debug_buffer_size: int = 0) -> None:
         if debug_buffer_size < 0:
-            raise ValueError(f"debug_buffer_size is {debug_buffer_size}; pass 0 (no intermediate outputs) or a size in bytes")
+            raise ValueError(f"debug_buffer_size is {debug_buffer_size}; "
+                             f"pass 0 (no intermediate outputs) or a size in bytes")
         self.blocks: list[E.RunData] = []
         self._events: Optional[list] = None
         self._debug = bytearray(debug_buffer_size)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import torch
 
@@ -104,7 +104,8 @@ class Inspector:
                     original = getattr(getattr(gm, node.target, None), "original_module", None)
                     if original is not None:
                         todo.append(original.graph_module)
-                elif node.op == "call_function" and "debug_handle" in node.meta and "call_delegate" not in str(node.target):
+                elif (node.op == "call_function" and "debug_handle" in node.meta
+                      and "call_delegate" not in str(node.target)):
                     out.setdefault(node.meta["debug_handle"], []).append(node)
         return out
 
@@ -140,7 +141,8 @@ class Inspector:
                 key = (name, p.chain_index, p.instruction_id, did)
                 e = events.get(key)
                 if e is None:
-                    e = events[key] = Event(name, [], [], delegate_debug_identifier=did, is_delegated_op=did is not None,
+                    e = events[key] = Event(name, [], [], delegate_debug_identifier=did,
+                                            is_delegated_op=did is not None,
                                             _instruction_id=p.instruction_id if p.chain_index >= 0 else None)
                     handle = handles.get(str(p.instruction_id)) if p.chain_index >= 0 else None
                     if isinstance(handle, list):  # a DelegateCall: the handles of the partition's nodes
@@ -173,7 +175,8 @@ class Inspector:
                 for b in self.event_blocks for e in b.events]
         return _pandas().DataFrame(rows, columns=COLUMNS)
 
-    def print_data_tabular(self, file=None, include_units: bool = True, include_delegate_debug_data: bool = False) -> None:
+    def print_data_tabular(self, file=None, include_units: bool = True,
+                           include_delegate_debug_data: bool = False) -> None:
         df = self.to_dataframe()[["event_block_name", "event_name", "p50 (ms)", "avg (ms)", "op_types",
                                   "is_delegated_op", "delegate_backend_name"]]
         try:
@@ -205,7 +208,8 @@ class Inspector:
         against the runtime's logged output, by MSE, L1 or SNR (dB)."""
         metrics = {"MSE": lambda a, b: float(torch.mean((a - b) ** 2)),
                    "L1": lambda a, b: float(torch.sum(torch.abs(a - b))),
-                   "SNR": lambda a, b: float(10 * torch.log10(torch.sum(a ** 2) / torch.sum((a - b) ** 2).clamp_min(1e-30)))}
+                   "SNR": lambda a, b: float(10 * torch.log10(torch.sum(a ** 2)
+                                                               / torch.sum((a - b) ** 2).clamp_min(1e-30)))}
         if distance.upper() not in metrics:
             raise ValueError(f"distance {distance!r} is not one of MSE, L1, SNR")
         if self._etrecord is None or not self._etrecord._representative_inputs:
@@ -236,7 +240,8 @@ class Inspector:
                 if last.get(e.debug_handles) is not e:
                     continue
                 a, r = aot[e.debug_handles].float(), e.debug_data[-1].float()
-                gap = metrics[distance.upper()](a.reshape(-1), r.reshape(-1)) if a.numel() == r.numel() else float("nan")
+                gap = (metrics[distance.upper()](a.reshape(-1), r.reshape(-1)) if a.numel() == r.numel()
+                       else float("nan"))
                 rows.append([(e.debug_handles,), [n for n in e.op_types], a, [e.name], (e.debug_handles,), r, [gap]])
         return _pandas().DataFrame(rows, columns=["aot_debug_handle", "aot_ops", "aot_intermediate_output",
                                                   "runtime_ops", "runtime_debug_handle", "runtime_intermediate_output",

@@ -1,4 +1,5 @@
-"""Upstream's helpers that look into a lowered graph: delegates, what stayed outside them, payloads, a printout, a comparison."""
+"""Upstream's helpers that look into a lowered graph: delegates, what stayed outside them, payloads,
+a printout, a comparison."""
 
 from __future__ import annotations
 

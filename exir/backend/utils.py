@@ -1,4 +1,5 @@
-"""Helpers partitioners call: give constants and mutated buffers the tag of their users (full wheel: look into lowered graphs)."""
+"""Helpers partitioners call: give constants and mutated buffers the tag of their users
+(full wheel: look into lowered graphs)."""
 
 from __future__ import annotations
 

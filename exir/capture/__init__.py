@@ -1,4 +1,5 @@
-"""Upstream's `executorch.exir.capture`: the lowering configs, `CaptureConfig`, and `capture` (full wheel) on torch.export."""
+"""Upstream's `executorch.exir.capture`: the lowering configs, `CaptureConfig`, and `capture` (full wheel)
+on torch.export."""
 
 import sys
 import types

@@ -1,8 +1,9 @@
-"""Upstream's module path of the lowering configs (defined in `executorch.exir.config`), and `CaptureConfig` (full wheel)."""
+"""Upstream's module path of the lowering configs (defined in `executorch.exir.config`), and `CaptureConfig`
+(full wheel)."""
 
 from executorch.exir.config import EdgeCompileConfig, ExecutorchBackendConfig
 
-__all__ = ["CaptureConfig", "EdgeCompileConfig", "ExecutorchBackendConfig"]
+__all__ = ["CaptureConfig", "EdgeCompileConfig", "ExecutorchBackendConfig"]  # noqa: F822  (served by __getattr__)
 
 
 def __getattr__(name: str):

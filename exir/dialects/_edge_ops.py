@@ -22,7 +22,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from functools import lru_cache
 from typing import Optional
 
 import torch

@@ -14,9 +14,11 @@ _NAMESPACE = "dim_order_ops"
 _SCHEMAS = {
     "_to_dim_order_copy": "(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
     "bool? pin_memory=None, bool non_blocking=False, int[]? dim_order=None) -> Tensor",
-    "_to_dim_order_copy.out": "(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
+    "_to_dim_order_copy.out": "(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, "
+    "Tensor(a!) out) -> Tensor(a!)",
     "_clone_dim_order": "(Tensor self, *, bool non_blocking=False, int[]? dim_order=None) -> Tensor",
-    "_clone_dim_order.out": "(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
+    "_clone_dim_order.out": "(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, "
+    "Tensor(a!) out) -> Tensor(a!)",
 }
 
 
@@ -47,7 +49,8 @@ def _order_of(t: torch.Tensor) -> list[int]:
     return sorted(range(t.dim()), key=lambda d: (-t.stride()[d], d))
 
 
-def _to_dim_order_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, dim_order=None):
+def _to_dim_order_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+                       dim_order=None):
     fmt = memory_format_for(dim_order, self.dim())
     return torch.ops.aten._to_copy.default(
         self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
@@ -92,5 +95,5 @@ _LIBS: list = []  # keeps the Library objects alive; dropping them would unregis
 _register()
 
 # `from executorch.exir.dialects._ops import ops as exir_ops`, as ExecuTorch code imports it.
-from executorch.exir.dialects._edge_namespace import ops  # noqa: E402
+from executorch.exir.dialects._edge_namespace import ops  # noqa: E402,F401  (re-exported at upstream's path)
 from executorch.exir.dialects.backend._ops import _BACKEND_OP_LIB  # noqa: E402,F401  (Arm's TOSA library appends to it)

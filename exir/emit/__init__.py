@@ -1,4 +1,5 @@
-"""Emission: edge programs -> the in-memory `Program`; `emit_program` (full wheel) and `EmitterOutput` as upstream names them."""
+"""Emission: edge programs -> the in-memory `Program`; `emit_program` (full wheel) and `EmitterOutput` as
+upstream names them."""
 
 __all__ = ["EmitterOutput", "emit_program"]
 

@@ -162,7 +162,8 @@ class _MethodEmitter:
     def _scalar_tensor(self, x: Any, node: fx.Node) -> int:
         """A Python scalar passed where the kernel takes a tensor becomes a 0-dim constant,
         of the dtype the op computes in (the scalar's own kind decides against an int tensor)."""
-        others = [a.meta["val"] for a in node.args if isinstance(a, fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)]
+        others = [a.meta["val"] for a in node.args
+                  if isinstance(a, fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)]
         ref = others[0].dtype if others else None
         if isinstance(x, bool):
             dtype = torch.bool if ref in (None, torch.bool) else ref
@@ -306,7 +307,8 @@ class _MethodEmitter:
                 )
             inputs.append(self.node_values[node])
         self.written = [self.buffer_of[self.node_values[n]] for n in nodes
-                        if n.op == "placeholder" and n.name in self.mutated and self.node_values.get(n) in self.buffer_of]
+                        if n.op == "placeholder" and n.name in self.mutated
+                        and self.node_values.get(n) in self.buffer_of]
         return inputs
 
     def _external_tag(self, node: fx.Node, spec) -> Optional[str]:
@@ -378,10 +380,12 @@ class _MethodEmitter:
             self._instruction(prim, args + [out], node=node)
             return
         base = node.args[0] if node.args else None
-        if (_is_alias_view(target, val, base) and isinstance(base, fx.Node) and self.node_values.get(base) in self.buffer_of
+        if (_is_alias_view(target, val, base) and isinstance(base, fx.Node)
+                and self.node_values.get(base) in self.buffer_of
                 and device_of(base) == CPU == device_of(node)
                 and not self._written_back(self.buffer_of[self.node_values[base]])
-                and all(isinstance(s, int) for s in val.shape) and all(isinstance(s, int) for s in base.meta["val"].shape)):
+                and all(isinstance(s, int) for s in val.shape)
+                and all(isinstance(s, int) for s in base.meta["val"].shape)):
             self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
             return
         if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" and writes_first_argument(target):

@@ -35,7 +35,8 @@ def emitter_output(program: S.Program, debug_handle_map: dict, delegate_map: dic
         from executorch.exir._serialize._program import _extras
 
         mutable = _extras(program)[0]
-    num_outs = {method: {pc: _num_outputs(lowered) for pc, lowered in calls} for method, calls in delegate_calls.items()}
+    num_outs = {method: {pc: _num_outputs(lowered) for pc, lowered in calls}
+                for method, calls in delegate_calls.items()}
     buffers, index, tables = [], {}, {}
     for tag, entries in external_constants.items():
         for fqn, (tensor, _) in entries.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -139,8 +139,8 @@ class ProgramState:
             if a > self.config.segment_alignment:
                 raise ExportError(
                     f"named data asks for {a}-byte alignment but segments are aligned to "
-                    f"ExecutorchBackendConfig.segment_alignment={self.config.segment_alignment}; raise segment_alignment "
-                    f"to at least {a}"
+                    f"ExecutorchBackendConfig.segment_alignment={self.config.segment_alignment}; "
+                    f"raise segment_alignment to at least {a}"
                 )
         segment_data = [b"", *segment_data] if segment_data else []
         mutable_segments = None

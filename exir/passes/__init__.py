@@ -1,4 +1,5 @@
-"""Graph passes of the export pipeline; upstream's names (`MemoryPlanningPass`, `SpecPropPass`, the sym-shape passes, `dead_code_elimination_pass`) importable here."""
+"""Graph passes of the export pipeline; upstream's names (`MemoryPlanningPass`, `SpecPropPass`, the sym-shape
+passes, `dead_code_elimination_pass`) importable here."""
 
 from executorch.exir.memory_planning import MemoryPlanningPass
 

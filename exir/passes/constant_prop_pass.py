@@ -33,10 +33,11 @@ def _quant_primitives() -> set:
     # Folded, a dequantize of a quantized weight would store it in float: these stay runtime calls.
     found = set()
     wanted = [("quantized_decomposed", name, overload) for name, overload in (
-        ("dequantize_per_channel", "default"), ("dequantize_per_tensor", "default"), ("dequantize_per_tensor", "tensor"),
-        ("quantize_per_tensor", "default"), ("quantize_per_tensor", "tensor"), ("quantize_per_channel", "default"),
-        ("choose_qparams", "tensor"), ("convert_element_type", "no_fuse"))]
-    wanted += [("torchao", name, "default") for name in ("dequantize_affine", "quantize_affine", "choose_qparams_affine")]
+        ("dequantize_per_channel", "default"), ("dequantize_per_tensor", "default"),
+        ("dequantize_per_tensor", "tensor"), ("quantize_per_tensor", "default"), ("quantize_per_tensor", "tensor"),
+        ("quantize_per_channel", "default"), ("choose_qparams", "tensor"), ("convert_element_type", "no_fuse"))]
+    wanted += [("torchao", name, "default")
+               for name in ("dequantize_affine", "quantize_affine", "choose_qparams_affine")]
     for namespace, name, overload in wanted:
         try:
             found.add(getattr(getattr(getattr(torch.ops, namespace), name), overload))

@@ -48,7 +48,8 @@ def _conv(nd: int):
         if isinstance(padding, str):
             return None
         return insert_call(g, fm, aten.convolution.default,
-                           (x, w, b, _ints(stride, nd), _ints(padding, nd), _ints(dilation, nd), False, [0] * nd, groups),
+                           (x, w, b, _ints(stride, nd), _ints(padding, nd), _ints(dilation, nd), False, [0] * nd,
+                            groups),
                            like=node)
     return rewrite
 
@@ -156,7 +157,8 @@ def _adaptive_avg_pool2d(g, fm, node):
 
 def _to_dtype(g, fm, node):
     x, dtype = node.args[:2]
-    if len(node.args) > 2 or any(k not in ("non_blocking", "copy") for k in node.kwargs) or node.kwargs.get("non_blocking"):
+    if (len(node.args) > 2 or any(k not in ("non_blocking", "copy") for k in node.kwargs)
+            or node.kwargs.get("non_blocking")):
         return None
     if x.meta["val"].dtype == dtype and not node.kwargs.get("copy", False):
         return x

@@ -47,7 +47,8 @@ def _propagate(gm: fx.GraphModule, fake_mode, constants: set[str], inputs: dict[
         if node.op == "placeholder":
             new = inputs.get(position, old)
             position += 1
-            if isinstance(new, torch.Tensor) and (node.name in constants or not holdable(new)) and not new.is_contiguous():
+            if (isinstance(new, torch.Tensor) and (node.name in constants or not holdable(new))
+                    and not new.is_contiguous()):
                 with fake_mode:
                     new = new.clone(memory_format=torch.contiguous_format)
         elif node.op == "call_function" and _is_view_copy(node.target):
@@ -119,7 +120,8 @@ def _same_shapes(new: Any, old: Any) -> bool:
 
 
 # Ops whose out variant changes the layout: its dim_order argument names the output's order.
-_CONVERTING = {"dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order", "dim_order_ops::_empty_dim_order"}
+_CONVERTING = {"dim_order_ops::_to_dim_order_copy", "dim_order_ops::_clone_dim_order",
+               "dim_order_ops::_empty_dim_order"}
 # Arguments (by position) a kernel accepts in either layout, apart from the rest.
 _FREE_ARGS = {"aten::convolution": {1, 2}}  # weight, bias
 # Kernels that read their tensors in the contiguous order only (the published portable

@@ -1,4 +1,5 @@
-"""`quant_fusion_and_const_prop_pass`: reference-quantized patterns become ops on quantized values, then constants fold."""
+"""`quant_fusion_and_const_prop_pass`: reference-quantized patterns become ops on quantized values,
+then constants fold."""
 
 from __future__ import annotations
 

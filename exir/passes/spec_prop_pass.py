@@ -1,4 +1,5 @@
-"""`SpecPropPass`: give every graph value a `TensorSpec` in `node.meta["spec"]`, as ExecuTorch's memory planners read them."""
+"""`SpecPropPass`: give every graph value a `TensorSpec` in `node.meta["spec"]`, as ExecuTorch's memory
+planners read them."""
 
 from __future__ import annotations
 

@@ -118,7 +118,8 @@ def _refuse_training_graph(name: str, ep: ExportedProgram) -> None:
 
 def _constant_inputs(ep: ExportedProgram) -> list[str]:
     kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
-    return [spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind in kinds and hasattr(spec.arg, "name")]
+    return [spec.arg.name for spec in ep.graph_signature.input_specs
+            if spec.kind in kinds and hasattr(spec.arg, "name")]
 
 
 def _to_edge_one(name: str, ep: ExportedProgram, config: EdgeCompileConfig) -> ExportedProgram:
@@ -356,7 +357,8 @@ class EdgeProgramManager:
                 sub.recompile()
             to_edge_targets(ep.graph_module)
             if config._check_ir_validity:
-                edge.check_edge_ops(ep.graph_module, name, _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
+                edge.check_edge_ops(ep.graph_module, name,
+                                    _user_preserved(config) | frozenset(config._core_aten_ops_exception_list))
             out[name] = ep
         return EdgeProgramManager(out, self._constant_methods, config, self._etrecord)
 

@@ -252,7 +252,8 @@ class PythonMethod:
                 self._check_index(args.value_index, "a FreeCall")
                 if self._values.kind(args.value_index) is not schema.Tensor:
                     raise InvalidProgramError(
-                        f"instruction {pc} of method {self.name!r} frees value {args.value_index}, which is not a tensor")
+                        f"instruction {pc} of method {self.name!r} frees value {args.value_index}, "
+                        f"which is not a tensor")
                 steps.append(functools.partial(_free, self._objs, args.value_index))
                 labels.append("free")
                 logged.append([])
@@ -260,7 +261,8 @@ class PythonMethod:
                 backend, handle, delegate_id = self._delegate(pc, args)
                 for i in args.args:
                     self._check_index(i, "a DelegateCall")
-                steps.append(functools.partial(_call_delegate, backend, handle, self._objs, list(args.args), self._trace))
+                steps.append(functools.partial(_call_delegate, backend, handle, self._objs, list(args.args),
+                                               self._trace))
                 labels.append(f"delegate {delegate_id}")
                 logged.append(list(args.args))
             else:
@@ -335,7 +337,8 @@ class PythonMethod:
         if kind in (schema.Int, schema.Double, schema.Bool, schema.String, schema.Null):
             return functools.partial(_check_fixed_input, self.name, pos, objs[idx])
         raise ExecuTorchError(
-            f"input {pos} of method {self.name!r} is a {kind.__name__}, which the Python runtime cannot take as an input")
+            f"input {pos} of method {self.name!r} is a {kind.__name__}, "
+            f"which the Python runtime cannot take as an input")
 
     def _output_reader(self, idx: int) -> Callable[[], object]:
         objs, values = self._objs, self._values

@@ -219,14 +219,16 @@ class PlanValues:
     def _mutable_initial_data(self, where: str, buffer_idx: int, nbytes: int) -> torch.UntypedStorage:
         segments = self._program.mutable_data_segments or []
         if not segments:
-            raise InvalidProgramError(f"{where} has initial data {buffer_idx} but the program has no mutable data segment")
+            raise InvalidProgramError(f"{where} has initial data {buffer_idx} "
+                                      f"but the program has no mutable data segment")
         sub = segments[0]
         if not 0 <= sub.segment_index < len(self._program.segment_data) or buffer_idx >= len(sub.offsets):
             raise InvalidProgramError(f"{where} refers to mutable data {buffer_idx}, which the program does not hold")
         raw = memoryview(self._program.segment_data[sub.segment_index]).cast("B")
         start = sub.offsets[buffer_idx]
         if start + nbytes > len(raw):
-            raise InvalidProgramError(f"{where} needs mutable data bytes {start}..{start + nbytes}, past the segment's {len(raw)}")
+            raise InvalidProgramError(f"{where} needs mutable data bytes {start}..{start + nbytes}, "
+                                      f"past the segment's {len(raw)}")
         return _fixed_storage(raw[start:start + nbytes])
 
 

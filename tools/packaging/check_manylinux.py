@@ -87,7 +87,8 @@ def elf_files(path: Path) -> dict[str, bytes]:
     """Every ELF file in a wheel or under a folder, by its name there."""
     found: dict[str, bytes] = {}
     if path.is_dir():
-        items = ((str(p.relative_to(path)), p.read_bytes) for p in sorted(path.rglob("*")) if p.is_file() and not p.is_symlink())
+        items = ((str(p.relative_to(path)), p.read_bytes) for p in sorted(path.rglob("*"))
+                 if p.is_file() and not p.is_symlink())
         for name, read in items:
             data = read()
             if data[:4] == b"\x7fELF":

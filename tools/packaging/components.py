@@ -21,8 +21,8 @@ NATIVE_BUILD = ("cmake>=3.24", "ninja")
 # What every build reads, whichever rows it selects: the PEP 517 backend and the project metadata.
 BUILD_SOURCES = ("setup.py", "pyproject.toml", "README-wheel.md", "version.txt", "tools/packaging/*.py")
 # What every CMake build reads: the top CMakeLists, its modules, the size probes it always adds.
-CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*", "tools/cmake/toolchains/*.cmake", "benchmarks/CMakeLists.txt",
-                 "benchmarks/size_probe.cpp", "benchmarks/size_report.sh")
+CMAKE_SOURCES = ("CMakeLists.txt", "tools/cmake/*.cmake", "tools/cmake/glibc/*", "tools/cmake/toolchains/*.cmake",
+                 "benchmarks/CMakeLists.txt", "benchmarks/size_probe.cpp", "benchmarks/size_report.sh")
 # The minimal wheel's members are deflated again with zopfli (tools/packaging/reproducible.py).
 ZOPFLI = "zopfli>=0.2"
 # The compiled rows link for an older glibc on Linux (EXECUTORCH_GLIBC_TARGET) with zig's stub libraries.
@@ -101,7 +101,8 @@ COMPONENTS: tuple[Component, ...] = (
         extras=(("devtools", ("matplotlib",)),),
     ),
     Component(
-        "cli", "the command line (python -m executorch.exir export|inspect|bundled|profile), on top of exir and runtime",
+        "cli", "the command line (python -m executorch.exir export|inspect|bundled|profile), "
+        "on top of exir and runtime",
         EVERY_MODE,
         packages=("executorch.cli",),
     ),
@@ -140,7 +141,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component(
         "exir_tools", "upstream's graph tools that exporting does not need: SpecPropPass, the sym-shape passes, "
         "memory_planning's Verifier and spec-based planners (greedy, naive, the suite), emit_program and "
-        "EmitterOutput, _ExtendedHeader and Program <-> JSON, the deprecated capture(), PassManager, the "
+        "EmitterOutput, _ExtendedHeader and Program <-> JSON, the deprecated capture(), the "
         "lowered-graph helpers of backend.utils, the canonical partitioners, scalar_type and _serialize.padding",
         frozenset({FULL}),
         modules=("executorch.exir.passes.spec_prop_pass", "executorch.exir.passes.sym_shape_eval_pass",
@@ -192,7 +193,8 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "no_comments", "the pure-Python wheel's Python files without their comments (each line kept, so tracebacks' "
-        "line numbers match the source tree; docstrings kept): about 13 KB smaller, to keep it within its budget (344 KB)",
+        "line numbers match the source tree; docstrings kept): about 13 KB smaller, "
+        "to keep it within its budget (344 KB)",
         frozenset({MINIMAL}),
         strip_comments=True,
     ),
@@ -307,4 +309,5 @@ EXCLUDED: dict[str, str] = {
     "executorch.examples.cpp.**": "the C++ examples build from the source tree",
     "executorch.tools.**": "build-time helpers (packaging, codegen, selective build)",
     "executorch.benchmarks.**": "benchmark scripts run from the source tree",
+    "executorch.docs.**": "the documentation site's Sphinx configuration",
 }

@@ -61,7 +61,8 @@ def problems(wheel_path: Path, minimal: bool, requires: list[str] | None, max_kb
         _, metadata, wheel = _metadata(zf)
     core = [Requirement(r) for r in metadata.get_all("Requires-Dist") or []]
     core = [r for r in core if r.marker is None or "extra" not in str(r.marker)]
-    if requires is not None and sorted(canonicalize_name(r.name) for r in core) != sorted(map(canonicalize_name, requires)):
+    if (requires is not None
+            and sorted(canonicalize_name(r.name) for r in core) != sorted(map(canonicalize_name, requires))):
         out.append(f"Requires-Dist is {[str(r) for r in core]}, expected exactly {requires}")
     if max_kb is not None and wheel_path.stat().st_size > max_kb * 1024:
         out.append(f"{wheel_path.name} is {wheel_path.stat().st_size / 1024:.1f} KB, over the {max_kb} KB budget")

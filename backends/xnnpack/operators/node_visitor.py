@@ -130,7 +130,8 @@ class XnnGraphBuilder:
             return xs.XNNDatatype.xnn_datatype_qcint4, quant
         if params.per_channel:
             scale = params.scale.to(torch.float32).contiguous()
-            kind = xs.XNNDatatype.xnn_datatype_qcint32 if params.dtype == torch.int32 else xs.XNNDatatype.xnn_datatype_qcint8
+            kind = (xs.XNNDatatype.xnn_datatype_qcint32 if params.dtype == torch.int32
+                    else xs.XNNDatatype.xnn_datatype_qcint8)
             quant = xs.PerChannelQuant(scale=[], channel_dim=params.axis if channel_dim is None else channel_dim,
                                        scale_buffer_idx=self._data(scale), num_scales=scale.numel())
             return kind, quant

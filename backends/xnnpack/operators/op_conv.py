@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from executorch.backends.xnnpack.operators.node_visitor import INVALID, NHWC, XnnGraphBuilder, register
+from executorch.backends.xnnpack.operators.node_visitor import NHWC, XnnGraphBuilder, register
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
 
 

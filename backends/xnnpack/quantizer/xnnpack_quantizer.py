@@ -41,7 +41,6 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from executorch.backends.xnnpack.quantizer.xnnpack_quantizer_utils import (
-    CONV_OPS,
     CONV_TRANSPOSE_OPS,
     OP_TO_ANNOTATOR,
     convert_scalars_to_attrs,
@@ -81,7 +80,8 @@ def get_symmetric_quantization_config(
     weight_extra: Dict[str, Any] = {"eps": SCALE_EPS}
     if is_qat:
         weight_ctr = FusedMovingAvgObsFakeQuantize
-        weight_extra["observer"] = MovingAveragePerChannelMinMaxObserver if is_per_channel else MovingAverageMinMaxObserver
+        weight_extra["observer"] = (MovingAveragePerChannelMinMaxObserver if is_per_channel
+                                    else MovingAverageMinMaxObserver)
     else:
         weight_ctr = PerChannelMinMaxObserver if is_per_channel else MinMaxObserver
     weight = QuantizationSpec(

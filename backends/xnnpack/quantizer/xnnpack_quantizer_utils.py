@@ -226,7 +226,8 @@ def _conv_bn_matches(gm: GraphModule, has_relu: bool, transposed: bool) -> list:
         return WrapperModule(conv_bn)
 
     def example(dims: int) -> tuple:
-        return (torch.randn(1, 1, *[3] * dims), torch.randn(1, 1, *[1] * dims)) + tuple(torch.randn(1) for _ in range(5))
+        return ((torch.randn(1, 1, *[3] * dims), torch.randn(1, 1, *[1] * dims))
+                + tuple(torch.randn(1) for _ in range(5)))
 
     if not any(_is_training_batch_norm(n) for n in gm.graph.nodes):
         return []  # post-training graphs (no training batch norm) have nothing to match

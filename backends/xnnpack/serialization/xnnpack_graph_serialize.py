@@ -345,5 +345,6 @@ def deserialize_xnnpack_binary(data) -> XNNPayload:
     except _Corrupt as e:
         raise SerializeError(f"malformed XNNPACK payload: {e}; re-export the model") from None
     except struct.error as e:
-        raise SerializeError(f"malformed XNNPACK payload: a field runs past the end ({e}); re-export the model") from None
+        raise SerializeError(f"malformed XNNPACK payload: a field runs past the end ({e}); "
+                             f"re-export the model") from None
     return XNNPayload(graph, constants, ident)

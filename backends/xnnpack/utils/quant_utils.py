@@ -91,7 +91,8 @@ def _arg(node, i: int, name: str):
     return node.args[i] if len(node.args) > i else node.kwargs[name]
 
 
-def static_params(node: torch.fx.Node, tensor_of: Callable[[torch.fx.Node], Optional[torch.Tensor]]) -> Optional[QParams]:
+def static_params(node: torch.fx.Node,
+                  tensor_of: Callable[[torch.fx.Node], Optional[torch.Tensor]]) -> Optional[QParams]:
     """The parameters of a static per-tensor or per-channel q/dq node (None for anything else);
     `tensor_of` gives a constant node's tensor (per-channel scales and zero points)."""
     if not (is_quant(node) or is_dequant(node)) or is_dynamic(node):

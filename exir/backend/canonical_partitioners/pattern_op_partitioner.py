@@ -1,4 +1,5 @@
-"""Partitions from node lists, graph patterns and operator support: the largest connected groups `CapabilityBasedPartitioner` proposes."""
+"""Partitions from node lists, graph patterns and operator support: the largest connected groups
+`CapabilityBasedPartitioner` proposes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ class _Marked(OperatorSupportBase):
         return node in self.marked
 
 
-def _propose(graph_module: torch.fx.GraphModule, marked: set, op_support: Optional[OperatorSupportBase]) -> list[Partition]:
+def _propose(graph_module: torch.fx.GraphModule, marked: set,
+             op_support: Optional[OperatorSupportBase]) -> list[Partition]:
     support = _Marked(marked) if op_support is None else any_chain(op_support, _Marked(marked))
     return CapabilityBasedPartitioner(graph_module, support, allows_single_node_partition=True).propose_partitions()
 

@@ -1,4 +1,5 @@
-"""`BackendWithCompilerDemo`: ExecuTorch's demo backend's ahead-of-time half; its payload is a text list of the partition's ops."""
+"""`BackendWithCompilerDemo`: ExecuTorch's demo backend's ahead-of-time half; its payload is a text list of
+the partition's ops."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`AddMulPartitionerDemo`: the partitioner of ExecuTorch's delegation tutorial; claims add and mm for BackendWithCompilerDemo (with `AddOperatorSupport` and `MatmulOperatorSupport`)."""
+"""`AddMulPartitionerDemo`: the partitioner of ExecuTorch's delegation tutorial; claims add and mm for
+BackendWithCompilerDemo (with `AddOperatorSupport` and `MatmulOperatorSupport`)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ class AddMulPartitionerDemo(Partitioner):
 
         tags: dict[str, DelegationSpec] = {}
         for gm in graph_modules(exported_program.graph_module):
-            groups = CapabilityBasedPartitioner(gm, self.op_support, allows_single_node_partition=True).propose_partitions()
+            groups = CapabilityBasedPartitioner(gm, self.op_support,
+                                                allows_single_node_partition=True).propose_partitions()
             for group in sorted(groups, key=lambda g: min(n.name for n in g.nodes)):
                 tag = f"tag{len(tags)}"
                 for node in group.nodes:

@@ -101,7 +101,8 @@ class EdgeOpOverloadPacket:
         return self._parent_overload_packet(*args, **(kwargs or {}))
 
     def __repr__(self) -> str:
-        return f"<EdgeOpOverloadPacket(op='{self.__name__}', parent_op='{self._parent_qualified_op_name.replace('::', '.')}')>"
+        return (f"<EdgeOpOverloadPacket(op='{self.__name__}', "
+                f"parent_op='{self._parent_qualified_op_name.replace('::', '.')}')>")
 
     def __str__(self) -> str:
         return self.__name__

@@ -41,6 +41,7 @@ class TestDevicePartitioner(Partitioner):
                 if user.target is operator.getitem:
                     user.meta["delegation_tag"] = tag
             device = str(node.args[2]).encode()
-            tags[tag] = DelegationSpec(BACKEND_ID, self.compile_specs + [CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, device)])
+            tags[tag] = DelegationSpec(BACKEND_ID,
+                                       self.compile_specs + [CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, device)])
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)

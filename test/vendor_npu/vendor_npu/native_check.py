@@ -24,7 +24,8 @@ from .preprocess import VendorNpuBackend  # noqa: F401  (lowering looks the back
 
 
 def export(directory: Path, factory=models.all_on_npu) -> list[Path]:
-    """Lower the model to the vendor backend and write the program, its inputs and eager's outputs; return the input files."""
+    """Lower the model to the vendor backend and write the program, its inputs and eager's outputs; return the
+    input files."""
     model, inputs = factory()
     edge = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[VendorNpuPartitioner()])
     directory.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,8 @@ def _zig_stubs(version: str, arch: str, work: Path) -> Path:
                          f"(`{' '.join(cmd)}`): {done.stderr.strip()}")
     found = sorted({p.parent for p in cache.rglob("libc.so.6")})
     if len(found) != 1:
-        raise SystemExit(f"error: expected one set of glibc stubs under {cache}, found {len(found)}; delete it and reconfigure")
+        raise SystemExit(f"error: expected one set of glibc stubs under {cache}, found {len(found)}; "
+                         f"delete it and reconfigure")
     return found[0]
 
 

@@ -412,14 +412,16 @@ ViewCopyConfig = _config("ViewCopyConfig", "view_copy.default", FP32_QS8, _resha
 
 ALL_PARTITIONER_CONFIGS: List[Type[XNNPartitionerConfig]] = [
     AbsConfig, AddConfig, AddScalarConfig, AddmmConfig, AvgPoolingConfig, BatchNormConfig, BMMConfig, CatConfig,
-    CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig, ConvolutionConfig, CosConfig,
+    CeilConfig, ChooseQParamsAffineConfig, ClampConfig, CloneConfig, CloneDimOrderConfig, ConstantPadConfig,
+    ConvolutionConfig, CosConfig,
     DeQuantizeAffineConfig, DeQuantizedPerTensorConfig, DivConfig, ExpandCopyConfig, ExpConfig, FloorConfig,
     GeluConfig, HardswishConfig, HardtanhConfig, LayerNormConfig, LeakyReLUConfig,
     LinearConfig,
     LogConfig, MaximumConfig, MaxPool2dConfig, MaxPool2dWithIndicesConfig, MeanDimConfig, MinimumConfig, MMConfig,
     MulConfig, MulScalarConfig, NegConfig, PermuteConfig, PowConfig, QuantizeAffineConfig, QuantizedPerTensorConfig,
     ReciprocalSquareRootConfig, ReLUConfig,
-    SelectCopyConfig, SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig, SubConfig,
+    SelectCopyConfig, SigmoidConfig, SinConfig, SliceCopyConfig, SoftmaxConfig, SquareRootConfig, SqueezeCopyConfig,
+    SubConfig,
     TanhConfig, ToDimOrderCopyConfig, UnsqueezeCopyConfig, ViewCopyConfig,
 ]
 

@@ -71,7 +71,8 @@ def _dynamic_weight(w, ep: ExportedProgram, axis: int = 0) -> bool:
     k = w.meta["val"].shape[1]
     if dtype != torch.int8 or (qmin, qmax) not in (qu.INT4_RANGE, qu.INT8_RANGE, (-127, 127)):
         return False
-    if len(block) != 2 or block[0] != 1 or not (block[1] == k or (block[1] % 32 == 0 and (qmin, qmax) == qu.INT4_RANGE)):
+    if (len(block) != 2 or block[0] != 1
+            or not (block[1] == k or (block[1] % 32 == 0 and (qmin, qmax) == qu.INT4_RANGE))):
         return False  # XNNPACK's blockwise weights are int4 only
     return all(_constant_like(ep, a) for a in w.all_input_nodes)
 

@@ -58,7 +58,8 @@ def _event_handles(nested) -> dict:
         call = plan.chains[0].instructions[pc].instr_args
         if isinstance(call, schema.KernelCall):
             op = plan.operators[call.op_index]
-            out[f"{op.name.split('::')[-1]}.{op.overload}#{pc}"] = list(handle) if isinstance(handle, list) else [handle]
+            out[f"{op.name.split('::')[-1]}.{op.overload}#{pc}"] = (list(handle) if isinstance(handle, list)
+                                                                    else [handle])
     return out
 
 
