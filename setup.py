@@ -36,7 +36,7 @@ setup(
     include_package_data=False,
     install_requires=list(PLAN.install_requires),
     extras_require=PLAN.extras_require,
-    entry_points={"console_scripts": list(PLAN.console_scripts)} if PLAN.console_scripts else {},
+    entry_points=PLAN.entry_points,
     zip_safe=False,
     # Not setuptools' default build/: a directory of that name in the checkout would shadow pypa's
     # `build` package for `python -m build` run from here.

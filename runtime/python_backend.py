@@ -8,8 +8,9 @@ then its outputs) and writes the outputs in place, as the native runtime's backe
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping
 
+from executorch.runtime import _plugins
 from executorch.runtime._errors import ExecuTorchError
 
 __all__ = ["PythonBackend", "register_backend", "registered_backend_names", "get_backend"]
@@ -35,7 +36,6 @@ class PythonBackend:
 
 _lock = threading.Lock()
 _registry: dict[str, PythonBackend] = {}
-_builtin_loader: Optional[Callable[[], None]] = None
 
 
 def register_backend(name: str, backend: PythonBackend) -> None:
@@ -52,25 +52,16 @@ def register_backend(name: str, backend: PythonBackend) -> None:
 
 
 def registered_backend_names() -> list[str]:
-    _builtin()
+    """Every backend registered, the installed packages' own (their entry points) included."""
+    _plugins.load(_plugins.BACKENDS)
     with _lock:
         return sorted(_registry)
 
 
 def get_backend(name: str) -> PythonBackend | None:
-    _builtin()
+    with _lock:
+        if name in _registry:
+            return _registry[name]
+    _plugins.load(_plugins.BACKENDS, name)  # an installed package's backend registers when imported
     with _lock:
         return _registry.get(name)
-
-
-def _builtin() -> None:
-    global _builtin_loader
-    loader, _builtin_loader = _builtin_loader, None  # once
-    if loader is not None:
-        loader()
-
-
-def _set_builtin_loader(loader: Callable[[], None]) -> None:
-    """`executorch.runtime._python` sets the loader of the built-in backends (run on first lookup)."""
-    global _builtin_loader
-    _builtin_loader = loader

@@ -66,7 +66,7 @@ LAYERS = [
                                "executorch.export.recipe_registry", "executorch.export.portable_recipes",
                                "executorch.export.quantizer", "executorch.export._quantize",
                                "executorch.export._torchao", "executorch.export.types"]),
-    ("runtime core", ["executorch.runtime", "executorch.devtools.etdump"]),
+    ("runtime core", ["executorch.runtime"]),
     ("backend runtimes", ["executorch.backends.*.runtime", "executorch.runtime._python._executor_backend"]),
     ("runtime API", ["=executorch.runtime", "=executorch.runtime._python",
                      "executorch.extension.pybindings.portable_lib"]),

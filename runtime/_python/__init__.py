@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from time import perf_counter_ns as now  # the clock of every ETDump event, as the tracer's own
 from typing import Optional, Sequence, Union
 
 import torch
 
 from executorch.exir import schema
 from executorch.exir._serialize import read_program
-from executorch.runtime import python_backend
+from executorch.runtime import _plugins, python_backend
 from executorch.runtime._backend import Verification
-from executorch.runtime._errors import InvalidProgramError
+from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._meta import MethodMeta
 from executorch.runtime._python import _kernels
 from executorch.runtime._python._method import PythonMethod, plan_meta
@@ -46,8 +47,6 @@ class PythonProgram:
         tracer = self._tracer
         if tracer is None:
             return PythonMethod(self._program, self._plans[name], self._external, self._shared)
-        from executorch.devtools.etdump.tracer import now
-
         tracer.create_event_block("Default")
         start = now()
         method = PythonMethod(self._program, self._plans[name], self._external, self._shared)
@@ -75,9 +74,7 @@ def load_program(data: Union[bytes, memoryview],
     ETDump as it loads methods and runs them."""
     tracer = None
     if etdump_debug_buffer_size is not None:
-        from executorch.devtools.etdump.tracer import ETDumpGen
-
-        tracer = ETDumpGen(etdump_debug_buffer_size)
+        tracer = _etdump_tracer(etdump_debug_buffer_size)
     external = None
     if external_data is not None:
         from executorch.exir._serialize._flat_tensor import read_ptd
@@ -98,10 +95,10 @@ def registered_backend_names() -> list[str]:
     return python_backend.registered_backend_names()
 
 
-def _register_builtin_backends() -> None:
-    # The built-in backends register themselves when imported; the registry below them calls this.
-    from executorch.backends.xnnpack.runtime import _backend  # noqa: F401
-    from executorch.runtime._python import _executor_backend  # noqa: F401
-
-
-python_backend._set_builtin_loader(_register_builtin_backends)
+def _etdump_tracer(debug_buffer_size: int):
+    """The ETDump writer, which the developer tools register as the event tracer named "etdump"."""
+    found = _plugins.load(_plugins.EVENT_TRACERS, "etdump").get("etdump")
+    if found is None:
+        raise ExecuTorchError("enable_etdump needs the ETDump writer (executorch.devtools.etdump), which no installed "
+                              "package registers: reinstall executorch")
+    return found(debug_buffer_size)

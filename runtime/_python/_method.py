@@ -6,6 +6,7 @@ import functools
 import math
 import threading
 import weakref
+from time import perf_counter_ns as now  # the clock of every ETDump event, as the tracer's own
 from typing import Callable, Optional
 
 import torch
@@ -71,8 +72,6 @@ class PythonMethod:
     def _execute_traced(self, tracer) -> list:
         """`execute` recording an "Execute" block: the run, each instruction, delegate events
         (through `tracer`, which a delegate may reach) and, with a debug buffer, the values."""
-        from executorch.devtools.etdump.tracer import now
-
         tracer.create_event_block("Execute")
         start = now()
         for c, chain in enumerate(self._chains):
@@ -86,8 +85,6 @@ class PythonMethod:
         return outputs
 
     def _run_traced(self, tracer, c: int, chain: _Chain) -> None:
-        from executorch.devtools.etdump.tracer import now
-
         steps, labels, logged, objs, pc, n = chain.steps, chain.labels, chain.logged, self._objs, 0, len(chain.steps)
         budget = MAX_INSTRUCTIONS
         try:

@@ -9,7 +9,7 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from executorch.exir import schema
-from executorch.runtime import _layout
+from executorch.runtime import _layout, _plugins
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._python import _kernels
 
@@ -80,9 +80,10 @@ def _torch_overload(op: schema.Operator) -> Optional[torch._ops.OpOverload]:
         from executorch.exir.dialects import _quantized_ops  # noqa: F401
     if not sep or any(not part.isidentifier() or part.startswith("__") for part in (namespace, base, overload)):
         return None
-    if namespace == "llama":
-        # ExecuTorch's LLM ops live in torch once their module is imported; programs name them only.
-        import executorch.extension.llm.custom_ops  # noqa: F401
+    if namespace in _plugins.names(_plugins.OPERATOR_LIBRARIES):
+        # An operator library (ExecuTorch's LLM ops: "llama") defines its ops in torch when imported; an installed
+        # package declares which namespace it defines, and programs name the ops only.
+        _plugins.load(_plugins.OPERATOR_LIBRARIES, namespace)
     try:
         found = getattr(getattr(getattr(torch.ops, namespace), base), overload)
     except (AttributeError, RuntimeError):

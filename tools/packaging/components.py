@@ -54,6 +54,9 @@ class Component:
     cmake_targets: tuple[str, ...] = ()
     install_component: str | None = None
     scripts: tuple[str, ...] = ()
+    # Entry points, (group, "name = module[:object]"): how the runtime finds the plugins a row ships (the Python
+    # backends, event tracers and operator libraries above it; runtime/_plugins.py) without importing them by name.
+    entry_points: tuple[tuple[str, str], ...] = ()
     python_extension: bool = False
     # The row ships a binary copied from a package for the build machine, so a cross build
     # (EXECUTORCH_TARGET_ARCH) leaves it out rather than ship a program the target cannot run.
@@ -91,6 +94,7 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.devtools", "executorch.devtools.etdump", "executorch.devtools.etrecord",
                   "executorch.devtools.inspector"),
         extras=(("devtools", ("pandas", "tabulate")),),
+        entry_points=(("executorch.runtime.event_tracers", "etdump = executorch.devtools.etdump.tracer:ETDumpGen"),),
     ),
     Component(
         "run_tools", "tools that time or view a run, which exporting does not need: the profile command "
@@ -119,12 +123,15 @@ COMPONENTS: tuple[Component, ...] = (
         EVERY_MODE,
         packages=("executorch.extension.llm.**",),
         extras=(("optimum", OPTIMUM_EXTRA),),
+        entry_points=(("executorch.runtime.operator_libraries", "llama = executorch.extension.llm.custom_ops"),),
     ),
     Component(
         "xnnpack", "the XNNPACK delegate's ahead-of-time half (partitioner, payload writer, quantizer) "
         "and its runtime for the pure-Python engine",
         EVERY_MODE,
         packages=("executorch.backends.xnnpack.**",),
+        entry_points=(("executorch.runtime.backends",
+                       "XnnpackBackend = executorch.backends.xnnpack.runtime._backend"),),
     ),
     Component(
         "executor_aot", "ExecutorBackend's partitioner and preprocess, at the module paths the "
@@ -156,6 +163,8 @@ COMPONENTS: tuple[Component, ...] = (
         "runtime_py", "the runtime API and its pure-Python interpreter (Python files only)",
         EVERY_MODE,
         packages=("executorch.runtime.**",),
+        entry_points=(("executorch.runtime.backends",
+                       "ExecutorBackend = executorch.runtime._python._executor_backend"),),
     ),
     Component(
         "export_util", "save_pte_program, which vendor export scripts (Arm's aot_arm_compiler) write files with",

@@ -39,6 +39,8 @@ class BuildPlan:
     install_requires: tuple[str, ...]
     build_requires: tuple[str, ...]
     console_scripts: tuple[str, ...]
+    # Entry points by group (the console scripts and the runtime's plugins), as setuptools takes them.
+    entry_points: dict[str, list[str]] = field(default_factory=dict)
     cmake_options: dict[str, bool] = field(default_factory=dict)
     cmake_targets: tuple[str, ...] = ()
     install_components: tuple[str, ...] = ()
@@ -189,7 +191,18 @@ def plan(root: Path, mode: Mode, target: Target | None = None) -> BuildPlan:
                         for name in sorted({extra for row in rows for extra, _ in row.extras})},
         build_requires=tuple(sorted({req for row in rows for req in row.build_requires})),
         console_scripts=tuple(sorted(s for row in rows for s in row.scripts)),
+        entry_points=_entry_points(rows),
         cmake_options=options,
         cmake_targets=tuple(t for row in rows for t in row.cmake_targets),
         install_components=tuple(row.install_component for row in rows if row.install_component),
     )
+
+
+def _entry_points(rows) -> dict[str, list[str]]:
+    groups: dict[str, set[str]] = {}
+    for row in rows:
+        for script in row.scripts:
+            groups.setdefault("console_scripts", set()).add(script)
+        for group, entry in row.entry_points:
+            groups.setdefault(group, set()).add(entry)
+    return {group: sorted(entries) for group, entries in sorted(groups.items())}
