@@ -240,3 +240,38 @@ def test_our_bf16_decoder_decodes_as_eager(engine):
             assert_outputs_close(got, [expected])  # bf16's own relative tolerance
     fresh = runtime.load_program(program.buffer).load_method("forward")
     assert not compare_outputs(fresh.execute(_decode_calls()[-1][1]), [expected]).ok
+
+
+class _DynamicPrefillAttention(torch.nn.Module):
+    """custom_sdpa over a token count the export leaves dynamic (a prefill of several tokens in one call)."""
+
+    def __init__(self, heads=2, head_dim=4, max_len=16):
+        super().__init__()
+        self.register_buffer("k_cache", torch.randn(1, max_len, heads, head_dim))
+        self.register_buffer("v_cache", torch.randn(1, max_len, heads, head_dim))
+
+    def forward(self, q, input_pos):
+        start = input_pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + q.shape[1] <= self.k_cache.shape[1])
+        return torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start, None, 0.0, True)
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_custom_sdpa_over_a_dynamic_token_count(engine):
+    from executorch.exir import to_edge
+
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip(f"{engine} runtime not built (bash tools/run_tests.sh builds it)")
+    torch.manual_seed(0)
+    model = _DynamicPrefillAttention().eval()
+    tokens = torch.export.Dim("tokens", min=1, max=8)
+    ep = torch.export.export(model, (torch.randn(1, 3, 2, 4), torch.tensor([0])),
+                             dynamic_shapes=({1: tokens}, None))
+    method = runtime.load_program(to_edge(ep).to_executorch().buffer).load_method("forward")
+    for n, pos in ((3, 0), (5, 3), (1, 8), (8, 8)):
+        args = [torch.randn(1, n, 2, 4), torch.tensor([pos])]
+        got = method.execute(args)
+        assert got[0].shape == (1, n, 2, 4)
+        assert_outputs_close(got, [model(*args)])
