@@ -51,8 +51,8 @@ double bench_conv(const char* name, const cpu::Conv2dShape& s) {
   std::vector<float> out(s.batch * s.out_channels * s.out_h() * s.out_w());
   std::vector<float> ws(cpu::conv2d_workspace_floats(s));
   const double ms = time_ms([&] { cpu::conv2d(s, in.data(), w.data(), bias.data(), out.data(), ws.data()); });
-  const double flops = 2.0 * s.batch * s.out_channels * s.out_h() * s.out_w() * (s.in_channels / s.groups) *
-                       s.kernel_h * s.kernel_w;
+  const double flops =
+      2.0 * s.batch * s.out_channels * s.out_h() * s.out_w() * (s.in_channels / s.groups) * s.kernel_h * s.kernel_w;
   std::printf("%s %.4f %.2f\n", name, ms, flops / ms / 1e6);
   return ms;
 }
@@ -97,8 +97,8 @@ void bench_transformer() {
     std::vector<float> y(x.size());
     std::snprintf(name, sizeof(name), "layer_norm_%ldx%ld", long(s[0]), long(s[1]));
     std::printf("%s %.4f 0\n", name, time_ms([&] {
-      cpu::layer_norm(x.data(), y.data(), s[0], s[1], w.data(), b.data(), 1e-6, nullptr, nullptr);
-    }));
+                  cpu::layer_norm(x.data(), y.data(), s[0], s[1], w.data(), b.data(), 1e-6, nullptr, nullptr);
+                }));
     auto h = filled(s[0] * s[1] * 4);
     std::vector<float> g(h.size());
     std::snprintf(name, sizeof(name), "gelu_%ldx%ld", long(s[0]), long(s[1] * 4));
@@ -114,9 +114,8 @@ void bench_gemm(int64_t m, int64_t n, int64_t k, bool bt) {
   auto a = filled(m * k), b = filled(k * n);
   std::vector<float> c(m * n), ws(cpu::sgemm_workspace_floats(m, n, k));
   const cpu::ConstMatrix bm = bt ? cpu::ConstMatrix{b.data(), 1, k} : cpu::ConstMatrix{b.data(), n, 1};
-  const double ms = time_ms([&] {
-    cpu::sgemm(m, n, k, 1.f, {a.data(), k, 1}, bm, 0.f, nullptr, c.data(), n, ws.data());
-  });
+  const double ms =
+      time_ms([&] { cpu::sgemm(m, n, k, 1.f, {a.data(), k, 1}, bm, 0.f, nullptr, c.data(), n, ws.data()); });
   std::printf("%s_%ldx%ldx%ld %.4f %.2f\n", bt ? "gemmbt" : "gemm", long(m), long(n), long(k), ms,
               2.0 * m * n * k / ms / 1e6);
 }
@@ -126,18 +125,16 @@ void bench_gemm(int64_t m, int64_t n, int64_t k, bool bt) {
 // (out_channels x pixels x in_channels * kh * kw) on a row-major B.
 // `linear_only` times just the transposed-weight products (for profiling their packing).
 void bench_gemms(bool linear_only) {
-  static const int64_t kLinear[][3] = {{197, 1152, 384}, {197, 384, 384}, {197, 1536, 384},
-                                       {197, 384, 1536}, {128, 512, 512},  {128, 2048, 512},
-                                       {128, 512, 2048}};
+  static const int64_t kLinear[][3] = {{197, 1152, 384}, {197, 384, 384},  {197, 1536, 384}, {197, 384, 1536},
+                                       {128, 512, 512},  {128, 2048, 512}, {128, 512, 2048}};
   for (const auto& s : kLinear) {
     bench_gemm(s[0], s[1], s[2], true);
     if (!linear_only) bench_gemm(s[0], s[1], s[2], false);
   }
   if (linear_only) return;
-  static const int64_t kConvGemm[][3] = {{64, 12544, 147}, {64, 3136, 64},  {64, 3136, 576},
-                                         {256, 3136, 64},  {64, 3136, 256}, {128, 784, 1152},
-                                         {512, 784, 128},  {128, 784, 512}, {256, 196, 2304},
-                                         {1024, 196, 256}, {256, 196, 1024}, {512, 49, 4608},
+  static const int64_t kConvGemm[][3] = {{64, 12544, 147}, {64, 3136, 64},   {64, 3136, 576},  {256, 3136, 64},
+                                         {64, 3136, 256},  {128, 784, 1152}, {512, 784, 128},  {128, 784, 512},
+                                         {256, 196, 2304}, {1024, 196, 256}, {256, 196, 1024}, {512, 49, 4608},
                                          {2048, 49, 512},  {512, 49, 2048}};
   for (const auto& s : kConvGemm) bench_gemm(s[0], s[1], s[2], false);
 }
@@ -149,14 +146,12 @@ void bench_resnet50() {
     int64_t c, hw, oc, k, stride, count;
   };
   static const Case kCases[] = {
-      {3, 224, 64, 7, 2, 1},       {64, 56, 64, 1, 1, 1},       {64, 56, 64, 3, 1, 3},
-      {64, 56, 256, 1, 1, 4},      {256, 56, 64, 1, 1, 2},      {256, 56, 128, 1, 1, 1},
-      {128, 56, 128, 3, 2, 1},     {128, 28, 512, 1, 1, 4},     {256, 56, 512, 1, 2, 1},
-      {512, 28, 128, 1, 1, 3},     {128, 28, 128, 3, 1, 3},     {512, 28, 256, 1, 1, 1},
-      {256, 28, 256, 3, 2, 1},     {256, 14, 1024, 1, 1, 6},    {512, 28, 1024, 1, 2, 1},
-      {1024, 14, 256, 1, 1, 5},    {256, 14, 256, 3, 1, 5},     {1024, 14, 512, 1, 1, 1},
-      {512, 14, 512, 3, 2, 1},     {512, 7, 2048, 1, 1, 3},     {1024, 14, 2048, 1, 2, 1},
-      {2048, 7, 512, 1, 1, 2},     {512, 7, 512, 3, 1, 2}};
+      {3, 224, 64, 7, 2, 1},     {64, 56, 64, 1, 1, 1},    {64, 56, 64, 3, 1, 3},    {64, 56, 256, 1, 1, 4},
+      {256, 56, 64, 1, 1, 2},    {256, 56, 128, 1, 1, 1},  {128, 56, 128, 3, 2, 1},  {128, 28, 512, 1, 1, 4},
+      {256, 56, 512, 1, 2, 1},   {512, 28, 128, 1, 1, 3},  {128, 28, 128, 3, 1, 3},  {512, 28, 256, 1, 1, 1},
+      {256, 28, 256, 3, 2, 1},   {256, 14, 1024, 1, 1, 6}, {512, 28, 1024, 1, 2, 1}, {1024, 14, 256, 1, 1, 5},
+      {256, 14, 256, 3, 1, 5},   {1024, 14, 512, 1, 1, 1}, {512, 14, 512, 3, 2, 1},  {512, 7, 2048, 1, 1, 3},
+      {1024, 14, 2048, 1, 2, 1}, {2048, 7, 512, 1, 1, 2},  {512, 7, 512, 3, 1, 2}};
   double total = 0;
   char name[96];
   for (const auto& c : kCases) {
@@ -184,13 +179,12 @@ int main(int argc, char** argv) {
     const int64_t n = 512;
     auto a = filled(n * n), b = filled(n * n);
     std::vector<float> c(n * n), ws(cpu::sgemm_workspace_floats(n, n, n));
-    const double ms = time_ms([&] {
-      cpu::sgemm(n, n, n, 1.f, {a.data(), n, 1}, {b.data(), n, 1}, 0.f, nullptr, c.data(), n, ws.data());
-    });
+    const double ms = time_ms(
+        [&] { cpu::sgemm(n, n, n, 1.f, {a.data(), n, 1}, {b.data(), n, 1}, 0.f, nullptr, c.data(), n, ws.data()); });
     std::printf("gemm_512x512x512 %.4f %.2f\n", ms, 2.0 * n * n * n / ms / 1e6);
   }
   // MobileNetV2 at 224x224: stem, then per block (expand 1x1, depthwise 3x3, project 1x1), head.
-  const int64_t table[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+  const int64_t table[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                               {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   double total = bench_conv("mv2_stem_3x3s2_3to32_224", conv(3, 224, 32, 3, 2, 1));
   int64_t c = 32, hw = 112;

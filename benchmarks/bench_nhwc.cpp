@@ -35,9 +35,7 @@ double now_ms() {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
   }
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 template <typename F>
@@ -93,13 +91,11 @@ void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
   std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, isa) + 64);
   void* p = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
   cpu::conv2d_nhwc_f32_pack(c, cpu::ConvWeights::kOhwi, w.data(), bias.data(), isa, p);
-  const double nhwc = time_ms([&] {
-    cpu::conv2d_nhwc_f32(c, p, 1, l.hw, l.hw, in.data(), out.data(), 0.f, 6.f);
-  });
+  const double nhwc = time_ms([&] { cpu::conv2d_nhwc_f32(c, p, 1, l.hw, l.hw, in.data(), out.data(), 0.f, 6.f); });
   double nchw = 0;
   if (with_nchw) {
-    const cpu::Conv2dShape s{1, l.cin, l.hw, l.hw, l.cout, l.k, l.k, l.stride, l.stride,
-                             (l.k - 1) / 2, (l.k - 1) / 2, 1, 1, l.groups};
+    const cpu::Conv2dShape s{1,        l.cin,    l.hw,          l.hw,          l.cout, l.k, l.k,
+                             l.stride, l.stride, (l.k - 1) / 2, (l.k - 1) / 2, 1,      1,   l.groups};
     std::vector<float> ws(cpu::conv2d_workspace_floats(s));
     nchw = time_ms([&] { cpu::conv2d(s, in.data(), w.data(), bias.data(), out.data(), ws.data()); });
   }
@@ -117,12 +113,9 @@ void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
   std::vector<unsigned char> qpacked(cpu::conv2d_nhwc_qs8_packed_bytes(c, qisa) + 64);
   void* qp = qpacked.data() + (64 - reinterpret_cast<uintptr_t>(qpacked.data()) % 64) % 64;
   cpu::conv2d_nhwc_qs8_pack(c, cpu::ConvWeights::kOhwi, qw.data(), qb.data(), q, qisa, qp);
-  const double qs8 = time_ms([&] {
-    cpu::conv2d_nhwc_qs8(c, qp, 1, l.hw, l.hw, qin.data(), qout.data(), -128, 127);
-  });
+  const double qs8 = time_ms([&] { cpu::conv2d_nhwc_qs8(c, qp, 1, l.hw, l.hw, qin.data(), qout.data(), -128, 127); });
   const double flops = 2.0 * oh * ow * l.cout * c.group_in_channels * l.k * l.k;
-  std::printf("%s %s %.4f %.4f %.2f %.4f\n", model, l.name.c_str(), nhwc, nchw, flops / nhwc / 1e6,
-              qs8);
+  std::printf("%s %s %.4f %.4f %.2f %.4f\n", model, l.name.c_str(), nhwc, nchw, flops / nhwc / 1e6, qs8);
   t->qs8 += qs8;
   t->nhwc += nhwc;
   t->nchw += nchw;
@@ -131,7 +124,7 @@ void bench_layer(const char* model, const Layer& l, Totals* t, bool with_nchw) {
 
 std::vector<Layer> mobilenet_v2() {
   std::vector<Layer> v = {{"stem", 224, 3, 32, 3, 2, 1}};
-  const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2},  {6, 64, 4, 2},
+  const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                             {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   int64_t hw = 112, cin = 32, b = 0;
   for (const auto& r : cfg) {
@@ -179,19 +172,16 @@ void bench_qd8(int64_t m, int64_t n, int64_t k, int64_t group) {
   std::vector<unsigned char> packed(cpu::fully_connected_qd8_packed_bytes(n, k, group, g_int8_isa));
   const bool int4 = group != k;
   if (int4) {
-    cpu::fully_connected_qd8_pack_qb4w(n, k, group, w4.data(), 8, scales.data(), false, bias.data(),
-                                       g_int8_isa, packed.data());
-  } else {
-    cpu::fully_connected_qd8_pack_qc8w(n, k, w8.data(), scales.data(), bias.data(), g_int8_isa,
+    cpu::fully_connected_qd8_pack_qb4w(n, k, group, w4.data(), 8, scales.data(), false, bias.data(), g_int8_isa,
                                        packed.data());
+  } else {
+    cpu::fully_connected_qd8_pack_qc8w(n, k, w8.data(), scales.data(), bias.data(), g_int8_isa, packed.data());
   }
   std::vector<unsigned char> scratch(cpu::fully_connected_qd8_scratch_bytes(m, k));
-  const double ms = time_ms([&] {
-    cpu::fully_connected_qd8(packed.data(), m, in.data(), k, out.data(), n, -1e30f, 1e30f,
-                             scratch.data());
-  });
-  std::printf("qd8 %s %ldx%ldx%ld %.4f %.1f\n", int4 ? "qb4w-g32" : "qc8w", long(m), long(n),
-              long(k), ms, double(packed.size()) / ms / 1e6);
+  const double ms = time_ms(
+      [&] { cpu::fully_connected_qd8(packed.data(), m, in.data(), k, out.data(), n, -1e30f, 1e30f, scratch.data()); });
+  std::printf("qd8 %s %ldx%ldx%ld %.4f %.1f\n", int4 ? "qb4w-g32" : "qc8w", long(m), long(n), long(k), ms,
+              double(packed.size()) / ms / 1e6);
 }
 
 }  // namespace
@@ -209,7 +199,7 @@ int main(int argc, char** argv) {
       ++i;
       const cpu::Isa want = std::strcmp(argv[i], "avx512") == 0 ? cpu::Isa::kAvx512
                             : std::strcmp(argv[i], "avx2") == 0 ? cpu::Isa::kAvx2
-                                                                 : cpu::Isa::kBaseline;
+                                                                : cpu::Isa::kBaseline;
       if (!cpu::float_isa_supported(want) || !cpu::int8_isa_supported(want)) {
         std::fprintf(stderr, "bench_nhwc: this CPU lacks --isa %s\n", argv[i]);
         return 1;
@@ -223,11 +213,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_nhwc: --cpu-time needs EXECUTORCH_NUM_THREADS=1\n");
     return 1;
   }
-  std::printf("# float isa %s, int8 isa %s, %zu threads%s; columns: model layer nhwc_ms nchw_ms "
-              "nhwc_gflops qs8_ms\n",
-              cpu::isa_name(g_float_isa), cpu::isa_name(g_int8_isa),
-              executorch::extension::threadpool::get_threadpool()->get_thread_count(),
-              g_cpu_time ? ", thread CPU time" : "");
+  std::printf(
+      "# float isa %s, int8 isa %s, %zu threads%s; columns: model layer nhwc_ms nchw_ms "
+      "nhwc_gflops qs8_ms\n",
+      cpu::isa_name(g_float_isa), cpu::isa_name(g_int8_isa),
+      executorch::extension::threadpool::get_threadpool()->get_thread_count(), g_cpu_time ? ", thread CPU time" : "");
   const std::pair<const char*, std::vector<Layer>> models[] = {{"mobilenet_v2", mobilenet_v2()},
                                                                {"resnet18", resnet18()}};
   for (const auto& m : models) {
@@ -236,8 +226,8 @@ int main(int argc, char** argv) {
       if (only == nullptr || (std::string(m.first) + " " + l.name).find(only) != std::string::npos)
         bench_layer(m.first, l, &t, with_nchw);
     if (t.flops > 0)
-      std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms, qs8 %.3f ms (%.2fx fp32 nhwc)\n",
-                m.first, t.nhwc, t.flops / t.nhwc / 1e6, t.nchw, t.qs8, t.nhwc / t.qs8);
+      std::printf("TOTAL %s fp32 nhwc %.3f ms (%.1f GFLOP/s), nchw %.3f ms, qs8 %.3f ms (%.2fx fp32 nhwc)\n", m.first,
+                  t.nhwc, t.flops / t.nhwc / 1e6, t.nchw, t.qs8, t.nhwc / t.qs8);
   }
   if (only == nullptr || std::strstr("qd8", only) != nullptr) {
     for (int64_t m : {1, 32}) {

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   Span<uint8_t> arenas[1] = {Span<uint8_t>(g_arena, sizeof(g_arena))};
   MemoryManager mm;
   mm.method_allocator = &allocator;
-  mm.planned_buffers = Span<Span<uint8_t>>(arenas, 1);
+  mm.planned_buffers = Span<Span<uint8_t> >(arenas, 1);
   Result<Method> method = program->load_method("forward", &mm);
   if (!method.ok()) return 2;
   return method->execute() == Error::Ok ? 0 : 3;

@@ -71,15 +71,14 @@ class ExecutorBackend final : public BackendInterface {
     limits.max_planned_bytes = uint64_t(256) << 20;
     limits.max_method_bytes = size_t(256) << 20;
     limits.temp_bytes = size_t(1) << 20;
-    Result<std::unique_ptr<HostedMethod>> method = HostedMethod::load(nested->program, "forward", limits,
-                                                                       context.get_named_data_map());
+    Result<std::unique_ptr<HostedMethod>> method =
+        HostedMethod::load(nested->program, "forward", limits, context.get_named_data_map());
     if (!method.ok()) return method.error();
     nested->method = std::move(*method);
     return static_cast<DelegateHandle*>(nested.release());
   }
 
-  Error execute(BackendExecutionContext& context, DelegateHandle* handle,
-                Span<EValue*> args) const override {
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const override {
     Nested* nested = static_cast<Nested*>(handle);
     Method& m = nested->method->method();
     nested->events.outer = context.event_tracer();

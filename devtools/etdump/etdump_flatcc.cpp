@@ -71,9 +71,7 @@ int32_t ETDumpGen::intern(const char* s) {
   return index;
 }
 
-void ETDumpGen::create_event_block(const char* name) {
-  blocks_.push_back(Block{intern(name), events_.size()});
-}
+void ETDumpGen::create_event_block(const char* name) { blocks_.push_back(Block{intern(name), events_.size()}); }
 
 EventTracerEntry ETDumpGen::start_profiling(const char* name, ChainID chain_id, DebugHandle debug_handle) {
   EventTracerEntry entry;
@@ -91,8 +89,8 @@ EventTracerEntry ETDumpGen::start_profiling(const char* name, ChainID chain_id, 
 
 void ETDumpGen::end_profiling(EventTracerEntry entry) {
   et_timestamp_t end = runtime::pal_current_ticks();
-  add_profile(static_cast<int32_t>(entry.event_id), -1, kUnsetDelegateDebugIntId, entry.chain_id,
-              entry.debug_handle, entry.start_time, end, nullptr, 0);
+  add_profile(static_cast<int32_t>(entry.event_id), -1, kUnsetDelegateDebugIntId, entry.chain_id, entry.debug_handle,
+              entry.start_time, end, nullptr, 0);
 }
 
 EventTracerEntry ETDumpGen::start_profiling_delegate(const char* name, DelegateDebugIntId delegate_debug_id) {
@@ -275,9 +273,7 @@ ETDumpResult ETDumpGen::get_etdump_data() {
         int8_t type = kNull;
         int payload_slot = 0;
         switch (v.kind) {
-          case Value::Kind::Tensor:
-            type = kTensor, payload_slot = 1, payload = tensor(tensors_[v.first_tensor]);
-            break;
+          case Value::Kind::Tensor: type = kTensor, payload_slot = 1, payload = tensor(tensors_[v.first_tensor]); break;
           case Value::Kind::TensorList: {
             std::vector<flatbuffers::Offset<void>> items;
             for (uint32_t t = 0; t < v.num_tensors; ++t) items.push_back(tensor(tensors_[v.first_tensor + t]));
@@ -290,14 +286,11 @@ ETDumpResult ETDumpGen::get_etdump_data() {
           case Value::Kind::Int:
             type = kInt, payload_slot = 3, payload = one(static_cast<int64_t>(v.i), int64_t(0));
             break;
-          case Value::Kind::Double:
-            type = kDouble, payload_slot = 5, payload = one(v.d, 0.0);
-            break;
+          case Value::Kind::Double: type = kDouble, payload_slot = 5, payload = one(v.d, 0.0); break;
           case Value::Kind::Bool:
             type = kBool, payload_slot = 6, payload = one(static_cast<uint8_t>(v.i), uint8_t(0));
             break;
-          case Value::Kind::Null:
-            break;
+          case Value::Kind::Null: break;
         }
         if (v.output) output = one(uint8_t(1), uint8_t(0));
         auto vstart = b.StartTable();

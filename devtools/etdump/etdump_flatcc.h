@@ -56,14 +56,14 @@ class ETDumpGen final : public runtime::EventTracer {
  private:
   struct Event {
     enum class Kind : uint8_t { Profile, Debug } kind;
-    int32_t name;          // string index or -1
+    int32_t name;  // string index or -1
     int32_t delegate_str;  // string index or -1
     int32_t delegate_int;
     int32_t chain;
     uint32_t instruction;
     uint64_t start, end;
     uint32_t metadata_offset, metadata_len;  // into metadata_
-    uint32_t value;                          // Debug: index into values_
+    uint32_t value;  // Debug: index into values_
   };
   struct Value {
     enum class Kind : uint8_t { Null, Int, Bool, Double, Tensor, TensorList } kind;

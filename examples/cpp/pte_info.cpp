@@ -37,7 +37,8 @@ int describe(Result<Program> program, const char* path) {
 
 int main(int argc, char** argv) {
   const char* usage = "usage: %s model.pte [--loader file|mmap|buffer]\n";
-  if (argc != 2 && !(argc == 4 && std::strcmp(argv[2], "--loader") == 0)) return std::fprintf(stderr, usage, argv[0]), 2;
+  if (argc != 2 && !(argc == 4 && std::strcmp(argv[2], "--loader") == 0))
+    return std::fprintf(stderr, usage, argv[0]), 2;
   const char* path = argv[1];
   const std::string loader = argc == 4 ? argv[3] : "file";
   std::printf("loader: %s\n", loader.c_str());

@@ -89,16 +89,20 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if ((arg == "--method" || arg == "--input" || arg == "--out") && i + 1 < argc) {
       std::string value = argv[++i];
-      if (arg == "--method") method = value;
-      else if (arg == "--input") files.push_back(value);
-      else out_prefix = value;
+      if (arg == "--method")
+        method = value;
+      else if (arg == "--input")
+        files.push_back(value);
+      else
+        out_prefix = value;
     } else if (model.empty() && arg.rfind("--", 0) != 0) {
       model = arg;
     } else {
       return std::fprintf(stderr, "usage: %s model.pte [--method NAME] [--input FILE]... [--out PREFIX]\n", argv[0]), 2;
     }
   }
-  if (model.empty()) return std::fprintf(stderr, "usage: %s model.pte [--method NAME] [--input FILE]... [--out PREFIX]\n", argv[0]), 2;
+  if (model.empty())
+    return std::fprintf(stderr, "usage: %s model.pte [--method NAME] [--input FILE]... [--out PREFIX]\n", argv[0]), 2;
 
 #ifndef RUN_PTE_NO_MODULE
   executorch::extension::Module module(model);
@@ -126,8 +130,8 @@ int main(int argc, char** argv) {
   if (!read_file(model, &pte)) return std::fprintf(stderr, "cannot read %s\n", model.c_str()), 2;
   auto program = executorch::runtime::Program::load(pte.data(), pte.size());
   if (!program.ok()) return std::fprintf(stderr, "cannot load %s\n", model.c_str()), 1;
-  auto hosted = executorch::runtime::HostedMethod::load(*program, method.c_str(),
-                                                        executorch::runtime::HostedMethod::Limits());
+  auto hosted =
+      executorch::runtime::HostedMethod::load(*program, method.c_str(), executorch::runtime::HostedMethod::Limits());
   if (!hosted.ok()) return std::fprintf(stderr, "cannot load method '%s'\n", method.c_str()), 1;
   executorch::runtime::Method& m = (*hosted)->method();
   MethodMeta meta = m.method_meta();
@@ -142,7 +146,8 @@ int main(int argc, char** argv) {
     if (e != Error::Ok) return std::fprintf(stderr, "input %zu: %s\n", i, executorch::runtime::error_name(e)), 1;
   }
   Error e = m.execute();
-  if (e != Error::Ok) return std::fprintf(stderr, "%s failed: %s\n", method.c_str(), executorch::runtime::error_name(e)), 1;
+  if (e != Error::Ok)
+    return std::fprintf(stderr, "%s failed: %s\n", method.c_str(), executorch::runtime::error_name(e)), 1;
   std::vector<EValue> outputs;
   for (size_t j = 0; j < m.outputs_size(); ++j) outputs.push_back(**m.get_output(j));
   return report(outputs, out_prefix);

@@ -98,8 +98,10 @@ int run_bundled(const std::string& path, double rtol, double atol, const HostedM
   flatbuffers::Verifier verifier(file.data.get(), file.size);
   if (file.size < 8 || !bpf::BundledProgramBufferHasIdentifier(file.data.get()) ||
       !bpf::VerifyBundledProgramBuffer(verifier)) {
-    std::fprintf(stderr, "executor_runner: %s is not a well-formed .bpte (identifier BP08, verified FlatBuffer); "
-                 "the file is truncated or corrupt\n", path.c_str());
+    std::fprintf(stderr,
+                 "executor_runner: %s is not a well-formed .bpte (identifier BP08, verified FlatBuffer); "
+                 "the file is truncated or corrupt\n",
+                 path.c_str());
     return 1;
   }
   const bpf::BundledProgram* bundle = bpf::GetBundledProgram(file.data.get());
@@ -127,8 +129,9 @@ int run_bundled(const std::string& path, double rtol, double atol, const HostedM
     for (const bpf::BundledMethodTestCase* c : *suite->test_cases()) {
       ++total;
       bool ok = c->inputs() != nullptr && c->inputs()->size() == method.inputs_size();
-      if (!ok) std::printf("  method '%s' takes %zu inputs; the case gives %u\n", name, method.inputs_size(),
-                           c->inputs() ? c->inputs()->size() : 0u);
+      if (!ok)
+        std::printf("  method '%s' takes %zu inputs; the case gives %u\n", name, method.inputs_size(),
+                    c->inputs() ? c->inputs()->size() : 0u);
       std::vector<std::vector<int64_t>> sizes(method.inputs_size());
       for (size_t i = 0; ok && i < method.inputs_size(); ++i) ok = set_input(method, i, c->inputs()->Get(i), &sizes);
       Error e = ok ? method.execute() : Error::InvalidArgument;
@@ -140,8 +143,9 @@ int run_bundled(const std::string& path, double rtol, double atol, const HostedM
       const auto* expected = c->expected_outputs();
       if (ok && expected != nullptr && expected->size() > 0) {
         ok = expected->size() == method.outputs_size();
-        if (!ok) std::printf("  the method returned %zu outputs; the case expects %u\n", method.outputs_size(),
-                             expected->size());
+        if (!ok)
+          std::printf("  the method returned %zu outputs; the case expects %u\n", method.outputs_size(),
+                      expected->size());
         for (size_t o = 0; ok && o < expected->size(); ++o) {
           Result<const EValue*> out = method.get_output(o);
           if (!out.ok()) std::printf("  output %zu cannot be read: %s\n", o, error_name(out.error()));

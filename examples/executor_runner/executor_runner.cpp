@@ -125,31 +125,42 @@ int parse(int argc, char** argv, Options* o) {
       return 0;
     };
     long long n = 0;
-    if (a == "--model_path" && value(&v)) o->model_path = v;
-    else if (a == "--data_path" && value(&v)) o->data_path = v;
-    else if (a == "--bundled" && value(&v)) o->bundled = v;
+    if (a == "--model_path" && value(&v))
+      o->model_path = v;
+    else if (a == "--data_path" && value(&v))
+      o->data_path = v;
+    else if (a == "--bundled" && value(&v))
+      o->bundled = v;
     else if (a == "--rtol" && value(&v)) {
       if (!parse_tolerance(v, &o->rtol)) return bad("a tolerance; give a finite number >= 0");
     } else if (a == "--atol" && value(&v)) {
       if (!parse_tolerance(v, &o->atol)) return bad("a tolerance; give a finite number >= 0");
-    } else if (a == "--method" && value(&v)) o->method = v;
+    } else if (a == "--method" && value(&v))
+      o->method = v;
     else if (a == "--iterations" && value(&v)) {
       if (!parse_int(v, 1, INT_MAX, &n)) return bad("an iteration count; give an integer from 1 to 2147483647");
       o->iterations = static_cast<int>(n);
-    } else if (a == "--fill" && value(&v)) o->fill = v;
+    } else if (a == "--fill" && value(&v))
+      o->fill = v;
     else if (a == "--seed" && value(&v)) {
       if (!parse_int(v, 0, UINT32_MAX, &n)) return bad("a seed; give an integer from 0 to 4294967295");
       o->seed = static_cast<uint32_t>(n);
-    } else if (a == "--output_dir" && value(&v)) o->output_dir = v;
-    else if (a == "--verbose") o->verbose = true;
-    else if (a == "--etdump_path" && value(&v)) o->etdump_path = v;
-    else if (a == "--debug_output_path" && value(&v)) o->debug_output_path = v;
+    } else if (a == "--output_dir" && value(&v))
+      o->output_dir = v;
+    else if (a == "--verbose")
+      o->verbose = true;
+    else if (a == "--etdump_path" && value(&v))
+      o->etdump_path = v;
+    else if (a == "--debug_output_path" && value(&v))
+      o->debug_output_path = v;
     else if (a == "--debug_buffer_size" && value(&v)) {
       if (!parse_int(v, 1, LLONG_MAX, &o->debug_buffer_size)) return bad("a byte count; give an integer > 0");
       const unsigned long long memory = physical_memory();
       if (memory > 0 && static_cast<unsigned long long>(o->debug_buffer_size) > memory) {
-        std::fprintf(stderr, "executor_runner: --debug_buffer_size '%s' is more than this machine's %llu bytes of "
-                     "memory; give a smaller byte count\n", v.c_str(), memory);
+        std::fprintf(stderr,
+                     "executor_runner: --debug_buffer_size '%s' is more than this machine's %llu bytes of "
+                     "memory; give a smaller byte count\n",
+                     v.c_str(), memory);
         return 0;
       }
     } else if (a == "--num_threads" && value(&v)) {
@@ -176,7 +187,8 @@ int parse(int argc, char** argv, Options* o) {
   }
   if ((o->debug_buffer_size > 0) != !o->debug_output_path.empty() ||
       (!o->debug_output_path.empty() && o->etdump_path.empty())) {
-    std::fprintf(stderr, "executor_runner: --debug_output_path and --debug_buffer_size go together, with --etdump_path\n");
+    std::fprintf(stderr,
+                 "executor_runner: --debug_output_path and --debug_buffer_size go together, with --etdump_path\n");
     return 0;
   }
   if (o->fill != "ones" && o->fill != "zeros" && o->fill != "random") {
@@ -213,10 +225,26 @@ double element(const void* data, ScalarType type, int64_t i) {
 // Writes `value` as one element of `type` at `p` (used to make ones).
 void store_one(uint8_t* p, ScalarType type) {
   switch (type) {
-    case ScalarType::Float: { float v = 1.f; std::memcpy(p, &v, 4); break; }
-    case ScalarType::Double: { double v = 1.0; std::memcpy(p, &v, 8); break; }
-    case ScalarType::Half: { uint16_t v = 0x3C00; std::memcpy(p, &v, 2); break; }
-    case ScalarType::BFloat16: { uint16_t v = 0x3F80; std::memcpy(p, &v, 2); break; }
+    case ScalarType::Float: {
+      float v = 1.f;
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ScalarType::Double: {
+      double v = 1.0;
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case ScalarType::Half: {
+      uint16_t v = 0x3C00;
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case ScalarType::BFloat16: {
+      uint16_t v = 0x3F80;
+      std::memcpy(p, &v, 2);
+      break;
+    }
     default: p[0] = 1; break;  // little-endian integer / bool 1
   }
 }
@@ -231,20 +259,29 @@ void fill_input(Bytes* data, ScalarType type, const std::string& how, uint32_t* 
     } else if (how == "random") {
       *state = *state * 1664525u + 1013904223u;
       float r = static_cast<float>(*state >> 8) / static_cast<float>(1u << 24) * 2.f - 1.f;
-      if (type == ScalarType::Float) std::memcpy(p, &r, 4);
-      else if (type == ScalarType::Double) { double d = r; std::memcpy(p, &d, 8); }
-      else if (type == ScalarType::Bool) p[0] = r > 0;
-      else p[0] = static_cast<uint8_t>(*state >> 28);  // small non-negative integers
+      if (type == ScalarType::Float)
+        std::memcpy(p, &r, 4);
+      else if (type == ScalarType::Double) {
+        double d = r;
+        std::memcpy(p, &d, 8);
+      } else if (type == ScalarType::Bool)
+        p[0] = r > 0;
+      else
+        p[0] = static_cast<uint8_t>(*state >> 28);  // small non-negative integers
     }
   }
 }
 
 void summarize(size_t index, const EValue& v) {
   if (!v.isTensor()) {
-    if (v.isInt()) std::printf("output %zu: int %" PRId64 "\n", index, v.toInt());
-    else if (v.isDouble()) std::printf("output %zu: double %g\n", index, v.toDouble());
-    else if (v.isBool()) std::printf("output %zu: bool %s\n", index, v.toBool() ? "true" : "false");
-    else std::printf("output %zu: %s\n", index, tag_name(v.tag()));
+    if (v.isInt())
+      std::printf("output %zu: int %" PRId64 "\n", index, v.toInt());
+    else if (v.isDouble())
+      std::printf("output %zu: double %g\n", index, v.toDouble());
+    else if (v.isBool())
+      std::printf("output %zu: bool %s\n", index, v.toBool() ? "true" : "false");
+    else
+      std::printf("output %zu: %s\n", index, tag_name(v.tag()));
     return;
   }
   Tensor t = v.toTensor();
@@ -272,8 +309,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message,
-                                size_t length) {
+extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message, size_t length) {
   if (level == 'E' || level == 'F' || g_verbose)
     std::fprintf(stderr, "%c %s:%d] %.*s\n", level, file, line, static_cast<int>(length), message);
 }
@@ -285,13 +321,16 @@ static bool configure_threads(long num_threads) {
   if (num_threads > 0) return tp::get_threadpool()->_unsafe_reset_threadpool(static_cast<uint32_t>(num_threads));
   uint32_t from_env = 0;
   if (!tp::num_threads_from_env(&from_env)) {
-    std::fprintf(stderr, "executor_runner: %s='%s' is not a thread count; set it to an integer from 1 to %u "
-                 "or unset it\n", tp::kNumThreadsEnv, std::getenv(tp::kNumThreadsEnv), tp::kMaxThreads);
+    std::fprintf(stderr,
+                 "executor_runner: %s='%s' is not a thread count; set it to an integer from 1 to %u "
+                 "or unset it\n",
+                 tp::kNumThreadsEnv, std::getenv(tp::kNumThreadsEnv), tp::kMaxThreads);
     return false;
   }
   return true;
 #else
-  if (num_threads > 0) std::fprintf(stderr, "executor_runner: --num_threads needs the portable kernels, which this build lacks\n");
+  if (num_threads > 0)
+    std::fprintf(stderr, "executor_runner: --num_threads needs the portable kernels, which this build lacks\n");
   return num_threads == 0;
 #endif
 }
@@ -334,8 +373,10 @@ int main(int argc, char** argv) {
     if (o.debug_buffer_size > 0) {
       debug_buffer.reset(static_cast<uint8_t*>(std::calloc(static_cast<size_t>(o.debug_buffer_size), 1)));
       if (debug_buffer == nullptr) {
-        std::fprintf(stderr, "executor_runner: --debug_buffer_size '%lld': cannot allocate that many bytes; give a "
-                     "smaller byte count\n", o.debug_buffer_size);
+        std::fprintf(stderr,
+                     "executor_runner: --debug_buffer_size '%lld': cannot allocate that many bytes; give a "
+                     "smaller byte count\n",
+                     o.debug_buffer_size);
         return 1;
       }
       etdump->set_debug_buffer(Span<uint8_t>(debug_buffer.get(), static_cast<size_t>(o.debug_buffer_size)));
@@ -343,8 +384,8 @@ int main(int argc, char** argv) {
     }
   }
   start = std::chrono::steady_clock::now();
-  auto hosted = HostedMethod::load(*program, o.method.c_str(), limits,
-                                   data_map ? &*data_map : nullptr, nullptr, etdump.get());
+  auto hosted =
+      HostedMethod::load(*program, o.method.c_str(), limits, data_map ? &*data_map : nullptr, nullptr, etdump.get());
   if (!hosted.ok()) {
     std::fprintf(stderr, "executor_runner: cannot load method '%s': %s\n", o.method.c_str(),
                  error_name(hosted.error()));
@@ -355,8 +396,8 @@ int main(int argc, char** argv) {
   MethodMeta meta = method.method_meta();
 
   if (!o.inputs.empty() && o.inputs.size() != method.inputs_size()) {
-    std::fprintf(stderr, "executor_runner: method '%s' takes %zu inputs; --inputs named %zu files\n",
-                 o.method.c_str(), method.inputs_size(), o.inputs.size());
+    std::fprintf(stderr, "executor_runner: method '%s' takes %zu inputs; --inputs named %zu files\n", o.method.c_str(),
+                 method.inputs_size(), o.inputs.size());
     return 1;
   }
   uint32_t state = o.seed * 2654435761u + 1;
@@ -390,12 +431,12 @@ int main(int argc, char** argv) {
   auto set_inputs = [&]() -> bool {
     for (size_t i = 0; i < method.inputs_size(); ++i) {
       if (!is_tensor[i]) continue;
-      Error e = method.set_input_tensor(i, input_types[i],
-                                        Span<const int64_t>(input_sizes[i].data(), input_sizes[i].size()),
-                                        inputs[i].data.get(), inputs[i].size);
+      Error e =
+          method.set_input_tensor(i, input_types[i], Span<const int64_t>(input_sizes[i].data(), input_sizes[i].size()),
+                                  inputs[i].data.get(), inputs[i].size);
       if (e != Error::Ok) {
-        std::fprintf(stderr, "executor_runner: input %zu refused (%s): %zu bytes of %s given\n", i,
-                     error_name(e), inputs[i].size, scalar_type_name(input_types[i]));
+        std::fprintf(stderr, "executor_runner: input %zu refused (%s): %zu bytes of %s given\n", i, error_name(e),
+                     inputs[i].size, scalar_type_name(input_types[i]));
         return false;
       }
     }
@@ -431,17 +472,19 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
   }
-  std::printf("program load %.3f ms, method load %.3f ms, %d iteration(s): mean %.3f ms, min %.3f ms\n",
-              load_ms, method_ms, o.iterations, total / o.iterations, best);
+  std::printf("program load %.3f ms, method load %.3f ms, %d iteration(s): mean %.3f ms, min %.3f ms\n", load_ms,
+              method_ms, o.iterations, total / o.iterations, best);
   if (etdump != nullptr) {
     executorch::etdump::ETDumpResult result = etdump->get_etdump_data();
     bool ok = result.buf != nullptr && write_file(o.etdump_path, result.buf, result.size);
     std::free(result.buf);
     if (!ok) return fail(("cannot write " + o.etdump_path).c_str());
-    if (!o.debug_output_path.empty() && !write_file(o.debug_output_path, debug_buffer.get(), static_cast<size_t>(o.debug_buffer_size)))
+    if (!o.debug_output_path.empty() &&
+        !write_file(o.debug_output_path, debug_buffer.get(), static_cast<size_t>(o.debug_buffer_size)))
       return fail(("cannot write " + o.debug_output_path).c_str());
     if (etdump->dropped_values() > 0)
-      std::fprintf(stderr, "executor_runner: %zu values did not fit in the %lld-byte debug buffer; raise --debug_buffer_size\n",
+      std::fprintf(stderr,
+                   "executor_runner: %zu values did not fit in the %lld-byte debug buffer; raise --debug_buffer_size\n",
                    etdump->dropped_values(), o.debug_buffer_size);
     std::printf("etdump: %s (%zu event blocks)\n", o.etdump_path.c_str(), etdump->get_num_blocks());
   }

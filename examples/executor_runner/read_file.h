@@ -52,8 +52,8 @@ inline bool read_file(const std::string& path, const char* kind, Bytes* out) {
     const ssize_t n = ::pread(file.fd, out->data.get() + got, file.size - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      std::fprintf(stderr, "%s: %s could not be read past byte %zu of %zu (%s)\n", me, path.c_str(), got,
-                   file.size, n < 0 ? std::strerror(errno) : "it shrank while being read");
+      std::fprintf(stderr, "%s: %s could not be read past byte %zu of %zu (%s)\n", me, path.c_str(), got, file.size,
+                   n < 0 ? std::strerror(errno) : "it shrank while being read");
       ok = false;
     }
     got += n > 0 ? static_cast<size_t>(n) : 0;

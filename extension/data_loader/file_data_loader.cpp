@@ -60,8 +60,8 @@ Error FileDataLoader::load_into(size_t offset, size_t size, const SegmentInfo& /
   while (got < size) {
     const ssize_t n = ::pread(fd_, out + got, size - got, static_cast<off_t>(offset + got));
     if (n < 0 && errno == EINTR) continue;
-    ET_CHECK_OR_RETURN(n > 0, AccessFailed, "FileDataLoader: short read of '%s' (%zu of %zu bytes at %zu)",
-                       file_name_, got, size, offset);
+    ET_CHECK_OR_RETURN(n > 0, AccessFailed, "FileDataLoader: short read of '%s' (%zu of %zu bytes at %zu)", file_name_,
+                       got, size, offset);
     got += static_cast<size_t>(n);
   }
   return Error::Ok;

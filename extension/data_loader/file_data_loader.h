@@ -23,8 +23,7 @@ class FileDataLoader final : public runtime::DataLoader {
 
   runtime::Result<runtime::FreeableBuffer> load(size_t offset, size_t size,
                                                 const SegmentInfo& segment_info) const override;
-  runtime::Error load_into(size_t offset, size_t size, const SegmentInfo& segment_info,
-                           void* buffer) const override;
+  runtime::Error load_into(size_t offset, size_t size, const SegmentInfo& segment_info, void* buffer) const override;
   runtime::Result<size_t> size() const override { return file_size_; }
 
  private:

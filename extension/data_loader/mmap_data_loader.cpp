@@ -45,8 +45,11 @@ Result<MmapDataLoader> MmapDataLoader::from(const char* file_name, MlockConfig m
 }
 
 MmapDataLoader::MmapDataLoader(MmapDataLoader&& other) noexcept
-    : fd_(other.fd_), file_size_(other.file_size_), page_size_(other.page_size_),
-      mlock_config_(other.mlock_config_), file_name_(other.file_name_) {
+    : fd_(other.fd_),
+      file_size_(other.file_size_),
+      page_size_(other.page_size_),
+      mlock_config_(other.mlock_config_),
+      file_name_(other.file_name_) {
   other.fd_ = -1;
   other.file_name_ = nullptr;
 }
@@ -69,11 +72,12 @@ Result<FreeableBuffer> MmapDataLoader::load(size_t offset, size_t size, const Se
   ET_CHECK_OR_RETURN(map != MAP_FAILED, AccessFailed, "MmapDataLoader: cannot map '%s': %s", file_name_,
                      std::strerror(errno));
   uint8_t* data = static_cast<uint8_t*>(map) + lead;
-  if (mlock_config_ != MlockConfig::NoMlock && ::mlock(data, size) != 0 &&
-      mlock_config_ == MlockConfig::UseMlock) {
+  if (mlock_config_ != MlockConfig::NoMlock && ::mlock(data, size) != 0 && mlock_config_ == MlockConfig::UseMlock) {
     ::munmap(map, size + lead);
-    ET_LOG(Error, "MmapDataLoader: cannot lock '%s' in memory (mlock refused; use "
-                  "MlockConfig::UseMlockIgnoreErrors or NoMlock)", file_name_);
+    ET_LOG(Error,
+           "MmapDataLoader: cannot lock '%s' in memory (mlock refused; use "
+           "MlockConfig::UseMlockIgnoreErrors or NoMlock)",
+           file_name_);
     return Error::AccessFailed;
   }
   return FreeableBuffer(data, size, unmap, reinterpret_cast<void*>(static_cast<uintptr_t>(lead)));

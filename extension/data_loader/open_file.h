@@ -23,9 +23,12 @@ struct OpenedFile {
 inline OpenedFile open_file(const char* path) {
   OpenedFile f;
   auto fail = [&f](const char* what, int err) {
-    if (err == ENOENT) std::snprintf(f.problem, sizeof(f.problem), "does not exist (no such file)");
-    else if (err == EISDIR) std::snprintf(f.problem, sizeof(f.problem), "is a directory, not a file");
-    else std::snprintf(f.problem, sizeof(f.problem), "cannot be %s (%s)", what, std::strerror(err));
+    if (err == ENOENT)
+      std::snprintf(f.problem, sizeof(f.problem), "does not exist (no such file)");
+    else if (err == EISDIR)
+      std::snprintf(f.problem, sizeof(f.problem), "is a directory, not a file");
+    else
+      std::snprintf(f.problem, sizeof(f.problem), "cannot be %s (%s)", what, std::strerror(err));
     if (f.fd >= 0) ::close(f.fd);
     f.fd = -1;
     return f;

@@ -30,8 +30,8 @@ bool add_ok(uint64_t a, uint64_t b, uint64_t* out) {
 Result<FlatTensorDataMap> FlatTensorDataMap::load(const void* data, size_t size) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
   ET_CHECK_OR_RETURN(p != nullptr && size >= kHeaderOffset + kHeaderLength, InvalidExternalData,
-                     "the .ptd is %zu bytes, too short for its header (%zu); the file is truncated",
-                     size, kHeaderOffset + kHeaderLength);
+                     "the .ptd is %zu bytes, too short for its header (%zu); the file is truncated", size,
+                     kHeaderOffset + kHeaderLength);
   ET_CHECK_OR_RETURN(std::memcmp(p + 4, "FT01", 4) == 0 && std::memcmp(p + kHeaderOffset, "FH01", 4) == 0,
                      InvalidExternalData,
                      "not a .ptd file (no FT01 identifier and FH01 header); check the data file path");
@@ -72,14 +72,12 @@ Result<const ft::NamedData*> FlatTensorDataMap::find(const char* key) const {
     if (e == nullptr || e->key() == nullptr || std::strcmp(e->key()->c_str(), key) != 0) continue;
     const auto* segments = root_->segments();
     ET_CHECK_OR_RETURN(e->segment_index() < segments->size(), InvalidExternalData,
-                       ".ptd entry '%s' names segment %u; the file has %u", key, e->segment_index(),
-                       segments->size());
+                       ".ptd entry '%s' names segment %u; the file has %u", key, e->segment_index(), segments->size());
     const ft::DataSegment* s = segments->Get(e->segment_index());
     uint64_t end = 0;
-    ET_CHECK_OR_RETURN(s != nullptr && add_ok(s->offset(), s->size(), &end) && end <= data_size_,
-                       InvalidExternalData,
-                       ".ptd entry '%s' lies outside the file's %llu bytes of tensor data; the file is corrupt",
-                       key, static_cast<unsigned long long>(data_size_));
+    ET_CHECK_OR_RETURN(s != nullptr && add_ok(s->offset(), s->size(), &end) && end <= data_size_, InvalidExternalData,
+                       ".ptd entry '%s' lies outside the file's %llu bytes of tensor data; the file is corrupt", key,
+                       static_cast<unsigned long long>(data_size_));
     return e;
   }
   return Error::NotFound;

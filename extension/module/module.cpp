@@ -62,8 +62,8 @@ Error Module::load(Program::Verification verification) {
       got += static_cast<size_t>(n);
     }
     ::close(fd);
-    ET_CHECK_OR_RETURN(got == size, AccessFailed, "Module: short read of '%s' (%zu of %zu bytes)",
-                       file_path_.c_str(), got, size);
+    ET_CHECK_OR_RETURN(got == size, AccessFailed, "Module: short read of '%s' (%zu of %zu bytes)", file_path_.c_str(),
+                       got, size);
   } else {
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     ::close(fd);
@@ -114,7 +114,8 @@ Error Module::load_method(const std::string& method_name) {
   if (e != Error::Ok) return e;
   HostedMethod::Limits limits;
   if (shared_ == nullptr) {
-    Result<std::shared_ptr<runtime::SharedArena>> shared = runtime::SharedArena::make(*program_, limits.max_planned_bytes);
+    Result<std::shared_ptr<runtime::SharedArena>> shared =
+        runtime::SharedArena::make(*program_, limits.max_planned_bytes);
     if (!shared.ok()) return shared.error();
     shared_ = std::move(*shared);
   }
@@ -159,9 +160,8 @@ Error Module::set_inputs(const std::string& method_name, const std::vector<EValu
 Result<std::vector<EValue>> Module::execute(const std::string& method_name, const std::vector<EValue>& inputs) {
   Result<Method*> m = method(method_name);
   if (!m.ok()) return m.error();
-  ET_CHECK_OR_RETURN(inputs.size() <= (*m)->inputs_size(), InvalidArgument,
-                     "Module: '%s' takes %zu inputs; got %zu", method_name.c_str(), (*m)->inputs_size(),
-                     inputs.size());
+  ET_CHECK_OR_RETURN(inputs.size() <= (*m)->inputs_size(), InvalidArgument, "Module: '%s' takes %zu inputs; got %zu",
+                     method_name.c_str(), (*m)->inputs_size(), inputs.size());
   Error e = set_inputs(method_name, inputs);
   if (e != Error::Ok) return e;
   e = (*m)->execute();

@@ -33,8 +33,7 @@ bool g_echo_logs = false;
 
 }  // namespace
 
-extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message,
-                                size_t length) {
+extern "C" void et_pal_emit_log(char level, const char* file, int line, const char* message, size_t length) {
   if (level == 'E' || level == 'F') {
     g_last_error.assign(message, length);
     if (g_first_error.empty()) g_first_error = g_last_error;
@@ -90,8 +89,8 @@ py::object tensor_info(Result<TensorInfo> info, Result<Tag> tag) {
   if (!info.ok()) raise(info.error(), "cannot read tensor metadata");
   std::vector<int64_t> sizes(info->sizes.begin(), info->sizes.end());
   std::vector<int> order(info->dim_order.begin(), info->dim_order.end());
-  return py::make_tuple("Tensor", static_cast<int>(info->scalar_type), sizes, order,
-                        static_cast<int>(info->dynamism), info->is_memory_planned);
+  return py::make_tuple("Tensor", static_cast<int>(info->scalar_type), sizes, order, static_cast<int>(info->dynamism),
+                        info->is_memory_planned);
 }
 
 py::tuple meta_tuple(const MethodMeta& meta) {
@@ -112,8 +111,7 @@ class PyMethod {
   size_t inputs_size() const { return hosted_->method().inputs_size(); }
   size_t outputs_size() const { return hosted_->method().outputs_size(); }
 
-  void set_input_tensor(size_t index, uintptr_t address, size_t nbytes, int dtype,
-                        const std::vector<int64_t>& sizes) {
+  void set_input_tensor(size_t index, uintptr_t address, size_t nbytes, int dtype, const std::vector<int64_t>& sizes) {
     begin();
     check(hosted_->method().set_input_tensor(index, static_cast<ScalarType>(dtype),
                                              Span<const int64_t>(sizes.data(), sizes.size()),
@@ -126,11 +124,16 @@ class PyMethod {
     EValue v;
     Result<const EValue*> current = hosted_->method().get_input(index);
     bool wants_double = current.ok() && (*current)->isDouble();
-    if (py::isinstance<py::bool_>(value)) v = EValue(value.cast<bool>());
-    else if (py::isinstance<py::int_>(value) && wants_double) v = EValue(value.cast<double>());
-    else if (py::isinstance<py::int_>(value)) v = EValue(value.cast<int64_t>());
-    else if (py::isinstance<py::float_>(value)) v = EValue(value.cast<double>());
-    else throw py::type_error("input " + std::to_string(index) + " must be a tensor, int, float or bool");
+    if (py::isinstance<py::bool_>(value))
+      v = EValue(value.cast<bool>());
+    else if (py::isinstance<py::int_>(value) && wants_double)
+      v = EValue(value.cast<double>());
+    else if (py::isinstance<py::int_>(value))
+      v = EValue(value.cast<int64_t>());
+    else if (py::isinstance<py::float_>(value))
+      v = EValue(value.cast<double>());
+    else
+      throw py::type_error("input " + std::to_string(index) + " must be a tensor, int, float or bool");
     check(hosted_->method().set_input(index, v), "input " + std::to_string(index) + " was refused");
   }
 
@@ -179,8 +182,8 @@ class PyMethod {
     if (!(*out)->isTensor()) raise(Error::InvalidArgument, "output " + std::to_string(index) + " is not a tensor");
     Tensor t = (*out)->toTensor();
     if (nbytes != t.nbytes())
-      raise(Error::InvalidArgument, "output " + std::to_string(index) + " holds " +
-                                        std::to_string(t.nbytes()) + " bytes, not " + std::to_string(nbytes));
+      raise(Error::InvalidArgument, "output " + std::to_string(index) + " holds " + std::to_string(t.nbytes()) +
+                                        " bytes, not " + std::to_string(nbytes));
     if (nbytes > 0) std::memcpy(reinterpret_cast<void*>(address), t.const_data_ptr(), nbytes);
   }
 
@@ -212,9 +215,8 @@ class PyProgram {
     std::memcpy(owned_->data.get(), info.ptr, size);
     owned_->size = size;
     // Minimal skips the FlatBuffer verifier; only used when asked, for trusted files.
-    Result<Program> program = Program::load(owned_->data.get(), size,
-                                            verify ? Program::Verification::InternalConsistency
-                                                   : Program::Verification::Minimal);
+    Result<Program> program = Program::load(
+        owned_->data.get(), size, verify ? Program::Verification::InternalConsistency : Program::Verification::Minimal);
     if (!program.ok()) raise(program.error(), "cannot load the program");
     owned_->program.emplace(std::move(*program));
     if (!external.is_none()) load_external(py::reinterpret_borrow<py::buffer>(external));
@@ -257,9 +259,9 @@ class PyProgram {
       if (!shared.ok()) raise(shared.error(), "cannot plan the program's shared memory");
       owned_->shared = std::move(*shared);
     }
-    auto hosted = HostedMethod::load(*owned_->program, name.c_str(), limits,
-                                     owned_->external ? &*owned_->external : nullptr, owned_->shared,
-                                     owned_->etdump.get());
+    auto hosted =
+        HostedMethod::load(*owned_->program, name.c_str(), limits, owned_->external ? &*owned_->external : nullptr,
+                           owned_->shared, owned_->etdump.get());
     if (!hosted.ok()) raise(hosted.error(), "cannot load method '" + name + "'");
     return PyMethod(owned_, std::move(*hosted));
   }
@@ -318,8 +320,9 @@ PYBIND11_MODULE(_portable_lib, m) {
       PyErr_SetObject(native_error->ptr(), args.ptr());
     }
   });
-  m.def("set_log_echo", [](bool on) { g_echo_logs = on; },
-        "Print the runtime's log lines to stderr (off by default; errors reach exceptions anyway).");
+  m.def(
+      "set_log_echo", [](bool on) { g_echo_logs = on; },
+      "Print the runtime's log lines to stderr (off by default; errors reach exceptions anyway).");
   m.def("registered_kernels", [] {
     std::vector<std::string> names;
     for (const Kernel& k : registered_kernels()) names.emplace_back(k.name);
@@ -337,25 +340,32 @@ PYBIND11_MODULE(_portable_lib, m) {
       "_unsafe_reset_threadpool",
       [](int64_t num_threads) {
         if (num_threads < 1 || num_threads > static_cast<int64_t>(tp::kMaxThreads))
-          throw py::value_error("num_threads=" + std::to_string(num_threads) +
-                                ": the kernels' thread pool takes 1.." + std::to_string(tp::kMaxThreads) +
-                                " threads; pass a count in that range");
+          throw py::value_error("num_threads=" + std::to_string(num_threads) + ": the kernels' thread pool takes 1.." +
+                                std::to_string(tp::kMaxThreads) + " threads; pass a count in that range");
         tp::get_threadpool()->_unsafe_reset_threadpool(static_cast<uint32_t>(num_threads));
       },
       py::arg("num_threads"), py::call_guard<py::gil_scoped_release>(),
       "Resize the kernels' thread pool (waits for a running task; not from inside one).");
-  m.def("_threadpool_get_thread_count", [] { return tp::get_threadpool()->get_thread_count(); },
-        "Threads the kernels use, counting the calling thread.");
-  m.def("_threadpool_env_ok", [] {
-    uint32_t n = 0;
-    return tp::num_threads_from_env(&n);
-  }, "Whether EXECUTORCH_NUM_THREADS is unset or a valid thread count.");
+  m.def(
+      "_threadpool_get_thread_count", [] { return tp::get_threadpool()->get_thread_count(); },
+      "Threads the kernels use, counting the calling thread.");
+  m.def(
+      "_threadpool_env_ok",
+      [] {
+        uint32_t n = 0;
+        return tp::num_threads_from_env(&n);
+      },
+      "Whether EXECUTORCH_NUM_THREADS is unset or a valid thread count.");
 #else
   // Without kernels nothing runs on threads: one thread, and resizing is refused.
-  m.def("_unsafe_reset_threadpool", [](int64_t) {
-    throw std::runtime_error("_unsafe_reset_threadpool: this build has no portable kernels, so no "
-                             "thread pool; build with EXECUTORCH_BUILD_PORTABLE_KERNELS=ON");
-  }, py::arg("num_threads"));
+  m.def(
+      "_unsafe_reset_threadpool",
+      [](int64_t) {
+        throw std::runtime_error(
+            "_unsafe_reset_threadpool: this build has no portable kernels, so no "
+            "thread pool; build with EXECUTORCH_BUILD_PORTABLE_KERNELS=ON");
+      },
+      py::arg("num_threads"));
   m.def("_threadpool_get_thread_count", [] { return size_t{1}; });
   m.def("_threadpool_env_ok", [] { return true; });
 #endif
@@ -364,8 +374,8 @@ PYBIND11_MODULE(_portable_lib, m) {
       .def("meta", &PyMethod::meta)
       .def("inputs_size", &PyMethod::inputs_size)
       .def("outputs_size", &PyMethod::outputs_size)
-      .def("set_input_tensor", &PyMethod::set_input_tensor, py::arg("index"), py::arg("address"),
-           py::arg("nbytes"), py::arg("dtype"), py::arg("sizes"))
+      .def("set_input_tensor", &PyMethod::set_input_tensor, py::arg("index"), py::arg("address"), py::arg("nbytes"),
+           py::arg("dtype"), py::arg("sizes"))
       .def("set_input_scalar", &PyMethod::set_input_scalar)
       .def("execute", &PyMethod::execute)
       .def("output", &PyMethod::output)

@@ -44,8 +44,8 @@ TensorPtr make(std::unique_ptr<Storage> s, ScalarType type, TensorShapeDynamism 
   if (!valid_dim_order(s->dim_order, dim)) return nullptr;
   std::vector<StridesType> given = std::move(s->strides);
   s->strides.assign(dim, 0);
-  s->impl = runtime::TensorImpl(type, dim, s->sizes.data(), s->dim_order.data(), s->strides.data(), s->data,
-                                0, dynamism);
+  s->impl =
+      runtime::TensorImpl(type, dim, s->sizes.data(), s->dim_order.data(), s->strides.data(), s->data, 0, dynamism);
   if (!given.empty() && given != s->strides) return nullptr;
   if (s->data == nullptr && s->impl.nbytes() != 0) return nullptr;
   s->impl.set_capacity_bytes(s->impl.nbytes());
@@ -68,9 +68,8 @@ TensorPtr from_blob(void* data, std::vector<SizesType> sizes, std::vector<DimOrd
   return make(std::move(s), type, dynamism, std::move(deleter));
 }
 
-TensorPtr make_tensor_ptr(std::vector<SizesType> sizes, std::vector<uint8_t> data,
-                          std::vector<DimOrderType> dim_order, std::vector<StridesType> strides,
-                          ScalarType type, TensorShapeDynamism dynamism) {
+TensorPtr make_tensor_ptr(std::vector<SizesType> sizes, std::vector<uint8_t> data, std::vector<DimOrderType> dim_order,
+                          std::vector<StridesType> strides, ScalarType type, TensorShapeDynamism dynamism) {
   int64_t numel = 1;
   for (SizesType size : sizes) numel *= size;
   if (numel < 0 || data.size() != static_cast<size_t>(numel) * runtime::element_size(type)) return nullptr;

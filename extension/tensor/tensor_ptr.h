@@ -25,14 +25,38 @@ using TensorPtr = std::shared_ptr<Tensor>;
 // The ScalarType of a C++ element type, for make_tensor_ptr.
 template <typename T>
 struct ScalarTypeOf;
-template <> struct ScalarTypeOf<uint8_t> { static constexpr ScalarType value = ScalarType::Byte; };
-template <> struct ScalarTypeOf<int8_t> { static constexpr ScalarType value = ScalarType::Char; };
-template <> struct ScalarTypeOf<int16_t> { static constexpr ScalarType value = ScalarType::Short; };
-template <> struct ScalarTypeOf<int32_t> { static constexpr ScalarType value = ScalarType::Int; };
-template <> struct ScalarTypeOf<int64_t> { static constexpr ScalarType value = ScalarType::Long; };
-template <> struct ScalarTypeOf<float> { static constexpr ScalarType value = ScalarType::Float; };
-template <> struct ScalarTypeOf<double> { static constexpr ScalarType value = ScalarType::Double; };
-template <> struct ScalarTypeOf<bool> { static constexpr ScalarType value = ScalarType::Bool; };
+template <>
+struct ScalarTypeOf<uint8_t> {
+  static constexpr ScalarType value = ScalarType::Byte;
+};
+template <>
+struct ScalarTypeOf<int8_t> {
+  static constexpr ScalarType value = ScalarType::Char;
+};
+template <>
+struct ScalarTypeOf<int16_t> {
+  static constexpr ScalarType value = ScalarType::Short;
+};
+template <>
+struct ScalarTypeOf<int32_t> {
+  static constexpr ScalarType value = ScalarType::Int;
+};
+template <>
+struct ScalarTypeOf<int64_t> {
+  static constexpr ScalarType value = ScalarType::Long;
+};
+template <>
+struct ScalarTypeOf<float> {
+  static constexpr ScalarType value = ScalarType::Float;
+};
+template <>
+struct ScalarTypeOf<double> {
+  static constexpr ScalarType value = ScalarType::Double;
+};
+template <>
+struct ScalarTypeOf<bool> {
+  static constexpr ScalarType value = ScalarType::Bool;
+};
 
 // A tensor over caller memory `data`, which must outlive every copy of the TensorPtr; `deleter`,
 // when given, is called with `data` when the last copy goes. An empty dim_order means contiguous;
@@ -49,9 +73,9 @@ inline TensorPtr from_blob(void* data, std::vector<SizesType> sizes, ScalarType 
 }
 
 // A tensor that owns `data` (raw bytes of `type`). nullptr when the byte count does not match the sizes.
-TensorPtr make_tensor_ptr(std::vector<SizesType> sizes, std::vector<uint8_t> data,
-                          std::vector<DimOrderType> dim_order, std::vector<StridesType> strides,
-                          ScalarType type, TensorShapeDynamism dynamism = TensorShapeDynamism::DynamicBound);
+TensorPtr make_tensor_ptr(std::vector<SizesType> sizes, std::vector<uint8_t> data, std::vector<DimOrderType> dim_order,
+                          std::vector<StridesType> strides, ScalarType type,
+                          TensorShapeDynamism dynamism = TensorShapeDynamism::DynamicBound);
 
 inline TensorPtr make_tensor_ptr(std::vector<SizesType> sizes, std::vector<uint8_t> data,
                                  ScalarType type = ScalarType::Byte,

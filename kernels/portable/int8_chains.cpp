@@ -62,8 +62,7 @@ struct QParams {
 
 // Instruction `pc` is quantize_per_tensor.out (dequantize with `dequant`) to or from int8 with
 // constant parameters in range: its parameters, int8 tensor and float tensor.
-bool per_tensor_int8(runtime::MethodRewriter& m, size_t pc, bool dequant, QParams* p, EValue** int8,
-                     EValue** real) {
+bool per_tensor_int8(runtime::MethodRewriter& m, size_t pc, bool dequant, QParams* p, EValue** int8, EValue** real) {
   if (m.kernel(pc) == nullptr || m.kernel(pc) != (dequant ? ops().dq : ops().q)) return false;
   const Args a = m.args(pc);
   const size_t n = dequant ? 9 : 8;
@@ -121,8 +120,8 @@ bool intact_between(runtime::MethodRewriter& m, const EValue* x, size_t from, si
 
 // The dequantize writing `v`, which `pc` reads: its parameters and int8 input; `*shared` when
 // other instructions read `v` too (the dequantize then stays for them).
-bool dequantized_input(runtime::MethodRewriter& m, size_t pc, const EValue* v, size_t* dq, QParams* p,
-                       EValue** int8, bool* shared) {
+bool dequantized_input(runtime::MethodRewriter& m, size_t pc, const EValue* v, size_t* dq, QParams* p, EValue** int8,
+                       bool* shared) {
   constexpr size_t kMaxUses = 8;
   size_t pcs[kMaxUses];
   EValue* real = nullptr;
@@ -179,10 +178,10 @@ bool quantized_output(runtime::MethodRewriter& m, size_t pc, EValue* v, size_t* 
 // The int8 clamp a float activation's bounds become after quantizing with `p` (quantizing is
 // monotone, so clamping before it equals clamping after it at the quantized bounds).
 void int8_bounds(float lo, float hi, const QParams& p, int8_t* qlo, int8_t* qhi) {
-  const int32_t l = std::isinf(lo) ? static_cast<int32_t>(p.qmin)
-                                   : quantize_8bit_value(lo, p.scale, p.zero_point, p.qmin, p.qmax);
-  const int32_t h = std::isinf(hi) ? static_cast<int32_t>(p.qmax)
-                                   : quantize_8bit_value(hi, p.scale, p.zero_point, p.qmin, p.qmax);
+  const int32_t l =
+      std::isinf(lo) ? static_cast<int32_t>(p.qmin) : quantize_8bit_value(lo, p.scale, p.zero_point, p.qmin, p.qmax);
+  const int32_t h =
+      std::isinf(hi) ? static_cast<int32_t>(p.qmax) : quantize_8bit_value(hi, p.scale, p.zero_point, p.qmin, p.qmax);
   *qlo = static_cast<int8_t>(l);
   *qhi = static_cast<int8_t>(h);
 }
@@ -211,7 +210,8 @@ bool activation_after(runtime::MethodRewriter& m, size_t q, EValue* y, const QPa
   const Args b = m.args(r->act);
   if (!activation(m, r->act, &r->lo, &r->hi) || b[0] != real || !(r->lo <= r->hi)) return false;
   real = b[b.size() - 1];
-  if (m.aliased(real) || m.uses(real, pcs, 3) != 2 || pcs[0] != r->act || !quiet_between(m, r->act, pcs[1])) return false;
+  if (m.aliased(real) || m.uses(real, pcs, 3) != 2 || pcs[0] != r->act || !quiet_between(m, r->act, pcs[1]))
+    return false;
   r->q = pcs[1];
   EValue* f = nullptr;
   return per_tensor_int8(m, r->q, false, &r->p, &r->y, &f) && f == real;
@@ -230,8 +230,9 @@ void int8_convolution_out(KernelRuntimeContext& ctx, Args args) {
   const auto* st = static_cast<const Int8Conv*>(ctx.call_state());
   const Tensor in = args[0]->toTensor(), out = args[9]->toTensor();
   const cpu::ConvNhwc& g = st->geometry;
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char &&
-                          in.dim() == 4 && in.size(1) == g.in_channels() && (in.is_contiguous() || channels_last(in)) &&
+  ET_KERNEL_CHECK_MSG(ctx,
+                      in.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char && in.dim() == 4 &&
+                          in.size(1) == g.in_channels() && (in.is_contiguous() || channels_last(in)) &&
                           (out.is_contiguous() || channels_last(out)),
                       InvalidArgument, , "convolution (int8): input does not match the packed weights");
   const int64_t n = in.size(0), h = in.size(2), w = in.size(3), oh = g.out_h(h), ow = g.out_w(w);
@@ -252,10 +253,13 @@ void int8_convolution_out(KernelRuntimeContext& ctx, Args args) {
     ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, , "convolution (int8): no temp memory for its output");
     y_nhwc = static_cast<int8_t*>(*mem);
   }
-  ET_KERNEL_CHECK_MSG(ctx, cpu::conv2d_nhwc_qs8(g, st->packed, n, h, w, x, y_nhwc ? y_nhwc : y, st->out_min, st->out_max),
+  ET_KERNEL_CHECK_MSG(ctx,
+                      cpu::conv2d_nhwc_qs8(g, st->packed, n, h, w, x, y_nhwc ? y_nhwc : y, st->out_min, st->out_max),
                       InvalidArgument, , "convolution (int8): the packed kernel refused the shapes");
-  if (y_nhwc != nullptr && channels_last(out)) std::memcpy(y, y_nhwc, out.nbytes());
-  else if (y_nhwc != nullptr) transpose_planes(y_nhwc, y, n, oh * ow, g.out_channels());
+  if (y_nhwc != nullptr && channels_last(out))
+    std::memcpy(y, y_nhwc, out.nbytes());
+  else if (y_nhwc != nullptr)
+    transpose_planes(y_nhwc, y, n, oh * ow, g.out_channels());
 }
 
 // The per-channel int8 weight dequantize `pc` (symmetric, axis 0, constant): the int8 weight's
@@ -384,9 +388,14 @@ struct Int8Activation {
 };
 
 Int8Activation activation_params(const QParams& in, float lo, float hi, const QParams& out) {
-  return Int8Activation{static_cast<float>(in.scale), static_cast<float>(in.zero_point), lo, hi,
-                        static_cast<float>(1.0 / out.scale), static_cast<float>(out.zero_point),
-                        static_cast<float>(out.qmin), static_cast<float>(out.qmax)};
+  return Int8Activation{static_cast<float>(in.scale),
+                        static_cast<float>(in.zero_point),
+                        lo,
+                        hi,
+                        static_cast<float>(1.0 / out.scale),
+                        static_cast<float>(out.zero_point),
+                        static_cast<float>(out.qmin),
+                        static_cast<float>(out.qmax)};
 }
 
 ET_MULTIVERSION void activate_int8(const int8_t* x, int8_t* y, int64_t n, Int8Activation p) {
@@ -405,10 +414,11 @@ ET_MULTIVERSION void activate_int8(const int8_t* x, int8_t* y, int64_t n, Int8Ac
 void int8_activation_out(KernelRuntimeContext& ctx, Args args) {
   const auto* st = static_cast<const Int8Activation*>(ctx.call_state());
   const Tensor in = args[0]->toTensor(), out = args[args.size() - 1]->toTensor();
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char,
-                      InvalidType, , "int8 activation: takes int8 to int8");
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char, InvalidType, ,
+                      "int8 activation: takes int8 to int8");
   if (!resize_out(ctx, out, in)) return;
-  ET_KERNEL_CHECK_MSG(ctx, same_dim_order(in, out), InvalidArgument, , "int8 activation: input and output layouts differ");
+  ET_KERNEL_CHECK_MSG(ctx, same_dim_order(in, out), InvalidArgument, ,
+                      "int8 activation: input and output layouts differ");
   const int8_t* x = in.const_data_ptr<int8_t>();
   int8_t* y = out.mutable_data_ptr<int8_t>();
   if (x != y && overlap(x, in.nbytes(), y, out.nbytes())) {
@@ -462,10 +472,14 @@ template <typename A, typename B>
 ET_ALWAYS_INLINE void add_loop(const A* a, const B* b, int8_t* y, int64_t n, const Int8Add& p) {
   for (int64_t i = 0; i < n; ++i) {
     float fa, fb;
-    if constexpr (std::is_same_v<A, int8_t>) fa = (static_cast<float>(a[i]) - p.zero_point[0]) * p.scale[0];
-    else fa = a[i];
-    if constexpr (std::is_same_v<B, int8_t>) fb = (static_cast<float>(b[i]) - p.zero_point[1]) * p.scale[1];
-    else fb = b[i];
+    if constexpr (std::is_same_v<A, int8_t>)
+      fa = (static_cast<float>(a[i]) - p.zero_point[0]) * p.scale[0];
+    else
+      fa = a[i];
+    if constexpr (std::is_same_v<B, int8_t>)
+      fb = (static_cast<float>(b[i]) - p.zero_point[1]) * p.scale[1];
+    else
+      fb = b[i];
     float f = fa + fb;
     f = f < p.lo ? p.lo : f;
     f = f > p.hi ? p.hi : f;
@@ -474,17 +488,27 @@ ET_ALWAYS_INLINE void add_loop(const A* a, const B* b, int8_t* y, int64_t n, con
     y[i] = static_cast<int8_t>(static_cast<int32_t>(v == v ? v : p.qmin));
   }
 }
-ET_MULTIVERSION void add_qq(const int8_t* a, const int8_t* b, int8_t* y, int64_t n, Int8Add p) { add_loop(a, b, y, n, p); }
-ET_MULTIVERSION void add_fq(const float* a, const int8_t* b, int8_t* y, int64_t n, Int8Add p) { add_loop(a, b, y, n, p); }
-ET_MULTIVERSION void add_qf(const int8_t* a, const float* b, int8_t* y, int64_t n, Int8Add p) { add_loop(a, b, y, n, p); }
-ET_MULTIVERSION void add_ff(const float* a, const float* b, int8_t* y, int64_t n, Int8Add p) { add_loop(a, b, y, n, p); }
+ET_MULTIVERSION void add_qq(const int8_t* a, const int8_t* b, int8_t* y, int64_t n, Int8Add p) {
+  add_loop(a, b, y, n, p);
+}
+ET_MULTIVERSION void add_fq(const float* a, const int8_t* b, int8_t* y, int64_t n, Int8Add p) {
+  add_loop(a, b, y, n, p);
+}
+ET_MULTIVERSION void add_qf(const int8_t* a, const float* b, int8_t* y, int64_t n, Int8Add p) {
+  add_loop(a, b, y, n, p);
+}
+ET_MULTIVERSION void add_ff(const float* a, const float* b, int8_t* y, int64_t n, Int8Add p) {
+  add_loop(a, b, y, n, p);
+}
 
 void int8_add_out(KernelRuntimeContext& ctx, Args args) {
   const Int8Add p = *static_cast<const Int8Add*>(ctx.call_state());
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[3]->toTensor();
-  const auto ok = [](const Tensor& t) { return t.scalar_type() == ScalarType::Char || t.scalar_type() == ScalarType::Float; };
-  ET_KERNEL_CHECK_MSG(ctx, ok(a) && ok(b) && out.scalar_type() == ScalarType::Char && same_shape(a, b),
-                      InvalidArgument, , "add (int8): takes int8 or float32 operands of one shape to int8");
+  const auto ok = [](const Tensor& t) {
+    return t.scalar_type() == ScalarType::Char || t.scalar_type() == ScalarType::Float;
+  };
+  ET_KERNEL_CHECK_MSG(ctx, ok(a) && ok(b) && out.scalar_type() == ScalarType::Char && same_shape(a, b), InvalidArgument,
+                      , "add (int8): takes int8 or float32 operands of one shape to int8");
   if (!resize_out(ctx, out, a)) return;
   ET_KERNEL_CHECK_MSG(ctx, same_dim_order(a, b) && same_dim_order(a, out), InvalidArgument, ,
                       "add (int8): operand layouts differ");
@@ -506,10 +530,14 @@ void int8_add_out(KernelRuntimeContext& ctx, Args args) {
     const auto* ib = static_cast<const int8_t*>(x[1]) + s;
     const auto* fa = static_cast<const float*>(x[0]) + s;
     const auto* fb = static_cast<const float*>(x[1]) + s;
-    if (qa && qb) add_qq(ia, ib, y + s, e - s, p);
-    else if (qb) add_fq(fa, ib, y + s, e - s, p);
-    else if (qa) add_qf(ia, fb, y + s, e - s, p);
-    else add_ff(fa, fb, y + s, e - s, p);
+    if (qa && qb)
+      add_qq(ia, ib, y + s, e - s, p);
+    else if (qb)
+      add_fq(fa, ib, y + s, e - s, p);
+    else if (qa)
+      add_qf(ia, fb, y + s, e - s, p);
+    else
+      add_ff(fa, fb, y + s, e - s, p);
     if (p.then_activate) activate_int8(y + s, y + s, e - s, p.activation);
   });
 }
@@ -531,9 +559,16 @@ bool int8_add_chain(runtime::MethodRewriter& m, size_t pc) {
   if (!quantized_output(m, pc, a[3], &q, &act, &lo, &hi, &out_q, &y)) return false;
   auto* state = static_cast<Int8Add*>(m.allocate(sizeof(Int8Add), alignof(Int8Add)));
   if (state == nullptr) return false;
-  *state = Int8Add{{1.f, 1.f}, {0.f, 0.f}, lo, hi, static_cast<float>(1.0 / out_q.scale),
-                   static_cast<float>(out_q.zero_point), static_cast<float>(out_q.qmin), static_cast<float>(out_q.qmax),
-                   false, Int8Activation{}};
+  *state = Int8Add{{1.f, 1.f},
+                   {0.f, 0.f},
+                   lo,
+                   hi,
+                   static_cast<float>(1.0 / out_q.scale),
+                   static_cast<float>(out_q.zero_point),
+                   static_cast<float>(out_q.qmin),
+                   static_cast<float>(out_q.qmax),
+                   false,
+                   Int8Activation{}};
   ActivationAfter after;
   if (!activation_after(m, q, y, out_q, &after)) after = ActivationAfter{};  // fields a failed match left
   if (after.act != 0) {
@@ -586,9 +621,12 @@ size_t run_int8_chains(runtime::MethodRewriter& m) {
     const runtime::OpFunction op = m.kernel(pc);
     if (op == nullptr) continue;
     bool changed = false;
-    if (op == ops().conv) changed = int8_conv_chain(m, pc);
-    else if (op == ops().add) changed = int8_add_chain(m, pc);
-    else if (op == ops().relu || op == ops().hardtanh || op == ops().clamp) changed = int8_activation_chain(m, pc);
+    if (op == ops().conv)
+      changed = int8_conv_chain(m, pc);
+    else if (op == ops().add)
+      changed = int8_add_chain(m, pc);
+    else if (op == ops().relu || op == ops().hardtanh || op == ops().clamp)
+      changed = int8_activation_chain(m, pc);
     m.free_temp();
     done += changed ? 1 : 0;
   }

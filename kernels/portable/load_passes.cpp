@@ -13,8 +13,10 @@ void portable_load_passes(runtime::MethodRewriter& m) {
   const size_t packed = pack_convolutions(m, &folded);
   const size_t relabelled = channels_last_conv_chains(m);
   if (int8_chains + dequantized + packed > 0)
-    ET_LOG(Info, "load passes: %zu dequantizes run at load, %zu convolutions packed (%zu ops folded), "
-           "%zu tensors channels-last, %zu int8 chains", dequantized, packed, folded, relabelled, int8_chains);
+    ET_LOG(Info,
+           "load passes: %zu dequantizes run at load, %zu convolutions packed (%zu ops folded), "
+           "%zu tensors channels-last, %zu int8 chains",
+           dequantized, packed, folded, relabelled, int8_chains);
 }
 
 ET_REGISTER_LOAD_PASS(portable_load_passes);

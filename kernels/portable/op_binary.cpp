@@ -13,13 +13,17 @@ namespace {
 // Signed overflow is undefined in C++; torch wraps, so integers go through uint64.
 template <typename T>
 T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else return a + b;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
 }
 template <typename T>
 T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else return a * b;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
 }
 
 // Python-style floor division and modulo; integer division by zero yields 0 instead of UB.
@@ -55,8 +59,10 @@ T py_mod(T a, T b) {
 }
 template <typename T>
 T c_fmod(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return b == 0 || b == -1 ? 0 : a % b;
-  else return std::fmod(a, b);
+  if constexpr (std::is_integral_v<T>)
+    return b == 0 || b == -1 ? 0 : a % b;
+  else
+    return std::fmod(a, b);
 }
 template <typename T>
 T int_pow(T base, T exp) {
@@ -82,12 +88,10 @@ bool second_operand(const EValue& v, Operand* out) {
 // self (tensor or scalar) OP other (tensor or scalar) into the out argument args[nargs - 1].
 template <typename F>
 void binary_kernel(KernelRuntimeContext& ctx, Args args, size_t nargs, F f) {
-  ET_KERNEL_CHECK(ctx, args_count_ok(args, nargs),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, nargs), InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[nargs - 1]->isTensor(), InvalidArgument);
   Operand ops[2];
-  ET_KERNEL_CHECK(ctx, second_operand(*args[0], &ops[0]) && second_operand(*args[1], &ops[1]),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, second_operand(*args[0], &ops[0]) && second_operand(*args[1], &ops[1]), InvalidArgument);
   map_elementwise(ctx, ops, args[nargs - 1]->toTensor(), f);
 }
 
@@ -106,8 +110,10 @@ struct add_fn {
   int64_t ialpha;
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(b, static_cast<T>(ialpha)));
-    else return alpha == 1.0 ? a + b : a + static_cast<T>(alpha) * b;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_add(a, wrap_mul(b, static_cast<T>(ialpha)));
+    else
+      return alpha == 1.0 ? a + b : a + static_cast<T>(alpha) * b;
   }
 };
 
@@ -130,23 +136,26 @@ void mul_out(KernelRuntimeContext& ctx, Args args) {
 void div_out(KernelRuntimeContext& ctx, Args args) {
   binary_kernel(ctx, args, 3, [](auto a, auto b) {
     using T = decltype(a);
-    if constexpr (std::is_integral_v<T>) return b == 0 ? T(0) : floor_div(a, b);
-    else return a / b;
+    if constexpr (std::is_integral_v<T>)
+      return b == 0 ? T(0) : floor_div(a, b);
+    else
+      return a / b;
   });
 }
 
 // div.out_mode / div.Scalar_mode_out(self, other, str? rounding_mode, *, out)
 void div_mode_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4) && (args[2]->isNone() || args[2]->isString()),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4) && (args[2]->isNone() || args[2]->isString()), InvalidArgument);
   const std::string_view mode = args[2]->toString();
   if (args[2]->isNone()) {
     binary_kernel(ctx, args, 4, [](auto a, auto b) { return a / b; });
   } else if (mode == "trunc") {
     binary_kernel(ctx, args, 4, [](auto a, auto b) {
       using T = decltype(a);
-      if constexpr (std::is_integral_v<T>) return b == 0 || (b == -1 && a == INT64_MIN) ? T(0) : a / b;
-      else return std::trunc(a / b);
+      if constexpr (std::is_integral_v<T>)
+        return b == 0 || (b == -1 && a == INT64_MIN) ? T(0) : a / b;
+      else
+        return std::trunc(a / b);
     });
   } else if (mode == "floor") {
     binary_kernel(ctx, args, 4, [](auto a, auto b) { return floor_div(a, b); });
@@ -167,15 +176,19 @@ void fmod_out(KernelRuntimeContext& ctx, Args args) {
 void pow_out(KernelRuntimeContext& ctx, Args args) {
   binary_kernel(ctx, args, 3, [](auto a, auto b) {
     using T = decltype(a);
-    if constexpr (std::is_integral_v<T>) return int_pow(a, b);
-    else return std::pow(a, b);
+    if constexpr (std::is_integral_v<T>)
+      return int_pow(a, b);
+    else
+      return std::pow(a, b);
   });
 }
 void atan2_out(KernelRuntimeContext& ctx, Args args) {
   binary_kernel(ctx, args, 3, [](auto a, auto b) {
     using T = decltype(a);
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(std::atan2(double(a), double(b)));
-    else return std::atan2(a, b);
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(std::atan2(double(a), double(b)));
+    else
+      return std::atan2(a, b);
   });
 }
 // maximum/minimum propagate NaN.
@@ -195,8 +208,10 @@ void bitwise_kernel(KernelRuntimeContext& ctx, Args args, F f) {
                       "bitwise ops need integer or bool tensors");
   binary_kernel(ctx, args, 3, [f](auto a, auto b) {
     using T = decltype(a);
-    if constexpr (std::is_integral_v<T>) return f(a, b);
-    else return T(0);
+    if constexpr (std::is_integral_v<T>)
+      return f(a, b);
+    else
+      return T(0);
   });
 }
 void bitwise_and_out(KernelRuntimeContext& ctx, Args a) {

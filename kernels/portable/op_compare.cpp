@@ -19,16 +19,14 @@ bool any_operand(const EValue& v, Operand* out) {
 // self CMP other (tensor or scalar) written as 0/1 into out (bool or any dtype).
 template <typename F>
 void predicate_kernel(KernelRuntimeContext& ctx, Args args, F f) {
-  ET_KERNEL_CHECK(ctx, args_count_ok(args, 3) && args[2]->isTensor(),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 3) && args[2]->isTensor(), InvalidArgument);
   Operand ops[2];
-  ET_KERNEL_CHECK(ctx, any_operand(*args[0], &ops[0]) && any_operand(*args[1], &ops[1]),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, any_operand(*args[0], &ops[0]) && any_operand(*args[1], &ops[1]), InvalidArgument);
   map_predicate(ctx, ops, args[2]->toTensor(), f);
 }
 
-#define ET_COMPARE_OP(name, expr) \
-  void name##_out(KernelRuntimeContext& ctx, Args args) { \
+#define ET_COMPARE_OP(name, expr)                                     \
+  void name##_out(KernelRuntimeContext& ctx, Args args) {             \
     predicate_kernel(ctx, args, [](auto a, auto b) { return expr; }); \
   }
 ET_COMPARE_OP(eq, a == b)
@@ -56,16 +54,17 @@ void isnan_out(KernelRuntimeContext& ctx, Args args) {
 }
 void isinf_out(KernelRuntimeContext& ctx, Args args) {
   unary_predicate(ctx, args, [](auto a) {
-    if constexpr (std::is_integral_v<decltype(a)>) return false;
-    else return std::isinf(a);
+    if constexpr (std::is_integral_v<decltype(a)>)
+      return false;
+    else
+      return std::isinf(a);
   });
 }
 
 // A float32 where operand that is a scalar or a row-major tensor of the output's shape.
 bool where_value_dense(const Operand& v, const Tensor& out) {
   if (v.is_scalar) return true;
-  if (v.type != ScalarType::Float || !v.row_major || v.ndim != static_cast<size_t>(out.dim()))
-    return false;
+  if (v.type != ScalarType::Float || !v.row_major || v.ndim != static_cast<size_t>(out.dim())) return false;
   for (size_t d = 0; d < v.ndim; ++d)
     if (v.sizes[d] != out.sizes()[d]) return false;
   return true;
@@ -77,9 +76,8 @@ bool where_value_dense(const Operand& v, const Tensor& out) {
 // selects a run of `inner` consecutive outputs, copied whole. False when the case does not fit.
 bool where_fast(const Operand (&ops)[3], const Tensor& out) {
   const Operand& c = ops[0];
-  if (out.scalar_type() != ScalarType::Float || !out.is_contiguous() || c.is_scalar ||
-      c.type != ScalarType::Bool || !c.row_major || !where_value_dense(ops[1], out) ||
-      !where_value_dense(ops[2], out))
+  if (out.scalar_type() != ScalarType::Float || !out.is_contiguous() || c.is_scalar || c.type != ScalarType::Bool ||
+      !c.row_major || !where_value_dense(ops[1], out) || !where_value_dense(ops[2], out))
     return false;
   const size_t nd = static_cast<size_t>(out.dim());
   if (nd == 0 || c.ndim > nd) return false;
@@ -149,28 +147,25 @@ void select_where(KernelRuntimeContext& ctx, const Operand (&ops)[3], const Tens
   walk(w, [&](int64_t oo, const int64_t* io) {
     const Operand& src = load_i(ops[0], io[0]) != 0 ? ops[1] : ops[2];
     const int64_t off = &src == &ops[1] ? io[1] : io[2];
-    if (ints) store_int(o, ot, oo, load_i(src, off));
-    else store_double(o, ot, oo, load_d(src, off));
+    if (ints)
+      store_int(o, ot, oo, load_i(src, off));
+    else
+      store_double(o, ot, oo, load_d(src, off));
   });
 }
 
 // where.self_out(condition, self, other, *, out)
 void where_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4) &&
-                           args[0]->isTensor() && args[3]->isTensor(),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_count_ok(args, 4) && args[0]->isTensor() && args[3]->isTensor(), InvalidArgument);
   Operand ops[3];
   ops[0] = tensor_operand(args[0]->toTensor());
-  ET_KERNEL_CHECK(ctx, any_operand(*args[1], &ops[1]) && any_operand(*args[2], &ops[2]),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, any_operand(*args[1], &ops[1]) && any_operand(*args[2], &ops[2]), InvalidArgument);
   select_where(ctx, ops, args[3]->toTensor());
 }
 
 // masked_fill.Scalar_out(self, mask, value, *, out) = where(mask, value, self)
 void masked_fill_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
   Operand ops[3];
   ops[0] = tensor_operand(args[1]->toTensor());
   ET_KERNEL_CHECK(ctx, any_operand(*args[2], &ops[1]), InvalidArgument);

@@ -17,8 +17,7 @@ namespace kernels {
 namespace {
 
 // A per-spatial-dimension list argument: one value for all dims, or one per dim.
-bool spatial_param(Span<const int64_t> list, size_t spatial, size_t i, int64_t fallback,
-                   int64_t* out) {
+bool spatial_param(Span<const int64_t> list, size_t spatial, size_t i, int64_t fallback, int64_t* out) {
   if (list.size() == 0) {
     *out = fallback;
     return true;
@@ -31,25 +30,21 @@ bool spatial_param(Span<const int64_t> list, size_t spatial, size_t i, int64_t f
 void convolution_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 10)) return call_widened(ctx, args, 10, 1, convolution_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::ListInt,
-                                             Tag::ListInt, Tag::ListInt, Tag::Bool, Tag::ListInt,
-                                             Tag::Int, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::ListInt, Tag::ListInt, Tag::ListInt,
+                                 Tag::Bool, Tag::ListInt, Tag::Int, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), weight = args[1]->toTensor(), out = args[9]->toTensor();
   const std::optional<Tensor> bias = args[2]->toOptionalTensor();
   const bool transposed = args[6]->toBool();
   const int64_t groups = args[8]->toInt();
   ET_KERNEL_CHECK_MSG(ctx,
-                      in.scalar_type() == ScalarType::Float &&
-                          weight.scalar_type() == ScalarType::Float &&
-                          out.scalar_type() == ScalarType::Float &&
-                          (!bias || bias->scalar_type() == ScalarType::Float),
+                      in.scalar_type() == ScalarType::Float && weight.scalar_type() == ScalarType::Float &&
+                          out.scalar_type() == ScalarType::Float && (!bias || bias->scalar_type() == ScalarType::Float),
                       InvalidType, , "convolution: only float32 is supported");
-  ET_KERNEL_CHECK_MSG(ctx, (in.dim() == 3 || in.dim() == 4) && weight.dim() == in.dim(),
-                      NotSupported, , "convolution: only 1-D and 2-D convolutions (rank %zd)",
-                      in.dim());
-  ET_KERNEL_CHECK_MSG(ctx, in.is_contiguous() && weight.is_contiguous() && out.is_contiguous(),
-                      NotSupported, , "convolution: only contiguous (NCHW) tensors");
+  ET_KERNEL_CHECK_MSG(ctx, (in.dim() == 3 || in.dim() == 4) && weight.dim() == in.dim(), NotSupported, ,
+                      "convolution: only 1-D and 2-D convolutions (rank %zd)", in.dim());
+  ET_KERNEL_CHECK_MSG(ctx, in.is_contiguous() && weight.is_contiguous() && out.is_contiguous(), NotSupported, ,
+                      "convolution: only contiguous (NCHW) tensors");
   const size_t spatial = static_cast<size_t>(in.dim() - 2);
   const bool is1d = spatial == 1;
   cpu::Conv2dShape s{};
@@ -61,13 +56,13 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
   s.kernel_w = weight.size(-1);
   s.groups = groups;
   int64_t p[4][2] = {};  // stride, padding, dilation, output_padding per spatial dim
-  const Span<const int64_t> lists[4] = {args[3]->toIntList(), args[4]->toIntList(),
-                                        args[5]->toIntList(), args[7]->toIntList()};
+  const Span<const int64_t> lists[4] = {args[3]->toIntList(), args[4]->toIntList(), args[5]->toIntList(),
+                                        args[7]->toIntList()};
   const int64_t fallback[4] = {1, 0, 1, 0};
   for (int k = 0; k < 4; ++k)
     for (size_t i = 0; i < spatial; ++i)
-      ET_KERNEL_CHECK_MSG(ctx, spatial_param(lists[k], spatial, i, fallback[k], &p[k][i]),
-                          InvalidArgument, , "convolution: bad stride/padding/dilation list");
+      ET_KERNEL_CHECK_MSG(ctx, spatial_param(lists[k], spatial, i, fallback[k], &p[k][i]), InvalidArgument, ,
+                          "convolution: bad stride/padding/dilation list");
   const size_t hi = 0, wi = spatial - 1;
   s.stride_h = is1d ? 1 : p[0][hi];
   s.stride_w = p[0][wi];
@@ -83,16 +78,13 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
                           "convolution: stride/padding/dilation out of range");
   ET_KERNEL_CHECK_MSG(ctx,
                       groups > 0 && groups <= kMaxParam && s.stride_h > 0 && s.stride_w > 0 && s.dilation_h > 0 &&
-                          s.dilation_w > 0 && s.pad_h >= 0 && s.pad_w >= 0 &&
-                          s.in_channels % groups == 0,
+                          s.dilation_w > 0 && s.pad_h >= 0 && s.pad_w >= 0 && s.in_channels % groups == 0,
                       InvalidArgument, , "convolution: invalid groups/stride/padding/dilation");
   int64_t out_sizes[4] = {s.batch, 0, 0, 0};
   if (!transposed) {
     s.out_channels = weight.size(0);
-    ET_KERNEL_CHECK_MSG(ctx,
-                        s.out_channels % groups == 0 &&
-                            weight.size(1) * groups == s.in_channels,
-                        InvalidArgument, , "convolution: weight does not match input channels");
+    ET_KERNEL_CHECK_MSG(ctx, s.out_channels % groups == 0 && weight.size(1) * groups == s.in_channels, InvalidArgument,
+                        , "convolution: weight does not match input channels");
     ET_KERNEL_CHECK_MSG(ctx, s.out_h() > 0 && s.out_w() > 0, InvalidArgument, ,
                         "convolution: input smaller than the (dilated) kernel");
     out_sizes[1] = s.out_channels;
@@ -102,13 +94,10 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
     ET_KERNEL_CHECK_MSG(ctx, weight.size(0) == s.in_channels, InvalidArgument, ,
                         "convolution: transposed weight must be [C_in, C_out / groups, ...]");
     s.out_channels = weight.size(1) * groups;
-    const int64_t oh = is1d ? 1
-                            : (s.in_h - 1) * s.stride_h - 2 * s.pad_h +
-                                  s.dilation_h * (s.kernel_h - 1) + p[3][hi] + 1;
-    const int64_t ow = (s.in_w - 1) * s.stride_w - 2 * s.pad_w + s.dilation_w * (s.kernel_w - 1) +
-                       p[3][wi] + 1;
-    ET_KERNEL_CHECK_MSG(ctx, oh > 0 && ow > 0, InvalidArgument, ,
-                        "convolution: transposed output would be empty");
+    const int64_t oh =
+        is1d ? 1 : (s.in_h - 1) * s.stride_h - 2 * s.pad_h + s.dilation_h * (s.kernel_h - 1) + p[3][hi] + 1;
+    const int64_t ow = (s.in_w - 1) * s.stride_w - 2 * s.pad_w + s.dilation_w * (s.kernel_w - 1) + p[3][wi] + 1;
+    ET_KERNEL_CHECK_MSG(ctx, oh > 0 && ow > 0, InvalidArgument, , "convolution: transposed output would be empty");
     out_sizes[1] = s.out_channels;
     out_sizes[2] = is1d ? ow : oh;
     out_sizes[3] = ow;
@@ -118,9 +107,8 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
   if (!resize_out(ctx, out, {out_sizes, static_cast<size_t>(in.dim())})) return;
   const float* b = bias ? bias->const_data_ptr<float>() : nullptr;
   if (transposed) {
-    cpu::conv_transpose2d(s, is1d ? 1 : out_sizes[2], out_sizes[in.dim() - 1],
-                          in.const_data_ptr<float>(), weight.const_data_ptr<float>(), b,
-                          out.mutable_data_ptr<float>());
+    cpu::conv_transpose2d(s, is1d ? 1 : out_sizes[2], out_sizes[in.dim() - 1], in.const_data_ptr<float>(),
+                          weight.const_data_ptr<float>(), b, out.mutable_data_ptr<float>());
     return;
   }
   // Scratch from the temp allocator; without it the direct algorithms run (slower, no memory).
@@ -130,8 +118,8 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
     auto mem = ctx.allocate_temp(floats * sizeof(float), 64);
     if (mem.ok()) workspace = static_cast<float*>(*mem);
   }
-  cpu::conv2d(s, in.const_data_ptr<float>(), weight.const_data_ptr<float>(), b,
-              out.mutable_data_ptr<float>(), workspace);
+  cpu::conv2d(s, in.const_data_ptr<float>(), weight.const_data_ptr<float>(), b, out.mutable_data_ptr<float>(),
+              workspace);
 }
 
 // What pack_convolutions() prepares for one call site.
@@ -149,7 +137,8 @@ void convolution_packed_out(KernelRuntimeContext& ctx, Args args) {
   const auto* pc = static_cast<const PackedConv*>(ctx.call_state());
   const Tensor in = args[0]->toTensor(), out = args[9]->toTensor();
   const cpu::ConvNhwc& g = pc->geometry;
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && in.dim() == 4 && in.size(1) == g.in_channels() &&
+  ET_KERNEL_CHECK_MSG(ctx,
+                      in.scalar_type() == ScalarType::Float && in.dim() == 4 && in.size(1) == g.in_channels() &&
                           (in.is_contiguous() || channels_last(in)) && (out.is_contiguous() || channels_last(out)),
                       InvalidArgument, , "convolution: input does not match the packed weights");
   const int64_t n = in.size(0), h = in.size(2), w = in.size(3), oh = g.out_h(h), ow = g.out_w(w);
@@ -162,22 +151,25 @@ void convolution_packed_out(KernelRuntimeContext& ctx, Args args) {
   float* y_nhwc = nullptr;
   if (!channels_last(in)) {
     auto mem = ctx.allocate_temp(in.nbytes(), 64);
-    ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, , "convolution: no temp memory for its input (%zu bytes)",
-                        in.nbytes());
+    ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, ,
+                        "convolution: no temp memory for its input (%zu bytes)", in.nbytes());
     x_nhwc = static_cast<float*>(*mem);
     transpose_planes(x, x_nhwc, n, g.in_channels(), h * w);
     x = x_nhwc;
   }
   if (!channels_last(out) || pc->output_over_input) {
     auto mem = ctx.allocate_temp(out.nbytes(), 64);
-    ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, , "convolution: no temp memory for its output (%zu bytes)",
-                        out.nbytes());
+    ET_KERNEL_CHECK_MSG(ctx, mem.ok(), MemoryAllocationFailed, ,
+                        "convolution: no temp memory for its output (%zu bytes)", out.nbytes());
     y_nhwc = static_cast<float*>(*mem);
   }
-  ET_KERNEL_CHECK_MSG(ctx, cpu::conv2d_nhwc_f32(g, pc->packed, n, h, w, x, y_nhwc ? y_nhwc : y, pc->out_min, pc->out_max),
+  ET_KERNEL_CHECK_MSG(ctx,
+                      cpu::conv2d_nhwc_f32(g, pc->packed, n, h, w, x, y_nhwc ? y_nhwc : y, pc->out_min, pc->out_max),
                       InvalidArgument, , "convolution: the packed kernel refused the shapes");
-  if (y_nhwc != nullptr && channels_last(out)) std::memcpy(y, y_nhwc, out.nbytes());
-  else if (y_nhwc != nullptr) transpose_planes(y_nhwc, y, n, oh * ow, g.out_channels());
+  if (y_nhwc != nullptr && channels_last(out))
+    std::memcpy(y, y_nhwc, out.nbytes());
+  else if (y_nhwc != nullptr)
+    transpose_planes(y_nhwc, y, n, oh * ow, g.out_channels());
 }
 
 // The instruction after `pc` (frees aside) when it is the only other one naming pc's result;
@@ -216,7 +208,8 @@ bool fold_activation(runtime::MethodRewriter& m, size_t pc, PackedConv* state) {
   if (next == 0) return false;
   const runtime::OpFunction op = m.kernel(next);
   const Args b = m.args(next);
-  if (op == nullptr || b.size() < 2 || b[0] != a[9] || b[b.size() - 1] != b[b.size() - 2] || !b[b.size() - 1]->isTensor())
+  if (op == nullptr || b.size() < 2 || b[0] != a[9] || b[b.size() - 1] != b[b.size() - 2] ||
+      !b[b.size() - 1]->isTensor())
     return false;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (op == runtime::get_op_function("aten::relu", "out") && b.size() == 3) {
@@ -313,8 +306,8 @@ size_t pack_convolutions(runtime::MethodRewriter& m, size_t* folded) {
     auto* scale = static_cast<float*>(m.allocate_temp(static_cast<size_t>(oc) * sizeof(float), 64));
     auto* shift = static_cast<float*>(m.allocate_temp(static_cast<size_t>(oc) * sizeof(float), 64));
     if (ohwi == nullptr || scale == nullptr || shift == nullptr) continue;
-    *state = PackedConv{g, packed, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
-                        false};
+    *state =
+        PackedConv{g, packed, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), false};
     const size_t bn = batch_norm_after(m, pc, oc, scale, shift, state);
     const float* w = weight.const_data_ptr<float>();
     const bool hwi = channels_last(weight);  // already OHWI in memory
@@ -348,8 +341,10 @@ namespace {
 // (per-tensor quantize and dequantize included: an int8 program's activations pass through them).
 bool layout_free(runtime::OpFunction op) {
   static const runtime::OpFunction ops[] = {
-      runtime::get_op_function("aten::add", "out"), runtime::get_op_function("aten::relu", "out"),
-      runtime::get_op_function("aten::hardtanh", "out"), runtime::get_op_function("aten::clamp", "out"),
+      runtime::get_op_function("aten::add", "out"),
+      runtime::get_op_function("aten::relu", "out"),
+      runtime::get_op_function("aten::hardtanh", "out"),
+      runtime::get_op_function("aten::clamp", "out"),
       runtime::get_op_function("quantized_decomposed::quantize_per_tensor", "out"),
       runtime::get_op_function("quantized_decomposed::dequantize_per_tensor", "out")};
   for (runtime::OpFunction o : ops)
@@ -412,8 +407,10 @@ size_t channels_last_conv_chains(runtime::MethodRewriter& m) {
     if (!is_packed_conv(m, pc)) continue;
     for (const EValue* v : {m.args(pc)[0], m.args(pc)[9]}) {
       if (in(set, n, v) || in(banned, nb, v)) continue;
-      if (!relabel_candidate(m, v)) ban(v);
-      else if (n < cap) set[n++] = v;
+      if (!relabel_candidate(m, v))
+        ban(v);
+      else if (n < cap)
+        set[n++] = v;
     }
   }
   for (bool changed = true; changed;) {

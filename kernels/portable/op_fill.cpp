@@ -47,8 +47,7 @@ void like(KernelRuntimeContext& ctx, const Tensor& self, const Tensor& out, cons
   fill_with(ctx, out, {sizes, n}, value);
 }
 void full_like_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListScalar, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListScalar, Tag::None, Tag::Tensor}), InvalidArgument);
   like(ctx, args[0]->toTensor(), args[3]->toTensor(), *args[1]);
 }
 void zeros_like_out(KernelRuntimeContext& ctx, Args args) {
@@ -69,8 +68,8 @@ void scalar_tensor_out(KernelRuntimeContext& ctx, Args args) {
 // start, start + step, ... below end (above, for negative steps).
 void arange(KernelRuntimeContext& ctx, const EValue& start, const EValue& end, const EValue& step, const Tensor& out) {
   const double s = start.toScalarDouble(), e = end.toScalarDouble(), st = step.toScalarDouble();
-  ET_KERNEL_CHECK_MSG(ctx, st != 0 && std::isfinite(s) && std::isfinite(e) && (e - s) / st >= 0,
-                      InvalidArgument, , "arange: step must be nonzero and move start toward end");
+  ET_KERNEL_CHECK_MSG(ctx, st != 0 && std::isfinite(s) && std::isfinite(e) && (e - s) / st >= 0, InvalidArgument, ,
+                      "arange: step must be nonzero and move start toward end");
   const double count = std::ceil((e - s) / st);
   ET_KERNEL_CHECK_MSG(ctx, count < 9.0e15, InvalidArgument, , "arange: too many elements");
   const int64_t n = static_cast<int64_t>(count);
@@ -78,9 +77,12 @@ void arange(KernelRuntimeContext& ctx, const EValue& start, const EValue& end, c
   const bool ints = start.isInt() && step.isInt() && is_integral(out.scalar_type(), false);
   for (int64_t i = 0; i < n; ++i) {
     // The value lies between start and end, but i * step alone may not fit: compute through uint64.
-    if (ints) store_int(out.mutable_data_ptr(), out.scalar_type(), i, static_cast<int64_t>(
-        static_cast<uint64_t>(start.toInt()) + static_cast<uint64_t>(i) * static_cast<uint64_t>(step.toInt())));
-    else store_double(out.mutable_data_ptr(), out.scalar_type(), i, s + static_cast<double>(i) * st);
+    if (ints)
+      store_int(out.mutable_data_ptr(), out.scalar_type(), i,
+                static_cast<int64_t>(static_cast<uint64_t>(start.toInt()) +
+                                     static_cast<uint64_t>(i) * static_cast<uint64_t>(step.toInt())));
+    else
+      store_double(out.mutable_data_ptr(), out.scalar_type(), i, s + static_cast<double>(i) * st);
   }
 }
 // arange.out(end, *, out) / arange.start_out(start, end, step, *, out)

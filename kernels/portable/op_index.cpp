@@ -91,12 +91,12 @@ void copy_element(const Tensor& in, int64_t src_off, const Tensor& out, int64_t 
 
 // gather.out(self, dim, index, sparse_grad, *, out): out[i][j] = self[i][index[i][j]] along dim.
 void gather_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), index = args[2]->toTensor(), out = args[4]->toTensor();
   int64_t d;
-  ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), in.dim(), &d) && index_dtype(index) &&
-                               (index.dim() == in.dim() || index.numel() == 0),
+  ET_KERNEL_CHECK_MSG(ctx,
+                      normalize_dim(args[1]->toInt(), in.dim(), &d) && index_dtype(index) &&
+                          (index.dim() == in.dim() || index.numel() == 0),
                       InvalidArgument, , "gather: index must be an int tensor of the input's rank");
   ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type(), InvalidType, , "gather: dtype mismatch");
   for (int64_t i = 0; i < in.dim(); ++i)
@@ -113,9 +113,9 @@ void gather_out(KernelRuntimeContext& ctx, Args args) {
       oo += idx[j] * out.stride(j);
     }
     int64_t pos;
-    ET_KERNEL_CHECK_MSG(ctx, wrap_index(load_int(index.const_data_ptr(), index.scalar_type(), io),
-                                        in.dim() > 0 ? in.size(d) : 1, &pos),
-                        InvalidArgument, , "gather: index out of range");
+    ET_KERNEL_CHECK_MSG(
+        ctx, wrap_index(load_int(index.const_data_ptr(), index.scalar_type(), io), in.dim() > 0 ? in.size(d) : 1, &pos),
+        InvalidArgument, , "gather: index out of range");
     for (size_t j = 0; j < n; ++j) ii += (static_cast<int64_t>(j) == d ? pos : idx[j]) * in.stride(j);
     copy_element(in, ii, out, oo);
   }
@@ -224,8 +224,10 @@ void ordered_lines(const Tensor& in, int64_t d, int64_t k, bool descending, cons
       ++m;
     }
     auto at = [&](int64_t i) -> T {
-      if constexpr (std::is_integral_v<T>) return load_int(in.const_data_ptr(), in.scalar_type(), ib + i * ist);
-      else return load_double(in.const_data_ptr(), in.scalar_type(), ib + i * ist);
+      if constexpr (std::is_integral_v<T>)
+        return load_int(in.const_data_ptr(), in.scalar_type(), ib + i * ist);
+      else
+        return load_double(in.const_data_ptr(), in.scalar_type(), ib + i * ist);
     };
     T prev_v{};
     int64_t prev_i = -1;
@@ -237,8 +239,10 @@ void ordered_lines(const Tensor& in, int64_t d, int64_t k, bool descending, cons
         if (prev_i >= 0 && !before(prev_v, prev_i, v, i, descending)) continue;
         if (best < 0 || before(v, i, bv, best, descending)) best = i, bv = v;
       }
-      if constexpr (std::is_integral_v<T>) store_int(values.mutable_data_ptr(), values.scalar_type(), vb + r * vst, bv);
-      else store_double(values.mutable_data_ptr(), values.scalar_type(), vb + r * vst, bv);
+      if constexpr (std::is_integral_v<T>)
+        store_int(values.mutable_data_ptr(), values.scalar_type(), vb + r * vst, bv);
+      else
+        store_double(values.mutable_data_ptr(), values.scalar_type(), vb + r * vst, bv);
       indices.mutable_data_ptr<int64_t>()[xb + r * xst] = best;
       prev_v = bv;
       prev_i = best;
@@ -250,8 +254,9 @@ void ordered(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, int64
              const Tensor& values, const Tensor& indices) {
   int64_t d;
   ET_KERNEL_CHECK_MSG(ctx, normalize_dim(dim_arg, in.dim(), &d), InvalidArgument, , "sort/topk: dim out of range");
-  ET_KERNEL_CHECK_MSG(ctx, is_supported_dtype(in.scalar_type()) && values.scalar_type() == in.scalar_type() &&
-                               indices.scalar_type() == ScalarType::Long,
+  ET_KERNEL_CHECK_MSG(ctx,
+                      is_supported_dtype(in.scalar_type()) && values.scalar_type() == in.scalar_type() &&
+                          indices.scalar_type() == ScalarType::Long,
                       InvalidType, , "sort/topk: values must match the input, indices must be int64");
   const int64_t n = in.dim() > 0 ? in.size(d) : 1;
   ET_KERNEL_CHECK_MSG(ctx, k >= 0 && k <= n, InvalidArgument, , "topk: k out of range");
@@ -259,14 +264,15 @@ void ordered(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, int64
   const size_t nd = sizes_of(in, sizes);
   if (in.dim() > 0) sizes[d] = k;
   if (!resize_out(ctx, values, {sizes, nd}) || !resize_out(ctx, indices, {sizes, nd})) return;
-  if (is_integral(in.scalar_type(), true)) ordered_lines<int64_t>(in, d, k, descending, values, indices);
-  else ordered_lines<double>(in, d, k, descending, values, indices);
+  if (is_integral(in.scalar_type(), true))
+    ordered_lines<int64_t>(in, d, k, descending, values, indices);
+  else
+    ordered_lines<double>(in, d, k, descending, values, indices);
 }
 
 // sort.values(self, dim, descending, *, values, indices)
 void sort_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t d = 0;
   const int64_t n = normalize_dim(args[1]->toInt(), in.dim(), &d) && in.dim() > 0 ? in.size(d) : 1;
@@ -275,8 +281,7 @@ void sort_out(KernelRuntimeContext& ctx, Args args) {
 
 // topk.values(self, k, dim, largest, sorted, *, values, indices)
 void topk_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Bool, Tag::Bool, Tag::Tensor,
-                                                  Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Bool, Tag::Bool, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   ordered(ctx, args[0]->toTensor(), args[2]->toInt(), args[1]->toInt(), args[3]->toBool(), args[5]->toTensor(),
           args[6]->toTensor());

@@ -13,13 +13,12 @@ namespace {
 // `convert`; otherwise the dtypes must match).
 void emit(KernelRuntimeContext& ctx, const View& src, const Tensor& out, bool convert = false) {
   ET_KERNEL_CHECK_MSG(ctx, convert || src.type == out.scalar_type(), InvalidType, ,
-                      "output dtype %s differs from the input's %s",
-                      runtime::scalar_type_name(out.scalar_type()), runtime::scalar_type_name(src.type));
-  ET_KERNEL_CHECK_MSG(ctx,
-                      src.type == out.scalar_type() ||
-                          (is_supported_dtype(src.type) && is_supported_dtype(out.scalar_type())),
-                      InvalidType, , "dtype conversion between %s and %s is not supported",
-                      runtime::scalar_type_name(src.type), runtime::scalar_type_name(out.scalar_type()));
+                      "output dtype %s differs from the input's %s", runtime::scalar_type_name(out.scalar_type()),
+                      runtime::scalar_type_name(src.type));
+  ET_KERNEL_CHECK_MSG(
+      ctx, src.type == out.scalar_type() || (is_supported_dtype(src.type) && is_supported_dtype(out.scalar_type())),
+      InvalidType, , "dtype conversion between %s and %s is not supported", runtime::scalar_type_name(src.type),
+      runtime::scalar_type_name(out.scalar_type()));
   if (!resize_out(ctx, out, {src.sizes, src.ndim})) return;
   copy_view(src, view_of(out));
 }
@@ -68,8 +67,7 @@ void view_copy_out(KernelRuntimeContext& ctx, Args args) {
     sizes[infer] = in.numel() / known;
     known *= sizes[infer];
   }
-  ET_KERNEL_CHECK_MSG(ctx, known == in.numel(), InvalidArgument, ,
-                      "view_copy: size has %lld elements, input has %lld",
+  ET_KERNEL_CHECK_MSG(ctx, known == in.numel(), InvalidArgument, , "view_copy: size has %lld elements, input has %lld",
                       static_cast<long long>(known), static_cast<long long>(in.numel()));
   ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type(), InvalidType, , "view_copy: dtype mismatch");
   ET_KERNEL_CHECK_MSG(ctx, in.is_contiguous(), NotSupported, , "view_copy: input must be contiguous");
@@ -106,8 +104,8 @@ void transpose_copy_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t a, b;
-  ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), in.dim(), &a) &&
-                               normalize_dim(args[2]->toInt(), in.dim(), &b),
+  ET_KERNEL_CHECK_MSG(ctx,
+                      normalize_dim(args[1]->toInt(), in.dim(), &a) && normalize_dim(args[2]->toInt(), in.dim(), &b),
                       InvalidArgument, , "transpose_copy: dim out of range");
   View v = view_of(in);
   if (in.dim() > 0) {
@@ -122,8 +120,8 @@ void expand_copy_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   const Span<const int64_t> size = args[1]->toIntList();
-  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(size.size()) >= in.dim() && size.size() <= kMaxDim,
-                      InvalidArgument, , "expand_copy: size has fewer dims than the input");
+  ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(size.size()) >= in.dim() && size.size() <= kMaxDim, InvalidArgument, ,
+                      "expand_copy: size has fewer dims than the input");
   const View v = view_of(in);
   View e = v;
   e.ndim = size.size();
@@ -133,8 +131,8 @@ void expand_copy_out(KernelRuntimeContext& ctx, Args args) {
     const int64_t cur = old ? v.sizes[i - shift] : 1;
     const int64_t want = size[i] == -1 && old ? cur : size[i];
     ET_KERNEL_CHECK_MSG(ctx, want >= 0 && (cur == want || cur == 1), InvalidArgument, ,
-                        "expand_copy: size %lld cannot expand dim of size %lld",
-                        static_cast<long long>(size[i]), static_cast<long long>(cur));
+                        "expand_copy: size %lld cannot expand dim of size %lld", static_cast<long long>(size[i]),
+                        static_cast<long long>(cur));
     e.sizes[i] = want;
     e.strides[i] = old && cur == want ? v.strides[i - shift] : 0;
   }
@@ -142,14 +140,12 @@ void expand_copy_out(KernelRuntimeContext& ctx, Args args) {
 }
 
 // squeeze_copy.dims_out(self, dims, *, out) / .dim_out(self, dim, *, out) / .out(self, *, out)
-void squeeze_view(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
-                  const Tensor& out) {
+void squeeze_view(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all, const Tensor& out) {
   View v = view_of(in);
   bool drop[kMaxDim] = {};
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d;
-    ET_KERNEL_CHECK_MSG(ctx, normalize_dim(dims[i], in.dim(), &d), InvalidArgument, ,
-                        "squeeze_copy: dim out of range");
+    ET_KERNEL_CHECK_MSG(ctx, normalize_dim(dims[i], in.dim(), &d), InvalidArgument, , "squeeze_copy: dim out of range");
     if (in.dim() > 0) drop[d] = true;
   }
   for (size_t d = v.ndim; d > 0; --d)
@@ -175,8 +171,8 @@ void unsqueeze_copy_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor();
   int64_t d;
-  ET_KERNEL_CHECK_MSG(ctx, in.dim() < static_cast<int64_t>(kMaxDim) &&
-                               normalize_dim(args[1]->toInt(), in.dim() + 1, &d),
+  ET_KERNEL_CHECK_MSG(ctx,
+                      in.dim() < static_cast<int64_t>(kMaxDim) && normalize_dim(args[1]->toInt(), in.dim() + 1, &d),
                       InvalidArgument, , "unsqueeze_copy: dim out of range");
   View v = view_of(in);
   insert_dim(&v, static_cast<size_t>(d));
@@ -203,8 +199,8 @@ void slice_copy_out(KernelRuntimeContext& ctx, Args args) {
   const Tensor in = args[0]->toTensor();
   int64_t d;
   const int64_t step = args[4]->toInt();
-  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d) && step > 0,
-                      InvalidArgument, , "slice_copy: bad dim or step");
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d) && step > 0, InvalidArgument, ,
+                      "slice_copy: bad dim or step");
   View v = view_of(in);
   int64_t start;
   const int64_t len = slice_bounds(v.sizes[d], *args[2], *args[3], step, &start);
@@ -226,8 +222,8 @@ void select_copy_out(KernelRuntimeContext& ctx, Args args) {
   const int64_t size = in.size(d);
   if (index < 0) index += size;
   ET_KERNEL_CHECK_MSG(ctx, index >= 0 && index < size, InvalidArgument, ,
-                      "select_copy: index %lld out of range for size %lld",
-                      static_cast<long long>(args[2]->toInt()), static_cast<long long>(size));
+                      "select_copy: index %lld out of range for size %lld", static_cast<long long>(args[2]->toInt()),
+                      static_cast<long long>(size));
   View v = view_at(in, index * in.stride(d));
   drop_dim(&v, static_cast<size_t>(d));
   emit(ctx, v, args[3]->toTensor());
@@ -268,8 +264,8 @@ void concat(KernelRuntimeContext& ctx, Span<Tensor> parts, int64_t dim_arg, bool
                           "cat/stack: sizes differ outside the cat dim");
       sizes[i] = v.sizes[i];
     }
-    ET_KERNEL_CHECK_MSG(ctx, is_supported_dtype(t.scalar_type()) || t.scalar_type() == out.scalar_type(),
-                        InvalidType, , "cat/stack: unsupported dtype");
+    ET_KERNEL_CHECK_MSG(ctx, is_supported_dtype(t.scalar_type()) || t.scalar_type() == out.scalar_type(), InvalidType, ,
+                        "cat/stack: unsupported dtype");
     // Each size is below 2^31, but a list can hold many of them.
     ET_KERNEL_CHECK_MSG(ctx, !add_overflows(total, v.sizes[d], &total), InvalidArgument, ,
                         "cat/stack: the sizes along the dim overflow int64");
@@ -301,8 +297,8 @@ void stack_out(KernelRuntimeContext& ctx, Args args) {
 }
 
 // Copies consecutive chunks of `in` along `dim` into `outs`; sizes[i] is chunk i's length.
-void split_into(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, const int64_t* sizes,
-                Span<Tensor> outs, bool drop) {
+void split_into(KernelRuntimeContext& ctx, const Tensor& in, int64_t dim_arg, const int64_t* sizes, Span<Tensor> outs,
+                bool drop) {
   int64_t d;
   ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(dim_arg, in.dim(), &d), InvalidArgument, ,
                       "split: dim out of range");
@@ -344,8 +340,8 @@ void split_copy_out(KernelRuntimeContext& ctx, Args args) {
   const Span<Tensor> outs = args[3]->toTensorList();
   const int64_t chunk = args[1]->toInt();
   int64_t d;
-  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[2]->toInt(), in.dim(), &d) && chunk > 0 &&
-                               outs.size() <= 1024,
+  ET_KERNEL_CHECK_MSG(ctx,
+                      in.dim() > 0 && normalize_dim(args[2]->toInt(), in.dim(), &d) && chunk > 0 && outs.size() <= 1024,
                       InvalidArgument, , "split_copy: bad dim or split size");
   const int64_t n = in.size(d);
   ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(outs.size()) == n / chunk + (n % chunk != 0), InvalidArgument, ,
@@ -364,9 +360,10 @@ void unbind_copy_out(KernelRuntimeContext& ctx, Args args) {
   const Tensor in = args[0]->toTensor();
   const Span<Tensor> outs = args[2]->toTensorList();
   int64_t d;
-  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d) &&
-                               static_cast<int64_t>(outs.size()) == in.size(d),
-                      InvalidArgument, , "unbind_copy: one output per slice needed");
+  ET_KERNEL_CHECK_MSG(
+      ctx,
+      in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d) && static_cast<int64_t>(outs.size()) == in.size(d),
+      InvalidArgument, , "unbind_copy: one output per slice needed");
   split_into(ctx, in, d, nullptr, outs, true);
 }
 
@@ -419,8 +416,8 @@ void flip_out(KernelRuntimeContext& ctx, Args args) {
                         "flip: dims out of range or repeated");
     seen[d] = true;
     if (in.dim() == 0 || v.sizes[d] == 0) continue;
-    v.data = static_cast<const char*>(v.data) +
-             (v.sizes[d] - 1) * v.strides[d] * static_cast<int64_t>(in.element_size());
+    v.data =
+        static_cast<const char*>(v.data) + (v.sizes[d] - 1) * v.strides[d] * static_cast<int64_t>(in.element_size());
     v.strides[d] = -v.strides[d];
   }
   emit(ctx, v, args[2]->toTensor());
@@ -468,10 +465,10 @@ void constant_pad_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   const Span<const int64_t> pad = args[1]->toIntList();
-  ET_KERNEL_CHECK_MSG(ctx, pad.size() % 2 == 0 && static_cast<int64_t>(pad.size() / 2) <= in.dim(),
-                      InvalidArgument, , "constant_pad_nd: pad must hold pairs for at most every dim");
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type() && is_supported_dtype(in.scalar_type()),
-                      InvalidType, , "constant_pad_nd: dtype mismatch or unsupported");
+  ET_KERNEL_CHECK_MSG(ctx, pad.size() % 2 == 0 && static_cast<int64_t>(pad.size() / 2) <= in.dim(), InvalidArgument, ,
+                      "constant_pad_nd: pad must hold pairs for at most every dim");
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type() && is_supported_dtype(in.scalar_type()), InvalidType, ,
+                      "constant_pad_nd: dtype mismatch or unsupported");
   View src = view_of(in);
   int64_t sizes[kMaxDim];
   int64_t dst_start[kMaxDim] = {};
@@ -480,8 +477,8 @@ void constant_pad_out(KernelRuntimeContext& ctx, Args args) {
     const size_t d = static_cast<size_t>(in.dim()) - 1 - k;
     const int64_t lo = pad[2 * k], hi = pad[2 * k + 1];
     // Pads past +-int32 give a size no tensor can have; bounding them keeps the sums below in range.
-    ET_KERNEL_CHECK_MSG(ctx, lo >= INT32_MIN && lo <= INT32_MAX && hi >= INT32_MIN && hi <= INT32_MAX,
-                        InvalidArgument, , "constant_pad_nd: padding past int32");
+    ET_KERNEL_CHECK_MSG(ctx, lo >= INT32_MIN && lo <= INT32_MAX && hi >= INT32_MIN && hi <= INT32_MAX, InvalidArgument,
+                        , "constant_pad_nd: padding past int32");
     sizes[d] = in.size(d) + lo + hi;
     ET_KERNEL_CHECK_MSG(ctx, sizes[d] >= 0, InvalidArgument, , "constant_pad_nd: padding crops below zero");
     const int64_t crop_lo = lo < 0 ? -lo : 0, crop_hi = hi < 0 ? -hi : 0;

@@ -25,8 +25,8 @@ float* gemm_workspace(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k
 
 // C (row-major, row stride n) = alpha * A @ B + beta * C. `gemv` is the choice gemm_workspace()
 // made for the whole product: a row chunk of it takes the same path, so `ws` fits.
-void product(bool gemv, int64_t m, int64_t n, int64_t k, float alpha, cpu::ConstMatrix a,
-             cpu::ConstMatrix b, float beta, float* c, float* ws) {
+void product(bool gemv, int64_t m, int64_t n, int64_t k, float alpha, cpu::ConstMatrix a, cpu::ConstMatrix b,
+             float beta, float* c, float* ws) {
   if (gemv && ws != nullptr) return cpu::gemv(m, n, k, alpha, a, b, beta, c, n, ws);
   cpu::sgemm(m, n, k, alpha, a, b, beta, nullptr, c, n, gemv ? nullptr : ws);
 }
@@ -67,9 +67,8 @@ void narrow(const float* c, int64_t count, cpu::Elem oe, void* out, int64_t at) 
 // A float32 `out` is written in place; a 16-bit one goes through float rows in temp memory,
 // `init(row0, rows, c)` filling them first when beta is nonzero.
 template <typename Init>
-void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float alpha,
-               cpu::ConstMatrix a, cpu::ConstMatrix b, bool accumulate, void* out, ScalarType ot,
-               float* ws, Init init) {
+void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float alpha, cpu::ConstMatrix a,
+               cpu::ConstMatrix b, bool accumulate, void* out, ScalarType ot, float* ws, Init init) {
   const bool gemv = cpu::gemv_supports(m, b);
   if (ot == ScalarType::Float) {
     float* o = static_cast<float*>(out);
@@ -88,8 +87,8 @@ void gemm_into(KernelRuntimeContext& ctx, int64_t m, int64_t n, int64_t k, float
     const int64_t mr = std::min(rows, m - r0);
     if (accumulate) init(r0, mr, c);
     cpu::ConstMatrix ar = a;
-    ar.data = static_cast<const char*>(a.data) +
-              r0 * a.row_stride * static_cast<int64_t>(a.elem == cpu::Elem::kF32 ? 4 : 2);
+    ar.data =
+        static_cast<const char*>(a.data) + r0 * a.row_stride * static_cast<int64_t>(a.elem == cpu::Elem::kF32 ? 4 : 2);
     product(gemv, mr, n, k, alpha, ar, b, accumulate ? 1.f : 0.f, c, ws);
     narrow(c, mr * n, oe, out, r0 * n);
   }
@@ -102,8 +101,7 @@ void no_init(int64_t, int64_t, float*) {}
 // a row broadcast over every row (a bias) is formed once and then copied, which keeps this
 // pass over the output at memory speed.
 template <typename T>
-void fill_rows_of(const T* s, int64_t rs, int64_t cs, float beta, int64_t r0, int64_t rows,
-                  int64_t n, float* c) {
+void fill_rows_of(const T* s, int64_t rs, int64_t cs, float beta, int64_t r0, int64_t rows, int64_t n, float* c) {
   const int64_t first = rs == 0 ? std::min<int64_t>(rows, 1) : rows;
   for (int64_t i = 0; i < first; ++i) {
     const T* si = s + (r0 + i) * rs;
@@ -116,14 +114,13 @@ void fill_rows_of(const T* s, int64_t rs, int64_t cs, float beta, int64_t r0, in
   }
   if (first == rows) return;
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  cpu::parallel_for(1, rows, std::max<int64_t>(1, kFillGrain / std::max<int64_t>(n, 1)),
-                    [&](int64_t lo, int64_t hi) {
-                      for (int64_t i = lo; i < hi; ++i) std::memcpy(c + i * n, c, bytes);
-                    });
+  cpu::parallel_for(1, rows, std::max<int64_t>(1, kFillGrain / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) std::memcpy(c + i * n, c, bytes);
+  });
 }
 
-void fill_rows(const void* s, cpu::Elem se, int64_t rs, int64_t cs, float beta, int64_t r0,
-               int64_t rows, int64_t n, float* c) {
+void fill_rows(const void* s, cpu::Elem se, int64_t rs, int64_t cs, float beta, int64_t r0, int64_t rows, int64_t n,
+               float* c) {
   switch (se) {
     case cpu::Elem::kF16: return fill_rows_of(static_cast<const cpu::Half*>(s), rs, cs, beta, r0, rows, n, c);
     case cpu::Elem::kBF16: return fill_rows_of(static_cast<const cpu::BFloat16*>(s), rs, cs, beta, r0, rows, n, c);
@@ -132,31 +129,27 @@ void fill_rows(const void* s, cpu::Elem se, int64_t rs, int64_t cs, float beta, 
 }
 
 void mm_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[2]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out), InvalidType, ,
                       "mm: needs float32, float16 or bfloat16 tensors of one dtype");
-  ET_KERNEL_CHECK_MSG(ctx, a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
-                      InvalidArgument, , "mm: needs [m, k] x [k, n]");
+  ET_KERNEL_CHECK_MSG(ctx, a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), InvalidArgument, ,
+                      "mm: needs [m, k] x [k, n]");
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const int64_t sizes[2] = {m, n};
   if (!resize_out(ctx, out, {sizes, 2})) return;
   ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "mm: output must be contiguous");
   float* ws = gemm_workspace(ctx, m, n, k, matrix_of(b, 0));
-  gemm_into(ctx, m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), false, out.mutable_data_ptr(),
-            out.scalar_type(), ws, no_init);
+  gemm_into(ctx, m, n, k, 1.f, matrix_of(a, 0), matrix_of(b, 0), false, out.mutable_data_ptr(), out.scalar_type(), ws,
+            no_init);
 }
 
 void bmm_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[2]->toTensor();
   ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out), InvalidType, ,
                       "bmm: needs float32, float16 or bfloat16 tensors of one dtype");
-  ET_KERNEL_CHECK_MSG(ctx,
-                      a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0) &&
-                          a.size(2) == b.size(1),
+  ET_KERNEL_CHECK_MSG(ctx, a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0) && a.size(2) == b.size(1),
                       InvalidArgument, , "bmm: needs [b, m, k] x [b, k, n]");
   const int64_t batch = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
   const int64_t sizes[3] = {batch, m, n};
@@ -166,24 +159,22 @@ void bmm_out(KernelRuntimeContext& ctx, Args args) {
   char* o = static_cast<char*>(out.mutable_data_ptr());
   const int64_t step = m * n * static_cast<int64_t>(out.element_size());
   for (int64_t i = 0; i < batch && ctx.failure_state() == Error::Ok; ++i)
-    gemm_into(ctx, m, n, k, 1.f, matrix_of(a, i), matrix_of(b, i), false, o + i * step,
-              out.scalar_type(), ws, no_init);
+    gemm_into(ctx, m, n, k, 1.f, matrix_of(a, i), matrix_of(b, i), false, o + i * step, out.scalar_type(), ws, no_init);
 }
 
 // out = beta * self + alpha * (mat1 @ mat2), self broadcast to [m, n].
 void addmm_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor,
-                                             Tag::ListScalar, Tag::ListScalar, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}),
                   InvalidArgument);
   const Tensor self = args[0]->toTensor(), a = args[1]->toTensor(), b = args[2]->toTensor();
   const Tensor out = args[5]->toTensor();
   const float beta = static_cast<float>(args[3]->toScalarDouble());
   const float alpha = static_cast<float>(args[4]->toScalarDouble());
-  ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out) && self.scalar_type() == out.scalar_type(),
-                      InvalidType, , "addmm: needs float32, float16 or bfloat16 tensors of one dtype");
-  ET_KERNEL_CHECK_MSG(ctx, a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
-                      InvalidArgument, , "addmm: needs [m, k] x [k, n]");
+  ET_KERNEL_CHECK_MSG(ctx, same_float_type(a, b, out) && self.scalar_type() == out.scalar_type(), InvalidType, ,
+                      "addmm: needs float32, float16 or bfloat16 tensors of one dtype");
+  ET_KERNEL_CHECK_MSG(ctx, a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), InvalidArgument, ,
+                      "addmm: needs [m, k] x [k, n]");
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   ET_KERNEL_CHECK_MSG(ctx,
                       self.dim() <= 2 && (self.dim() < 1 || self.size(-1) == n || self.size(-1) == 1) &&
@@ -197,8 +188,8 @@ void addmm_out(KernelRuntimeContext& ctx, Args args) {
   const cpu::Elem se = elem_of(self.scalar_type());
   const int64_t rs = self.dim() == 2 && self.size(0) == m && m > 1 ? self.stride(0) : 0;
   const int64_t cs = self.dim() >= 1 && self.size(-1) == n && n > 1 ? self.stride(-1) : 0;
-  gemm_into(ctx, m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta != 0.f,
-            out.mutable_data_ptr(), out.scalar_type(), gemm_workspace(ctx, m, n, k, matrix_of(b, 0)),
+  gemm_into(ctx, m, n, k, alpha, matrix_of(a, 0), matrix_of(b, 0), beta != 0.f, out.mutable_data_ptr(),
+            out.scalar_type(), gemm_workspace(ctx, m, n, k, matrix_of(b, 0)),
             [&](int64_t r0, int64_t rows, float* c) { fill_rows(s, se, rs, cs, beta, r0, rows, n, c); });
 }
 
@@ -212,8 +203,8 @@ void linear_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK_MSG(ctx, in.dim() >= 1 && w.dim() == 2 && in.size(-1) == w.size(1), InvalidArgument, ,
                       "linear: needs input [..., k] and weight [n, k]");
   const int64_t k = w.size(1), n = w.size(0);
-  ET_KERNEL_CHECK_MSG(ctx, !bias || (bias->dim() == 1 && (bias->size(0) == n || bias->size(0) == 1)),
-                      InvalidArgument, , "linear: bias must be [n] (or [1])");
+  ET_KERNEL_CHECK_MSG(ctx, !bias || (bias->dim() == 1 && (bias->size(0) == n || bias->size(0) == 1)), InvalidArgument, ,
+                      "linear: bias must be [n] (or [1])");
   ET_KERNEL_CHECK_MSG(ctx, in.dim() <= 2 || in.is_contiguous(), NotSupported, ,
                       "linear: an input with more than 2 dims must be contiguous");
   int64_t sizes[kMaxDim];
@@ -253,9 +244,10 @@ size_t read_weight_transposes_in_place(runtime::MethodRewriter& m) {
     const Span<const int64_t> d = a[1]->toIntList();
     runtime::TensorImpl* w = a[0]->toTensor().unsafeGetTensorImpl();
     runtime::TensorImpl* t = a[2]->toTensor().unsafeGetTensorImpl();
-    if (m.aliased(a[2]) || d.size() != 2 || d[0] != 1 || d[1] != 0 || w == t || w->data() == nullptr || t->data() == nullptr ||
-        w->dim() != 2 || t->dim() != 2 || w->scalar_type() != t->scalar_type() || w->dim_order()[0] != 0 ||
-        t->dim_order()[0] != 0 || t->sizes()[0] != w->sizes()[1] || t->sizes()[1] != w->sizes()[0])
+    if (m.aliased(a[2]) || d.size() != 2 || d[0] != 1 || d[1] != 0 || w == t || w->data() == nullptr ||
+        t->data() == nullptr || w->dim() != 2 || t->dim() != 2 || w->scalar_type() != t->scalar_type() ||
+        w->dim_order()[0] != 0 || t->dim_order()[0] != 0 || t->sizes()[0] != w->sizes()[1] ||
+        t->sizes()[1] != w->sizes()[0])
       continue;
     size_t pcs[kMaxUses];
     const size_t n = m.uses(a[2], pcs, kMaxUses);

@@ -62,9 +62,12 @@ void attend(const Attn& a, const T* q, const T* k, const T* v, const void* mask,
         }
         T* oi = out + (b * a.seq + i) * q_row + h * a.dim;
         for (int64_t d = 0; d < a.dim; ++d) {
-          if constexpr (std::is_same_v<T, float>) oi[d] = acc[d];
-          else if constexpr (std::is_same_v<T, cpu::Half>) oi[d] = cpu::to_half(acc[d]);
-          else oi[d] = cpu::to_bfloat16(acc[d]);
+          if constexpr (std::is_same_v<T, float>)
+            oi[d] = acc[d];
+          else if constexpr (std::is_same_v<T, cpu::Half>)
+            oi[d] = cpu::to_half(acc[d]);
+          else
+            oi[d] = cpu::to_bfloat16(acc[d]);
         }
       }
     }
@@ -77,8 +80,8 @@ bool dense4(const Tensor& t) { return t.dim() == 4 && t.is_contiguous(); }
 //                 bool is_causal, float? scale, *, out)
 void custom_sdpa_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::None, Tag::Double,
-                                 Tag::Bool, Tag::None, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::None, Tag::Double, Tag::Bool,
+                                 Tag::None, Tag::Tensor}),
                   InvalidArgument);
   const Tensor q = args[0]->toTensor(), k = args[1]->toTensor(), v = args[2]->toTensor();
   const Tensor out = args[8]->toTensor();
@@ -90,11 +93,10 @@ void custom_sdpa_out(KernelRuntimeContext& ctx, Args args) {
   Attn a{};
   a.batch = q.size(0), a.seq = q.size(1), a.heads = q.size(2), a.dim = q.size(3);
   a.cache_len = k.size(1), a.kv_heads = k.size(2);
-  ET_KERNEL_CHECK_MSG(ctx,
-                      k.size(0) == a.batch && k.size(3) == a.dim && same_shape(k, v) && a.kv_heads > 0 &&
-                          a.heads % a.kv_heads == 0,
-                      InvalidArgument, ,
-                      "custom_sdpa: key/value caches do not match the query (batch, heads, head_dim)");
+  ET_KERNEL_CHECK_MSG(
+      ctx,
+      k.size(0) == a.batch && k.size(3) == a.dim && same_shape(k, v) && a.kv_heads > 0 && a.heads % a.kv_heads == 0,
+      InvalidArgument, , "custom_sdpa: key/value caches do not match the query (batch, heads, head_dim)");
   a.start = args[3]->toInt();
   ET_KERNEL_CHECK_MSG(ctx, a.start >= 0 && a.start <= a.cache_len - a.seq, InvalidArgument, ,
                       "custom_sdpa: start_pos %lld + %lld positions run past the cache of %lld",
@@ -112,10 +114,10 @@ void custom_sdpa_out(KernelRuntimeContext& ctx, Args args) {
   cpu::Elem mask_elem = cpu::Elem::kF32;
   if (mask_arg.isTensor()) {
     const Tensor m = mask_arg.toTensor();
-    ET_KERNEL_CHECK_MSG(ctx,
-                        m.dim() == 2 && m.is_contiguous() && float_like(m.scalar_type()) && m.size(0) == a.seq &&
-                            m.size(1) >= a.length,
-                        InvalidArgument, , "custom_sdpa: attn_mask must be a float [seq, >= start_pos + seq] tensor");
+    ET_KERNEL_CHECK_MSG(
+        ctx,
+        m.dim() == 2 && m.is_contiguous() && float_like(m.scalar_type()) && m.size(0) == a.seq && m.size(1) >= a.length,
+        InvalidArgument, , "custom_sdpa: attn_mask must be a float [seq, >= start_pos + seq] tensor");
     mask = m.const_data_ptr();
     mask_stride = m.size(1);
     mask_elem = elem_of(m.scalar_type());
@@ -155,9 +157,8 @@ void custom_sdpa_out(KernelRuntimeContext& ctx, Args args) {
              mask_elem, mask_stride, out.mutable_data_ptr<cpu::Half>(), scores, acc);
       break;
     case ScalarType::BFloat16:
-      attend(a, q.const_data_ptr<cpu::BFloat16>(), k.const_data_ptr<cpu::BFloat16>(),
-             v.const_data_ptr<cpu::BFloat16>(), mask, mask_elem, mask_stride, out.mutable_data_ptr<cpu::BFloat16>(),
-             scores, acc);
+      attend(a, q.const_data_ptr<cpu::BFloat16>(), k.const_data_ptr<cpu::BFloat16>(), v.const_data_ptr<cpu::BFloat16>(),
+             mask, mask_elem, mask_stride, out.mutable_data_ptr<cpu::BFloat16>(), scores, acc);
       break;
     default:
       attend(a, q.const_data_ptr<float>(), k.const_data_ptr<float>(), v.const_data_ptr<float>(), mask, mask_elem,
@@ -175,10 +176,9 @@ void update_cache_out(KernelRuntimeContext& ctx, Args args) {
                       "update_cache: value and cache must be contiguous 4-D [batch, seq, heads, head_dim]");
   ET_KERNEL_CHECK_MSG(ctx, value.scalar_type() == cache.scalar_type(), InvalidType, ,
                       "update_cache: value and cache dtypes differ");
-  ET_KERNEL_CHECK_MSG(ctx,
-                      value.size(0) == cache.size(0) && value.size(2) == cache.size(2) &&
-                          value.size(3) == cache.size(3),
-                      InvalidArgument, , "update_cache: value does not fit the cache in batch, heads or head_dim");
+  ET_KERNEL_CHECK_MSG(
+      ctx, value.size(0) == cache.size(0) && value.size(2) == cache.size(2) && value.size(3) == cache.size(3),
+      InvalidArgument, , "update_cache: value does not fit the cache in batch, heads or head_dim");
   const int64_t start = args[2]->toInt(), seq = value.size(1), len = cache.size(1);
   ET_KERNEL_CHECK_MSG(ctx, start >= 0 && start <= len - seq, InvalidArgument, ,
                       "update_cache: start_pos %lld + %lld positions run past the cache of %lld",

@@ -17,8 +17,8 @@ bool opt_float(const std::optional<Tensor>& t, int64_t numel) {
 }
 
 // y = x * scale[c] + shift[c] over [outer, C, inner], the one pass batch norm needs.
-ET_MULTIVERSION void affine_per_channel(const float* x, float* y, int64_t outer, int64_t channels,
-                                        int64_t inner, const float* scale, const float* shift) {
+ET_MULTIVERSION void affine_per_channel(const float* x, float* y, int64_t outer, int64_t channels, int64_t inner,
+                                        const float* scale, const float* shift) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {
       const float a = scale[c], b = shift[c];
@@ -57,9 +57,8 @@ bool check_io(KernelRuntimeContext& ctx, const Tensor& in, const Tensor& out, co
 void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 10)) return call_widened(ctx, args, 10, 3, batch_norm_no_training_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor,
-                                             Tag::Tensor, Tag::Double, Tag::Double, Tag::Tensor,
-                                             Tag::Tensor, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor, Tag::Tensor, Tag::Double, Tag::Double,
+                                 Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), mean = args[3]->toTensor(), var = args[4]->toTensor();
   const auto weight = args[1]->toOptionalTensor(), bias = args[2]->toOptionalTensor();
@@ -68,9 +67,7 @@ void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
   if (!check_io(ctx, in, out, "batch_norm")) return;
   ET_KERNEL_CHECK_MSG(ctx, in.dim() >= 2, InvalidArgument, , "batch_norm: input needs a channel dim");
   const int64_t c = in.size(1);
-  ET_KERNEL_CHECK_MSG(ctx,
-                      opt_float(weight, c) && opt_float(bias, c) && opt_float(mean, c) &&
-                          opt_float(var, c),
+  ET_KERNEL_CHECK_MSG(ctx, opt_float(weight, c) && opt_float(bias, c) && opt_float(mean, c) && opt_float(var, c),
                       InvalidArgument, , "batch_norm: statistics must be float32 of size C");
   // The saved statistics are empty in eval mode.
   const int64_t empty[1] = {0};
@@ -96,8 +93,7 @@ void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
     }
     for (int64_t o = 0; o < outer; ++o)
       affine_per_channel(in.const_data_ptr<float>() + (o * c + c0) * inner,
-                         out.mutable_data_ptr<float>() + (o * c + c0) * inner, 1, cn, inner,
-                         scale, shift);
+                         out.mutable_data_ptr<float>() + (o * c + c0) * inner, 1, cn, inner, scale, shift);
   }
 }
 
@@ -105,8 +101,8 @@ void batch_norm_no_training_out(KernelRuntimeContext& ctx, Args args) {
 void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 8)) return call_widened(ctx, args, 8, 3, layer_norm_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::None, Tag::None,
-                                             Tag::Double, Tag::Tensor, Tag::Tensor, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::None, Tag::None, Tag::Double, Tag::Tensor, Tag::Tensor,
+                                 Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[5]->toTensor();
   const Span<const int64_t> norm = args[1]->toIntList();
@@ -129,8 +125,8 @@ void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
   int64_t stat_sizes[kMaxDim];
   for (int64_t i = 0; i < in.dim(); ++i) stat_sizes[i] = i < in.dim() - nd ? in.size(i) : 1;
   const Tensor mean_out = args[6]->toTensor(), rstd_out = args[7]->toTensor();
-  const bool want_stats = is_float(mean_out) && is_float(rstd_out) &&
-                          mean_out.dim() == in.dim() && rstd_out.dim() == in.dim();
+  const bool want_stats =
+      is_float(mean_out) && is_float(rstd_out) && mean_out.dim() == in.dim() && rstd_out.dim() == in.dim();
   if (want_stats && (!resize_out(ctx, mean_out, {stat_sizes, static_cast<size_t>(in.dim())}) ||
                      !resize_out(ctx, rstd_out, {stat_sizes, static_cast<size_t>(in.dim())})))
     return;
@@ -145,9 +141,8 @@ void layer_norm_out(KernelRuntimeContext& ctx, Args args) {
 void group_norm_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 11)) return call_widened(ctx, args, 11, 3, group_norm_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Int, Tag::Int,
-                                             Tag::Int, Tag::Int, Tag::Double, Tag::Tensor,
-                                             Tag::Tensor, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::Double,
+                                 Tag::Tensor, Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[8]->toTensor();
   const auto weight = args[1]->toOptionalTensor(), bias = args[2]->toOptionalTensor();
@@ -159,17 +154,15 @@ void group_norm_out(KernelRuntimeContext& ctx, Args args) {
   int64_t nc = 0, nchw = 0;
   ET_KERNEL_CHECK_MSG(ctx,
                       n >= 0 && n <= INT32_MAX && c >= 0 && c <= INT32_MAX && hw >= 0 && hw <= INT32_MAX &&
-                          groups > 0 && groups <= (c > 0 ? c : 1) && c % groups == 0 &&
-                          !mul_overflows(n, c, &nc) && !mul_overflows(nc, hw, &nchw) && in.numel() == nchw,
+                          groups > 0 && groups <= (c > 0 ? c : 1) && c % groups == 0 && !mul_overflows(n, c, &nc) &&
+                          !mul_overflows(nc, hw, &nchw) && in.numel() == nchw,
                       InvalidArgument, , "group_norm: N, C, HxW, group do not match the input");
   ET_KERNEL_CHECK_MSG(ctx, opt_float(weight, c) && opt_float(bias, c), InvalidArgument, ,
                       "group_norm: weight/bias must be float32 of size C");
   const int64_t stat_sizes[2] = {n, groups};
   const Tensor mean_out = args[9]->toTensor(), rstd_out = args[10]->toTensor();
-  const bool want_stats = is_float(mean_out) && is_float(rstd_out) && mean_out.dim() == 2 &&
-                          rstd_out.dim() == 2;
-  if (want_stats &&
-      (!resize_out(ctx, mean_out, {stat_sizes, 2}) || !resize_out(ctx, rstd_out, {stat_sizes, 2})))
+  const bool want_stats = is_float(mean_out) && is_float(rstd_out) && mean_out.dim() == 2 && rstd_out.dim() == 2;
+  if (want_stats && (!resize_out(ctx, mean_out, {stat_sizes, 2}) || !resize_out(ctx, rstd_out, {stat_sizes, 2})))
     return;
   const int64_t cg = c / groups, span = cg * hw;
   const float* w = weight ? weight->const_data_ptr<float>() : nullptr;
@@ -196,9 +189,8 @@ void group_norm_out(KernelRuntimeContext& ctx, Args args) {
 void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 9)) return call_widened(ctx, args, 9, 3, batch_norm_no_stats_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool,
-                                             Tag::Double, Tag::Double, Tag::Tensor, Tag::Tensor,
-                                             Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Double, Tag::Double, Tag::Tensor,
+                                 Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[6]->toTensor();
   const auto weight = args[1]->toOptionalTensor(), bias = args[2]->toOptionalTensor();
@@ -211,10 +203,8 @@ void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
                       "batch_norm: weight/bias must be float32 of size C");
   const Tensor mean_out = args[7]->toTensor(), rstd_out = args[8]->toTensor();
   const int64_t stat_sizes[1] = {c};
-  const bool want_stats = is_float(mean_out) && is_float(rstd_out) && mean_out.dim() == 1 &&
-                          rstd_out.dim() == 1;
-  if (want_stats &&
-      (!resize_out(ctx, mean_out, {stat_sizes, 1}) || !resize_out(ctx, rstd_out, {stat_sizes, 1})))
+  const bool want_stats = is_float(mean_out) && is_float(rstd_out) && mean_out.dim() == 1 && rstd_out.dim() == 1;
+  if (want_stats && (!resize_out(ctx, mean_out, {stat_sizes, 1}) || !resize_out(ctx, rstd_out, {stat_sizes, 1})))
     return;
   const float* x = in.const_data_ptr<float>();
   float* y = out.mutable_data_ptr<float>();
@@ -233,8 +223,7 @@ void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
     const float a = static_cast<float>(rstd) * (weight ? weight->const_data_ptr<float>()[ch] : 1.f);
     const float sh = (bias ? bias->const_data_ptr<float>()[ch] : 0.f) - static_cast<float>(mu) * a;
     for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i)
-        y[(o * c + ch) * inner + i] = x[(o * c + ch) * inner + i] * a + sh;
+      for (int64_t i = 0; i < inner; ++i) y[(o * c + ch) * inner + i] = x[(o * c + ch) * inner + i] * a + sh;
     if (want_stats) {
       mean_out.mutable_data_ptr<float>()[ch] = static_cast<float>(mu);
       rstd_out.mutable_data_ptr<float>()[ch] = static_cast<float>(rstd);

@@ -22,10 +22,10 @@ bool pair_arg(Span<const int64_t> list, const int64_t* copy, int64_t fallback, i
 
 // Fills the plane geometry of a [N, C, H, W] or [C, H, W] float input; false if unusable.
 bool pool_input(KernelRuntimeContext& ctx, const Tensor& in, const Tensor& out, cpu::Pool2dShape* s) {
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float,
-                      InvalidType, false, "pool2d: only float32");
-  ET_KERNEL_CHECK_MSG(ctx, (in.dim() == 3 || in.dim() == 4) && in.is_contiguous() && out.is_contiguous(),
-                      NotSupported, false, "pool2d: needs a contiguous 3-D or 4-D tensor");
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float, InvalidType,
+                      false, "pool2d: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, (in.dim() == 3 || in.dim() == 4) && in.is_contiguous() && out.is_contiguous(), NotSupported,
+                      false, "pool2d: needs a contiguous 3-D or 4-D tensor");
   s->planes = in.size(-3) * (in.dim() == 4 ? in.size(0) : 1);
   s->in_h = in.size(-2);
   s->in_w = in.size(-1);
@@ -41,20 +41,18 @@ bool resize_pool_out(KernelRuntimeContext& ctx, const Tensor& in, const Tensor& 
 }
 
 // Reads kernel/stride/padding/dilation lists into `s` and computes the output size.
-bool window_args(KernelRuntimeContext& ctx, const EValue& k, const EValue& st, const EValue& pad,
-                 const EValue* dil, bool ceil_mode, cpu::Pool2dShape* s) {
+bool window_args(KernelRuntimeContext& ctx, const EValue& k, const EValue& st, const EValue& pad, const EValue* dil,
+                 bool ceil_mode, cpu::Pool2dShape* s) {
   int64_t kk[2], ss[2], pp[2], dd[2] = {1, 1};
   const bool ok = pair_arg(k.toIntList(), nullptr, 0, kk) && pair_arg(st.toIntList(), kk, 1, ss) &&
-                  pair_arg(pad.toIntList(), nullptr, 0, pp) &&
-                  (!dil || pair_arg(dil->toIntList(), nullptr, 1, dd));
+                  pair_arg(pad.toIntList(), nullptr, 0, pp) && (!dil || pair_arg(dil->toIntList(), nullptr, 1, dd));
   constexpr int64_t kMaxParam = int64_t(1) << 24;  // keeps the size arithmetic from overflowing
   for (const int64_t* v : {kk, ss, pp, dd})
     ET_KERNEL_CHECK_MSG(ctx, !ok || (v[0] <= kMaxParam && v[1] <= kMaxParam), InvalidArgument, false,
                         "pool2d: window parameters out of range");
   ET_KERNEL_CHECK_MSG(ctx,
-                      ok && kk[0] > 0 && kk[1] > 0 && ss[0] > 0 && ss[1] > 0 && pp[0] >= 0 &&
-                          pp[1] >= 0 && dd[0] > 0 && dd[1] > 0 && pp[0] * 2 <= kk[0] &&
-                          pp[1] * 2 <= kk[1],
+                      ok && kk[0] > 0 && kk[1] > 0 && ss[0] > 0 && ss[1] > 0 && pp[0] >= 0 && pp[1] >= 0 && dd[0] > 0 &&
+                          dd[1] > 0 && pp[0] * 2 <= kk[0] && pp[1] * 2 <= kk[1],
                       InvalidArgument, false, "pool2d: invalid kernel/stride/padding/dilation");
   s->kernel_h = kk[0], s->kernel_w = kk[1], s->stride_h = ss[0], s->stride_w = ss[1];
   s->pad_h = pp[0], s->pad_w = pp[1], s->dilation_h = dd[0], s->dilation_w = dd[1];
@@ -69,41 +67,36 @@ bool window_args(KernelRuntimeContext& ctx, const EValue& k, const EValue& st, c
 void max_pool2d_with_indices_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 8)) return call_widened(ctx, args, 8, 2, max_pool2d_with_indices_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
-                                             Tag::ListInt, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt, Tag::ListInt, Tag::Bool,
+                                 Tag::Tensor, Tag::Tensor}),
                   InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[6]->toTensor(), idx = args[7]->toTensor();
   cpu::Pool2dShape s{};
-  if (!pool_input(ctx, in, out, &s) ||
-      !window_args(ctx, *args[1], *args[2], *args[3], args[4], args[5]->toBool(), &s))
+  if (!pool_input(ctx, in, out, &s) || !window_args(ctx, *args[1], *args[2], *args[3], args[4], args[5]->toBool(), &s))
     return;
   ET_KERNEL_CHECK_MSG(ctx, idx.scalar_type() == ScalarType::Long && idx.is_contiguous(), InvalidType, ,
                       "max_pool2d: indices must be contiguous int64");
-  if (!resize_pool_out(ctx, in, out, s.out_h, s.out_w) || !resize_pool_out(ctx, in, idx, s.out_h, s.out_w))
-    return;
-  cpu::max_pool2d(s, in.const_data_ptr<float>(), out.mutable_data_ptr<float>(),
-                  idx.mutable_data_ptr<int64_t>());
+  if (!resize_pool_out(ctx, in, out, s.out_h, s.out_w) || !resize_pool_out(ctx, in, idx, s.out_h, s.out_w)) return;
+  cpu::max_pool2d(s, in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), idx.mutable_data_ptr<int64_t>());
 }
 
 // avg_pool2d.out(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor?, *, out)
 void avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 8)) return call_widened(ctx, args, 8, 1, avg_pool2d_out);
   ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt,
-                                             Tag::Bool, Tag::Bool, Tag::None, Tag::Tensor}),
+                  args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt, Tag::Bool, Tag::Bool, Tag::None,
+                                 Tag::Tensor}),
                   InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[6]->isNone() || args[6]->isInt(), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[7]->toTensor();
   cpu::Pool2dShape s{};
-  if (!pool_input(ctx, in, out, &s) ||
-      !window_args(ctx, *args[1], *args[2], *args[3], nullptr, args[4]->toBool(), &s))
+  if (!pool_input(ctx, in, out, &s) || !window_args(ctx, *args[1], *args[2], *args[3], nullptr, args[4]->toBool(), &s))
     return;
   const int64_t divisor = args[6]->isInt() ? args[6]->toInt() : 0;
   ET_KERNEL_CHECK_MSG(ctx, args[6]->isNone() || divisor > 0, InvalidArgument, ,
                       "avg_pool2d: divisor_override must be positive");
   if (!resize_pool_out(ctx, in, out, s.out_h, s.out_w)) return;
-  cpu::avg_pool2d(s, in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), args[5]->toBool(),
-                  divisor);
+  cpu::avg_pool2d(s, in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), args[5]->toBool(), divisor);
 }
 
 // _adaptive_avg_pool2d.out(self, output_size, *, out)

@@ -92,14 +92,17 @@ template <typename Q>
 void quantize_into(const float* in, Q* out, int64_t n, float inv_scale, float zp, int64_t qmin, int64_t qmax) {
   const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
   cpu::parallel_for(0, n, kQuantGrain, [&](int64_t b, int64_t e) {
-    if constexpr (std::is_same_v<Q, int8_t>) quantize_i8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
-    else if constexpr (std::is_same_v<Q, uint8_t>) quantize_u8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
-    else quantize_loop(in + b, out + b, e - b, inv_scale, zp, qmin, qmax);
+    if constexpr (std::is_same_v<Q, int8_t>)
+      quantize_i8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
+    else if constexpr (std::is_same_v<Q, uint8_t>)
+      quantize_u8(in + b, out + b, e - b, inv_scale, zp, lo, hi);
+    else
+      quantize_loop(in + b, out + b, e - b, inv_scale, zp, qmin, qmax);
   });
 }
 
-void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, int64_t zp, int64_t qmin,
-                     int64_t qmax, ScalarType qtype, const Tensor& out) {
+void quantize_tensor(KernelRuntimeContext& ctx, const Tensor& in, double scale, int64_t zp, int64_t qmin, int64_t qmax,
+                     ScalarType qtype, const Tensor& out) {
   if (!prepare(ctx, "quantize_per_tensor", in, out, qtype, qmin, qmax)) return;
   ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == qtype, InvalidType, ,
                       "quantize_per_tensor: takes float32 to the dtype argument, got %s -> %s",
@@ -130,9 +133,12 @@ ET_MULTIVERSION void dequantize_u8(const uint8_t* in, float* out, int64_t n, flo
 template <typename Q>
 void dequantize_into(const Q* in, float* out, int64_t n, float scale, float zp) {
   cpu::parallel_for(0, n, kQuantGrain, [&](int64_t b, int64_t e) {
-    if constexpr (std::is_same_v<Q, int8_t>) dequantize_i8(in + b, out + b, e - b, scale, zp);
-    else if constexpr (std::is_same_v<Q, uint8_t>) dequantize_u8(in + b, out + b, e - b, scale, zp);
-    else dequantize_loop(in + b, out + b, e - b, scale, zp);
+    if constexpr (std::is_same_v<Q, int8_t>)
+      dequantize_i8(in + b, out + b, e - b, scale, zp);
+    else if constexpr (std::is_same_v<Q, uint8_t>)
+      dequantize_u8(in + b, out + b, e - b, scale, zp);
+    else
+      dequantize_loop(in + b, out + b, e - b, scale, zp);
   });
 }
 
@@ -201,7 +207,8 @@ void quantize_channels(KernelRuntimeContext& ctx, const Tensor& in, const Tensor
   for (int64_t i = 0; i < in.numel(); ++i) {
     const int64_t c = ch.of(i);
     const S inv = static_cast<S>(1) / s[c];
-    S v = std::nearbyint(static_cast<S>(x[i]) * inv) + static_cast<S>(load_int(zps.const_data_ptr(), zps.scalar_type(), c));
+    S v = std::nearbyint(static_cast<S>(x[i]) * inv) +
+          static_cast<S>(load_int(zps.const_data_ptr(), zps.scalar_type(), c));
     v = v < qmin ? static_cast<S>(qmin) : (v > qmax ? static_cast<S>(qmax) : v);
     const int64_t q = v == v ? static_cast<int64_t>(v) : qmin;  // |v| <= 2^31: prepare bounded the range
     store_int(out.mutable_data_ptr(), out.scalar_type(), i, q > qmax ? qmax : q);
@@ -211,8 +218,9 @@ void quantize_channels(KernelRuntimeContext& ctx, const Tensor& in, const Tensor
 
 // quantize_per_channel.out(input, scales, zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, out)
 void quantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::Int,
-                                      Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(
+      ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::Tensor}),
+      InvalidArgument);
   const Tensor &in = args[0]->toTensor(), &scales = args[1]->toTensor(), &zps = args[2]->toTensor();
   const Tensor& out = args[7]->toTensor();
   const auto qtype = qtype_arg(*args[6]);
@@ -240,7 +248,8 @@ void dequantize_run(const Q* q, float* y, int64_t n, int64_t z, S s) {
   }
   for (int64_t i = 0; i < n; ++i)
     y[i] = static_cast<float>(static_cast<S>(static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(q[i])) -
-                                                                  static_cast<uint64_t>(z))) * s);
+                                                                  static_cast<uint64_t>(z))) *
+                              s);
 }
 
 template <typename S>
@@ -257,8 +266,10 @@ void dequantize_channels(const Tensor& in, const Tensor& scales, const Tensor* z
       const int64_t c = run % ch.count, end = start + ch.stride < n ? start + ch.stride : n;
       const int64_t z = zps ? load_int(zps->const_data_ptr(), zps->scalar_type(), c) : 0;
       const S sc = s[c];
-      if (is_signed) dequantize_run(in.const_data_ptr<int8_t>() + start, y + start, end - start, z, sc);
-      else dequantize_run(in.const_data_ptr<uint8_t>() + start, y + start, end - start, z, sc);
+      if (is_signed)
+        dequantize_run(in.const_data_ptr<int8_t>() + start, y + start, end - start, z, sc);
+      else
+        dequantize_run(in.const_data_ptr<uint8_t>() + start, y + start, end - start, z, sc);
     }
     return;
   }
@@ -275,8 +286,10 @@ void dequantize_channels(const Tensor& in, const Tensor& scales, const Tensor* z
 // dequantize_per_channel.out(input, scales, zero_points?, int axis, int quant_min, int quant_max, ScalarType dtype, *,
 //                            out_dtype, out)
 void dequantize_per_channel_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Int, Tag::Int, Tag::Int, Tag::Int,
-                                      Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx,
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::None, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::None,
+                                 Tag::Tensor}),
+                  InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[2]->isNone() || args[2]->isTensor(), InvalidArgument);
   const Tensor &in = args[0]->toTensor(), &scales = args[1]->toTensor(), &out = args[8]->toTensor();
   const Tensor zp_tensor = args[2]->isTensor() ? args[2]->toTensor() : Tensor(nullptr);
@@ -301,7 +314,8 @@ void quantize_per_tensor_out(KernelRuntimeContext& ctx, Args args) {
 }
 // quantize_per_tensor.Tensor_out: scale and zero point as one-element tensors.
 void quantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::Tensor}),
+  ET_KERNEL_CHECK(ctx,
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::Tensor}),
                   InvalidArgument);
   double scale = 0, zp = 0;
   if (!scalar_of(ctx, "quantize_per_tensor", args[1]->toTensor(), &scale) ||
@@ -312,14 +326,16 @@ void quantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
 }
 // dequantize_per_tensor.out(input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype, *, out_dtype, out)
 void dequantize_per_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::None,
-                                      Tag::Tensor}), InvalidArgument);
-  dequantize_tensor(ctx, args[0]->toTensor(), args[1]->toDouble(), args[2]->toInt(), args[3]->toInt(),
-                    args[4]->toInt(), qtype_arg(*args[5]), *args[6], args[7]->toTensor());
+  ET_KERNEL_CHECK(
+      ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Int, Tag::Int, Tag::Int, Tag::Int, Tag::None, Tag::Tensor}),
+      InvalidArgument);
+  dequantize_tensor(ctx, args[0]->toTensor(), args[1]->toDouble(), args[2]->toInt(), args[3]->toInt(), args[4]->toInt(),
+                    qtype_arg(*args[5]), *args[6], args[7]->toTensor());
 }
 void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::None,
-                                      Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(
+      ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Int, Tag::Int, Tag::None, Tag::Tensor}),
+      InvalidArgument);
   double scale = 0, zp = 0;
   if (!scalar_of(ctx, "dequantize_per_tensor", args[1]->toTensor(), &scale) ||
       !scalar_of(ctx, "dequantize_per_tensor", args[2]->toTensor(), &zp))
@@ -333,20 +349,23 @@ void dequantize_per_tensor_tensor_out(KernelRuntimeContext& ctx, Args args) {
 // them in float32: the input's range widened to hold 0 (NaNs skipped), over (quant_max - quant_min), at
 // least eps; the zero point quant_min - round(low end / scale), clamped.
 void choose_qparams_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Double, Tag::Int, Tag::Tensor,
-                                      Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx,
+                  args_ok(args, {Tag::Tensor, Tag::Int, Tag::Int, Tag::Double, Tag::Int, Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
   const Tensor &in = args[0]->toTensor(), &scale_out = args[5]->toTensor(), &zp_out = args[6]->toTensor();
   const int64_t qmin = args[1]->toInt(), qmax = args[2]->toInt();
   const ScalarType qtype = qtype_arg(*args[4]);
   ET_KERNEL_CHECK_MSG(ctx, quantized_dtype(qtype) && range_fits(qtype, qmin, qmax) && qmin < qmax, InvalidArgument, ,
                       "choose_qparams: dtype %s with range [%lld, %lld] is not an integer quantization within the "
-                      "dtype", runtime::scalar_type_name(qtype), static_cast<long long>(qmin),
-                      static_cast<long long>(qmax));
+                      "dtype",
+                      runtime::scalar_type_name(qtype), static_cast<long long>(qmin), static_cast<long long>(qmax));
   ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && in.numel() > 0, InvalidType, ,
                       "choose_qparams: takes a non-empty float32 tensor, got %s of %lld elements",
                       runtime::scalar_type_name(in.scalar_type()), static_cast<long long>(in.numel()));
-  ET_KERNEL_CHECK_MSG(ctx, is_floating(scale_out.scalar_type()) && !is_half(scale_out.scalar_type()) &&
-                               is_integral(zp_out.scalar_type(), false), InvalidType, ,
+  ET_KERNEL_CHECK_MSG(ctx,
+                      is_floating(scale_out.scalar_type()) && !is_half(scale_out.scalar_type()) &&
+                          is_integral(zp_out.scalar_type(), false),
+                      InvalidType, ,
                       "choose_qparams: scale_out must be float32/float64 and zero_point_out an integer tensor");
   const int64_t one[1] = {1};
   if (!resize_out(ctx, scale_out, {one, 1}) || !resize_out(ctx, zp_out, {one, 1})) return;
@@ -384,8 +403,7 @@ size_t dequantize_constants_once(runtime::MethodRewriter& m) {
   size_t done = 0;
   for (size_t pc = 0; pc < m.num_steps(); ++pc) {
     const runtime::OpFunction op = m.kernel(pc);
-    if (op != dequantize_per_channel_out && op != dequantize_per_tensor_out &&
-        op != dequantize_per_tensor_tensor_out)
+    if (op != dequantize_per_channel_out && op != dequantize_per_tensor_out && op != dequantize_per_tensor_tensor_out)
       continue;
     const Args args = m.args(pc);
     if (args.size() < 3 || args[args.size() - 1] != args[args.size() - 2] || !args[args.size() - 1]->isTensor())

@@ -34,12 +34,11 @@ bool dims_arg(const EValue& v, Span<const int64_t>* dims, bool* all) {
 enum class Fold { kSum, kMean, kProd };
 
 // Sum, mean or product over dims into out; integers accumulate exactly in int64.
-void fold(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
-          bool keepdim, const Tensor& out, Fold kind) {
+void fold(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all, bool keepdim,
+          const Tensor& out, Fold kind) {
   if (!supported(ctx, in) || !supported(ctx, out)) return;
   ReducePlan p;
-  if (!make_reduce_plan(ctx, in, dims, all, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out))
-    return;
+  if (!make_reduce_plan(ctx, in, dims, all, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out)) return;
   const void* x = in.const_data_ptr();
   const ScalarType it = in.scalar_type(), ot = out.scalar_type();
   void* o = out.mutable_data_ptr();
@@ -72,8 +71,7 @@ void fold(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims,
 
 // sum.IntList_out(self, dim?, keepdim, *, dtype?, out)
 void sum_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
   ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
@@ -82,14 +80,12 @@ void sum_out(KernelRuntimeContext& ctx, Args args) {
 
 // mean.out(self, dim?, keepdim, *, dtype?, out)
 void mean_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
   ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
   const Tensor out = args[4]->toTensor();
-  ET_KERNEL_CHECK_MSG(ctx, is_floating(out.scalar_type()), InvalidType, ,
-                      "mean: output must be floating point");
+  ET_KERNEL_CHECK_MSG(ctx, is_floating(out.scalar_type()), InvalidType, , "mean: output must be floating point");
   fold(ctx, args[0]->toTensor(), dims, all, args[2]->toBool(), out, Fold::kMean);
 }
 
@@ -108,20 +104,18 @@ void prod_all_out(KernelRuntimeContext& ctx, Args args) {
 }
 // prod.int_out(self, int dim, keepdim, *, dtype?, out)
 void prod_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
   const int64_t dim = args[1]->toInt();
   fold(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), args[4]->toTensor(), Fold::kProd);
 }
 
 // Max/min (NaN wins) with the first index of the winner; writes values and/or indices.
-void extreme(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
-             bool keepdim, const Tensor* values, const Tensor* indices, bool is_max) {
+void extreme(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all, bool keepdim,
+             const Tensor* values, const Tensor* indices, bool is_max) {
   if (!supported(ctx, in)) return;
   ReducePlan p;
   if (!make_reduce_plan(ctx, in, dims, all, &p)) return;
-  ET_KERNEL_CHECK_MSG(ctx, p.red_count > 0, InvalidArgument, ,
-                      "max/min: cannot reduce over an empty dimension");
+  ET_KERNEL_CHECK_MSG(ctx, p.red_count > 0, InvalidArgument, , "max/min: cannot reduce over an empty dimension");
   if (values && (!supported(ctx, *values) || !prepare_reduce_out(ctx, in, p, keepdim, *values))) return;
   if (indices) {
     ET_KERNEL_CHECK_MSG(ctx, indices->scalar_type() == ScalarType::Long, InvalidType, ,
@@ -153,8 +147,10 @@ void extreme(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> di
       }
     });
     if (values) {
-      if (ints) store_int(values->mutable_data_ptr(), values->scalar_type(), i, ibest);
-      else store_double(values->mutable_data_ptr(), values->scalar_type(), i, best);
+      if (ints)
+        store_int(values->mutable_data_ptr(), values->scalar_type(), i, ibest);
+      else
+        store_double(values->mutable_data_ptr(), values->scalar_type(), i, best);
     }
     if (indices) indices->mutable_data_ptr<int64_t>()[i] = where;
   }
@@ -162,15 +158,13 @@ void extreme(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> di
 
 // amax.out / amin.out(self, int[1] dim, keepdim, *, out)
 void amax_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const Span<const int64_t> dims = args[1]->toIntList();
   const Tensor out = args[3]->toTensor();
   extreme(ctx, args[0]->toTensor(), dims, dims.size() == 0, args[2]->toBool(), &out, nullptr, true);
 }
 void amin_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListInt, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const Span<const int64_t> dims = args[1]->toIntList();
   const Tensor out = args[3]->toTensor();
   extreme(ctx, args[0]->toTensor(), dims, dims.size() == 0, args[2]->toBool(), &out, nullptr, false);
@@ -178,8 +172,7 @@ void amin_out(KernelRuntimeContext& ctx, Args args) {
 
 // argmax.out / argmin.out(self, int? dim, keepdim, *, out); no dim: index into the flattening.
 void arg_extreme(KernelRuntimeContext& ctx, Args args, bool is_max) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}), InvalidArgument);
   ET_KERNEL_CHECK(ctx, args[1]->isNone() || args[1]->isInt(), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   const int64_t dim = args[1]->toInt();
@@ -192,15 +185,13 @@ void argmin_out(KernelRuntimeContext& ctx, Args args) { arg_extreme(ctx, args, f
 
 // max.dim_max / min.dim_min(self, int dim, keepdim, *, values, indices)
 void max_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const int64_t dim = args[1]->toInt();
   const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
   extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, true);
 }
 void min_dim_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const int64_t dim = args[1]->toInt();
   const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
   extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, false);
@@ -210,16 +201,14 @@ void min_dim_out(KernelRuntimeContext& ctx, Args args) {
 constexpr int64_t kAnyAllGrain = 1 << 16;
 
 // any / all over dims, written as 0/1 in out's dtype.
-void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all_dims,
-             bool keepdim, const Tensor& out, bool is_any) {
+void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all_dims, bool keepdim,
+             const Tensor& out, bool is_any) {
   if (!supported(ctx, in) || !supported(ctx, out)) return;
   ReducePlan p;
-  if (!make_reduce_plan(ctx, in, dims, all_dims, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out))
-    return;
+  if (!make_reduce_plan(ctx, in, dims, all_dims, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out)) return;
   const void* x = in.const_data_ptr();
   const ScalarType it = in.scalar_type();
-  if (p.red_dense && (it == ScalarType::Bool || it == ScalarType::Byte) &&
-      out.scalar_type() == ScalarType::Bool) {
+  if (p.red_dense && (it == ScalarType::Bool || it == ScalarType::Byte) && out.scalar_type() == ScalarType::Bool) {
     // The hot case (a mask reduced over its last dim): any is the OR of a row's bytes and all
     // is their minimum, both nonzero exactly when the generic test is true; loops that vectorize.
     const uint8_t* x8 = static_cast<const uint8_t*>(x);
@@ -251,15 +240,13 @@ void any_all(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> di
 }
 template <bool kAny>
 void any_all_dim_out(KernelRuntimeContext& ctx, Args args) {  // (self, int dim, keepdim, *, out)
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const int64_t dim = args[1]->toInt();
   any_all(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), args[3]->toTensor(), kAny);
 }
 template <bool kAny>
 void any_all_dims_out(KernelRuntimeContext& ctx, Args args) {  // (self, int[]? dim, keepdim, *, out)
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::Tensor}), InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
   ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
@@ -275,8 +262,7 @@ void any_all_all_out(KernelRuntimeContext& ctx, Args args) {  // (self, *, out)
 // var.out / std.out(self, dim?, unbiased, keepdim, *, out): the bool is a correction of 1 or 0.
 template <bool kStd>
 void var_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}), InvalidArgument);
   Span<const int64_t> dims;
   bool all = false;
   ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
@@ -287,9 +273,7 @@ void var_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK_MSG(ctx, is_floating(in.scalar_type()) && is_floating(out.scalar_type()), InvalidType, ,
                       "var/std: only floating point");
   ReducePlan p;
-  if (!make_reduce_plan(ctx, in, dims, all, &p) ||
-      !prepare_reduce_out(ctx, in, p, args[3]->toBool(), out))
-    return;
+  if (!make_reduce_plan(ctx, in, dims, all, &p) || !prepare_reduce_out(ctx, in, p, args[3]->toBool(), out)) return;
   const void* x = in.const_data_ptr();
   for (int64_t i = 0; i < p.out_count; ++i) {
     const int64_t base = reduce_base(p, i);
@@ -308,8 +292,7 @@ void var_out(KernelRuntimeContext& ctx, Args args) {
 
 // cumsum.out(self, int dim, *, dtype?, out)
 void cumsum_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::None, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
   if (!supported(ctx, in) || !supported(ctx, out) || !resize_out(ctx, out, in)) return;
   const int64_t d_arg = args[1]->toInt();

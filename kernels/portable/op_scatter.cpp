@@ -102,8 +102,7 @@ bool start_from(KernelRuntimeContext& ctx, const Tensor& self, const Tensor& out
 void copy_inplace(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Bool}), InvalidArgument);
   const Tensor self = args[0]->toTensor(), src = args[1]->toTensor();
-  if (self.const_data_ptr() == src.const_data_ptr() && same_shape(self, src) &&
-      self.scalar_type() == src.scalar_type())
+  if (self.const_data_ptr() == src.const_data_ptr() && same_shape(self, src) && self.scalar_type() == src.scalar_type())
     return;
   assign_broadcast(ctx, src, self, "copy_");
 }
@@ -119,8 +118,8 @@ void copy_out(KernelRuntimeContext& ctx, Args args) {
 
 // out[indices] = values (or +=): the index tensors broadcast together; the indexed dims are
 // replaced by that shape (in place when adjacent, else in front), and values broadcast to the result.
-void index_put(KernelRuntimeContext& ctx, const Tensor& self, Span<std::optional<Tensor>> indices,
-               const Tensor& values, bool accumulate, const Tensor& out) {
+void index_put(KernelRuntimeContext& ctx, const Tensor& self, Span<std::optional<Tensor>> indices, const Tensor& values,
+               bool accumulate, const Tensor& out) {
   ET_KERNEL_CHECK_MSG(ctx, static_cast<int64_t>(indices.size()) <= self.dim(), InvalidArgument, ,
                       "index_put: more indices than dims");
   ET_KERNEL_CHECK_MSG(ctx, values.scalar_type() == self.scalar_type(), InvalidType, ,
@@ -216,8 +215,7 @@ void index_put_out(KernelRuntimeContext& ctx, Args args) {
 
 // index_put_(self, indices, values, accumulate): the same, into self.
 void index_put_inplace(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListOptionalTensor, Tag::Tensor, Tag::Bool}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListOptionalTensor, Tag::Tensor, Tag::Bool}), InvalidArgument);
   const Tensor self = args[0]->toTensor();
   index_put(ctx, self, args[1]->toListOptionalTensor(), args[2]->toTensor(), args[3]->toBool(), self);
 }
@@ -235,17 +233,16 @@ View drop_dim(const Tensor& t, int64_t d, int64_t i) {
 
 // index_copy.out(self, dim, index, source, *, out): out.select(dim, index[k]) = source.select(dim, k).
 void index_copy_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const Tensor self = args[0]->toTensor(), index = args[2]->toTensor(), src = args[3]->toTensor(),
                out = args[4]->toTensor();
   int64_t d;
-  ET_KERNEL_CHECK_MSG(ctx, self.dim() > 0 && normalize_dim(args[1]->toInt(), self.dim(), &d) &&
-                               index_dtype(index) && index.dim() <= 1,
-                      InvalidArgument, , "index_copy: bad dim or index (needs a 1-D int tensor)");
-  ET_KERNEL_CHECK_MSG(ctx, src.scalar_type() == self.scalar_type() && src.dim() == self.dim() &&
-                               src.size(d) == index.numel(),
-                      InvalidArgument, , "index_copy: source must match self with index.numel() rows in dim");
+  ET_KERNEL_CHECK_MSG(
+      ctx, self.dim() > 0 && normalize_dim(args[1]->toInt(), self.dim(), &d) && index_dtype(index) && index.dim() <= 1,
+      InvalidArgument, , "index_copy: bad dim or index (needs a 1-D int tensor)");
+  ET_KERNEL_CHECK_MSG(
+      ctx, src.scalar_type() == self.scalar_type() && src.dim() == self.dim() && src.size(d) == index.numel(),
+      InvalidArgument, , "index_copy: source must match self with index.numel() rows in dim");
   for (int64_t j = 0; j < self.dim(); ++j)
     ET_KERNEL_CHECK_MSG(ctx, j == d || src.size(j) == self.size(j), InvalidArgument, ,
                         "index_copy: source and self differ outside dim");
@@ -254,8 +251,8 @@ void index_copy_out(KernelRuntimeContext& ctx, Args args) {
     const int64_t raw = load_int(index.const_data_ptr(), index.scalar_type(), k);
     int64_t i;
     ET_KERNEL_CHECK_MSG(ctx, wrap_index(raw, self.size(d), &i), InvalidArgument, ,
-                        "index_copy: index %lld is out of range for a dim of size %lld",
-                        static_cast<long long>(raw), static_cast<long long>(self.size(d)));
+                        "index_copy: index %lld is out of range for a dim of size %lld", static_cast<long long>(raw),
+                        static_cast<long long>(self.size(d)));
     copy_view(drop_dim(src, d, k), drop_dim(out, d, i));
   }
 }
@@ -314,15 +311,15 @@ void select_scatter_out(KernelRuntimeContext& ctx, Args args) {
 void scatter(KernelRuntimeContext& ctx, Args args, const Tensor* src, const EValue* value, bool add) {
   const Tensor self = args[0]->toTensor(), index = args[2]->toTensor(), out = args[4]->toTensor();
   int64_t d;
-  ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), self.dim(), &d) && index_dtype(index) &&
-                               (index.dim() == self.dim() || index.numel() == 0),
+  ET_KERNEL_CHECK_MSG(ctx,
+                      normalize_dim(args[1]->toInt(), self.dim(), &d) && index_dtype(index) &&
+                          (index.dim() == self.dim() || index.numel() == 0),
                       InvalidArgument, , "scatter: index must be an int tensor of self's rank");
   if (src != nullptr) {
     ET_KERNEL_CHECK_MSG(ctx, src->scalar_type() == self.scalar_type() && src->dim() == self.dim(), InvalidArgument, ,
                         "scatter: src must have self's dtype and rank");
     for (int64_t j = 0; j < index.dim(); ++j)
-      ET_KERNEL_CHECK_MSG(ctx, index.size(j) <= src->size(j), InvalidArgument, ,
-                          "scatter: index is larger than src");
+      ET_KERNEL_CHECK_MSG(ctx, index.size(j) <= src->size(j), InvalidArgument, , "scatter: index is larger than src");
   }
   for (int64_t j = 0; j < index.dim(); ++j)
     ET_KERNEL_CHECK_MSG(ctx, j == d || index.size(j) <= self.size(j), InvalidArgument, ,
@@ -347,7 +344,8 @@ void scatter(KernelRuntimeContext& ctx, Args args, const Tensor* src, const EVal
     ET_KERNEL_CHECK_MSG(ctx, wrap_index(raw, dim_size, &pos), InvalidArgument, ,
                         "scatter: index %lld is out of range for a dim of size %lld", static_cast<long long>(raw),
                         static_cast<long long>(dim_size));
-    for (size_t j = 0; j < n; ++j) oo += (static_cast<int64_t>(j) == d ? pos : at[j]) * out.stride(static_cast<int64_t>(j));
+    for (size_t j = 0; j < n; ++j)
+      oo += (static_cast<int64_t>(j) == d ? pos : at[j]) * out.stride(static_cast<int64_t>(j));
     if (src != nullptr) {
       put(*src, so, out, oo, add);
     } else if (value->isInt() && is_integral(out.scalar_type(), true)) {

@@ -13,11 +13,10 @@ void log_softmax_out(KernelRuntimeContext& ctx, Args args);
 // (self, int dim, bool half_to_float, *, out)
 void softmax_kernel(KernelRuntimeContext& ctx, Args args, bool log) {
   if (has_half_tensor(args, 4)) return call_widened(ctx, args, 4, 1, log ? log_softmax_out : softmax_out);
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[3]->toTensor();
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float,
-                      InvalidType, , "softmax: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float, InvalidType,
+                      , "softmax: only float32");
   ET_KERNEL_CHECK_MSG(ctx, in.is_contiguous(), NotSupported, , "softmax: input must be contiguous");
   int64_t dim;
   ET_KERNEL_CHECK_MSG(ctx, normalize_dim(args[1]->toInt(), in.dim(), &dim), InvalidArgument, ,

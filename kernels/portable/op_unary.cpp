@@ -32,18 +32,18 @@ T to_element(R r) {
 }
 
 // Defines a functor usable on float, double and int64 elements, and its .out kernel.
-#define ET_UNARY_OP(name, expr)                                                   \
-  struct name##_fn {                                                              \
-    template <typename T>                                                         \
-    T operator()(T x) const {                                                     \
-      using R = std::conditional_t<std::is_integral_v<T>, double, T>;             \
-      const R v = static_cast<R>(x);                                              \
-      (void)v;                                                                    \
-      return to_element<T>(static_cast<R>(expr));                                 \
-    }                                                                             \
-  };                                                                              \
-  void name##_out(KernelRuntimeContext& ctx, Args args) {                         \
-    unary_kernel(ctx, args, {Tag::Tensor, Tag::Tensor}, name##_fn{});             \
+#define ET_UNARY_OP(name, expr)                                       \
+  struct name##_fn {                                                  \
+    template <typename T>                                             \
+    T operator()(T x) const {                                         \
+      using R = std::conditional_t<std::is_integral_v<T>, double, T>; \
+      const R v = static_cast<R>(x);                                  \
+      (void)v;                                                        \
+      return to_element<T>(static_cast<R>(expr));                     \
+    }                                                                 \
+  };                                                                  \
+  void name##_out(KernelRuntimeContext& ctx, Args args) {             \
+    unary_kernel(ctx, args, {Tag::Tensor, Tag::Tensor}, name##_fn{}); \
   }
 
 ET_UNARY_OP(exp, std::exp(v))
@@ -67,7 +67,7 @@ ET_UNARY_OP(tanh, std::tanh(v))
 ET_UNARY_OP(sigmoid, R(1) / (R(1) + std::exp(-v)))
 ET_UNARY_OP(erf, std::erf(v))
 ET_UNARY_OP(silu, v / (R(1) + std::exp(-v)))
-ET_UNARY_OP(hardswish, v * std::fmin(std::fmax(v + R(3), R(0)), R(6)) / R(6))
+ET_UNARY_OP(hardswish, v* std::fmin(std::fmax(v + R(3), R(0)), R(6)) / R(6))
 ET_UNARY_OP(hardsigmoid, std::fmin(std::fmax(v + R(3), R(0)), R(6)) / R(6))
 // round() in torch rounds half to even, which nearbyint does in the default rounding mode.
 ET_UNARY_OP(round, std::nearbyint(v))
@@ -80,15 +80,19 @@ ET_UNARY_OP(trunc, std::trunc(v))
 struct abs_fn {
   template <typename T>
   T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) return x < 0 ? static_cast<T>(0 - static_cast<uint64_t>(x)) : x;
-    else return std::fabs(x);
+    if constexpr (std::is_integral_v<T>)
+      return x < 0 ? static_cast<T>(0 - static_cast<uint64_t>(x)) : x;
+    else
+      return std::fabs(x);
   }
 };
 struct neg_fn {
   template <typename T>
   T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(0 - static_cast<uint64_t>(x));
-    else return -x;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(0 - static_cast<uint64_t>(x));
+    else
+      return -x;
   }
 };
 struct sign_fn {
@@ -119,9 +123,12 @@ struct clamp_fn {
   template <typename T>
   T operator()(T x) const {
     T l, h;
-    if constexpr (std::is_same_v<T, float>) l = flo, h = fhi;
-    else if constexpr (std::is_same_v<T, double>) l = lo, h = hi;
-    else l = ilo, h = ihi;
+    if constexpr (std::is_same_v<T, float>)
+      l = flo, h = fhi;
+    else if constexpr (std::is_same_v<T, double>)
+      l = lo, h = hi;
+    else
+      l = ilo, h = ihi;
     const T r = x < l ? l : x;
     return r > h ? h : r;
   }
@@ -130,31 +137,31 @@ struct clamp_fn {
 clamp_fn make_clamp(const EValue& lo, const EValue& hi) {
   const double l = lo.isScalar() ? lo.toScalarDouble() : -INFINITY;
   const double h = hi.isScalar() ? hi.toScalarDouble() : INFINITY;
-  return {static_cast<float>(l), static_cast<float>(h), l, h,
-          lo.isScalar() ? scalar_int(lo) : INT64_MIN, hi.isScalar() ? scalar_int(hi) : INT64_MAX};
+  return {static_cast<float>(l),
+          static_cast<float>(h),
+          l,
+          h,
+          lo.isScalar() ? scalar_int(lo) : INT64_MIN,
+          hi.isScalar() ? scalar_int(hi) : INT64_MAX};
 }
 
 // clamp.out(self, Scalar? min, Scalar? max, *, out)
 void clamp_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_count_ok(args, 4), InvalidArgument);
-  ET_KERNEL_CHECK(ctx, (args[1]->isNone() || args[1]->isScalar()) &&
-                           (args[2]->isNone() || args[2]->isScalar()),
+  ET_KERNEL_CHECK(ctx, (args[1]->isNone() || args[1]->isScalar()) && (args[2]->isNone() || args[2]->isScalar()),
                   InvalidArgument);
-  unary_kernel(ctx, args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor},
-               make_clamp(*args[1], *args[2]));
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}, make_clamp(*args[1], *args[2]));
 }
 
 // hardtanh.out(self, Scalar min_val, Scalar max_val, *, out)
 void hardtanh_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_count_ok(args, 4), InvalidArgument);
-  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor},
-               make_clamp(*args[1], *args[2]));
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}, make_clamp(*args[1], *args[2]));
 }
 
 // clamp.Tensor_out(self, Tensor? min, Tensor? max, *, out): bounds broadcast like operands.
 void clamp_tensor_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor}), InvalidArgument);
   const double inf = INFINITY;
   const Operand ops[3] = {tensor_operand(args[0]->toTensor()),
                           args[1]->isTensor() ? tensor_operand(args[1]->toTensor()) : double_operand(-inf),
@@ -180,20 +187,17 @@ void elu_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_count_ok(args, 5), InvalidArgument);
   const double alpha = args[1]->toScalarDouble(), scale = args[2]->toScalarDouble(),
                in_scale = args[3]->toScalarDouble();
-  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor},
-               [=](auto x) {
-                 using T = decltype(x);
-                 using R = std::conditional_t<std::is_integral_v<T>, double, T>;
-                 const R v = static_cast<R>(x);
-                 return static_cast<T>(v > R(0) ? v * R(scale)
-                                                : R(alpha) * R(scale) * std::expm1(v * R(in_scale)));
-               });
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}, [=](auto x) {
+    using T = decltype(x);
+    using R = std::conditional_t<std::is_integral_v<T>, double, T>;
+    const R v = static_cast<R>(x);
+    return static_cast<T>(v > R(0) ? v * R(scale) : R(alpha) * R(scale) * std::expm1(v * R(in_scale)));
+  });
 }
 
 // gelu.out(self, str approximate, *, out)
 void gelu_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::String, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::String, Tag::Tensor}), InvalidArgument);
   const std::string_view mode = args[1]->toString();
   ET_KERNEL_CHECK_MSG(ctx, mode == "none" || mode == "tanh", InvalidArgument, ,
                       "gelu: approximate must be 'none' or 'tanh'");

@@ -17,8 +17,8 @@ struct Resize {
 // Reads output_size / scale_factors (exactly one is given) and resizes `out`.
 bool plan_resize(KernelRuntimeContext& ctx, const Tensor& in, const EValue& size, const EValue& scales,
                  bool align_corners, const Tensor& out, Resize* r) {
-  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float,
-                      InvalidType, false, "upsample: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float, InvalidType,
+                      false, "upsample: only float32");
   ET_KERNEL_CHECK_MSG(ctx, in.dim() == 4 && in.is_contiguous(), NotSupported, false,
                       "upsample: needs a contiguous 4-D input");
   r->planes = in.size(0) * in.size(1);
@@ -34,8 +34,9 @@ bool plan_resize(KernelRuntimeContext& ctx, const Tensor& in, const EValue& size
     r->scale_h = static_cast<double>(r->in_h) / r->out_h;
     r->scale_w = static_cast<double>(r->in_w) / r->out_w;
   } else {
-    ET_KERNEL_CHECK_MSG(ctx, scales.isDoubleList() && sc.size() == 2 && sc[0] > 0 && sc[1] > 0 &&
-                                 r->in_h * sc[0] < 2147483647.0 && r->in_w * sc[1] < 2147483647.0,
+    ET_KERNEL_CHECK_MSG(ctx,
+                        scales.isDoubleList() && sc.size() == 2 && sc[0] > 0 && sc[1] > 0 &&
+                            r->in_h * sc[0] < 2147483647.0 && r->in_w * sc[1] < 2147483647.0,
                         InvalidArgument, false, "upsample: give output_size or two positive scale_factors");
     r->out_h = static_cast<int64_t>(std::floor(r->in_h * sc[0]));
     r->out_w = static_cast<int64_t>(std::floor(r->in_w * sc[1]));
@@ -83,8 +84,7 @@ void taps(int64_t o, double scale, int64_t in, bool align_corners, int64_t* i0, 
 // upsample_bilinear2d.vec_out(input, output_size?, align_corners, scale_factors?, *, out)
 void upsample_bilinear2d_out(KernelRuntimeContext& ctx, Args args) {
   if (has_half_tensor(args, 5)) return call_widened(ctx, args, 5, 1, upsample_bilinear2d_out);
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Bool, Tag::None, Tag::Tensor}), InvalidArgument);
   const Tensor in = args[0]->toTensor(), out = args[4]->toTensor();
   const bool align = args[2]->toBool();
   Resize r;

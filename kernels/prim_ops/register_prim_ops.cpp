@@ -65,9 +65,12 @@ void local_scalar_dense(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK_MSG(ctx, t.numel() == 1 && is_supported_dtype(t.scalar_type()), InvalidArgument, ,
                       "_local_scalar_dense: needs a one-element tensor of a supported dtype");
   const ScalarType st = t.scalar_type();
-  if (st == ScalarType::Bool) *args[1] = EValue(load_int(t.const_data_ptr(), st, 0) != 0);
-  else if (is_integral(st, false)) *args[1] = EValue(load_int(t.const_data_ptr(), st, 0));
-  else *args[1] = EValue(load_double(t.const_data_ptr(), st, 0));
+  if (st == ScalarType::Bool)
+    *args[1] = EValue(load_int(t.const_data_ptr(), st, 0) != 0);
+  else if (is_integral(st, false))
+    *args[1] = EValue(load_int(t.const_data_ptr(), st, 0));
+  else
+    *args[1] = EValue(load_double(t.const_data_ptr(), st, 0));
 }
 
 // Binary arithmetic: int op int stays int, anything with a double is double.
@@ -75,21 +78,29 @@ template <typename IntOp, typename DoubleOp>
 void arith(KernelRuntimeContext& ctx, Args args, IntOp iop, DoubleOp dop) {
   ET_KERNEL_CHECK(ctx, scalars(args, 2), InvalidArgument);
   const EValue &a = *args[0], &b = *args[1];
-  if (!a.isDouble() && !b.isDouble()) *args[2] = EValue(iop(a.toScalarInt(), b.toScalarInt()));
-  else *args[2] = EValue(dop(a.toScalarDouble(), b.toScalarDouble()));
+  if (!a.isDouble() && !b.isDouble())
+    *args[2] = EValue(iop(a.toScalarInt(), b.toScalarInt()));
+  else
+    *args[2] = EValue(dop(a.toScalarDouble(), b.toScalarDouble()));
 }
 
 void add(KernelRuntimeContext& ctx, Args a) {
-  arith(ctx, a, [](int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); },
-        [](double x, double y) { return x + y; });
+  arith(
+      ctx, a,
+      [](int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); },
+      [](double x, double y) { return x + y; });
 }
 void sub(KernelRuntimeContext& ctx, Args a) {
-  arith(ctx, a, [](int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); },
-        [](double x, double y) { return x - y; });
+  arith(
+      ctx, a,
+      [](int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); },
+      [](double x, double y) { return x - y; });
 }
 void mul(KernelRuntimeContext& ctx, Args a) {
-  arith(ctx, a, [](int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); },
-        [](double x, double y) { return x * y; });
+  arith(
+      ctx, a,
+      [](int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); },
+      [](double x, double y) { return x * y; });
 }
 void floordiv(KernelRuntimeContext& ctx, Args a) {
   arith(ctx, a, floordiv_int, [](double x, double y) { return std::floor(x / y); });
@@ -115,19 +126,33 @@ template <typename Cmp>
 void compare(KernelRuntimeContext& ctx, Args args, Cmp cmp) {
   ET_KERNEL_CHECK(ctx, scalars(args, 2), InvalidArgument);
   const EValue &a = *args[0], &b = *args[1];
-  if (!a.isDouble() && !b.isDouble()) *args[2] = EValue(cmp(a.toScalarInt(), b.toScalarInt()));
-  else *args[2] = EValue(cmp(a.toScalarDouble(), b.toScalarDouble()));
+  if (!a.isDouble() && !b.isDouble())
+    *args[2] = EValue(cmp(a.toScalarInt(), b.toScalarInt()));
+  else
+    *args[2] = EValue(cmp(a.toScalarDouble(), b.toScalarDouble()));
 }
-void eq(KernelRuntimeContext& ctx, Args a) { compare(ctx, a, [](auto x, auto y) { return x == y; }); }
-void gt(KernelRuntimeContext& ctx, Args a) { compare(ctx, a, [](auto x, auto y) { return x > y; }); }
-void lt(KernelRuntimeContext& ctx, Args a) { compare(ctx, a, [](auto x, auto y) { return x < y; }); }
-void ge(KernelRuntimeContext& ctx, Args a) { compare(ctx, a, [](auto x, auto y) { return x >= y; }); }
-void le(KernelRuntimeContext& ctx, Args a) { compare(ctx, a, [](auto x, auto y) { return x <= y; }); }
+void eq(KernelRuntimeContext& ctx, Args a) {
+  compare(ctx, a, [](auto x, auto y) { return x == y; });
+}
+void gt(KernelRuntimeContext& ctx, Args a) {
+  compare(ctx, a, [](auto x, auto y) { return x > y; });
+}
+void lt(KernelRuntimeContext& ctx, Args a) {
+  compare(ctx, a, [](auto x, auto y) { return x < y; });
+}
+void ge(KernelRuntimeContext& ctx, Args a) {
+  compare(ctx, a, [](auto x, auto y) { return x >= y; });
+}
+void le(KernelRuntimeContext& ctx, Args a) {
+  compare(ctx, a, [](auto x, auto y) { return x <= y; });
+}
 
 void neg(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, scalars(args, 1), InvalidArgument);
-  if (args[0]->isDouble()) *args[1] = EValue(-args[0]->toDouble());
-  else *args[1] = EValue(static_cast<int64_t>(0 - static_cast<uint64_t>(args[0]->toScalarInt())));
+  if (args[0]->isDouble())
+    *args[1] = EValue(-args[0]->toDouble());
+  else
+    *args[1] = EValue(static_cast<int64_t>(0 - static_cast<uint64_t>(args[0]->toScalarInt())));
 }
 void sym_not(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, scalars(args, 1), InvalidArgument);
@@ -143,11 +168,19 @@ void rounding(KernelRuntimeContext& ctx, Args args, F f) {
   ET_KERNEL_CHECK(ctx, scalars(args, 1), InvalidArgument);
   *args[1] = args[0]->isDouble() ? EValue(saturating_int(f(args[0]->toDouble()))) : EValue(args[0]->toScalarInt());
 }
-void sym_int(KernelRuntimeContext& ctx, Args a) { rounding(ctx, a, [](double v) { return std::trunc(v); }); }
-void ceil_op(KernelRuntimeContext& ctx, Args a) { rounding(ctx, a, [](double v) { return std::ceil(v); }); }
-void trunc_op(KernelRuntimeContext& ctx, Args a) { rounding(ctx, a, [](double v) { return std::trunc(v); }); }
+void sym_int(KernelRuntimeContext& ctx, Args a) {
+  rounding(ctx, a, [](double v) { return std::trunc(v); });
+}
+void ceil_op(KernelRuntimeContext& ctx, Args a) {
+  rounding(ctx, a, [](double v) { return std::ceil(v); });
+}
+void trunc_op(KernelRuntimeContext& ctx, Args a) {
+  rounding(ctx, a, [](double v) { return std::trunc(v); });
+}
 // Python's round(): half to even, which nearbyint does in the default rounding mode.
-void round_op(KernelRuntimeContext& ctx, Args a) { rounding(ctx, a, [](double v) { return std::nearbyint(v); }); }
+void round_op(KernelRuntimeContext& ctx, Args a) {
+  rounding(ctx, a, [](double v) { return std::nearbyint(v); });
+}
 
 // sym_ite(bool cond, Scalar a, Scalar b) -> a if cond else b
 void sym_ite(KernelRuntimeContext& ctx, Args args) {
@@ -168,9 +201,11 @@ void et_view(KernelRuntimeContext& ctx, Args args) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < req.size(); ++i) {
     sizes[i] = req[i];
-    if (req[i] == -1 && infer < 0) infer = static_cast<int64_t>(i);
-    else ET_KERNEL_CHECK_MSG(ctx, req[i] >= 0 && !mul_overflows(known, req[i], &known), InvalidArgument, ,
-                             "et_view: bad size, or sizes whose product overflows int64");
+    if (req[i] == -1 && infer < 0)
+      infer = static_cast<int64_t>(i);
+    else
+      ET_KERNEL_CHECK_MSG(ctx, req[i] >= 0 && !mul_overflows(known, req[i], &known), InvalidArgument, ,
+                          "et_view: bad size, or sizes whose product overflows int64");
   }
   if (infer >= 0) {
     ET_KERNEL_CHECK_MSG(ctx, known > 0 && self.numel() % known == 0, InvalidArgument, , "et_view: cannot infer -1");
@@ -192,9 +227,11 @@ void et_copy_index(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Int}), InvalidArgument);
   const Tensor to = args[0]->toTensor(), from = args[1]->toTensor();
   const int64_t index = args[2]->toInt();
-  ET_KERNEL_CHECK_MSG(ctx, index >= 0 && index < INT32_MAX && to.dim() == from.dim() + 1 && to.dim() <= static_cast<int64_t>(kMaxDim) &&
-                      to.scalar_type() == from.scalar_type() && from.is_contiguous(), InvalidArgument, ,
-                      "et_copy_index: needs a contiguous slice of one rank less, same dtype, 0 <= index < 2^31-1");
+  ET_KERNEL_CHECK_MSG(
+      ctx,
+      index >= 0 && index < INT32_MAX && to.dim() == from.dim() + 1 && to.dim() <= static_cast<int64_t>(kMaxDim) &&
+          to.scalar_type() == from.scalar_type() && from.is_contiguous(),
+      InvalidArgument, , "et_copy_index: needs a contiguous slice of one rank less, same dtype, 0 <= index < 2^31-1");
   int64_t sizes[kMaxDim];
   sizes[0] = index + 1;
   for (int64_t d = 0; d < from.dim(); ++d) {

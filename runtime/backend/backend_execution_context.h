@@ -9,8 +9,7 @@ namespace runtime {
 
 class BackendExecutionContext final {
  public:
-  BackendExecutionContext(MemoryAllocator* temp_allocator, const char* method_name,
-                          EventTracer* event_tracer = nullptr)
+  BackendExecutionContext(MemoryAllocator* temp_allocator, const char* method_name, EventTracer* event_tracer = nullptr)
       : temp_allocator_(temp_allocator), method_name_(method_name), event_tracer_(event_tracer) {}
   // Scratch memory, reset after the call; may be null.
   MemoryAllocator* get_temp_allocator() { return temp_allocator_; }

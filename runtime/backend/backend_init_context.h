@@ -9,8 +9,7 @@ namespace runtime {
 
 class BackendInitContext final {
  public:
-  BackendInitContext(MemoryAllocator* runtime_allocator, const NamedDataMap* named_data_map,
-                     const char* method_name)
+  BackendInitContext(MemoryAllocator* runtime_allocator, const NamedDataMap* named_data_map, const char* method_name)
       : runtime_allocator_(runtime_allocator), named_data_map_(named_data_map), method_name_(method_name) {}
   // Memory that lives as long as the method (the method allocator).
   MemoryAllocator* get_runtime_allocator() { return runtime_allocator_; }

@@ -19,8 +19,7 @@ Error register_backend(const Backend& backend) {
   ET_CHECK_OR_RETURN(get_backend_class(backend.name) == nullptr, RegistrationAlreadyRegistered,
                      "a backend named '%s' is already registered", backend.name);
   ET_CHECK_OR_RETURN(g_num_backends < kMaxBackends, RegistrationExceedingMaxKernels,
-                     "cannot register backend '%s': the registry holds %zu backends", backend.name,
-                     kMaxBackends);
+                     "cannot register backend '%s': the registry holds %zu backends", backend.name, kMaxBackends);
   g_backends[g_num_backends++] = backend;
   return Error::Ok;
 }
@@ -34,8 +33,8 @@ BackendInterface* get_backend_class(const char* name) {
 size_t get_num_registered_backends() { return g_num_backends; }
 
 Result<const char*> get_backend_name(size_t index) {
-  ET_CHECK_OR_RETURN(index < g_num_backends, InvalidArgument, "backend %zu is out of range (%zu registered)",
-                     index, g_num_backends);
+  ET_CHECK_OR_RETURN(index < g_num_backends, InvalidArgument, "backend %zu is out of range (%zu registered)", index,
+                     g_num_backends);
   return g_backends[index].name;
 }
 

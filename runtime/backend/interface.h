@@ -43,8 +43,7 @@ class BackendInterface {
                                        ArrayRef<CompileSpec> compile_specs) const = 0;
   // Runs one DelegateCall: `args` are its values, inputs then outputs; outputs are written
   // in place (resized if dynamic). No heap, no exceptions.
-  virtual Error execute(BackendExecutionContext& context, DelegateHandle* handle,
-                        Span<EValue*> args) const = 0;
+  virtual Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const = 0;
   // Releases what init() made, when the method is destroyed.
   virtual void destroy(DelegateHandle* /*handle*/) const {}
 };

@@ -33,8 +33,7 @@ class DeviceAllocator {
 
   virtual ~DeviceAllocator() = default;
   // `nbytes` of device memory on device `index`, aligned to `alignment` (a power of two).
-  virtual Result<void*> allocate(size_t nbytes, etensor::DeviceIndex index,
-                                 size_t alignment = kDefaultAlignment) = 0;
+  virtual Result<void*> allocate(size_t nbytes, etensor::DeviceIndex index, size_t alignment = kDefaultAlignment) = 0;
   virtual void deallocate(void* ptr, etensor::DeviceIndex index) = 0;
   virtual Error copy_host_to_device(void* dst, const void* src, size_t nbytes, etensor::DeviceIndex index) = 0;
   virtual Error copy_device_to_host(void* dst, const void* src, size_t nbytes, etensor::DeviceIndex index) = 0;

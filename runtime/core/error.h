@@ -37,18 +37,17 @@ const char* error_name(Error error);
 }  // namespace executorch
 
 // Returns `error` from the enclosing function when `cond` is false, logging why.
-#define ET_CHECK_OR_RETURN(cond, error, ...)       \
-  do {                                             \
-    if (!(cond)) {                                 \
-      ET_LOG(Error, __VA_ARGS__);                  \
-      return ::executorch::runtime::Error::error;  \
-    }                                              \
+#define ET_CHECK_OR_RETURN(cond, error, ...)      \
+  do {                                            \
+    if (!(cond)) {                                \
+      ET_LOG(Error, __VA_ARGS__);                 \
+      return ::executorch::runtime::Error::error; \
+    }                                             \
   } while (0)
 
 // Propagates a non-Ok Error from `expr`.
-#define ET_TRY(expr)                                      \
-  do {                                                    \
-    ::executorch::runtime::Error et_try_err_ = (expr);    \
-    if (et_try_err_ != ::executorch::runtime::Error::Ok)  \
-      return et_try_err_;                                 \
+#define ET_TRY(expr)                                                         \
+  do {                                                                       \
+    ::executorch::runtime::Error et_try_err_ = (expr);                       \
+    if (et_try_err_ != ::executorch::runtime::Error::Ok) return et_try_err_; \
   } while (0)

@@ -39,8 +39,7 @@ template <typename T>
 class BoxedList final {
  public:
   BoxedList() = default;
-  BoxedList(EValue* const* items, T* unboxed, size_t size)
-      : items_(items), unboxed_(unboxed), size_(size) {}
+  BoxedList(EValue* const* items, T* unboxed, size_t size) : items_(items), unboxed_(unboxed), size_(size) {}
   Span<T> get() const;
   size_t size() const { return size_; }
 
@@ -60,8 +59,8 @@ class EValue final {
   EValue(bool v) : tag_(Tag::Bool) { payload_.b = v; }
   EValue(Tensor t) : tag_(Tag::Tensor) { payload_.t = t; }
   // What points at a Tensor (extension::TensorPtr), as ExecuTorch's EValue takes it: a null one is None.
-  template <typename P, typename = std::enable_if_t<
-                            std::is_same_v<std::decay_t<decltype(*std::declval<const P&>())>, Tensor>>>
+  template <typename P,
+            typename = std::enable_if_t<std::is_same_v<std::decay_t<decltype(*std::declval<const P&>())>, Tensor>>>
   EValue(const P& p) : tag_(p ? Tag::Tensor : Tag::None) {
     if (p) {
       payload_.t = *p;
@@ -74,9 +73,7 @@ class EValue final {
   EValue(Span<const double> v) : tag_(Tag::ListDouble) { payload_.doubles = v; }
   EValue(BoxedList<int64_t> v) : tag_(Tag::ListInt) { payload_.ints = v; }
   EValue(BoxedList<Tensor> v) : tag_(Tag::ListTensor) { payload_.tensors = v; }
-  EValue(BoxedList<std::optional<Tensor>> v) : tag_(Tag::ListOptionalTensor) {
-    payload_.opt_tensors = v;
-  }
+  EValue(BoxedList<std::optional<Tensor>> v) : tag_(Tag::ListOptionalTensor) { payload_.opt_tensors = v; }
 
   Tag tag() const { return tag_; }
   bool isNone() const { return tag_ == Tag::None; }
@@ -106,9 +103,7 @@ class EValue final {
   }
   Span<const int64_t> toIntList() const;
   Span<const bool> toBoolList() const { return isBoolList() ? payload_.bools : Span<const bool>(); }
-  Span<const double> toDoubleList() const {
-    return isDoubleList() ? payload_.doubles : Span<const double>();
-  }
+  Span<const double> toDoubleList() const { return isDoubleList() ? payload_.doubles : Span<const double>(); }
   Span<Tensor> toTensorList() const;
   Span<std::optional<Tensor>> toListOptionalTensor() const;
   // `Tensor?` argument: nullopt for None (or any non-tensor).
@@ -148,8 +143,7 @@ inline Span<Tensor> BoxedList<Tensor>::get() const {
 // A null item pointer stands for a None entry (-1 in the program).
 template <>
 inline Span<std::optional<Tensor>> BoxedList<std::optional<Tensor>>::get() const {
-  for (size_t i = 0; i < size_; ++i)
-    unboxed_[i] = items_[i] == nullptr ? std::nullopt : items_[i]->toOptionalTensor();
+  for (size_t i = 0; i < size_; ++i) unboxed_[i] = items_[i] == nullptr ? std::nullopt : items_[i]->toOptionalTensor();
   return {unboxed_, size_};
 }
 
@@ -159,9 +153,7 @@ inline Span<const int64_t> EValue::toIntList() const {
   return {v.data(), v.size()};
 }
 
-inline Span<Tensor> EValue::toTensorList() const {
-  return isTensorList() ? payload_.tensors.get() : Span<Tensor>();
-}
+inline Span<Tensor> EValue::toTensorList() const { return isTensorList() ? payload_.tensors.get() : Span<Tensor>(); }
 
 inline Span<std::optional<Tensor>> EValue::toListOptionalTensor() const {
   return isListOptionalTensor() ? payload_.opt_tensors.get() : Span<std::optional<Tensor>>();

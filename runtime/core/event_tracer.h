@@ -27,7 +27,7 @@ enum class DelegateDebugIdType : uint8_t { kNone, kInt, kStr };
 // How much of the run's data a tracer records besides timings.
 enum class EventTracerDebugLogLevel : uint8_t {
   kNoLogging,
-  kProgramOutputs,       // the method's outputs after each execute
+  kProgramOutputs,  // the method's outputs after each execute
   kIntermediateOutputs,  // every kernel's output and every delegate call's arguments too
 };
 
@@ -66,9 +66,9 @@ class EventTracer {
   virtual EventTracerEntry start_profiling_delegate(const char* name, DelegateDebugIntId delegate_debug_id) = 0;
   virtual void end_profiling_delegate(EventTracerEntry entry, const void* metadata = nullptr,
                                       size_t metadata_len = 0) = 0;
-  virtual void log_profiling_delegate(const char* name, DelegateDebugIntId delegate_debug_id,
-                                      et_timestamp_t start_time, et_timestamp_t end_time,
-                                      const void* metadata = nullptr, size_t metadata_len = 0) = 0;
+  virtual void log_profiling_delegate(const char* name, DelegateDebugIntId delegate_debug_id, et_timestamp_t start_time,
+                                      et_timestamp_t end_time, const void* metadata = nullptr,
+                                      size_t metadata_len = 0) = 0;
 
   // Records a value (tensor data goes to the tracer's debug buffer) for the current instruction.
   virtual void log_evalue(const EValue& evalue, LoggedEValueType evalue_type) = 0;

@@ -15,8 +15,7 @@ namespace runtime {
 
 class KernelRuntimeContext final {
  public:
-  explicit KernelRuntimeContext(MemoryAllocator* temp_allocator = nullptr,
-                                 const void* call_state = nullptr)
+  explicit KernelRuntimeContext(MemoryAllocator* temp_allocator = nullptr, const void* call_state = nullptr)
       : temp_allocator_(temp_allocator), call_state_(call_state) {}
 
   // What a load pass prepared for this call site (runtime/core/load_pass.h), or null.
@@ -62,13 +61,13 @@ inline bool args_match(Span<EValue*> args, std::initializer_list<Tag> tags) {
 }  // namespace executorch
 
 // In a kernel: when `cond` is false, log, fail the context with `error` and return.
-#define ET_KERNEL_CHECK(ctx, cond, error, ...)          \
-  do {                                                  \
-    if (!(cond)) {                                      \
-      ET_LOG(Error, "kernel check failed: %s", #cond);  \
-      (ctx).fail(::executorch::runtime::Error::error);  \
-      return __VA_ARGS__;                               \
-    }                                                   \
+#define ET_KERNEL_CHECK(ctx, cond, error, ...)         \
+  do {                                                 \
+    if (!(cond)) {                                     \
+      ET_LOG(Error, "kernel check failed: %s", #cond); \
+      (ctx).fail(::executorch::runtime::Error::error); \
+      return __VA_ARGS__;                              \
+    }                                                  \
   } while (0)
 
 // Like ET_KERNEL_CHECK with a printf-style message.

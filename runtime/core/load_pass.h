@@ -72,6 +72,6 @@ Span<const LoadPass> registered_load_passes();
 }  // namespace executorch
 
 // Registers `pass` at static-initialisation time (link the object whole, as for kernels).
-#define ET_REGISTER_LOAD_PASS(pass)                                             \
+#define ET_REGISTER_LOAD_PASS(pass)                                            \
   static const bool ET_KERNEL_CONCAT_(et_load_pass_registered_, __COUNTER__) = \
       ::executorch::runtime::register_load_pass(pass) == ::executorch::runtime::Error::Ok

@@ -30,7 +30,8 @@ class MemoryAllocator {
   template <typename T>
   T* allocate_list(size_t count) {
     if (count > SIZE_MAX / sizeof(T)) return nullptr;
-    return static_cast<T*>(allocate(count * sizeof(T), alignof(T) > kDefaultAlignment ? alignof(T) : kDefaultAlignment));
+    return static_cast<T*>(
+        allocate(count * sizeof(T), alignof(T) > kDefaultAlignment ? alignof(T) : kDefaultAlignment));
   }
 
   virtual void reset() { used_ = 0; }

@@ -22,8 +22,7 @@ Error register_kernels(Span<const Kernel> kernels) {
       return Error::RegistrationAlreadyRegistered;
     }
     if (g_num_kernels >= kMaxRegisteredKernels) {
-      ET_LOG(Error, "cannot register %s: the registry holds at most %zu kernels", k.name,
-             kMaxRegisteredKernels);
+      ET_LOG(Error, "cannot register %s: the registry holds at most %zu kernels", k.name, kMaxRegisteredKernels);
       return Error::RegistrationExceedingMaxKernels;
     }
     g_kernels[g_num_kernels++] = k;

@@ -45,7 +45,7 @@ Span<const Kernel> registered_kernels();
 
 // Registers `fn` under `name` at static-initialisation time. Link the object
 // file whole (OBJECT library or --whole-archive) so the registration survives.
-#define ET_REGISTER_KERNEL(name, fn)                                                   \
-  static const bool ET_KERNEL_CONCAT_(et_kernel_registered_, __COUNTER__) =           \
+#define ET_REGISTER_KERNEL(name, fn)                                                     \
+  static const bool ET_KERNEL_CONCAT_(et_kernel_registered_, __COUNTER__) =              \
       ::executorch::runtime::register_kernel(::executorch::runtime::Kernel{name, fn}) == \
       ::executorch::runtime::Error::Ok

@@ -48,7 +48,7 @@ class Result final {
 }  // namespace executorch
 
 // Declares `lhs` from a Result-returning `expr`, or returns its error.
-#define ET_UNWRAP(lhs, expr)                                  \
-  auto lhs##_result_ = (expr);                                \
-  if (!lhs##_result_.ok()) return lhs##_result_.error();      \
+#define ET_UNWRAP(lhs, expr)                             \
+  auto lhs##_result_ = (expr);                           \
+  if (!lhs##_result_.ok()) return lhs##_result_.error(); \
   auto lhs = std::move(*lhs##_result_)

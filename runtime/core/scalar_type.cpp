@@ -16,23 +16,19 @@ size_t element_size(ScalarType type) {
     case ScalarType::Float8_e5m2:
     case ScalarType::Float8_e4m3fn:
     case ScalarType::Float8_e5m2fnuz:
-    case ScalarType::Float8_e4m3fnuz:
-      return 1;
+    case ScalarType::Float8_e4m3fnuz: return 1;
     case ScalarType::Short:
     case ScalarType::Half:
     case ScalarType::BFloat16:
     case ScalarType::Bits16:
-    case ScalarType::UInt16:
-      return 2;
+    case ScalarType::UInt16: return 2;
     case ScalarType::Int:
     case ScalarType::Float:
     case ScalarType::QInt32:
-    case ScalarType::UInt32:
-      return 4;
+    case ScalarType::UInt32: return 4;
     case ScalarType::Long:
     case ScalarType::Double:
-    case ScalarType::UInt64:
-      return 8;
+    case ScalarType::UInt64: return 8;
   }
   return 0;
 }

@@ -4,9 +4,8 @@
 namespace executorch {
 namespace runtime {
 
-TensorImpl::TensorImpl(ScalarType type, size_t dim, SizesType* sizes, DimOrderType* dim_order,
-                       StridesType* strides, void* data, size_t capacity_bytes,
-                       TensorShapeDynamism dynamism)
+TensorImpl::TensorImpl(ScalarType type, size_t dim, SizesType* sizes, DimOrderType* dim_order, StridesType* strides,
+                       void* data, size_t capacity_bytes, TensorShapeDynamism dynamism)
     : type_(type),
       dim_(dim),
       sizes_(sizes),
@@ -76,8 +75,7 @@ Tensor empty_tensor() {
   static SizesType sizes[1] = {0};
   static DimOrderType order[1] = {0};
   static StridesType strides[1] = {1};
-  static TensorImpl impl(ScalarType::Float, 1, sizes, order, strides, nullptr, 0,
-                         TensorShapeDynamism::Static);
+  static TensorImpl impl(ScalarType::Float, 1, sizes, order, strides, nullptr, 0, TensorShapeDynamism::Static);
   // A caller may have resized it through a wrong-type access; keep it empty.
   sizes[0] = 0;
   return Tensor(&impl);

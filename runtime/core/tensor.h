@@ -20,7 +20,7 @@ using DimOrderType = uint8_t;
 constexpr size_t kTensorDimensionLimit = 16;
 
 enum class TensorShapeDynamism : uint8_t {
-  Static = 0,        // sizes never change
+  Static = 0,  // sizes never change
   DynamicBound = 1,  // sizes may shrink/grow up to the planned capacity
   DynamicUnbound = 2,
 };
@@ -31,9 +31,8 @@ class TensorImpl final {
  public:
   TensorImpl() = default;
   // `capacity_bytes` bounds resize(); strides are derived from `dim_order`.
-  TensorImpl(ScalarType type, size_t dim, SizesType* sizes, DimOrderType* dim_order,
-             StridesType* strides, void* data, size_t capacity_bytes,
-             TensorShapeDynamism dynamism);
+  TensorImpl(ScalarType type, size_t dim, SizesType* sizes, DimOrderType* dim_order, StridesType* strides, void* data,
+             size_t capacity_bytes, TensorShapeDynamism dynamism);
 
   ScalarType scalar_type() const { return type_; }
   size_t dim() const { return dim_; }
@@ -104,9 +103,13 @@ class Tensor final {
   const void* const_data_ptr() const { return impl_->data(); }
   void* mutable_data_ptr() const { return impl_->data(); }
   template <typename T>
-  const T* const_data_ptr() const { return static_cast<const T*>(impl_->data()); }
+  const T* const_data_ptr() const {
+    return static_cast<const T*>(impl_->data());
+  }
   template <typename T>
-  T* mutable_data_ptr() const { return static_cast<T*>(impl_->data()); }
+  T* mutable_data_ptr() const {
+    return static_cast<T*>(impl_->data());
+  }
 
   Error resize(Span<const SizesType> new_sizes) const { return impl_->resize(new_sizes); }
   Error resize(Span<const int64_t> new_sizes) const { return impl_->resize(new_sizes); }

@@ -77,8 +77,7 @@ class HostedMethod final {
 
   // Loads `name` from `program`, growing the method allocator until the method fits. With `shared`,
   // memory id 2 is that arena (the same for every method of the program) instead of the method's own.
-  static Result<std::unique_ptr<HostedMethod>> load(const Program& program, const char* name,
-                                                    const Limits& limits,
+  static Result<std::unique_ptr<HostedMethod>> load(const Program& program, const char* name, const Limits& limits,
                                                     const NamedDataMap* external_data = nullptr,
                                                     std::shared_ptr<SharedArena> shared = nullptr,
                                                     EventTracer* event_tracer = nullptr) {
@@ -119,7 +118,8 @@ class HostedMethod final {
     // Loading writes initial contents into planned memory; shared state another method already
     // uses is kept as it is (loading the decode method must not reset the prefill's cache).
     std::vector<uint8_t> kept;
-    if (shared != nullptr && shared->holds_state_) kept.assign(shared->block_.get(), shared->block_.get() + shared->size_);
+    if (shared != nullptr && shared->holds_state_)
+      kept.assign(shared->block_.get(), shared->block_.get() + shared->size_);
     Result<std::unique_ptr<HostedMethod>> loaded = init(self, program, name, limits, external_data, event_tracer);
     if (shared != nullptr) {
       if (!kept.empty()) std::memcpy(shared->block_.get(), kept.data(), kept.size());
@@ -189,8 +189,7 @@ class HostedMethod final {
         self->method_->set_instruction_limit(limits.instruction_limit);
         return Result<std::unique_ptr<HostedMethod>>(std::move(self));
       }
-      if (method.error() != Error::MemoryAllocationFailed || bytes >= limits.max_method_bytes)
-        return method.error();
+      if (method.error() != Error::MemoryAllocationFailed || bytes >= limits.max_method_bytes) return method.error();
     }
   }
 
@@ -212,8 +211,8 @@ class HostedMethod final {
   Error add_block(size_t size) {
     // calloc: zeroed pages are cheap and make runs reproducible; 1 keeps 0-byte arenas distinct.
     blocks_.emplace_back(static_cast<uint8_t*>(std::calloc(size == 0 ? 1 : size, 1)), std::free);
-    ET_CHECK_OR_RETURN(blocks_.back() != nullptr, MemoryAllocationFailed,
-                       "cannot allocate %zu bytes of planned memory", size);
+    ET_CHECK_OR_RETURN(blocks_.back() != nullptr, MemoryAllocationFailed, "cannot allocate %zu bytes of planned memory",
+                       size);
     return Error::Ok;
   }
 

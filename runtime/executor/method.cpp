@@ -15,9 +15,7 @@ namespace {
 
 namespace fb = executorch_flatbuffer;
 
-bool in_bounds(uint64_t offset, uint64_t length, uint64_t size) {
-  return offset <= size && length <= size - offset;
-}
+bool in_bounds(uint64_t offset, uint64_t length, uint64_t size) { return offset <= size && length <= size - offset; }
 
 template <typename T>
 T* alloc_list(MemoryAllocator* a, size_t n) {
@@ -28,11 +26,10 @@ T* alloc_list(MemoryAllocator* a, size_t n) {
   return p;
 }
 
-#define ET_ALLOC_OR_RETURN(ptr, expr)                                          \
-  do {                                                                         \
-    (ptr) = (expr);                                                            \
-    ET_CHECK_OR_RETURN((ptr) != nullptr, MemoryAllocationFailed,               \
-                       "the method allocator is full: give it more memory");   \
+#define ET_ALLOC_OR_RETURN(ptr, expr)                                                                                  \
+  do {                                                                                                                 \
+    (ptr) = (expr);                                                                                                    \
+    ET_CHECK_OR_RETURN((ptr) != nullptr, MemoryAllocationFailed, "the method allocator is full: give it more memory"); \
   } while (0)
 
 // Full operator name ("aten::add.out") into `buf` for messages.
@@ -49,28 +46,23 @@ struct TensorSource {
   const NamedDataMap* external;  // the .ptd the program's external tensors come from, or null
 };
 
-
 Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor* t, Tensor* out) {
   MemoryAllocator* a = src.mm->method_allocator;
   auto type = static_cast<ScalarType>(t->scalar_type());
-  ET_CHECK_OR_RETURN(is_valid_scalar_type(type), InvalidProgram,
-                     "tensor value %zu has unknown scalar type %d", value_index,
-                     static_cast<int>(t->scalar_type()));
+  ET_CHECK_OR_RETURN(is_valid_scalar_type(type), InvalidProgram, "tensor value %zu has unknown scalar type %d",
+                     value_index, static_cast<int>(t->scalar_type()));
   // Enums from the file hold any byte; only the named ones have a meaning.
   const auto dynamism = static_cast<uint8_t>(t->shape_dynamism());
-  ET_CHECK_OR_RETURN(dynamism <= static_cast<uint8_t>(TensorShapeDynamism::DynamicUnbound),
-                     InvalidProgram, "tensor value %zu has unknown shape dynamism %u", value_index,
-                     static_cast<unsigned>(dynamism));
+  ET_CHECK_OR_RETURN(dynamism <= static_cast<uint8_t>(TensorShapeDynamism::DynamicUnbound), InvalidProgram,
+                     "tensor value %zu has unknown shape dynamism %u", value_index, static_cast<unsigned>(dynamism));
   const auto* sizes = t->sizes();
   const auto* order = t->dim_order();
   size_t dim = sizes ? sizes->size() : 0;
   size_t order_dim = order ? order->size() : 0;
-  ET_CHECK_OR_RETURN(dim <= kTensorDimensionLimit, InvalidProgram,
-                     "tensor value %zu has %zu dims; the limit is %zu", value_index, dim,
-                     kTensorDimensionLimit);
-  ET_CHECK_OR_RETURN(order_dim == dim, InvalidProgram,
-                     "tensor value %zu has %zu sizes but %zu dim_order entries", value_index, dim,
-                     order_dim);
+  ET_CHECK_OR_RETURN(dim <= kTensorDimensionLimit, InvalidProgram, "tensor value %zu has %zu dims; the limit is %zu",
+                     value_index, dim, kTensorDimensionLimit);
+  ET_CHECK_OR_RETURN(order_dim == dim, InvalidProgram, "tensor value %zu has %zu sizes but %zu dim_order entries",
+                     value_index, dim, order_dim);
   SizesType* s;
   DimOrderType* d;
   StridesType* st;
@@ -83,15 +75,13 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   for (size_t i = 0; i < dim; ++i) {
     int32_t size = sizes->Get(i);
     uint8_t o = order->Get(i);
-    ET_CHECK_OR_RETURN(size >= 0, InvalidProgram, "tensor value %zu has negative size %d",
-                       value_index, size);
+    ET_CHECK_OR_RETURN(size >= 0, InvalidProgram, "tensor value %zu has negative size %d", value_index, size);
     ET_CHECK_OR_RETURN(o < dim && !(seen & (1u << o)), InvalidProgram,
                        "tensor value %zu has a dim_order that is not a permutation", value_index);
     seen |= 1u << o;
     // Strides are 32-bit, so the non-zero sizes' product is bounded even for an empty tensor.
     span *= size == 0 ? 1 : uint64_t(size);
-    ET_CHECK_OR_RETURN(span <= INT32_MAX, InvalidProgram,
-                       "tensor value %zu has more than 2^31 elements", value_index);
+    ET_CHECK_OR_RETURN(span <= INT32_MAX, InvalidProgram, "tensor value %zu has more than 2^31 elements", value_index);
     nbytes *= uint64_t(size);
     s[i] = size;
     d[i] = o;
@@ -121,14 +111,13 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
     uint32_t id = alloc->memory_id();
     size_t n_planned = src.mm->planned_buffers.size();
     ET_CHECK_OR_RETURN(id >= 1 && id <= n_planned, InvalidProgram,
-                       "tensor value %zu uses memory arena %u; the method has %zu", value_index, id,
-                       n_planned);
+                       "tensor value %zu uses memory arena %u; the method has %zu", value_index, id, n_planned);
     uint64_t offset = uint64_t(alloc->memory_offset_low()) | uint64_t(alloc->memory_offset_high()) << 32;
     Span<uint8_t> arena = src.mm->planned_buffers[id - 1];
     ET_CHECK_OR_RETURN(in_bounds(offset, nbytes, arena.size()), InvalidProgram,
-                       "tensor value %zu (offset %llu, %llu bytes) overruns arena %u (%zu bytes)",
-                       value_index, static_cast<unsigned long long>(offset),
-                       static_cast<unsigned long long>(nbytes), id, arena.size());
+                       "tensor value %zu (offset %llu, %llu bytes) overruns arena %u (%zu bytes)", value_index,
+                       static_cast<unsigned long long>(offset), static_cast<unsigned long long>(nbytes), id,
+                       arena.size());
     data = arena.data() + offset;
     capacity = static_cast<size_t>(nbytes);
     if (buffer_idx > 0) {
@@ -158,9 +147,8 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
   if (type == ScalarType::Bool && data != nullptr && from_file) {
     const uint8_t* bytes = static_cast<const uint8_t*>(data);
     for (uint64_t i = 0; i < nbytes; ++i)
-      ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidProgram,
-                         "bool tensor value %zu holds byte %u; bools must be 0 or 1", value_index,
-                         static_cast<unsigned>(bytes[i]));
+      ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidProgram, "bool tensor value %zu holds byte %u; bools must be 0 or 1",
+                         value_index, static_cast<unsigned>(bytes[i]));
   }
   // Kernels read elements directly; a misaligned tensor is a corrupt plan or file.
   ET_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % element_size(type) == 0, InvalidProgram,
@@ -168,14 +156,13 @@ Error parse_tensor(const TensorSource& src, size_t value_index, const fb::Tensor
                      element_size(type));
   TensorImpl* impl;
   ET_ALLOC_OR_RETURN(impl, a->allocate_list<TensorImpl>(1));
-  new (impl) TensorImpl(type, dim, s, d, st, data, capacity,
-                        static_cast<TensorShapeDynamism>(dynamism));
+  new (impl) TensorImpl(type, dim, s, d, st, data, capacity, static_cast<TensorShapeDynamism>(dynamism));
   if (extra != nullptr && extra->device_type() != fb::DeviceType::CPU) {
     const auto device = static_cast<int8_t>(extra->device_type());
-    ET_CHECK_OR_RETURN(device > 0 && static_cast<size_t>(device) < etensor::kNumDeviceTypes &&
-                           extra->device_index() >= 0,
-                       InvalidProgram, "tensor value %zu is on unknown device %d:%d", value_index, device,
-                       static_cast<int>(extra->device_index()));
+    ET_CHECK_OR_RETURN(
+        device > 0 && static_cast<size_t>(device) < etensor::kNumDeviceTypes && extra->device_index() >= 0,
+        InvalidProgram, "tensor value %zu is on unknown device %d:%d", value_index, device,
+        static_cast<int>(extra->device_index()));
     impl->set_device(static_cast<etensor::DeviceType>(device), extra->device_index());
   }
   *out = Tensor(impl);
@@ -240,8 +227,8 @@ class ProgramNamedData final : public NamedDataMap {
 };
 
 // Resolves list items (value indices) to EValue pointers; -1 means None where allowed.
-Error list_items(const flatbuffers::Vector<int32_t>* items, EValue* values, size_t n_values,
-                 bool allow_none, size_t value_index, MemoryAllocator* a, EValue*** out) {
+Error list_items(const flatbuffers::Vector<int32_t>* items, EValue* values, size_t n_values, bool allow_none,
+                 size_t value_index, MemoryAllocator* a, EValue*** out) {
   size_t n = items ? items->size() : 0;
   EValue** p;
   ET_ALLOC_OR_RETURN(p, alloc_list<EValue*>(a, n));
@@ -252,16 +239,15 @@ Error list_items(const flatbuffers::Vector<int32_t>* items, EValue* values, size
       continue;
     }
     ET_CHECK_OR_RETURN(item >= 0 && static_cast<size_t>(item) < n_values, InvalidProgram,
-                       "list value %zu refers to value %d; the method has %zu", value_index, item,
-                       n_values);
+                       "list value %zu refers to value %d; the method has %zu", value_index, item, n_values);
     p[j] = &values[item];
   }
   *out = p;
   return Error::Ok;
 }
 
-Error list_items(const flatbuffers::Vector<int64_t>* items, EValue* values, size_t n_values,
-                 size_t value_index, MemoryAllocator* a, EValue*** out) {
+Error list_items(const flatbuffers::Vector<int64_t>* items, EValue* values, size_t n_values, size_t value_index,
+                 MemoryAllocator* a, EValue*** out) {
   size_t n = items ? items->size() : 0;
   EValue** p;
   ET_ALLOC_OR_RETURN(p, alloc_list<EValue*>(a, n));
@@ -291,15 +277,14 @@ Error Method::init(const Program& program, MemoryManager* mm) {
     Result<int64_t> want = meta_.memory_planned_buffer_size(i);
     if (!want.ok()) return want.error();
     ET_CHECK_OR_RETURN(static_cast<uint64_t>(*want) <= mm->planned_buffers[i].size(), InvalidArgument,
-                       "planned buffer %zu holds %zu bytes; the method needs %lld", i,
-                       mm->planned_buffers[i].size(), static_cast<long long>(*want));
+                       "planned buffer %zu holds %zu bytes; the method needs %lld", i, mm->planned_buffers[i].size(),
+                       static_cast<long long>(*want));
   }
   // Tensors may only use the declared part of each arena, whatever the caller gave.
   Span<uint8_t>* arenas;
   ET_ALLOC_OR_RETURN(arenas, alloc_list<Span<uint8_t>>(mm->method_allocator, n_planned));
   for (size_t i = 0; i < n_planned; ++i)
-    arenas[i] = Span<uint8_t>(mm->planned_buffers[i].data(),
-                              static_cast<size_t>(*meta_.memory_planned_buffer_size(i)));
+    arenas[i] = Span<uint8_t>(mm->planned_buffers[i].data(), static_cast<size_t>(*meta_.memory_planned_buffer_size(i)));
   MemoryManager bounded = *mm;
   bounded.planned_buffers = Span<Span<uint8_t>>(arenas, n_planned);
 
@@ -346,21 +331,14 @@ Error Method::init_values(const Program& program, MemoryManager* mm) {
     const fb::EValue* v = values->Get(i);
     if (v == nullptr) continue;
     // The verifier accepts a union whose type is set but whose table is absent.
-    ET_CHECK_OR_RETURN(v->val_type() == fb::KernelTypes::NONE || v->val() != nullptr,
-                       InvalidProgram, "value %zu has a type but no content", i);
+    ET_CHECK_OR_RETURN(v->val_type() == fb::KernelTypes::NONE || v->val() != nullptr, InvalidProgram,
+                       "value %zu has a type but no content", i);
     switch (v->val_type()) {
       case fb::KernelTypes::NONE:
-      case fb::KernelTypes::Null:
-        break;
-      case fb::KernelTypes::Int:
-        values_[i] = EValue(static_cast<int64_t>(v->val_as_Int()->int_val()));
-        break;
-      case fb::KernelTypes::Bool:
-        values_[i] = EValue(static_cast<bool>(v->val_as_Bool()->bool_val()));
-        break;
-      case fb::KernelTypes::Double:
-        values_[i] = EValue(static_cast<double>(v->val_as_Double()->double_val()));
-        break;
+      case fb::KernelTypes::Null: break;
+      case fb::KernelTypes::Int: values_[i] = EValue(static_cast<int64_t>(v->val_as_Int()->int_val())); break;
+      case fb::KernelTypes::Bool: values_[i] = EValue(static_cast<bool>(v->val_as_Bool()->bool_val())); break;
+      case fb::KernelTypes::Double: values_[i] = EValue(static_cast<double>(v->val_as_Double()->double_val())); break;
       case fb::KernelTypes::String: {
         const auto* s = v->val_as_String()->string_val();
         values_[i] = EValue(s ? std::string_view(s->c_str(), s->size()) : std::string_view());
@@ -438,17 +416,14 @@ Error Method::check_lists() {
         ET_CHECK_OR_RETURN(values_[load_item(items, j)].isInt(), InvalidProgram,
                            "int list value %zu item %zu is a %s, not an int", i, j,
                            tag_name(values_[load_item(items, j)].tag()));
-    } else if (v->val_type() == fb::KernelTypes::TensorList ||
-               v->val_type() == fb::KernelTypes::OptionalTensorList) {
+    } else if (v->val_type() == fb::KernelTypes::TensorList || v->val_type() == fb::KernelTypes::OptionalTensorList) {
       bool optional = v->val_type() == fb::KernelTypes::OptionalTensorList;
-      const auto* items = optional ? v->val_as_OptionalTensorList()->items()
-                                   : v->val_as_TensorList()->items();
+      const auto* items = optional ? v->val_as_OptionalTensorList()->items() : v->val_as_TensorList()->items();
       for (size_t j = 0; items && j < items->size(); ++j) {
         int32_t item = items->Get(j);
         if (optional && item == -1) continue;
-        ET_CHECK_OR_RETURN(values_[item].isTensor() || (optional && values_[item].isNone()),
-                           InvalidProgram, "tensor list value %zu item %zu is a %s, not a tensor",
-                           i, j, tag_name(values_[item].tag()));
+        ET_CHECK_OR_RETURN(values_[item].isTensor() || (optional && values_[item].isNone()), InvalidProgram,
+                           "tensor list value %zu item %zu is a %s, not a tensor", i, j, tag_name(values_[item].tag()));
       }
     }
   }
@@ -495,8 +470,7 @@ Error Method::check_tensor_memory() {
         is_input = true;
       }
     }
-    ET_CHECK_OR_RETURN(is_input, InvalidProgram,
-                       "tensor value %zu has no planned memory and no constant data", i);
+    ET_CHECK_OR_RETURN(is_input, InvalidProgram, "tensor value %zu has no planned memory and no constant data", i);
   }
   return Error::Ok;
 }
@@ -521,8 +495,7 @@ Error Method::init_delegate(const Program& program, MemoryManager* mm, size_t in
     const auto* inline_data = program.flatbuffer()->backend_delegate_data();
     size_t n = inline_data ? inline_data->size() : 0;
     ET_CHECK_OR_RETURN(ref->index() < n && inline_data->Get(ref->index())->data() != nullptr, InvalidProgram,
-                       "delegate %zu ('%s') uses inline data %u; the program has %zu", index, id,
-                       ref->index(), n);
+                       "delegate %zu ('%s') uses inline data %u; the program has %zu", index, id, ref->index(), n);
     data = inline_data->Get(ref->index())->data()->data();
     size = inline_data->Get(ref->index())->data()->size();
   } else {
@@ -540,14 +513,13 @@ Error Method::init_delegate(const Program& program, MemoryManager* mm, size_t in
     ET_CHECK_OR_RETURN(spec != nullptr && spec->key() != nullptr, InvalidProgram,
                        "compile spec %zu of delegate %zu ('%s') has no key", i, index, id);
     compile_specs[i].key = spec->key()->c_str();
-    compile_specs[i].value = SizedBuffer{spec->value() ? spec->value()->data() : nullptr,
-                                         spec->value() ? spec->value()->size() : 0};
+    compile_specs[i].value =
+        SizedBuffer{spec->value() ? spec->value()->data() : nullptr, spec->value() ? spec->value()->size() : 0};
   }
   FreeableBuffer processed(data, size);
   ProgramNamedData named(program, external_);
   BackendInitContext context(mm->method_allocator, &named, meta_.name());
-  Result<DelegateHandle*> handle =
-      backend->init(context, &processed, ArrayRef<CompileSpec>(compile_specs, n_specs));
+  Result<DelegateHandle*> handle = backend->init(context, &processed, ArrayRef<CompileSpec>(compile_specs, n_specs));
   if (!handle.ok()) {
     ET_LOG(Error, "backend '%s' failed to initialise delegate %zu of method '%s': %s", id, index, meta_.name(),
            error_name(handle.error()));
@@ -608,8 +580,7 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
           if (resolved[op] == nullptr) {
             const fb::Operator* o = operators->Get(op);
             std::string_view name = o->name() ? o->name()->string_view() : std::string_view();
-            std::string_view overload =
-                o->overload() ? o->overload()->string_view() : std::string_view();
+            std::string_view overload = o->overload() ? o->overload()->string_view() : std::string_view();
             resolved[op] = get_op_function(name, overload);
             if (resolved[op] == nullptr) {
               char full[128];
@@ -626,19 +597,17 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
           size_t n_args = args ? args->size() : 0;
           EValue** arg_ptrs;
           ET_TRY(list_items(args, values_, num_values_, false, pc, a, &arg_ptrs));
-          s = Step{Step::Kind::Kernel, static_cast<uint32_t>(n_args), static_cast<uint32_t>(op),
-                   resolved[op], arg_ptrs};
+          s = Step{Step::Kind::Kernel, static_cast<uint32_t>(n_args), static_cast<uint32_t>(op), resolved[op],
+                   arg_ptrs};
           break;
         }
         case fb::InstructionArguments::MoveCall: {
           const auto* call = ins->instr_args_as_MoveCall();
           int32_t from = call->move_from(), to = call->move_to();
-          ET_CHECK_OR_RETURN(from >= 0 && static_cast<size_t>(from) < num_values_ && to >= 0 &&
-                                 static_cast<size_t>(to) < num_values_,
-                             InvalidProgram, "move instruction %zu has value %d -> %d out of range",
-                             pc, from, to);
-          s = Step{Step::Kind::Move, static_cast<uint32_t>(from), static_cast<uint32_t>(to),
-                   nullptr, nullptr};
+          ET_CHECK_OR_RETURN(
+              from >= 0 && static_cast<size_t>(from) < num_values_ && to >= 0 && static_cast<size_t>(to) < num_values_,
+              InvalidProgram, "move instruction %zu has value %d -> %d out of range", pc, from, to);
+          s = Step{Step::Kind::Move, static_cast<uint32_t>(from), static_cast<uint32_t>(to), nullptr, nullptr};
           break;
         }
         case fb::InstructionArguments::JumpFalseCall: {
@@ -648,10 +617,9 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
                              "jump instruction %zu tests value %d out of range", pc, cond);
           // A destination equal to the chain length jumps past its last instruction.
           ET_CHECK_OR_RETURN(dest >= 0 && static_cast<size_t>(dest) <= n, InvalidProgram,
-                             "jump instruction %zu targets %d; its chain has %zu instructions", pc,
-                             dest, n);
-          s = Step{Step::Kind::JumpFalse, static_cast<uint32_t>(cond),
-                   static_cast<uint32_t>(base + dest), nullptr, nullptr};
+                             "jump instruction %zu targets %d; its chain has %zu instructions", pc, dest, n);
+          s = Step{Step::Kind::JumpFalse, static_cast<uint32_t>(cond), static_cast<uint32_t>(base + dest), nullptr,
+                   nullptr};
           break;
         }
         case fb::InstructionArguments::FreeCall: {
@@ -670,8 +638,8 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
           const auto* args = call->args();
           EValue** arg_ptrs;
           ET_TRY(list_items(args, values_, num_values_, false, pc, a, &arg_ptrs));
-          s = Step{Step::Kind::Delegate, static_cast<uint32_t>(args ? args->size() : 0),
-                   static_cast<uint32_t>(d), nullptr, arg_ptrs};
+          s = Step{Step::Kind::Delegate, static_cast<uint32_t>(args ? args->size() : 0), static_cast<uint32_t>(d),
+                   nullptr, arg_ptrs};
           break;
         }
         default:
@@ -683,40 +651,35 @@ Error Method::init_steps(const Program& program, MemoryManager* mm) {
   return Error::Ok;
 }
 
-Error Method::set_input_tensor(size_t index, ScalarType type, Span<const int64_t> sizes,
-                               const void* data, size_t nbytes) {
-  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)",
-                     index, num_inputs_);
+Error Method::set_input_tensor(size_t index, ScalarType type, Span<const int64_t> sizes, const void* data,
+                               size_t nbytes) {
+  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)", index,
+                     num_inputs_);
   EValue& v = values_[input_index_[index]];
-  ET_CHECK_OR_RETURN(v.isTensor(), InvalidArgument, "input %zu is a %s, not a tensor", index,
-                     tag_name(v.tag()));
+  ET_CHECK_OR_RETURN(v.isTensor(), InvalidArgument, "input %zu is a %s, not a tensor", index, tag_name(v.tag()));
   TensorImpl* t = v.toTensor().unsafeGetTensorImpl();
-  ET_CHECK_OR_RETURN(type == t->scalar_type(), InvalidArgument, "input %zu has dtype %s; got %s",
-                     index, scalar_type_name(t->scalar_type()), scalar_type_name(type));
-  ET_CHECK_OR_RETURN(sizes.size() == t->dim(), InvalidArgument, "input %zu has %zu dims; got %zu",
-                     index, t->dim(), sizes.size());
+  ET_CHECK_OR_RETURN(type == t->scalar_type(), InvalidArgument, "input %zu has dtype %s; got %s", index,
+                     scalar_type_name(t->scalar_type()), scalar_type_name(type));
+  ET_CHECK_OR_RETURN(sizes.size() == t->dim(), InvalidArgument, "input %zu has %zu dims; got %zu", index, t->dim(),
+                     sizes.size());
   if (type == ScalarType::Bool && data != nullptr) {
     const uint8_t* bytes = static_cast<const uint8_t*>(data);
     for (size_t i = 0; i < nbytes; ++i)
-      ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidArgument,
-                         "input %zu: bool data holds byte %u; bools must be 0 or 1", index,
-                         static_cast<unsigned>(bytes[i]));
+      ET_CHECK_OR_RETURN(bytes[i] <= 1, InvalidArgument, "input %zu: bool data holds byte %u; bools must be 0 or 1",
+                         index, static_cast<unsigned>(bytes[i]));
   }
   bool borrowed = input_borrowed_[index];
   if (borrowed) t->set_capacity_bytes(nbytes);
   Error e = t->resize(sizes);
-  ET_CHECK_OR_RETURN(e == Error::Ok, InvalidArgument,
-                     "input %zu: sizes do not match the method (%s): %s", index,
-                     t->shape_dynamism() == TensorShapeDynamism::Static
-                         ? "static shape"
-                         : "exceed the exported upper bounds",
-                     error_name(e));
-  ET_CHECK_OR_RETURN(nbytes == t->nbytes(), InvalidArgument,
-                     "input %zu: %zu data bytes given; the sizes need %zu", index, nbytes, t->nbytes());
+  ET_CHECK_OR_RETURN(
+      e == Error::Ok, InvalidArgument, "input %zu: sizes do not match the method (%s): %s", index,
+      t->shape_dynamism() == TensorShapeDynamism::Static ? "static shape" : "exceed the exported upper bounds",
+      error_name(e));
+  ET_CHECK_OR_RETURN(nbytes == t->nbytes(), InvalidArgument, "input %zu: %zu data bytes given; the sizes need %zu",
+                     index, nbytes, t->nbytes());
   if (borrowed) {
     ET_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % t->element_size() == 0, InvalidArgument,
-                       "input %zu: data is not aligned to its %zu-byte elements", index,
-                       t->element_size());
+                       "input %zu: data is not aligned to its %zu-byte elements", index, t->element_size());
     t->set_data(const_cast<void*>(data));
     input_bound_[index] = true;
   } else if (nbytes > 0) {
@@ -727,25 +690,25 @@ Error Method::set_input_tensor(size_t index, ScalarType type, Span<const int64_t
 }
 
 Error Method::set_input(size_t index, const EValue& value) {
-  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)",
-                     index, num_inputs_);
+  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)", index,
+                     num_inputs_);
   EValue& v = values_[input_index_[index]];
   ET_CHECK_OR_RETURN(value.isScalar() && value.tag() == v.tag(), InvalidArgument,
-                     "input %zu is a %s; got a %s (tensors go through set_input_tensor)", index,
-                     tag_name(v.tag()), tag_name(value.tag()));
+                     "input %zu is a %s; got a %s (tensors go through set_input_tensor)", index, tag_name(v.tag()),
+                     tag_name(value.tag()));
   v = value;
   return Error::Ok;
 }
 
 Result<const EValue*> Method::get_output(size_t index) const {
-  ET_CHECK_OR_RETURN(index < num_outputs_, InvalidArgument, "output %zu is out of range (%zu outputs)",
-                     index, num_outputs_);
+  ET_CHECK_OR_RETURN(index < num_outputs_, InvalidArgument, "output %zu is out of range (%zu outputs)", index,
+                     num_outputs_);
   return &values_[output_index_[index]];
 }
 
 Result<const EValue*> Method::get_input(size_t index) const {
-  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)",
-                     index, num_inputs_);
+  ET_CHECK_OR_RETURN(index < num_inputs_, InvalidArgument, "input %zu is out of range (%zu inputs)", index,
+                     num_inputs_);
   return &values_[input_index_[index]];
 }
 
@@ -809,8 +772,7 @@ Error Method::run_steps() {
         if (context.failure_state() != Error::Ok) {
           char name[128];
           operator_name(meta_.flatbuffer()->operators()->Get(s.b), name, sizeof(name));
-          ET_LOG(Error, "kernel %s failed at instruction %zu: %s", name, pc,
-                 error_name(context.failure_state()));
+          ET_LOG(Error, "kernel %s failed at instruction %zu: %s", name, pc, error_name(context.failure_state()));
           return context.failure_state();
         }
         ++pc;
@@ -842,17 +804,14 @@ Error Method::run_steps() {
         pc = s.b;
         continue;
       }
-      case Step::Kind::Free:
-        ++pc;
-        continue;
+      case Step::Kind::Free: ++pc; continue;
       case Step::Kind::Delegate: {
         const DelegateSlot& slot = delegates_.slots[s.b];
         BackendExecutionContext context(temp_allocator_, meta_.name(), tracer);
         Error e = slot.backend->execute(context, slot.handle, Span<EValue*>(s.args, s.a));
         if (temp_allocator_ != nullptr) temp_allocator_->reset();
         if (e != Error::Ok) {
-          ET_LOG(Error, "delegate %u (backend '%s') failed at instruction %zu: %s", s.b, slot.id, pc,
-                 error_name(e));
+          ET_LOG(Error, "delegate %u (backend '%s') failed at instruction %zu: %s", s.b, slot.id, pc, error_name(e));
           return e;
         }
         if (log_values) {

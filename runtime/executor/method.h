@@ -68,8 +68,7 @@ class Method final {
   // Copies `nbytes` of `data` into tensor input `index` after checking dtype,
   // rank and sizes (bounded dynamic inputs are resized within their plan). An
   // input without a memory plan borrows `data` until the next execute() returns.
-  Error set_input_tensor(size_t index, ScalarType type, Span<const int64_t> sizes,
-                         const void* data, size_t nbytes);
+  Error set_input_tensor(size_t index, ScalarType type, Span<const int64_t> sizes, const void* data, size_t nbytes);
   // Replaces scalar input `index` (Int, Double or Bool; the tag must match).
   Error set_input(size_t index, const EValue& value);
 

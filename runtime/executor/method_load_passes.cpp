@@ -77,8 +77,8 @@ class MethodRewriterImpl final : public MethodRewriter {
     stale_ = true;  // passes edit arguments in place before removing the instruction they fold
     // A Free of the first argument's value: it names a value in range and does nothing.
     const size_t first = m_.steps_[pc].a > 0 ? index(m_.steps_[pc].args[0]) : 0;
-    m_.steps_[pc] = Step{Step::Kind::Free, static_cast<uint32_t>(first < m_.num_values_ ? first : 0), 0,
-                         nullptr, nullptr};
+    m_.steps_[pc] =
+        Step{Step::Kind::Free, static_cast<uint32_t>(first < m_.num_values_ ? first : 0), 0, nullptr, nullptr};
   }
   void make_constant(const EValue* v, void* data, size_t bytes) override {
     const size_t i = index(v);
@@ -113,7 +113,8 @@ class MethodRewriterImpl final : public MethodRewriter {
       if (v != nullptr && v->val_type() == fb::KernelTypes::OptionalTensorList)
         items = v->val_as_OptionalTensorList()->items();
       for (flatbuffers::uoffset_t k = 0; items != nullptr && k < items->size(); ++k)
-        if (items->Get(k) >= 0 && static_cast<size_t>(items->Get(k)) < m_.num_values_) f(static_cast<size_t>(items->Get(k)));
+        if (items->Get(k) >= 0 && static_cast<size_t>(items->Get(k)) < m_.num_values_)
+          f(static_cast<size_t>(items->Get(k)));
     }
   }
   // (Re)builds the index of the instructions naming each value, in order and once per
@@ -171,8 +172,7 @@ class MethodRewriterImpl final : public MethodRewriter {
     return x != 0 && y != 0 && x < y + b.nbytes() && y < x + a.nbytes();
   }
   size_t index(const EValue* v) const {
-    return v >= m_.values_ && v < m_.values_ + m_.num_values_ ? static_cast<size_t>(v - m_.values_)
-                                                              : SIZE_MAX;
+    return v >= m_.values_ && v < m_.values_ + m_.num_values_ ? static_cast<size_t>(v - m_.values_) : SIZE_MAX;
   }
 
   Method& m_;
@@ -193,15 +193,14 @@ class MethodRewriterImpl final : public MethodRewriter {
   uint8_t* aliased_ = nullptr;
 };
 
-
 // A tensor with data from the file (or the .ptd), or one a load pass computed.
 bool MethodRewriterImpl::constant_tensor(size_t i) const {
   if (m_.value_flags_[i] & Method::kFolded) return true;
   const fb::Tensor* t = m_.meta_.flatbuffer()->values()->Get(i)->val_as_Tensor();
   if (t == nullptr || t->allocation_info() != nullptr) return false;
   const auto* extra = t->extra_tensor_info();
-  const bool from_file = t->data_buffer_idx() > 0 ||
-                         (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL);
+  const bool from_file =
+      t->data_buffer_idx() > 0 || (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL);
   return from_file && m_.values_[i].toTensor().const_data_ptr() != nullptr;
 }
 
@@ -236,7 +235,8 @@ void MethodRewriterImpl::run(Method& m, MemoryAllocator* a) {
     const Step& s = m.steps_[pc];
     if (s.kind == Step::Kind::Move) flags[s.b] |= Method::kWritten;
     if (s.kind == Step::Kind::Kernel && s.a > 0) flags[s.args[s.a - 1] - m.values_] |= Method::kWritten;
-    for (uint32_t j = 0; s.kind == Step::Kind::Delegate && j < s.a; ++j) flags[s.args[j] - m.values_] |= Method::kWritten;
+    for (uint32_t j = 0; s.kind == Step::Kind::Delegate && j < s.a; ++j)
+      flags[s.args[j] - m.values_] |= Method::kWritten;
   }
   // A planned tensor nothing writes is a view of memory another tensor fills.
   for (size_t i = 0; i < m.num_values_; ++i) {
@@ -250,7 +250,8 @@ void MethodRewriterImpl::run(Method& m, MemoryAllocator* a) {
   // and the tensors they may show).
   uint32_t* first = a->allocate_list<uint32_t>(m.num_values_ == 0 ? 1 : m.num_values_);
   uint8_t* aliased = a->allocate_list<uint8_t>(m.num_values_ == 0 ? 1 : m.num_values_);
-  for (size_t i = 0; first != nullptr && aliased != nullptr && i < m.num_values_; ++i) first[i] = kNever, aliased[i] = 0;
+  for (size_t i = 0; first != nullptr && aliased != nullptr && i < m.num_values_; ++i)
+    first[i] = kNever, aliased[i] = 0;
   for (size_t pc = m.num_steps_; first != nullptr && aliased != nullptr && pc-- > 0;)
     rewriter.for_each_named(pc, [&](size_t i) { first[i] = static_cast<uint32_t>(pc); });
   for (size_t j = 0; first != nullptr && aliased != nullptr && j < m.num_values_; ++j) {

@@ -45,28 +45,25 @@ size_t MethodMeta::num_instructions() const {
 
 Result<Tag> MethodMeta::value_tag(const void* indices, size_t index) const {
   const auto* list = static_cast<const IndexVector*>(indices);
-  ET_CHECK_OR_RETURN(list != nullptr && index < list->size(), InvalidArgument,
-                     "index %zu is out of range", index);
+  ET_CHECK_OR_RETURN(list != nullptr && index < list->size(), InvalidArgument, "index %zu is out of range", index);
   int32_t v = list->Get(index);
   const auto* values = plan_->values();
-  ET_CHECK_OR_RETURN(values != nullptr && v >= 0 && static_cast<uint32_t>(v) < values->size(),
-                     InvalidProgram, "value index %d is out of range", v);
+  ET_CHECK_OR_RETURN(values != nullptr && v >= 0 && static_cast<uint32_t>(v) < values->size(), InvalidProgram,
+                     "value index %d is out of range", v);
   return tag_of(values->Get(v));
 }
 
 Result<TensorInfo> MethodMeta::tensor_info(const void* indices, size_t index) const {
   Result<Tag> tag = value_tag(indices, index);
   if (!tag.ok()) return tag.error();
-  ET_CHECK_OR_RETURN(*tag == Tag::Tensor, InvalidArgument, "value %zu is a %s, not a tensor", index,
-                     tag_name(*tag));
+  ET_CHECK_OR_RETURN(*tag == Tag::Tensor, InvalidArgument, "value %zu is a %s, not a tensor", index, tag_name(*tag));
   int32_t v = static_cast<const IndexVector*>(indices)->Get(index);
   const auto* t = plan_->values()->Get(v)->val_as_Tensor();
   TensorInfo info;
   info.scalar_type = static_cast<ScalarType>(t->scalar_type());
-  info.sizes = t->sizes() ? Span<const int32_t>(t->sizes()->data(), t->sizes()->size())
-                          : Span<const int32_t>();
-  info.dim_order = t->dim_order() ? Span<const uint8_t>(t->dim_order()->data(), t->dim_order()->size())
-                                  : Span<const uint8_t>();
+  info.sizes = t->sizes() ? Span<const int32_t>(t->sizes()->data(), t->sizes()->size()) : Span<const int32_t>();
+  info.dim_order =
+      t->dim_order() ? Span<const uint8_t>(t->dim_order()->data(), t->dim_order()->size()) : Span<const uint8_t>();
   info.dynamism = static_cast<TensorShapeDynamism>(t->shape_dynamism());
   info.is_memory_planned = t->allocation_info() != nullptr;
   return info;
@@ -75,13 +72,9 @@ Result<TensorInfo> MethodMeta::tensor_info(const void* indices, size_t index) co
 Result<Tag> MethodMeta::input_tag(size_t index) const { return value_tag(plan_->inputs(), index); }
 Result<Tag> MethodMeta::output_tag(size_t index) const { return value_tag(plan_->outputs(), index); }
 
-Result<TensorInfo> MethodMeta::input_tensor_info(size_t index) const {
-  return tensor_info(plan_->inputs(), index);
-}
+Result<TensorInfo> MethodMeta::input_tensor_info(size_t index) const { return tensor_info(plan_->inputs(), index); }
 
-Result<TensorInfo> MethodMeta::output_tensor_info(size_t index) const {
-  return tensor_info(plan_->outputs(), index);
-}
+Result<TensorInfo> MethodMeta::output_tensor_info(size_t index) const { return tensor_info(plan_->outputs(), index); }
 
 size_t MethodMeta::num_memory_planned_buffers() const {
   const auto* sizes = plan_->non_const_buffer_sizes();
@@ -89,16 +82,16 @@ size_t MethodMeta::num_memory_planned_buffers() const {
 }
 
 Result<int64_t> MethodMeta::memory_planned_buffer_size(size_t index) const {
-  ET_CHECK_OR_RETURN(index < num_memory_planned_buffers(), InvalidArgument,
-                     "planned buffer %zu is out of range", index);
+  ET_CHECK_OR_RETURN(index < num_memory_planned_buffers(), InvalidArgument, "planned buffer %zu is out of range",
+                     index);
   int64_t size = load_item(plan_->non_const_buffer_sizes(), index + 1);
   ET_CHECK_OR_RETURN(size >= 0, InvalidProgram, "planned buffer %zu has negative size", index);
   return size;
 }
 
 Result<etensor::Device> MethodMeta::memory_planned_buffer_device(size_t index) const {
-  ET_CHECK_OR_RETURN(index < num_memory_planned_buffers(), InvalidArgument,
-                     "planned buffer %zu is out of range", index);
+  ET_CHECK_OR_RETURN(index < num_memory_planned_buffers(), InvalidArgument, "planned buffer %zu is out of range",
+                     index);
   etensor::Device device;
   const auto* entries = plan_->non_const_buffer_device();
   for (size_t i = 0; entries != nullptr && i < entries->size(); ++i) {

@@ -22,9 +22,7 @@ uint32_t read_u32(const uint8_t* p) {
 uint64_t read_u64(const uint8_t* p) { return uint64_t(read_u32(p)) | uint64_t(read_u32(p + 4)) << 32; }
 
 // True when [offset, offset + length) lies inside [0, size).
-bool in_bounds(uint64_t offset, uint64_t length, uint64_t size) {
-  return offset <= size && length <= size - offset;
-}
+bool in_bounds(uint64_t offset, uint64_t length, uint64_t size) { return offset <= size && length <= size - offset; }
 
 }  // namespace
 
@@ -64,11 +62,9 @@ Result<Program> Program::load(const void* data, size_t size, Verification verifi
   ET_CHECK_OR_RETURN(data != nullptr, InvalidArgument, "program data is null");
   const uint8_t* bytes = static_cast<const uint8_t*>(data);
   // Root offset + file identifier.
-  ET_CHECK_OR_RETURN(size >= 8, InvalidProgram, "file is %zu bytes; a program has at least 8",
-                     size);
+  ET_CHECK_OR_RETURN(size >= 8, InvalidProgram, "file is %zu bytes; a program has at least 8", size);
   ET_CHECK_OR_RETURN(flatbuffers::BufferHasIdentifier(bytes, executorch_flatbuffer::ProgramIdentifier()),
-                     InvalidProgram,
-                     "file identifier %02x %02x %02x %02x is not '%s': not a .pte program", bytes[4],
+                     InvalidProgram, "file identifier %02x %02x %02x %02x is not '%s': not a .pte program", bytes[4],
                      bytes[5], bytes[6], bytes[7], executorch_flatbuffer::ProgramIdentifier());
 
   size_t program_size = size;
@@ -81,13 +77,12 @@ Result<Program> Program::load(const void* data, size_t size, Verification verifi
     ET_CHECK_OR_RETURN(header->segment_base_offset <= size, InvalidProgram,
                        "header segment_base_offset %llu exceeds the %zu-byte file",
                        static_cast<unsigned long long>(header->segment_base_offset), size);
-    ET_CHECK_OR_RETURN(in_bounds(header->segment_base_offset, header->segment_data_size, size),
-                       InvalidProgram, "segment data (%llu bytes) runs past the file end",
+    ET_CHECK_OR_RETURN(in_bounds(header->segment_base_offset, header->segment_data_size, size), InvalidProgram,
+                       "segment data (%llu bytes) runs past the file end",
                        static_cast<unsigned long long>(header->segment_data_size));
     // Segments follow the program table: kernels may write to constant memory in a
     // malformed program, and that must never reach the table the runtime reads.
-    ET_CHECK_OR_RETURN(header->segment_base_offset == 0 ||
-                           header->segment_base_offset >= header->program_size,
+    ET_CHECK_OR_RETURN(header->segment_base_offset == 0 || header->segment_base_offset >= header->program_size,
                        InvalidProgram, "segment data starts at %llu, inside the %llu-byte program table",
                        static_cast<unsigned long long>(header->segment_base_offset),
                        static_cast<unsigned long long>(header->program_size));
@@ -111,8 +106,7 @@ Result<Program> Program::load(const void* data, size_t size, Verification verifi
   const auto* cs = program->constant_segment();
   const auto* cb = program->constant_buffer();
   ET_CHECK_OR_RETURN(
-      !(cs != nullptr && cs->offsets() != nullptr && cs->offsets()->size() > 0 && cb != nullptr &&
-        cb->size() > 0),
+      !(cs != nullptr && cs->offsets() != nullptr && cs->offsets()->size() > 0 && cb != nullptr && cb->size() > 0),
       InvalidProgram, "program has both constant_buffer and constant_segment data; only one may be used");
   return Program(bytes, size, program_size, program, segment_base);
 }
@@ -123,8 +117,7 @@ size_t Program::num_methods() const {
 }
 
 Result<const char*> Program::get_method_name(size_t index) const {
-  ET_CHECK_OR_RETURN(index < num_methods(), InvalidArgument, "method index %zu >= %zu", index,
-                     num_methods());
+  ET_CHECK_OR_RETURN(index < num_methods(), InvalidArgument, "method index %zu >= %zu", index, num_methods());
   const auto* name = program_->execution_plan()->Get(index)->name();
   ET_CHECK_OR_RETURN(name != nullptr, InvalidProgram, "method %zu has no name", index);
   return name->c_str();
@@ -133,8 +126,7 @@ Result<const char*> Program::get_method_name(size_t index) const {
 Result<MethodMeta> Program::method_meta(const char* name) const {
   for (size_t i = 0; i < num_methods(); ++i) {
     const auto* plan = program_->execution_plan()->Get(i);
-    if (plan->name() != nullptr && std::strcmp(plan->name()->c_str(), name) == 0)
-      return MethodMeta(plan);
+    if (plan->name() != nullptr && std::strcmp(plan->name()->c_str(), name) == 0) return MethodMeta(plan);
   }
   ET_LOG(Error, "program has no method named '%s'", name);
   return Error::NotFound;
@@ -147,8 +139,8 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory_mana
 
 Result<Method> Program::load_method(const char* name, MemoryManager* memory_manager, EventTracer* event_tracer,
                                     const NamedDataMap* external_data) const {
-  ET_CHECK_OR_RETURN(memory_manager != nullptr && memory_manager->method_allocator != nullptr,
-                     InvalidArgument, "load_method needs a MemoryManager with a method allocator");
+  ET_CHECK_OR_RETURN(memory_manager != nullptr && memory_manager->method_allocator != nullptr, InvalidArgument,
+                     "load_method needs a MemoryManager with a method allocator");
   EventTracerEntry load;
   if (event_tracer != nullptr) {
     event_tracer->create_event_block("Default");
@@ -180,11 +172,9 @@ Result<Span<const uint8_t>> Program::segment(size_t index) const {
                      "segment %zu is used but the file has no segment data (no extended header)", index);
   const auto* s = segments->Get(index);
   uint64_t offset = s->offset();
-  ET_CHECK_OR_RETURN(offset <= UINT64_MAX - segment_base_ &&
-                         in_bounds(segment_base_ + offset, s->size(), size_),
-                     InvalidProgram, "segment %zu (offset %llu, %llu bytes) runs past the %zu-byte file",
-                     index, static_cast<unsigned long long>(offset),
-                     static_cast<unsigned long long>(s->size()), size_);
+  ET_CHECK_OR_RETURN(offset <= UINT64_MAX - segment_base_ && in_bounds(segment_base_ + offset, s->size(), size_),
+                     InvalidProgram, "segment %zu (offset %llu, %llu bytes) runs past the %zu-byte file", index,
+                     static_cast<unsigned long long>(offset), static_cast<unsigned long long>(s->size()), size_);
   return Span<const uint8_t>(data_ + segment_base_ + offset, static_cast<size_t>(s->size()));
 }
 
@@ -192,8 +182,8 @@ Result<const uint8_t*> Program::constant_data(size_t index, size_t nbytes) const
   const auto* cs = program_->constant_segment();
   if (cs != nullptr && cs->offsets() != nullptr && cs->offsets()->size() > 0) {
     const auto* offsets = cs->offsets();
-    ET_CHECK_OR_RETURN(index < offsets->size(), InvalidProgram,
-                       "constant index %zu is out of range (%u constants)", index, offsets->size());
+    ET_CHECK_OR_RETURN(index < offsets->size(), InvalidProgram, "constant index %zu is out of range (%u constants)",
+                       index, offsets->size());
     Result<Span<const uint8_t>> seg = segment(cs->segment_index());
     if (!seg.ok()) return seg.error();
     uint64_t offset = load_item(offsets, index);
@@ -213,8 +203,7 @@ Result<const uint8_t*> Program::constant_data(size_t index, size_t nbytes) const
   return storage->data();
 }
 
-Result<const uint8_t*> Program::mutable_data(size_t table_index, size_t offset_index,
-                                             size_t nbytes) const {
+Result<const uint8_t*> Program::mutable_data(size_t table_index, size_t offset_index, size_t nbytes) const {
   const auto* tables = program_->mutable_data_segments();
   ET_CHECK_OR_RETURN(tables != nullptr && table_index < tables->size(), InvalidProgram,
                      "mutable data table %zu is out of range", table_index);

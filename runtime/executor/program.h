@@ -84,15 +84,18 @@ class Program final {
   }
 
  private:
-  Program(const uint8_t* data, size_t size, size_t program_size,
-          const executorch_flatbuffer::Program* program, size_t segment_base)
-      : data_(data), size_(size), program_size_(program_size), program_(program),
-        segment_base_(segment_base) {}
+  Program(const uint8_t* data, size_t size, size_t program_size, const executorch_flatbuffer::Program* program,
+          size_t segment_base)
+      : data_(data), size_(size), program_size_(program_size), program_(program), segment_base_(segment_base) {}
 
   // Takes over `file`, the bytes `loaded` views.
   Program(Program&& loaded, FreeableBuffer&& file)
-      : data_(loaded.data_), size_(loaded.size_), program_size_(loaded.program_size_), program_(loaded.program_),
-        segment_base_(loaded.segment_base_), file_(std::move(file)) {}
+      : data_(loaded.data_),
+        size_(loaded.size_),
+        program_size_(loaded.program_size_),
+        program_(loaded.program_),
+        segment_base_(loaded.segment_base_),
+        file_(std::move(file)) {}
 
   const uint8_t* data_;
   size_t size_;

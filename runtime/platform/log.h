@@ -36,9 +36,8 @@ void log_message(LogLevel level, const char* file, int line, const char* format,
 #endif
 
 #if ET_LOG_ENABLED
-#define ET_LOG(level, ...)                                                                  \
-  ::executorch::runtime::log_message(::executorch::runtime::LogLevel::level, __FILE__, \
-                                     __LINE__, __VA_ARGS__)
+#define ET_LOG(level, ...) \
+  ::executorch::runtime::log_message(::executorch::runtime::LogLevel::level, __FILE__, __LINE__, __VA_ARGS__)
 #else
 #define ET_LOG(level, ...) ((void)0)
 #endif

@@ -7,8 +7,7 @@
 
 extern "C" {
 
-__attribute__((weak)) void et_pal_emit_log(char level, const char* file, int line,
-                                           const char* message, size_t length) {
+__attribute__((weak)) void et_pal_emit_log(char level, const char* file, int line, const char* message, size_t length) {
   std::fprintf(stderr, "%c %s:%d] %.*s\n", level, file, line, static_cast<int>(length), message);
 }
 

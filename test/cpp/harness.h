@@ -42,15 +42,15 @@ inline int run_all(int argc, char** argv) {
 
 }  // namespace ettest
 
-#define ETTEST(name)                                          \
-  static void name();                                         \
-  static ::ettest::Registrar name##_registrar(#name, &name);  \
+#define ETTEST(name)                                         \
+  static void name();                                        \
+  static ::ettest::Registrar name##_registrar(#name, &name); \
   static void name()
 
-#define ETCHECK(cond)                                                                  \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      ++::ettest::failures();                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-    }                                                                                  \
+#define ETCHECK(cond)                                                               \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      ++::ettest::failures();                                                       \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                               \
   } while (0)

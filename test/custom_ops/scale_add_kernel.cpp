@@ -20,8 +20,10 @@ void scale_add_out(KernelRuntimeContext& ctx, Span<EValue*> args) {
   Tensor x = args[0]->toTensor();
   Tensor y = args[1]->toTensor();
   Tensor out = args[3]->toTensor();
-  ET_KERNEL_CHECK(ctx, x.scalar_type() == ScalarType::Float && y.scalar_type() == ScalarType::Float &&
-                           out.scalar_type() == ScalarType::Float, InvalidType);
+  ET_KERNEL_CHECK(ctx,
+                  x.scalar_type() == ScalarType::Float && y.scalar_type() == ScalarType::Float &&
+                      out.scalar_type() == ScalarType::Float,
+                  InvalidType);
   ET_KERNEL_CHECK(ctx, x.numel() == y.numel() && x.numel() == out.numel(), InvalidArgument);
   const float alpha = static_cast<float>(args[2]->toDouble());
   const float* a = x.const_data_ptr<float>();

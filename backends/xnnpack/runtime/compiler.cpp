@@ -38,7 +38,7 @@ namespace {
 constexpr uint32_t kExternalInput = 1, kExternalOutput = 2;
 // Node flags of the format.
 constexpr uint32_t kFlagTransposeWeights = 1;  // fully connected: filter is [in, out]; bmm: B is [.., n, k]
-constexpr uint32_t kFlagSamePadding = 4;       // convolution/pooling: TensorFlow SAME padding
+constexpr uint32_t kFlagSamePadding = 4;  // convolution/pooling: TensorFlow SAME padding
 constexpr uint32_t kFlagKeepDims = 0x40;
 // Largest element count of any one value: far above any real model, low enough that byte counts
 // computed from it cannot overflow.
@@ -120,15 +120,13 @@ class Compiler {
 
   Error run() {
     graph_ = fb::GetXNNGraph(payload_.flatbuffer);
-    ET_CHECK_OR_RETURN(graph_ != nullptr && graph_->xvalues() != nullptr && graph_->xnodes() != nullptr,
-                       InvalidProgram, "XnnpackBackend: the XNNPACK graph has no values or no nodes");
+    ET_CHECK_OR_RETURN(graph_ != nullptr && graph_->xvalues() != nullptr && graph_->xnodes() != nullptr, InvalidProgram,
+                       "XnnpackBackend: the XNNPACK graph has no values or no nodes");
     ET_CHECK_OR_RETURN(graph_->num_externs() <= 4096, InvalidProgram,
                        "XnnpackBackend: the graph declares %u external values (at most 4096)", graph_->num_externs());
     plan_.num_externs = graph_->num_externs();
     ET_TRY(define_values());
-    for (uint32_t i = 0; i < graph_->xnodes()->size(); ++i) {
-      ET_TRY(define_node(i, graph_->xnodes()->Get(i)));
-    }
+    for (uint32_t i = 0; i < graph_->xnodes()->size(); ++i) { ET_TRY(define_node(i, graph_->xnodes()->Get(i))); }
     ET_TRY(check_externals());
     ET_TRY(select_compute());
     ET_TRY(decode_float_weights());
@@ -166,8 +164,8 @@ class Compiler {
       ET_CHECK_OR_RETURN(payload_.constant_data != nullptr && off <= payload_.constant_data_size &&
                              n <= payload_.constant_data_size - off,
                          InvalidProgram,
-                         "XnnpackBackend: constant %u [%" PRIu64 ", +%" PRIu64
-                         ") lies outside the payload's %" PRIu64 "-byte constant region",
+                         "XnnpackBackend: constant %u [%" PRIu64 ", +%" PRIu64 ") lies outside the payload's %" PRIu64
+                         "-byte constant region",
                          idx, off, n, payload_.constant_data_size);
       *size = n;
       return payload_.constant_data + off;
@@ -207,7 +205,8 @@ class Compiler {
       const auto* dims = tv->dims();
       const uint32_t rank = dims ? dims->size() : 0;
       ET_CHECK_OR_RETURN(rank <= kMaxDims, NotImplemented,
-                         "XnnpackBackend: value %u has %u dims; this backend handles at most %d", vi.id, rank, kMaxDims);
+                         "XnnpackBackend: value %u has %u dims; this backend handles at most %d", vi.id, rank,
+                         kMaxDims);
       v.rank = static_cast<int>(rank);
       int64_t numel = 1;
       for (uint32_t d = 0; d < rank; ++d) {
@@ -235,8 +234,8 @@ class Compiler {
         vi.raw = raw;
         const uint64_t need = raw_bytes(v, vi);
         ET_CHECK_OR_RETURN(vi.raw_size >= need, InvalidProgram,
-                           "XnnpackBackend: constant value %u holds %" PRIu64 " bytes; its shape needs %" PRIu64,
-                           vi.id, vi.raw_size, need);
+                           "XnnpackBackend: constant value %u holds %" PRIu64 " bytes; its shape needs %" PRIu64, vi.id,
+                           vi.raw_size, need);
       }
       plan_.values.push_back(v);
       info_.push_back(vi);
@@ -269,9 +268,7 @@ class Compiler {
       case D::xnn_datatype_fp32: v.dtype = DType::kF32; break;
       case D::xnn_datatype_int32: v.dtype = DType::kI32; break;
       case D::xnn_datatype_qint8:
-      case D::xnn_datatype_quint8:
-        v.dtype = d == D::xnn_datatype_qint8 ? DType::kQS8 : DType::kQU8;
-        break;
+      case D::xnn_datatype_quint8: v.dtype = d == D::xnn_datatype_qint8 ? DType::kQS8 : DType::kQU8; break;
       case D::xnn_datatype_qdint8: v.dtype = DType::kQD8; break;
       case D::xnn_datatype_qint32:
       case D::xnn_datatype_qcint32:
@@ -279,8 +276,8 @@ class Compiler {
       case D::xnn_datatype_qcint4:
       case D::xnn_datatype_qbint4:
         ET_CHECK_OR_RETURN(constant, NotImplemented,
-                           "XnnpackBackend: value %u has datatype %s, supported here for constant weights only",
-                           vi.id, fb::EnumNameXNNDatatype(d));
+                           "XnnpackBackend: value %u has datatype %s, supported here for constant weights only", vi.id,
+                           fb::EnumNameXNNDatatype(d));
         v.dtype = DType::kF32;  // decoded to float when the weights are packed
         break;
       default:
@@ -324,8 +321,8 @@ class Compiler {
           uint64_t size = 0;
           ET_UNWRAP(bytes, constant_bytes(q->scale_buffer_idx(), &size, vi.id));
           ET_CHECK_OR_RETURN(size >= channels * 4, InvalidProgram,
-                             "XnnpackBackend: value %u's scales hold %" PRIu64 " bytes for %" PRIu64 " channels",
-                             vi.id, size, channels);
+                             "XnnpackBackend: value %u's scales hold %" PRIu64 " bytes for %" PRIu64 " channels", vi.id,
+                             size, channels);
           vi.channel_scales = reinterpret_cast<const float*>(bytes);
         } else {
           ET_CHECK_OR_RETURN(q->scale() != nullptr && q->scale()->size() >= channels, InvalidProgram,
@@ -354,7 +351,8 @@ class Compiler {
           uint64_t size = 0;
           ET_UNWRAP(bytes, constant_bytes(q->scale_buffer_idx(), &size, vi.id));
           ET_CHECK_OR_RETURN(q->num_scales() == n && size >= n * 2, InvalidProgram,
-                             "XnnpackBackend: value %u has %u block scales (%" PRIu64 " bytes); its shape needs %" PRIu64,
+                             "XnnpackBackend: value %u has %u block scales (%" PRIu64
+                             " bytes); its shape needs %" PRIu64,
                              vi.id, q->num_scales(), size, n);
           vi.block_scales = bytes;
         } else {
@@ -491,8 +489,8 @@ class Compiler {
   Error lookup(uint32_t id, const Op& op, const char* role, uint32_t* out) {
     auto it = ids_.find(id);
     ET_CHECK_OR_RETURN(it != ids_.end(), InvalidProgram,
-                       "XnnpackBackend: node %u (%s) names %s value %u, which the graph does not define",
-                       op.node_index, op.name, role, id);
+                       "XnnpackBackend: node %u (%s) names %s value %u, which the graph does not define", op.node_index,
+                       op.name, role, id);
     *out = it->second;
     return Error::Ok;
   }
@@ -501,8 +499,8 @@ class Compiler {
     uint32_t idx;
     ET_TRY(lookup(id, op, role, &idx));
     ET_CHECK_OR_RETURN(info_[idx].raw != nullptr || plan_.values[idx].is_input || written_.count(idx), InvalidProgram,
-                       "XnnpackBackend: node %u (%s) reads value %u before any node writes it", op.node_index,
-                       op.name, id);
+                       "XnnpackBackend: node %u (%s) reads value %u before any node writes it", op.node_index, op.name,
+                       id);
     op.in[op.n_in++] = idx;
     if (info_[idx].raw != nullptr) used_loose_.insert(idx);
     return Error::Ok;
@@ -515,8 +513,8 @@ class Compiler {
                        "XnnpackBackend: node %u (%s) writes value %u, which is a constant or a graph input",
                        op.node_index, op.name, info_[op.out].id);
     ET_CHECK_OR_RETURN(!written_.count(op.out), InvalidProgram,
-                       "XnnpackBackend: value %u is written by two nodes (the second: node %u, %s)",
-                       info_[op.out].id, op.node_index, op.name);
+                       "XnnpackBackend: value %u is written by two nodes (the second: node %u, %s)", info_[op.out].id,
+                       op.node_index, op.name);
     written_.insert(op.out);
     return Error::Ok;
   }
@@ -531,7 +529,8 @@ class Compiler {
                        "supported",
                        op.node_index, op.name);
     ET_CHECK_OR_RETURN(plan_.values[f].max_numel() == out_channels * per_channel, InvalidProgram,
-                       "XnnpackBackend: node %u (%s): filter %u has %" PRId64 " elements, expected %" PRId64 " x %" PRId64,
+                       "XnnpackBackend: node %u (%s): filter %u has %" PRId64 " elements, expected %" PRId64
+                       " x %" PRId64,
                        op.node_index, op.name, info_[f].id, plan_.values[f].max_numel(), out_channels, per_channel);
     op.filter = f;
     if (bias_id != kNoValue) {
@@ -612,8 +611,8 @@ class Compiler {
       switch (op.kind) {
         case OpKind::kConv:
         case OpKind::kDepthwiseConv:
-          if (qs8_io && qs8_filter(op.filter, op.kind == OpKind::kConv ? 0 : 3) &&
-              int32_bias(op.bias_value) && op.conv.kernel_h * op.conv.kernel_w <= 256) {
+          if (qs8_io && qs8_filter(op.filter, op.kind == OpKind::kConv ? 0 : 3) && int32_bias(op.bias_value) &&
+              op.conv.kernel_h * op.conv.kernel_w <= 256) {
             op.compute = Compute::kQs8;
           }
           break;
@@ -623,7 +622,8 @@ class Compiler {
             op.compute = Compute::kQs8;
           } else if (x.dtype == DType::kQD8 && x.nonbatch_dims == 1 && y.dtype == DType::kF32 &&
                      (op.flags & kFlagTransposeWeights) == 0 && qd8_filter(op.filter) &&
-                     (op.bias_value == kNoValue || info_[op.bias_value].datatype == fb::XNNDatatype::xnn_datatype_fp32)) {
+                     (op.bias_value == kNoValue ||
+                      info_[op.bias_value].datatype == fb::XNNDatatype::xnn_datatype_fp32)) {
             const Op* convert = producer(op.in[0]);
             if (convert != nullptr && convert->kind == OpKind::kConvert &&
                 plan_.values[convert->in[0]].dtype == DType::kF32) {
@@ -719,9 +719,8 @@ class Compiler {
       if (dw.kind != OpKind::kDepthwiseConv || pw.kind != OpKind::kConv || dw.compute == Compute::kQd8 ||
           pw.compute != dw.compute || dw.packed == nullptr || pw.packed == nullptr || pw.n_in != 1 ||
           pw.in[0] != dw.out || readers[dw.out] != 1 || mid.is_output || mid.dtype != t ||
-          plan_.values[dw.in[0]].dtype != t || plan_.values[pw.out].dtype != t ||
-          !to_conv_nhwc(pw.conv).pointwise() || pw.conv.groups != 1 || mid.rank != 4 ||
-          mid.max_dims[3] > kernels::cpu::kDwPwMaxChannels ||
+          plan_.values[dw.in[0]].dtype != t || plan_.values[pw.out].dtype != t || !to_conv_nhwc(pw.conv).pointwise() ||
+          pw.conv.groups != 1 || mid.rank != 4 || mid.max_dims[3] > kernels::cpu::kDwPwMaxChannels ||
           mid.max_dims[0] * mid.max_dims[1] < kernels::cpu::kDwPwMinRows)
         continue;
       dw.fuse_next = true;
@@ -741,8 +740,9 @@ class Compiler {
         return c.valid() && cpu::conv2d_nhwc_qs8_packed_bytes(c, isa) != 0;
       }
       case OpKind::kFullyConnected:
-        return op.compute == Compute::kQs8 ? cpu::fully_connected_qs8_packed_bytes(n, k, isa) != 0
-                                           : cpu::fully_connected_qd8_packed_bytes(n, k, qd8_group(op.filter, k), isa) != 0;
+        return op.compute == Compute::kQs8
+                   ? cpu::fully_connected_qs8_packed_bytes(n, k, isa) != 0
+                   : cpu::fully_connected_qd8_packed_bytes(n, k, qd8_group(op.filter, k), isa) != 0;
       default: return true;
     }
   }
@@ -753,8 +753,7 @@ class Compiler {
     const int64_t k = plan_.values[f].max_dims[1];
     switch (w.datatype) {
       case D::xnn_datatype_qcint8: return w.quant == ValueInfo::Quant::kChannel && w.channel_dim == 0;
-      case D::xnn_datatype_qcint4:
-        return w.quant == ValueInfo::Quant::kChannel && w.channel_dim == 0 && k % 2 == 0;
+      case D::xnn_datatype_qcint4: return w.quant == ValueInfo::Quant::kChannel && w.channel_dim == 0 && k % 2 == 0;
       case D::xnn_datatype_qbint4: return w.block_size % 8 == 0 || w.block_size == k;
       default: return false;
     }
@@ -822,8 +821,8 @@ class Compiler {
     if (op.kind == OpKind::kConvTranspose) {
       p.adj_h = c->adjustment_height(), p.adj_w = c->adjustment_width();
       ET_CHECK_OR_RETURN(p.adj_h < p.stride_h && p.adj_w < p.stride_w, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) has an output adjustment of at least its stride",
-                         op.node_index, op.name);
+                         "XnnpackBackend: node %u (%s) has an output adjustment of at least its stride", op.node_index,
+                         op.name);
     }
     ET_TRY(add_input(op, c->input1_id(), "input"));
     ET_TRY(set_output(op, c->output_id()));
@@ -848,7 +847,8 @@ class Compiler {
     p.pad_bottom = pl->padding_bottom(), p.pad_left = pl->padding_left();
     p.kernel_h = pl->pooling_height(), p.kernel_w = pl->pooling_width();
     p.stride_h = pl->stride_height(), p.stride_w = pl->stride_width();
-    p.dilation_h = std::max<int64_t>(1, pl->dilation_height()), p.dilation_w = std::max<int64_t>(1, pl->dilation_width());
+    p.dilation_h = std::max<int64_t>(1, pl->dilation_height()),
+    p.dilation_w = std::max<int64_t>(1, pl->dilation_width());
     const int64_t pads[4] = {p.pad_top, p.pad_right, p.pad_bottom, p.pad_left};
     ET_TRY(check_window(op, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, pads));
     ET_TRY(add_input(op, pl->input_id(), "input"));
@@ -889,8 +889,8 @@ class Compiler {
     op.name = fb::EnumNameXNodeUnion(type);
     if (op.name == nullptr || *op.name == '\0') op.name = "unknown";
     if (type <= fb::XNodeUnion::MAX) op.kind_ordinal = ++kind_counts_[static_cast<size_t>(type)];
-    ET_CHECK_OR_RETURN(node->xnode_union() != nullptr, InvalidProgram, "XnnpackBackend: node %u (%s) is empty",
-                       index, op.name);
+    ET_CHECK_OR_RETURN(node->xnode_union() != nullptr, InvalidProgram, "XnnpackBackend: node %u (%s) is empty", index,
+                       op.name);
     set_min_max(op, node);
     using U = fb::XNodeUnion;
     auto bin = [&](BinaryKind k, const fb::_XNNNode2x1* n) {
@@ -903,8 +903,8 @@ class Compiler {
       const DType a = plan_.values[op.in[0]].dtype, b = plan_.values[op.in[1]].dtype, y = plan_.values[op.out].dtype;
       ET_CHECK_OR_RETURN(k == BinaryKind::kPrelu || (a == b && a == y), InvalidProgram,
                          "XnnpackBackend: node %u (%s) mixes datatypes (inputs %s and %s, output %s); XNNPACK defines "
-                         "a binary node over one datatype (a Convert changes it)", index, op.name, dtype_name(a),
-                         dtype_name(b), dtype_name(y));
+                         "a binary node over one datatype (a Convert changes it)",
+                         index, op.name, dtype_name(a), dtype_name(b), dtype_name(y));
       return Error::Ok;
     };
     auto un = [&](UnaryKind k, const fb::_XNNNode1x1* n) {
@@ -985,9 +985,18 @@ class Compiler {
         err = unary(op, n);
         break;
       }
-      case U::XNNSoftmax: op.kind = OpKind::kSoftmax; err = unary(op, node->xnode_union_as_XNNSoftmax()); break;
-      case U::XNNCopy: op.kind = OpKind::kCopy; err = unary(op, node->xnode_union_as_XNNCopy()); break;
-      case U::XNNConvert: op.kind = OpKind::kConvert; err = unary(op, node->xnode_union_as_XNNConvert()); break;
+      case U::XNNSoftmax:
+        op.kind = OpKind::kSoftmax;
+        err = unary(op, node->xnode_union_as_XNNSoftmax());
+        break;
+      case U::XNNCopy:
+        op.kind = OpKind::kCopy;
+        err = unary(op, node->xnode_union_as_XNNCopy());
+        break;
+      case U::XNNConvert:
+        op.kind = OpKind::kConvert;
+        err = unary(op, node->xnode_union_as_XNNConvert());
+        break;
       case U::XNNGlobalAvgPooling2d:
         op.kind = OpKind::kGlobalAvgPool;
         err = unary(op, node->xnode_union_as_XNNGlobalAvgPooling2d());
@@ -1027,8 +1036,8 @@ class Compiler {
         const int post = op.n_params;
         ET_TRY(dims_param(op, n->pre_paddings(), op.params, "paddings"));
         ET_CHECK_OR_RETURN(post == op.n_params, InvalidProgram,
-                           "XnnpackBackend: node %u (%s) has %d pre- but %d post-paddings", index, op.name,
-                           op.n_params, post);
+                           "XnnpackBackend: node %u (%s) has %d pre- but %d post-paddings", index, op.name, op.n_params,
+                           post);
         err = unary(op, n);
         break;
       }
@@ -1042,8 +1051,10 @@ class Compiler {
                                                             : node->xnode_union_as_XNNConcatenate5();
         op.kind = OpKind::kConcat;
         op.axis = n->axis();
-        const int count = type == U::XNNConcatenate2 ? 2 : type == U::XNNConcatenate3 ? 3
-                           : type == U::XNNConcatenate4 ? 4 : 5;
+        const int count = type == U::XNNConcatenate2   ? 2
+                          : type == U::XNNConcatenate3 ? 3
+                          : type == U::XNNConcatenate4 ? 4
+                                                       : 5;
         const uint32_t ids[5] = {n->input1_id(), n->input2_id(), n->input3_id(), n->input4_id(), n->input5_id()};
         for (int i = 0; i < count; ++i) ET_TRY(add_input(op, ids[i], "input"));
         err = set_output(op, n->output_id());
@@ -1084,7 +1095,8 @@ class Compiler {
   Error same_quantization(const Op& op, uint32_t index, fb::XNodeUnion type) const {
     using U = fb::XNodeUnion;
     switch (type) {
-      case U::XNNCopy: case U::XNNStaticConstantPad: break;
+      case U::XNNCopy:
+      case U::XNNStaticConstantPad: break;
       default: return Error::Ok;
     }
     const Value& y = plan_.values[op.out];
@@ -1094,7 +1106,8 @@ class Compiler {
       ET_CHECK_OR_RETURN(x.dtype == y.dtype && x.scale == y.scale && x.zero_point == y.zero_point, InvalidProgram,
                          "XnnpackBackend: node %u (%s) reads a value quantized at scale %g, zero point %d and writes "
                          "one at scale %g, zero point %d; XNNPACK defines it only with equal quantization (a Convert "
-                         "requantizes)", index, op.name, static_cast<double>(x.scale), static_cast<int>(x.zero_point),
+                         "requantizes)",
+                         index, op.name, static_cast<double>(x.scale), static_cast<int>(x.zero_point),
                          static_cast<double>(y.scale), static_cast<int>(y.zero_point));
     }
     return Error::Ok;
@@ -1110,10 +1123,9 @@ class Compiler {
                          "XnnpackBackend: external id %u is given to two values (%u and %u)", v.external,
                          info_[by_ext[v.external]].id, info_[i].id);
       by_ext[v.external] = i;
-      ET_CHECK_OR_RETURN(v.dtype == DType::kF32 || v.dtype == DType::kI32 || v.dtype == DType::kQS8 ||
-                             v.dtype == DType::kQU8,
-                         NotImplemented, "XnnpackBackend: external value %u has a datatype the call cannot pass",
-                         info_[i].id);
+      ET_CHECK_OR_RETURN(
+          v.dtype == DType::kF32 || v.dtype == DType::kI32 || v.dtype == DType::kQS8 || v.dtype == DType::kQU8,
+          NotImplemented, "XnnpackBackend: external value %u has a datatype the call cannot pass", info_[i].id);
       ET_CHECK_OR_RETURN(!v.is_output || written_.count(i), InvalidProgram,
                          "XnnpackBackend: graph output %u is written by no node", info_[i].id);
     }
@@ -1153,9 +1165,7 @@ class Compiler {
         case Compute::kQs8:
           bytes = conv ? cpu::conv2d_nhwc_qs8_packed_bytes(c, isa) : cpu::fully_connected_qs8_packed_bytes(n, k, isa);
           break;
-        case Compute::kQd8:
-          bytes = cpu::fully_connected_qd8_packed_bytes(n, k, qd8_group(op.filter, k), isa);
-          break;
+        case Compute::kQd8: bytes = cpu::fully_connected_qd8_packed_bytes(n, k, qd8_group(op.filter, k), isa); break;
       }
       if (bytes == 0) {
         ET_CHECK_OR_RETURN(op.compute == Compute::kFloat, InvalidProgram,
@@ -1182,9 +1192,9 @@ class Compiler {
       bool ok = false;
       switch (op.compute) {
         case Compute::kFloat:
-          ok = conv ? cpu::conv2d_nhwc_f32_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi
-                                                                             : cpu::ConvWeights::kHwo,
-                                                op.weights, op.bias, isa, at)
+          ok = conv ? cpu::conv2d_nhwc_f32_pack(
+                          c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi : cpu::ConvWeights::kHwo, op.weights,
+                          op.bias, isa, at)
                     : cpu::fully_connected_f32_pack(n, k, op.weights, (op.flags & 1) != 0, op.bias, isa, at);
           break;
         case Compute::kQs8: ET_TRY(pack_qs8(op, c, conv, isa, at, &ok)); break;
@@ -1220,8 +1230,7 @@ class Compiler {
     return Error::Ok;
   }
 
-  Error pack_qs8(const Op& op, const kernels::cpu::ConvNhwc& c, bool conv, kernels::cpu::Isa isa, void* at,
-                 bool* ok) {
+  Error pack_qs8(const Op& op, const kernels::cpu::ConvNhwc& c, bool conv, kernels::cpu::Isa isa, void* at, bool* ok) {
     namespace cpu = kernels::cpu;
     const Value& x = plan_.values[op.in[0]];
     const Value& y = plan_.values[op.out];
@@ -1236,10 +1245,10 @@ class Compiler {
     q.out_scale = y.scale, q.out_zero_point = y.zero_point;
     const int8_t* w = reinterpret_cast<const int8_t*>(info_[op.filter].raw);
     const int32_t* b = bias.empty() ? nullptr : bias.data();
-    *ok = conv ? cpu::conv2d_nhwc_qs8_pack(c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi : cpu::ConvWeights::kHwo,
-                                           w, b, q, isa, at)
-               : cpu::fully_connected_qs8_pack(op.conv.group_out, op.conv.group_in, w, (op.flags & 1) != 0, b, q,
-                                               isa, at);
+    *ok = conv ? cpu::conv2d_nhwc_qs8_pack(
+                     c, op.kind == OpKind::kConv ? cpu::ConvWeights::kOhwi : cpu::ConvWeights::kHwo, w, b, q, isa, at)
+               : cpu::fully_connected_qs8_pack(op.conv.group_out, op.conv.group_in, w, (op.flags & 1) != 0, b, q, isa,
+                                               at);
     return Error::Ok;
   }
 
@@ -1266,8 +1275,8 @@ class Compiler {
     const size_t count = w.num_scales, elem = w.block_scales_f32 ? 4 : 2;
     std::vector<uint8_t> scales(count * elem);
     std::memcpy(scales.data(), w.block_scales, scales.size());
-    *ok = cpu::fully_connected_qd8_pack_qb4w(n, k, w.block_size, w.raw, 8, scales.data(), !w.block_scales_f32, b,
-                                             isa, at);
+    *ok = cpu::fully_connected_qd8_pack_qb4w(n, k, w.block_size, w.raw, 8, scales.data(), !w.block_scales_f32, b, isa,
+                                             at);
     return Error::Ok;
   }
 

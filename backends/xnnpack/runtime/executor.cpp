@@ -68,7 +68,6 @@ Error check_nhwc(const Op& op, const Value& in) {
   return Error::Ok;
 }
 
-
 Error window_shape(const Op& op, Plan& plan, int64_t out_c) {
   const Value& in = plan.values[op.in[0]];
   ET_TRY(check_nhwc(op, in));
@@ -107,15 +106,15 @@ Error infer_shape(const Op& op, Plan& plan) {
       ET_TRY(check_nhwc(op, a));
       const int64_t* d = a.dims;
       ET_CHECK_OR_RETURN(d[3] == op.conv.groups * op.conv.group_in, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64,
-                         op.node_index, op.name, op.conv.groups * op.conv.group_in, d[3]);
+                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64, op.node_index,
+                         op.name, op.conv.groups * op.conv.group_in, d[3]);
       return window_shape(op, plan, op.conv.groups * op.conv.group_out);
     }
     case OpKind::kConvTranspose: {
       ET_TRY(check_nhwc(op, a));
       ET_CHECK_OR_RETURN(a.dims[3] == op.conv.groups * op.conv.group_in, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64,
-                         op.node_index, op.name, op.conv.groups * op.conv.group_in, a.dims[3]);
+                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64, op.node_index,
+                         op.name, op.conv.groups * op.conv.group_in, a.dims[3]);
       const ConvParams& p = op.conv;
       const int64_t dims[4] = {
           a.dims[0], transposed_out(a.dims[1], p.pad_top, p.pad_bottom, p.kernel_h, p.dilation_h, p.stride_h, p.adj_h),
@@ -126,13 +125,11 @@ Error infer_shape(const Op& op, Plan& plan) {
     case OpKind::kDepthwiseConv:
       ET_TRY(check_nhwc(op, a));
       ET_CHECK_OR_RETURN(a.dims[3] == op.conv.groups, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64,
-                         op.node_index, op.name, op.conv.groups, a.dims[3]);
+                         "XnnpackBackend: node %u (%s) expects %" PRId64 " input channels, got %" PRId64, op.node_index,
+                         op.name, op.conv.groups, a.dims[3]);
       return window_shape(op, plan, op.conv.groups * op.conv.group_out);
     case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-      ET_TRY(check_nhwc(op, a));
-      return window_shape(op, plan, a.dims[3]);
+    case OpKind::kAvgPool: ET_TRY(check_nhwc(op, a)); return window_shape(op, plan, a.dims[3]);
     case OpKind::kGlobalAvgPool: {
       ET_TRY(check_nhwc(op, a));
       const int64_t keep[4] = {a.dims[0], 1, 1, a.dims[3]};
@@ -168,7 +165,8 @@ Error infer_shape(const Op& op, Plan& plan) {
       if (bmm) {
         const bool tb = (op.flags & 1) != 0;
         const int64_t m = a.dims[a.rank - 2], k = a.dims[a.rank - 1];
-        const int64_t kb = tb ? b.dims[b.rank - 1] : b.dims[b.rank - 2], n = tb ? b.dims[b.rank - 2] : b.dims[b.rank - 1];
+        const int64_t kb = tb ? b.dims[b.rank - 1] : b.dims[b.rank - 2],
+                      n = tb ? b.dims[b.rank - 2] : b.dims[b.rank - 1];
         ET_CHECK_OR_RETURN(k == kb, InvalidProgram,
                            "XnnpackBackend: node %u (%s) multiplies k=%" PRId64 " by k=%" PRId64, op.node_index,
                            op.name, k, kb);
@@ -188,8 +186,8 @@ Error infer_shape(const Op& op, Plan& plan) {
       for (int d = 0; d < op.n_params; ++d) {
         dims[d] = op.params[d];
         if (dims[d] == 0) {
-          ET_CHECK_OR_RETURN(inferred < 0, InvalidProgram,
-                             "XnnpackBackend: node %u (%s) infers more than one dim", op.node_index, op.name);
+          ET_CHECK_OR_RETURN(inferred < 0, InvalidProgram, "XnnpackBackend: node %u (%s) infers more than one dim",
+                             op.node_index, op.name);
           inferred = d;
         } else {
           // The shape's entries come from the file (up to 2^32 - 1 each): their product may not fit.
@@ -201,8 +199,8 @@ Error infer_shape(const Op& op, Plan& plan) {
       const int64_t numel = a.numel();
       if (inferred >= 0) {
         ET_CHECK_OR_RETURN(known > 0 && numel % known == 0, InvalidArgument,
-                           "XnnpackBackend: node %u (%s) cannot reshape %" PRId64 " elements", op.node_index,
-                           op.name, numel);
+                           "XnnpackBackend: node %u (%s) cannot reshape %" PRId64 " elements", op.node_index, op.name,
+                           numel);
         dims[inferred] = numel / known;
         known = numel;
       }
@@ -260,8 +258,8 @@ Error infer_shape(const Op& op, Plan& plan) {
                            op.node_index, op.name);
         for (int d = 0; d < a.rank; ++d) {
           ET_CHECK_OR_RETURN(d == op.axis || v.dims[d] == a.dims[d], InvalidProgram,
-                             "XnnpackBackend: node %u (%s) joins values whose dim %d differs", op.node_index,
-                             op.name, d);
+                             "XnnpackBackend: node %u (%s) joins values whose dim %d differs", op.node_index, op.name,
+                             d);
         }
         dims[op.axis] += v.dims[op.axis];
       }
@@ -284,8 +282,7 @@ size_t kernel_floats(const Op& op, const Plan& plan) {
       return conv_scratch_floats(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2]);
     }
     case OpKind::kFullyConnected:
-      return fc_scratch_floats(a.numel() / std::max<int64_t>(1, op.conv.group_in), op.conv.group_in,
-                               op.conv.group_out);
+      return fc_scratch_floats(a.numel() / std::max<int64_t>(1, op.conv.group_in), op.conv.group_in, op.conv.group_out);
     case OpKind::kBatchMatMul:
       return bmm_scratch_floats(out.dims[out.rank - 2], out.dims[out.rank - 1], a.dims[a.rank - 1]);
     default: return 0;
@@ -343,8 +340,7 @@ const float* as_float(const Value& v, uint8_t** scratch) {
   *scratch += align_up(static_cast<size_t>(v.numel()) * 4);
   if (v.dtype == DType::kQD8) {
     const int64_t rows = qd8_rows(v, v.dims), n = v.numel();
-    dequantize_rows(static_cast<const int8_t*>(v.data), rows, rows ? n / rows : 0, v.row_scale, v.row_zero_point,
-                    f);
+    dequantize_rows(static_cast<const int8_t*>(v.data), rows, rows ? n / rows : 0, v.row_scale, v.row_zero_point, f);
   } else {
     dequantize(v.data, v.numel(), v.scale, v.zero_point, v.dtype == DType::kQS8, f);
   }
@@ -414,9 +410,8 @@ Error run_int8(const Op& op, Plan& plan) {
   switch (op.kind) {
     case OpKind::kConv:
     case OpKind::kDepthwiseConv:
-      ok = out.numel() == 0 ||
-           cpu::conv2d_nhwc_qs8(to_conv_nhwc(op.conv), op.packed, a.dims[0], a.dims[1], a.dims[2], x, y, op.qmin,
-                                op.qmax);
+      ok = out.numel() == 0 || cpu::conv2d_nhwc_qs8(to_conv_nhwc(op.conv), op.packed, a.dims[0], a.dims[1], a.dims[2],
+                                                    x, y, op.qmin, op.qmax);
       break;
     case OpKind::kFullyConnected: {
       const int64_t k = op.conv.group_in, n = op.conv.group_out, rows = a.numel() / k;
@@ -531,8 +526,7 @@ Error run_op(const Op& op, Plan& plan) {
                         static_cast<const int8_t*>(data[0]), static_cast<int8_t*>(out.data), op.out_min, op.out_max);
         } else {
           max_pool_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], a.dims[3], out.dims[1], out.dims[2],
-                        static_cast<const uint8_t*>(data[0]), static_cast<uint8_t*>(out.data), op.out_min,
-                        op.out_max);
+                        static_cast<const uint8_t*>(data[0]), static_cast<uint8_t*>(out.data), op.out_min, op.out_max);
         }
         return Error::Ok;
       default: return Error::Internal;
@@ -561,8 +555,8 @@ Error run_op(const Op& op, Plan& plan) {
         break;
       }
       if (op.kind == OpKind::kDepthwiseConv) {
-        depthwise_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights,
-                       op.bias, o, op.out_min, op.out_max);
+        depthwise_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias,
+                       o, op.out_min, op.out_max);
       } else {
         const int64_t* d = a.dims;
         conv_nhwc(op.conv, d[0], d[1], d[2], out.dims[1], out.dims[2], in[0], op.weights, op.bias, o, op.out_min,
@@ -578,7 +572,8 @@ Error run_op(const Op& op, Plan& plan) {
         const int64_t rows = a.numel() / op.conv.group_in;
         ET_CHECK_OR_RETURN(rows == 0 || kernels::cpu::fully_connected_f32(op.packed, rows, in[0], op.conv.group_in, o,
                                                                           op.conv.group_out, op.out_min, op.out_max),
-                           Internal, "XnnpackBackend: node %u (%s): the packed fully connected layer refused its shapes",
+                           Internal,
+                           "XnnpackBackend: node %u (%s): the packed fully connected layer refused its shapes",
                            op.node_index, op.name);
         break;
       }
@@ -616,8 +611,8 @@ Error run_op(const Op& op, Plan& plan) {
       break;
     }
     case OpKind::kAvgPool:
-      avg_pool_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], a.dims[3], out.dims[1], out.dims[2], in[0], o,
-                    op.out_min, op.out_max);
+      avg_pool_nhwc(op.conv, a.dims[0], a.dims[1], a.dims[2], a.dims[3], out.dims[1], out.dims[2], in[0], o, op.out_min,
+                    op.out_max);
       break;
     case OpKind::kGlobalAvgPool:
       global_avg_pool_nhwc(a.dims[0], a.dims[1] * a.dims[2], a.dims[3], in[0], o, op.out_min, op.out_max);
@@ -662,17 +657,17 @@ Error run_dw_pw(const Op& dw, const Op& pw, Plan& plan) {
   Value& out = plan.values[pw.out];
   if (out.numel() == 0) return Error::Ok;
   namespace cpu = kernels::cpu;
-  const bool ok =
-      dw.compute == Compute::kFloat
-          ? cpu::conv2d_nhwc_f32_dw_pw(to_conv_nhwc(dw.conv), dw.packed, dw.out_min, dw.out_max,
-                                       to_conv_nhwc(pw.conv), pw.packed, a.dims[0], a.dims[1], a.dims[2],
-                                       static_cast<const float*>(a.data), static_cast<float*>(mid.data),
-                                       static_cast<float*>(out.data), pw.out_min, pw.out_max)
-          : cpu::conv2d_nhwc_qs8_dw_pw(to_conv_nhwc(dw.conv), dw.packed, dw.qmin, dw.qmax, to_conv_nhwc(pw.conv),
-                                       pw.packed, a.dims[0], a.dims[1], a.dims[2], static_cast<const int8_t*>(a.data),
-                                       static_cast<int8_t*>(mid.data), static_cast<int8_t*>(out.data), pw.qmin,
-                                       pw.qmax);
-  ET_CHECK_OR_RETURN(ok, Internal, "XnnpackBackend: nodes %u and %u (%s, %s): the packed convolutions refused their shapes",
+  const bool ok = dw.compute == Compute::kFloat
+                      ? cpu::conv2d_nhwc_f32_dw_pw(to_conv_nhwc(dw.conv), dw.packed, dw.out_min, dw.out_max,
+                                                   to_conv_nhwc(pw.conv), pw.packed, a.dims[0], a.dims[1], a.dims[2],
+                                                   static_cast<const float*>(a.data), static_cast<float*>(mid.data),
+                                                   static_cast<float*>(out.data), pw.out_min, pw.out_max)
+                      : cpu::conv2d_nhwc_qs8_dw_pw(to_conv_nhwc(dw.conv), dw.packed, dw.qmin, dw.qmax,
+                                                   to_conv_nhwc(pw.conv), pw.packed, a.dims[0], a.dims[1], a.dims[2],
+                                                   static_cast<const int8_t*>(a.data), static_cast<int8_t*>(mid.data),
+                                                   static_cast<int8_t*>(out.data), pw.qmin, pw.qmax);
+  ET_CHECK_OR_RETURN(ok, Internal,
+                     "XnnpackBackend: nodes %u and %u (%s, %s): the packed convolutions refused their shapes",
                      dw.node_index, pw.node_index, dw.name, pw.name);
   return Error::Ok;
 }
@@ -696,17 +691,18 @@ Error execute(Plan& plan, Span<EValue*> args, runtime::EventTracer* tracer) {
     // The format writes a scalar as [1].
     const bool scalar = t.dim() == 0 && v.rank == 1 && v.max_dims[0] == 1;
     ET_CHECK_OR_RETURN((t.dim() == v.rank || scalar) && t.is_contiguous(), InvalidArgument,
-                       "XnnpackBackend: argument %u is a %" PRId64 "-D%s tensor; the graph expects a contiguous %d-D one",
+                       "XnnpackBackend: argument %u is a %" PRId64
+                       "-D%s tensor; the graph expects a contiguous %d-D one",
                        v.external, t.dim(), t.is_contiguous() ? "" : " non-contiguous", v.rank);
     for (int d = 0; d < v.rank; ++d) v.dims[d] = scalar ? 1 : t.size(d);
     v.data = t.mutable_data_ptr();
   }
   for (uint32_t vi : plan.outputs) {
     const EValue* arg = args[plan.values[vi].external];
-    ET_CHECK_OR_RETURN(arg != nullptr && arg->isTensor() &&
-                           arg->toTensor().scalar_type() == scalar_type_of(plan.values[vi].dtype),
-                       InvalidArgument, "XnnpackBackend: output argument %u is not a tensor of the graph's dtype",
-                       plan.values[vi].external);
+    ET_CHECK_OR_RETURN(
+        arg != nullptr && arg->isTensor() && arg->toTensor().scalar_type() == scalar_type_of(plan.values[vi].dtype),
+        InvalidArgument, "XnnpackBackend: output argument %u is not a tensor of the graph's dtype",
+        plan.values[vi].external);
   }
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const Op& op = plan.ops[i];

@@ -84,8 +84,8 @@ int64_t transposed_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_
   return in == 0 || span < 0 ? 0 : span;
 }
 
-void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
-                         const float* in, const float* weights, const float* bias, float* out, float lo, float hi) {
+void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, const float* in,
+                         const float* weights, const float* bias, float* out, float lo, float hi) {
   const int64_t c = p.groups * p.group_in, oc = p.groups * p.group_out;
   for (int64_t px = 0; px < n * oh * ow; ++px) {
     for (int64_t o = 0; o < oc; ++o) out[px * oc + o] = bias ? bias[o] : 0.0f;
@@ -294,14 +294,13 @@ void broadcast_loop(int rank, const int64_t* a_dims, const T* a, const int64_t* 
 template <typename F>
 void binary_loop(int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
                  const int64_t* out_dims, float* out, float lo, float hi, F f) {
-  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out,
-                 [&](float x, float y) { return clampf(f(x, y), lo, hi); });
+  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [&](float x, float y) { return clampf(f(x, y), lo, hi); });
 }
 
 }  // namespace
 
-void binary(BinaryKind kind, int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims,
-            const float* b, const int64_t* out_dims, float* out, float lo, float hi) {
+void binary(BinaryKind kind, int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
+            const int64_t* out_dims, float* out, float lo, float hi) {
   switch (kind) {
     case BinaryKind::kAdd:
       return binary_loop(rank, a_dims, a, b_dims, b, out_dims, out, lo, hi, [](float x, float y) { return x + y; });
@@ -388,8 +387,7 @@ void unary(UnaryKind kind, const float* x, float* y, int64_t n, float alpha, flo
       case UnaryKind::kLeakyRelu:
         for (int64_t i = 0; i < m; ++i) ys[i] = xs[i] > 0 ? xs[i] : alpha * xs[i];
         break;
-      case UnaryKind::kGelu:
-        break;
+      case UnaryKind::kGelu: break;
     }
     if (lo > -INFINITY || hi < INFINITY) {
       for (int64_t i = 0; i < m; ++i) ys[i] = clampf(ys[i], lo, hi);
@@ -472,32 +470,35 @@ void transpose(size_t elem, int rank, const int64_t* in_dims, const int64_t* per
     }
     return;
   }
-  parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)), [&](int64_t l0, int64_t l1) {
-    // The outer index of line l0, then stepped like an odometer (no division per line).
-    int64_t idx[kMaxDims] = {}, off = 0, rem = l0;
-    for (int d = rank - 2; d >= 0; --d) idx[d] = rem % out_dims[d], off += idx[d] * str[d], rem /= out_dims[d];
-    for (int64_t l = l0; l < l1; ++l) {
-      if (l != l0) {
-        for (int d = rank - 2; d >= 0; --d) {
-          off += str[d];
-          if (++idx[d] < out_dims[d]) break;
-          off -= idx[d] * str[d];
-          idx[d] = 0;
-        }
-      }
-      uint8_t* o = dst + l * inner * elem;
-      if (elem == 4) {
-        const float* sp = reinterpret_cast<const float*>(src) + off;
-        float* op = reinterpret_cast<float*>(o);
-        for (int64_t i = 0; i < inner; ++i) op[i] = sp[i * inner_str];
-      } else if (elem == 1) {
-        const uint8_t* sp = src + off;
-        for (int64_t i = 0; i < inner; ++i) o[i] = sp[i * inner_str];
-      } else {
-        for (int64_t i = 0; i < inner; ++i) std::memmove(o + i * elem, src + (off + i * inner_str) * elem, elem);
-      }
-    }
-  });
+  parallel_for(0, total / inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1)),
+               [&](int64_t l0, int64_t l1) {
+                 // The outer index of line l0, then stepped like an odometer (no division per line).
+                 int64_t idx[kMaxDims] = {}, off = 0, rem = l0;
+                 for (int d = rank - 2; d >= 0; --d)
+                   idx[d] = rem % out_dims[d], off += idx[d] * str[d], rem /= out_dims[d];
+                 for (int64_t l = l0; l < l1; ++l) {
+                   if (l != l0) {
+                     for (int d = rank - 2; d >= 0; --d) {
+                       off += str[d];
+                       if (++idx[d] < out_dims[d]) break;
+                       off -= idx[d] * str[d];
+                       idx[d] = 0;
+                     }
+                   }
+                   uint8_t* o = dst + l * inner * elem;
+                   if (elem == 4) {
+                     const float* sp = reinterpret_cast<const float*>(src) + off;
+                     float* op = reinterpret_cast<float*>(o);
+                     for (int64_t i = 0; i < inner; ++i) op[i] = sp[i * inner_str];
+                   } else if (elem == 1) {
+                     const uint8_t* sp = src + off;
+                     for (int64_t i = 0; i < inner; ++i) o[i] = sp[i * inner_str];
+                   } else {
+                     for (int64_t i = 0; i < inner; ++i)
+                       std::memmove(o + i * elem, src + (off + i * inner_str) * elem, elem);
+                   }
+                 }
+               });
 }
 
 void slice(size_t elem, int rank, const int64_t* in_dims, const int64_t* offsets, const int64_t* out_dims,
@@ -554,16 +555,20 @@ void concat(size_t elem, int rank, int64_t axis, int count, const int64_t* const
 
 namespace {
 // A cache line of T as one GNU vector (unaligned), and the signed integer vector its compares give.
-template <typename T> struct Line;
-template <> struct Line<float> {
+template <typename T>
+struct Line;
+template <>
+struct Line<float> {
   typedef float V __attribute__((vector_size(64), aligned(4)));
   typedef int32_t M __attribute__((vector_size(64)));
 };
-template <> struct Line<int8_t> {
+template <>
+struct Line<int8_t> {
   typedef int8_t V __attribute__((vector_size(64), aligned(1)));
   typedef int8_t M __attribute__((vector_size(64)));
 };
-template <> struct Line<uint8_t> {
+template <>
+struct Line<uint8_t> {
   typedef uint8_t V __attribute__((vector_size(64), aligned(1)));
   typedef int8_t M __attribute__((vector_size(64)));
 };
@@ -604,8 +609,8 @@ inline void tap_range(int64_t base, int64_t dil, int64_t extent, int64_t k, int6
 }
 
 template <typename T>
-void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
-                   const T* in, T* out, float lo, float hi) {
+void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, const T* in,
+                   T* out, float lo, float hi) {
   if (c == 0) return;  // no output values: nothing to compute, however large the window
   parallel_for(0, n * oh, 1, [&](int64_t r0, int64_t r1) {
     const T* taps[kMaxPoolTaps];
@@ -711,7 +716,8 @@ namespace {
 // maps to 0 (the zero point). Branch-free, so the loop vectorizes (per ISA: IEEE operations
 // without a fused multiply-add, so every ISA gives the same bytes).
 template <typename T>
-ET_MULTIVERSION void quantize_loop(const float* x, int64_t n, float inv, int32_t zero_point, float lo, float hi, T* out) {
+ET_MULTIVERSION void quantize_loop(const float* x, int64_t n, float inv, int32_t zero_point, float lo, float hi,
+                                   T* out) {
   constexpr float kMagic = 12582912.f;
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i] * inv;

@@ -18,15 +18,14 @@ namespace xnnpack {
 kernels::cpu::ConvNhwc to_conv_nhwc(const ConvParams& p);
 
 // Output length of a window sweep (convolution or pooling); < 1 when the input is too small.
-int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
-                   int64_t stride);
+int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation, int64_t stride);
 
 // out[N, OH, OW, OC] = transposed conv(in[N, H, W, groups * group_in], weights[OC, KH, KW, group_in]) + bias:
 // each input pixel scatters its kernel-sized patch to stride-spaced output positions.
 int64_t transposed_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation,
                        int64_t stride, int64_t adjustment);
-void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
-                         const float* in, const float* weights, const float* bias, float* out, float lo, float hi);
+void conv_transpose_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, const float* in,
+                         const float* weights, const float* bias, float* out, float lo, float hi);
 
 // Floats of scratch conv_nhwc needs.
 size_t conv_scratch_floats(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow);
@@ -48,8 +47,8 @@ void batch_matmul(int rank, const int64_t* a_dims, const int64_t* b_dims, const 
                   const float* b, bool transpose_b, float* out, float* scratch);
 
 // Elementwise with numpy broadcasting; dims are right-aligned to `rank` (the output's).
-void binary(BinaryKind kind, int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims,
-            const float* b, const int64_t* out_dims, float* out, float lo, float hi);
+void binary(BinaryKind kind, int rank, const int64_t* a_dims, const float* a, const int64_t* b_dims, const float* b,
+            const int64_t* out_dims, float* out, float lo, float hi);
 void unary(UnaryKind kind, const float* x, float* y, int64_t n, float alpha, float lo, float hi);
 
 // Data movement on elements of `elem` bytes.
@@ -64,8 +63,8 @@ void concat(size_t elem, int rank, int64_t axis, int count, const int64_t* const
 
 // NHWC pooling; max on float or int8/uint8 (order-preserving in quantized form).
 template <typename T>
-void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
-                   const T* in, T* out, float lo, float hi);
+void max_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, const T* in,
+                   T* out, float lo, float hi);
 // Average over the window's in-bounds elements (padding is not counted).
 void avg_pool_nhwc(const ConvParams& p, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    const float* in, float* out, float lo, float hi);

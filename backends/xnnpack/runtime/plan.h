@@ -17,10 +17,10 @@ constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 // Element types the plan computes with. Quantized values keep their parameters on the Value.
 enum class DType : uint8_t {
   kF32,
-  kQS8,   // int8, per-tensor scale and zero point (static quantization)
-  kQU8,   // uint8, per-tensor
-  kQD8,   // int8 quantized at run time, one scale/zero point per row
-  kI32,   // int32 (also qint32/qcint32 biases, which compile() folds into float)
+  kQS8,  // int8, per-tensor scale and zero point (static quantization)
+  kQU8,  // uint8, per-tensor
+  kQD8,  // int8 quantized at run time, one scale/zero point per row
+  kI32,  // int32 (also qint32/qcint32 biases, which compile() folds into float)
 };
 
 size_t dtype_size(DType t);
@@ -33,14 +33,14 @@ struct Value {
   DType dtype = DType::kF32;
   int rank = 0;
   int64_t max_dims[kMaxDims] = {};  // the payload's dims: upper bounds for dynamic shapes
-  int64_t dims[kMaxDims] = {};      // the dims of the current call
-  float scale = 1.0f;               // kQS8/kQU8
+  int64_t dims[kMaxDims] = {};  // the dims of the current call
+  float scale = 1.0f;  // kQS8/kQU8
   int32_t zero_point = 0;
-  int32_t nonbatch_dims = 1;        // kQD8: trailing dims sharing one scale (a row)
-  uint32_t external = kNoValue;     // index into the DelegateCall's arguments
+  int32_t nonbatch_dims = 1;  // kQD8: trailing dims sharing one scale (a row)
+  uint32_t external = kNoValue;  // index into the DelegateCall's arguments
   bool is_input = false, is_output = false;
-  const void* constant = nullptr;   // constant values: compile()'s own copy (raw file layout)
-  int64_t arena_offset = -1;        // internal values: where their bytes live in the arena
+  const void* constant = nullptr;  // constant values: compile()'s own copy (raw file layout)
+  int64_t arena_offset = -1;  // internal values: where their bytes live in the arena
   size_t max_bytes = 0;
   // Current storage: the arena, a call argument, or the constant.
   void* data = nullptr;
@@ -62,7 +62,7 @@ struct Value {
 };
 
 enum class OpKind : uint8_t {
-  kConv,           // NHWC convolution, groups >= 1, as im2col + GEMM
+  kConv,  // NHWC convolution, groups >= 1, as im2col + GEMM
   kDepthwiseConv,  // NHWC depthwise convolution (channel multiplier >= 1)
   kConvTranspose,  // NHWC transposed convolution, OHWI filters
   kFullyConnected,
@@ -70,7 +70,7 @@ enum class OpKind : uint8_t {
   kUnary,
   kSoftmax,
   kTranspose,
-  kCopy,           // reshape and copy: same bytes, new dims
+  kCopy,  // reshape and copy: same bytes, new dims
   kSlice,
   kPad,
   kConcat,
@@ -88,8 +88,24 @@ enum class Compute : uint8_t { kFloat, kQs8, kQd8 };
 
 enum class BinaryKind : uint8_t { kAdd, kSub, kMul, kDiv, kMin, kMax, kPrelu };
 enum class UnaryKind : uint8_t {
-  kClamp, kHardswish, kSigmoid, kTanh, kGelu, kSqrt, kRsqrt, kAbs, kNeg, kSquare, kFloor, kCeil,
-  kExp, kLog, kSin, kCos, kElu, kLeakyRelu,
+  kClamp,
+  kHardswish,
+  kSigmoid,
+  kTanh,
+  kGelu,
+  kSqrt,
+  kRsqrt,
+  kAbs,
+  kNeg,
+  kSquare,
+  kFloor,
+  kCeil,
+  kExp,
+  kLog,
+  kSin,
+  kCos,
+  kElu,
+  kLeakyRelu,
 };
 
 struct ConvParams {
@@ -101,20 +117,20 @@ struct ConvParams {
 
 struct Op {
   OpKind kind;
-  uint8_t sub = 0;           // BinaryKind / UnaryKind
-  const char* name = "";     // the node kind, for messages
+  uint8_t sub = 0;  // BinaryKind / UnaryKind
+  const char* name = "";  // the node kind, for messages
   uint32_t node_index = 0;
   uint32_t kind_ordinal = 0;  // this is the payload's n-th node of its kind: its event is "<kind> #<n>"
   uint32_t in[5] = {kNoValue, kNoValue, kNoValue, kNoValue, kNoValue};
   int n_in = 0;
   uint32_t out = kNoValue;
   float out_min = -__builtin_inff(), out_max = __builtin_inff();
-  float alpha = 0.0f;        // elu alpha, leaky relu slope, pad value
+  float alpha = 0.0f;  // elu alpha, leaky relu slope, pad value
   uint32_t flags = 0;
   ConvParams conv{};
   int64_t axis = 0;
   int n_params = 0;
-  int64_t params[kMaxDims] = {};   // transpose perm, reshape shape, slice offsets, pad before
+  int64_t params[kMaxDims] = {};  // transpose perm, reshape shape, slice offsets, pad before
   int64_t params2[kMaxDims] = {};  // slice sizes, pad after
   // Weights of conv / depthwise / fully connected, in float, laid out for the kernel.
   const float* weights = nullptr;
@@ -125,7 +141,7 @@ struct Op {
   Compute compute = Compute::kFloat;
   int8_t qmin = -128, qmax = 127;  // kQs8: out_min / out_max in the output's integers
   uint32_t filter = kNoValue, bias_value = kNoValue;  // the weight values (used at init)
-  int64_t scratch_offset = 0;      // this op's scratch (inside the plan's scratch region)
+  int64_t scratch_offset = 0;  // this op's scratch (inside the plan's scratch region)
   // A depthwise convolution whose output only the next op (a pointwise convolution, both float or
   // both QS8) reads: execute() runs the two as one kernel call (conv2d_nhwc_{f32,qs8}_dw_pw), and the output
   // value has no storage.

@@ -22,9 +22,7 @@ int main() {
     return 1;
   }
   const auto out = result->at(0).toTensor();
-  for (int i = 0; i < out.numel(); ++i) {
-    std::printf("%g ", out.const_data_ptr<float>()[i]);
-  }
+  for (int i = 0; i < out.numel(); ++i) { std::printf("%g ", out.const_data_ptr<float>()[i]); }
   std::printf("\n");
   return 0;
 }

@@ -25,8 +25,8 @@ int64_t visible_keys(const AttentionShape& a, int64_t i) {
 }
 
 // One (batch, head): output rows double as the running accumulators of the online softmax.
-ET_MULTIVERSION void attend_head(const AttentionShape& a, const float* qb, const float* kb, const float* vb,
-                                 float* ob, float* scratch) {
+ET_MULTIVERSION void attend_head(const AttentionShape& a, const float* qb, const float* kb, const float* vb, float* ob,
+                                 float* scratch) {
   const int64_t dim = a.dim, ks = a.k_strides[2], vs = a.v_strides[2];
   const int64_t qs = a.q_strides[2], os = a.out_strides[2];
   float* kt = scratch;
@@ -111,8 +111,7 @@ size_t attention_scratch_floats(const AttentionShape& a) {
   return static_cast<size_t>(a.batch * a.heads * per_head_scratch(a));
 }
 
-void attention(const AttentionShape& a, const float* q, const float* k, const float* v, float* out,
-               float* scratch) {
+void attention(const AttentionShape& a, const float* q, const float* k, const float* v, float* out, float* scratch) {
   if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0) return;
   const int64_t groups = a.heads / a.kv_heads;
   parallel_for(0, a.batch * a.heads, 1, [&](int64_t lo, int64_t hi) {

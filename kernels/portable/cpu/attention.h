@@ -30,8 +30,7 @@ size_t attention_scratch_floats(const AttentionShape& a);
 // softmax; output rows hold the running sums), so no row of scores is held whole. A query that
 // sees no key, or only -inf scores, gets zeros. `out` must not overlap q, k or v. Work splits over batch * heads with parallel_for; each (batch, head) is
 // computed whole by one chunk with its own slice of `scratch`.
-void attention(const AttentionShape& a, const float* q, const float* k, const float* v, float* out,
-               float* scratch);
+void attention(const AttentionShape& a, const float* q, const float* k, const float* v, float* out, float* scratch);
 
 }  // namespace cpu
 }  // namespace kernels

@@ -20,8 +20,7 @@ namespace cpu {
 namespace {
 
 // Output columns [lo, hi) whose input column ow * stride + offset lies in [0, width).
-void valid_range(int64_t out_w, int64_t width, int64_t stride, int64_t offset, int64_t* lo,
-                 int64_t* hi) {
+void valid_range(int64_t out_w, int64_t width, int64_t stride, int64_t offset, int64_t* lo, int64_t* hi) {
   int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
   int64_t last = width - 1 - offset < 0 ? -1 : (width - 1 - offset) / stride;
   *lo = std::min(first, out_w);
@@ -29,8 +28,8 @@ void valid_range(int64_t out_w, int64_t width, int64_t stride, int64_t offset, i
 }
 
 // out_plane += correlation of one input plane with one KH x KW filter.
-ET_MULTIVERSION void accumulate_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
-                                      const float* in, const float* w, float* out) {
+ET_MULTIVERSION void accumulate_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count, const float* in,
+                                      const float* w, float* out) {
   for (int64_t oh = 0; oh < oh_count; ++oh) {
     float* orow = out + oh * ow_count;
     for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
@@ -53,8 +52,7 @@ ET_MULTIVERSION void accumulate_plane(const Conv2dShape& s, int64_t oh_count, in
 }
 
 // One output of a 3x3 filter with bounds checks, for border pixels.
-float depthwise3x3_point(const Conv2dShape& s, const float* in, const float* w, float acc,
-                         int64_t oh, int64_t ow) {
+float depthwise3x3_point(const Conv2dShape& s, const float* in, const float* w, float acc, int64_t oh, int64_t ow) {
   for (int64_t kh = 0; kh < 3; ++kh) {
     const int64_t ih = oh * s.stride_h - s.pad_h + kh;
     if (ih < 0 || ih >= s.in_h) continue;
@@ -68,20 +66,18 @@ float depthwise3x3_point(const Conv2dShape& s, const float* in, const float* w, 
 
 // Interior of one output row of a 3x3 filter: all nine taps in one pass, no bounds checks.
 template <int kStride>
-ET_MULTIVERSION void depthwise3x3_row(const float* r0, const float* r1, const float* r2,
-                                      int64_t pad, const float* w, float bias, float* orow,
-                                      int64_t lo, int64_t hi) {
-  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
-              w7 = w[7], w8 = w[8];
+ET_MULTIVERSION void depthwise3x3_row(const float* r0, const float* r1, const float* r2, int64_t pad, const float* w,
+                                      float bias, float* orow, int64_t lo, int64_t hi) {
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8];
   for (int64_t ow = lo; ow < hi; ++ow) {
     const int64_t i = ow * kStride - pad;
-    orow[ow] = bias + w0 * r0[i] + w1 * r0[i + 1] + w2 * r0[i + 2] + w3 * r1[i] +
-               w4 * r1[i + 1] + w5 * r1[i + 2] + w6 * r2[i] + w7 * r2[i + 1] + w8 * r2[i + 2];
+    orow[ow] = bias + w0 * r0[i] + w1 * r0[i + 1] + w2 * r0[i + 2] + w3 * r1[i] + w4 * r1[i + 1] + w5 * r1[i + 2] +
+               w6 * r2[i] + w7 * r2[i + 1] + w8 * r2[i + 2];
   }
 }
 
-void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
-                        const float* in, const float* w, float bias, float* out) {
+void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count, const float* in, const float* w,
+                        float bias, float* out) {
   int64_t lo, hi;  // columns whose three taps are all inside the row
   valid_range(ow_count, s.in_w - 2, s.stride_w, -s.pad_w, &lo, &hi);
   for (int64_t oh = 0; oh < oh_count; ++oh) {
@@ -89,8 +85,7 @@ void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count
     const int64_t ih = oh * s.stride_h - s.pad_h;
     const bool rows_inside = ih >= 0 && ih + 2 < s.in_h;
     const int64_t row_lo = rows_inside ? lo : ow_count;
-    for (int64_t ow = 0; ow < std::min(row_lo, ow_count); ++ow)
-      orow[ow] = depthwise3x3_point(s, in, w, bias, oh, ow);
+    for (int64_t ow = 0; ow < std::min(row_lo, ow_count); ++ow) orow[ow] = depthwise3x3_point(s, in, w, bias, oh, ow);
     if (!rows_inside) continue;
     const float* r0 = in + ih * s.in_w;
     if (s.stride_w == 1) {
@@ -98,8 +93,7 @@ void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count
     } else {
       depthwise3x3_row<2>(r0, r0 + s.in_w, r0 + 2 * s.in_w, s.pad_w, w, bias, orow, lo, hi);
     }
-    for (int64_t ow = hi; ow < ow_count; ++ow)
-      orow[ow] = depthwise3x3_point(s, in, w, bias, oh, ow);
+    for (int64_t ow = hi; ow < ow_count; ++ow) orow[ow] = depthwise3x3_point(s, in, w, bias, oh, ow);
   }
 }
 
@@ -107,8 +101,7 @@ void depthwise3x3_plane(const Conv2dShape& s, int64_t oh_count, int64_t ow_count
 // out[i] = bias + sum over t of w[t] * taps[t][i], four outputs per vector, for the leading
 // multiple of four of [0, n); returns where the caller's scalar loop picks up. Each tap pointer
 // is read at most up to taps[t][n - 1], as the scalar loop reads it.
-int64_t depthwise3x3_neon(const float* const (&taps)[9], const float* w, float bias, float* out,
-                          int64_t n) {
+int64_t depthwise3x3_neon(const float* const (&taps)[9], const float* w, float bias, float* out, int64_t n) {
   float32x4_t wv[9];
   for (int t = 0; t < 9; ++t) wv[t] = vdupq_n_f32(w[t]);
   const float32x4_t vb = vdupq_n_f32(bias);
@@ -166,12 +159,10 @@ void pad_plane(const Conv2dShape& s, const float* in, float* dst) {
 }
 
 // A whole 3x3 depthwise plane over a buffer from pad_plane: no bounds checks anywhere.
-ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
-                                         const float* padded, const float* w, float bias,
-                                         float* out) {
+ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count, int64_t ow_count, const float* padded,
+                                         const float* w, float bias, float* out) {
   const int64_t wp = s.in_w + 2 * s.pad_w, half = (wp + 1) / 2;
-  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
-              w7 = w[7], w8 = w[8];
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8];
   for (int64_t oh = 0; oh < oh_count; ++oh) {
     const float* r0 = padded + oh * s.stride_h * wp;
     const float* r1 = r0 + wp;
@@ -184,9 +175,8 @@ ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count,
       ow = depthwise3x3_neon(taps, w, bias, orow, ow_count);
 #endif
       for (; ow < ow_count; ++ow)
-        orow[ow] = bias + w0 * r0[ow] + w1 * r0[ow + 1] + w2 * r0[ow + 2] + w3 * r1[ow] +
-                   w4 * r1[ow + 1] + w5 * r1[ow + 2] + w6 * r2[ow] + w7 * r2[ow + 1] +
-                   w8 * r2[ow + 2];
+        orow[ow] = bias + w0 * r0[ow] + w1 * r0[ow + 1] + w2 * r0[ow + 2] + w3 * r1[ow] + w4 * r1[ow + 1] +
+                   w5 * r1[ow + 2] + w6 * r2[ow] + w7 * r2[ow + 1] + w8 * r2[ow + 2];
     } else {
       const float *o0 = r0 + half, *o1 = r1 + half, *o2 = r2 + half;
 #ifdef ET_CONV_NEON
@@ -194,8 +184,8 @@ ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count,
       ow = depthwise3x3_neon(taps, w, bias, orow, ow_count);
 #endif
       for (; ow < ow_count; ++ow)
-        orow[ow] = bias + w0 * r0[ow] + w1 * o0[ow] + w2 * r0[ow + 1] + w3 * r1[ow] +
-                   w4 * o1[ow] + w5 * r1[ow + 1] + w6 * r2[ow] + w7 * o2[ow] + w8 * r2[ow + 1];
+        orow[ow] = bias + w0 * r0[ow] + w1 * o0[ow] + w2 * r0[ow + 1] + w3 * r1[ow] + w4 * o1[ow] + w5 * r1[ow + 1] +
+                   w6 * r2[ow] + w7 * o2[ow] + w8 * r2[ow + 1];
     }
   }
 }
@@ -203,13 +193,11 @@ ET_MULTIVERSION void depthwise3x3_padded(const Conv2dShape& s, int64_t oh_count,
 // Stride 1: the same sums as depthwise3x3_padded, swept once over the padded plane read as one
 // flat row, so small planes (7x7, 14x14) fill whole vectors; `wide` gets rows of the padded
 // width (the two columns past each row are discarded), then the valid columns move to `out`.
-ET_MULTIVERSION void depthwise3x3_flat(const Conv2dShape& s, int64_t oh_count, int64_t ow_count,
-                                       const float* padded, const float* w, float bias, float* wide,
-                                       float* out) {
+ET_MULTIVERSION void depthwise3x3_flat(const Conv2dShape& s, int64_t oh_count, int64_t ow_count, const float* padded,
+                                       const float* w, float bias, float* wide, float* out) {
   const int64_t wp = s.in_w + 2 * s.pad_w;
   const int64_t n = (oh_count - 1) * wp + ow_count;  // last read: padded[hp * wp - 1]
-  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6],
-              w7 = w[7], w8 = w[8];
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8];
   const float* r0 = padded;
   const float* r1 = r0 + wp;
   const float* r2 = r1 + wp;
@@ -219,16 +207,15 @@ ET_MULTIVERSION void depthwise3x3_flat(const Conv2dShape& s, int64_t oh_count, i
   p = depthwise3x3_neon(taps, w, bias, wide, n);
 #endif
   for (; p < n; ++p)
-    wide[p] = bias + w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2] + w3 * r1[p] + w4 * r1[p + 1] +
-              w5 * r1[p + 2] + w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2];
-  for (int64_t oh = 0; oh < oh_count; ++oh)
-    std::copy(wide + oh * wp, wide + oh * wp + ow_count, out + oh * ow_count);
+    wide[p] = bias + w0 * r0[p] + w1 * r0[p + 1] + w2 * r0[p + 2] + w3 * r1[p] + w4 * r1[p + 1] + w5 * r1[p + 2] +
+              w6 * r2[p] + w7 * r2[p + 1] + w8 * r2[p + 2];
+  for (int64_t oh = 0; oh < oh_count; ++oh) std::copy(wide + oh * wp, wide + oh * wp + ow_count, out + oh * ow_count);
 }
 
 // Unfolds output rows [oh_begin, oh_begin + rows) of one group of input channels into
 // col[(c * KH + kh) * KW + kw][(oh - oh_begin) * OW + ow].
-ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_begin, int64_t rows,
-                            int64_t ow_count, const float* in, float* col) {
+ET_MULTIVERSION void im2col(const Conv2dShape& s, int64_t channels, int64_t oh_begin, int64_t rows, int64_t ow_count,
+                            const float* in, float* col) {
   const int64_t plane = rows * ow_count;
   for (int64_t c = 0; c < channels; ++c) {
     const float* in_c = in + c * s.in_h * s.in_w;
@@ -272,9 +259,8 @@ int64_t im2col_rows(const Conv2dShape& s) {
 }
 
 bool is_depthwise3x3(const Conv2dShape& s) {
-  return s.in_channels == s.groups && s.out_channels == s.groups && s.kernel_h == 3 &&
-         s.kernel_w == 3 && s.dilation_h == 1 && s.dilation_w == 1 &&
-         (s.stride_w == 1 || s.stride_w == 2);
+  return s.in_channels == s.groups && s.out_channels == s.groups && s.kernel_h == 3 && s.kernel_w == 3 &&
+         s.dilation_h == 1 && s.dilation_w == 1 && (s.stride_w == 1 || s.stride_w == 2);
 }
 
 bool is_depthwise3x3_flat(const Conv2dShape& s) { return s.stride_h == 1 && s.stride_w == 1; }
@@ -293,13 +279,11 @@ int64_t depthwise_grain(const Conv2dShape& s) {
 }
 
 bool is_pointwise(const Conv2dShape& s) {
-  return s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 &&
-         s.pad_h == 0 && s.pad_w == 0;
+  return s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
 }
 
 void fill_bias(const float* bias, int64_t channels, int64_t plane, float* out) {
-  for (int64_t c = 0; c < channels; ++c)
-    std::fill(out + c * plane, out + (c + 1) * plane, bias ? bias[c] : 0.f);
+  for (int64_t c = 0; c < channels; ++c) std::fill(out + c * plane, out + (c + 1) * plane, bias ? bias[c] : 0.f);
 }
 
 }  // namespace
@@ -320,16 +304,16 @@ size_t conv2d_workspace_floats(const Conv2dShape& s) {
   return sgemm_workspace_floats(ocg, band, k) + static_cast<size_t>(k * band);
 }
 
-void conv2d(const Conv2dShape& s, const float* in, const float* weight, const float* bias,
-            float* out, float* workspace) {
+void conv2d(const Conv2dShape& s, const float* in, const float* weight, const float* bias, float* out,
+            float* workspace) {
   const int64_t oh_count = s.out_h(), ow_count = s.out_w();
   const int64_t plane = oh_count * ow_count;
   const int64_t cg = s.in_channels / s.groups;
   const int64_t ocg = s.out_channels / s.groups;
   const int64_t ksize = s.kernel_h * s.kernel_w;
   const int64_t in_plane = s.in_h * s.in_w;
-  const bool depthwise3x3 = s.kernel_h == 3 && s.kernel_w == 3 && s.dilation_h == 1 &&
-                            s.dilation_w == 1 && (s.stride_w == 1 || s.stride_w == 2);
+  const bool depthwise3x3 = s.kernel_h == 3 && s.kernel_w == 3 && s.dilation_h == 1 && s.dilation_w == 1 &&
+                            (s.stride_w == 1 || s.stride_w == 2);
   for (int64_t n = 0; n < s.batch; ++n) {
     const float* in_n = in + n * s.in_channels * in_plane;
     float* out_n = out + n * s.out_channels * plane;
@@ -343,8 +327,7 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
           pad_plane(s, in_n + c * in_plane, ws);
           const float b = bias ? bias[c] : 0.f;
           if (flat) {
-            depthwise3x3_flat(s, oh_count, ow_count, ws, weight + c * 9, b, ws + padded_floats,
-                              out_n + c * plane);
+            depthwise3x3_flat(s, oh_count, ow_count, ws, weight + c * 9, b, ws + padded_floats, out_n + c * plane);
           } else {
             depthwise3x3_padded(s, oh_count, ow_count, ws, weight + c * 9, b, out_n + c * plane);
           }
@@ -359,8 +342,7 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
         const float* w = weight + oc * cg * ksize;
         float* o = out_n + oc * plane;
         if (cg == 1 && depthwise3x3) {
-          depthwise3x3_plane(s, oh_count, ow_count, in_n + g * in_plane, w, bias ? bias[oc] : 0.f,
-                             o);
+          depthwise3x3_plane(s, oh_count, ow_count, in_n + g * in_plane, w, bias ? bias[oc] : 0.f, o);
           continue;
         }
         std::fill(o, o + plane, bias ? bias[oc] : 0.f);
@@ -386,20 +368,17 @@ void conv2d(const Conv2dShape& s, const float* in, const float* weight, const fl
         const int64_t r = std::min(rows, oh_count - oh0);
         // Unfold channel groups in parallel; each writes its own rows of `col`.
         const int64_t per_channel = ksize * r * ow_count;
-        parallel_for(0, cg, std::max<int64_t>(1, kIm2colChunkFloats / per_channel),
-                     [&](int64_t c0, int64_t c1) {
-                       im2col(s, c1 - c0, oh0, r, ow_count, in_g + c0 * in_plane,
-                              col + c0 * per_channel);
-                     });
-        sgemm(ocg, r * ow_count, k, 1.f, w_g, {col, r * ow_count, 1}, 0.f, b_g,
-              out_g + oh0 * ow_count, plane, gemm_ws);
+        parallel_for(0, cg, std::max<int64_t>(1, kIm2colChunkFloats / per_channel), [&](int64_t c0, int64_t c1) {
+          im2col(s, c1 - c0, oh0, r, ow_count, in_g + c0 * in_plane, col + c0 * per_channel);
+        });
+        sgemm(ocg, r * ow_count, k, 1.f, w_g, {col, r * ow_count, 1}, 0.f, b_g, out_g + oh0 * ow_count, plane, gemm_ws);
       }
     }
   }
 }
 
-void conv_transpose2d(const Conv2dShape& s, int64_t out_h, int64_t out_w, const float* in,
-                      const float* weight, const float* bias, float* out) {
+void conv_transpose2d(const Conv2dShape& s, int64_t out_h, int64_t out_w, const float* in, const float* weight,
+                      const float* bias, float* out) {
   const int64_t cg = s.in_channels / s.groups;
   const int64_t ocg = s.out_channels / s.groups;
   const int64_t ksize = s.kernel_h * s.kernel_w;

@@ -29,14 +29,14 @@ size_t conv2d_workspace_floats(const Conv2dShape& s);
 
 // out[N, OC, OH, OW] = conv(in[N, C, H, W], weight[OC, C / groups, KH, KW]) + bias[OC].
 // `bias` may be null. With a null `workspace` a direct (slower) algorithm runs.
-void conv2d(const Conv2dShape& s, const float* in, const float* weight, const float* bias,
-            float* out, float* workspace);
+void conv2d(const Conv2dShape& s, const float* in, const float* weight, const float* bias, float* out,
+            float* workspace);
 
 // Transposed convolution of in[N, C, H, W] (C = s.in_channels) with weight[C, OC / groups, KH, KW]
 // into out[N, OC, out_h, out_w] (OC = s.out_channels), which is overwritten; stride, padding and
 // dilation are those of the forward convolution this one is the gradient of.
-void conv_transpose2d(const Conv2dShape& s, int64_t out_h, int64_t out_w, const float* in,
-                      const float* weight, const float* bias, float* out);
+void conv_transpose2d(const Conv2dShape& s, int64_t out_h, int64_t out_w, const float* in, const float* weight,
+                      const float* bias, float* out);
 
 }  // namespace cpu
 }  // namespace kernels

@@ -21,16 +21,16 @@ namespace cpu {
 
 bool ConvNhwc::valid() const {
   constexpr int64_t kMax = int64_t(1) << 24;
-  const int64_t positive[] = {kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w,
-                              groups, group_in_channels, group_out_channels};
+  const int64_t positive[] = {kernel_h,   kernel_w, stride_h,          stride_w,          dilation_h,
+                              dilation_w, groups,   group_in_channels, group_out_channels};
   for (int64_t v : positive)
     if (v < 1 || v > kMax) return false;
   for (int64_t v : {pad_top, pad_left, pad_bottom, pad_right})
     if (v < 0 || v > kMax) return false;
   // Each output channel's reduction, and the whole weight tensor, stay far from int64 overflow.
   const int64_t reduction = kernel_h * kernel_w * group_in_channels;
-  return kernel_h * kernel_w <= kMax && in_channels() <= kMax && out_channels() <= kMax &&
-         reduction <= kMax && out_channels() * reduction <= (int64_t(1) << 40);
+  return kernel_h * kernel_w <= kMax && in_channels() <= kMax && out_channels() <= kMax && reduction <= kMax &&
+         out_channels() * reduction <= (int64_t(1) << 40);
 }
 
 namespace {
@@ -73,29 +73,27 @@ bool kernels_for(Isa isa, Kernels* k) {
   switch (isa) {
 #ifdef ET_NHWC_X86
     case Isa::kAvx512:
-      *k = {ukernel::kF32Avx512, ukernel::f32_gemm_avx512, ukernel::f32_dw_avx512,
-            ukernel::f32_gemm_blocks_avx512, ukernel::f32_wino_in_avx512,
-            ukernel::f32_wino_out_avx512};
+      *k = {ukernel::kF32Avx512,         ukernel::f32_gemm_avx512,
+            ukernel::f32_dw_avx512,      ukernel::f32_gemm_blocks_avx512,
+            ukernel::f32_wino_in_avx512, ukernel::f32_wino_out_avx512};
       return true;
     case Isa::kAvx2:
-      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2, ukernel::f32_dw_avx2, nullptr,
-            ukernel::f32_wino_in_avx2, ukernel::f32_wino_out_avx2};
+      *k = {ukernel::kF32Avx2, ukernel::f32_gemm_avx2,    ukernel::f32_dw_avx2,
+            nullptr,           ukernel::f32_wino_in_avx2, ukernel::f32_wino_out_avx2};
       return true;
 #endif
     case Isa::kBaseline:
-      *k = {ukernel::kF32Baseline, ukernel::f32_gemm_baseline, ukernel::f32_dw_baseline, nullptr,
+      *k = {ukernel::kF32Baseline,         ukernel::f32_gemm_baseline,    ukernel::f32_dw_baseline, nullptr,
             ukernel::f32_wino_in_baseline, ukernel::f32_wino_out_baseline};
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
 // Tile `t` (t.nr columns in all; w, init and c at its first block) over `blocks` consecutive
 // NR-column blocks, block_floats apart: one multi-block call where the ISA has one and it pays
 // (several blocks, or a one-row tile), else one call per block. The same bits either way.
-void gemm_over_blocks(const Kernels& k, const F32GemmTile& t, int64_t NR, int64_t blocks,
-                      int64_t block_floats) {
+void gemm_over_blocks(const Kernels& k, const F32GemmTile& t, int64_t NR, int64_t blocks, int64_t block_floats) {
   if (k.gemm_blocks != nullptr && (blocks > 1 || t.mr == 1)) {
     k.gemm_blocks(t, blocks, block_floats);
     return;
@@ -110,9 +108,7 @@ void gemm_over_blocks(const Kernels& k, const F32GemmTile& t, int64_t NR, int64_
   }
 }
 
-bool is_depthwise(const ConvNhwc& c) {
-  return c.group_in_channels == 1 && c.group_out_channels == 1;
-}
+bool is_depthwise(const ConvNhwc& c) { return c.group_in_channels == 1 && c.group_out_channels == 1; }
 
 // Element (oc, tap, i) of a weight tensor is weight[oc * os + tap * ts + i * is].
 struct WeightView {
@@ -247,8 +243,8 @@ constexpr int64_t kPatchFloats = 8192;
 // of one tile (see nhwc_gemm_rows.h; patch has room for kTapChunk * kMaxMR runs of kc floats).
 // Tasks are (group, span of MR-row tiles, span of NR-column blocks), split by gemm_split.h.
 template <typename Rows>
-void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out,
-              int64_t out_stride, float out_min, float out_max, const Rows& rows) {
+void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, float* out, int64_t out_stride,
+              float out_min, float out_max, const Rows& rows) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = ceil_div(h.ocg, NR), tiles = ceil_div(m, MR);
   const RowTiles row_tiles(m, tiles);
@@ -273,8 +269,8 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
     const float* own_a[kTapChunk * kMaxMR];
     float own_patch[kPatchFloats];
     // Column-block-major tasks change tile at every task: nothing to keep.
-    const bool keep = split.block_tasks > 1 && !split.block_major &&
-                      !shared.busy.exchange(true, std::memory_order_acquire);
+    const bool keep =
+        split.block_tasks > 1 && !split.block_major && !shared.busy.exchange(true, std::memory_order_acquire);
     const float** a = keep ? shared.a : own_a;
     float* patch = keep ? shared.patch : own_patch;
     for (int64_t task = t0; task < t1; ++task) {
@@ -311,9 +307,8 @@ void run_gemm(const Header& h, const Kernels& k, const float* w, int64_t m, floa
   });
 }
 
-void run_depthwise(const Header& h, const Kernels& k, const float* w, const ConvNhwc& c,
-                   int64_t batch, int64_t in_h, int64_t in_w, const float* in, float* out,
-                   float out_min, float out_max) {
+void run_depthwise(const Header& h, const Kernels& k, const float* w, const ConvNhwc& c, int64_t batch, int64_t in_h,
+                   int64_t in_w, const float* in, float* out, float out_min, float out_max) {
   F32DwTile t{};
   t.channels = h.groups;
   t.ks = h.ks;
@@ -322,8 +317,9 @@ void run_depthwise(const Header& h, const Kernels& k, const float* w, const Conv
   t.min = out_min;
   t.max = out_max;
   const int64_t cb = h.width;
-  ukernel::depthwise_rows(c, batch, in_h, in_w, h.groups, in, out, w + h.weight_floats, kTaskMacs,
-                          cb, t, [&](int64_t c0) { return w + c0 / cb * cb * (h.ks + 1); }, k.dw);
+  ukernel::depthwise_rows(
+      c, batch, in_h, in_w, h.groups, in, out, w + h.weight_floats, kTaskMacs, cb, t,
+      [&](int64_t c0) { return w + c0 / cb * cb * (h.ks + 1); }, k.dw);
 }
 
 // The depthwise sweep keeps one output chunk's tap pointers on the stack; larger filters (rare)
@@ -335,8 +331,8 @@ bool depthwise_fits(const ConvNhwc& c) { return c.kernel_h * c.kernel_w <= ukern
 // horizontal dilation, and only while one tile's patched rows fit the stack buffer (its slots
 // are laid out for kMaxMR rows, whatever the ISA's tile height).
 bool merge_rows(const ConvNhwc& c) {
-  return c.groups == 1 && c.dilation_w == 1 && c.kernel_w > 1 && c.group_in_channels < 32 &&
-         c.kernel_h <= kTapChunk && kMaxMR * c.kernel_h * c.kernel_w * c.group_in_channels <= kPatchFloats;
+  return c.groups == 1 && c.dilation_w == 1 && c.kernel_w > 1 && c.group_in_channels < 32 && c.kernel_h <= kTapChunk &&
+         kMaxMR * c.kernel_h * c.kernel_w * c.group_in_channels <= kPatchFloats;
 }
 
 // Winograd F(2x2, 3x3) for a dense 3x3 convolution at stride 1: 2.25 times fewer multiply-adds
@@ -344,9 +340,9 @@ bool merge_rows(const ConvNhwc& c) {
 // channels. Up to 256 x 256 channels: the transformed weights are 16/9 of the direct ones, and
 // beyond that (ResNet's last stage, 7x7 images) streaming them costs more than the products save.
 bool winograd_fits(const ConvNhwc& c) {
-  return c.kernel_h == 3 && c.kernel_w == 3 && c.stride_h == 1 && c.stride_w == 1 &&
-         c.dilation_h == 1 && c.dilation_w == 1 && c.groups == 1 && c.group_in_channels >= 16 &&
-         c.group_out_channels >= 16 && c.group_in_channels * c.group_out_channels <= 256 * 256;
+  return c.kernel_h == 3 && c.kernel_w == 3 && c.stride_h == 1 && c.stride_w == 1 && c.dilation_h == 1 &&
+         c.dilation_w == 1 && c.groups == 1 && c.group_in_channels >= 16 && c.group_out_channels >= 16 &&
+         c.group_in_channels * c.group_out_channels <= 256 * 256;
 }
 
 Kind kind_for(const ConvNhwc& c) {
@@ -360,8 +356,8 @@ Kind kind_for(const ConvNhwc& c) {
 // GEMM tile (the tiles' transformed rows against that position's weights), summed into the
 // task's buffer; after the last pass the output transform writes the 2x2 tiles, clamped. Every
 // sum runs in an order fixed by the shape, so any thread count gives the same bits.
-void run_winograd(const Header& h, const Kernels& k, const float* w, const ConvNhwc& c, int64_t batch,
-                  int64_t in_h, int64_t in_w, const float* in, float* out, float out_min, float out_max) {
+void run_winograd(const Header& h, const Kernels& k, const float* w, const ConvNhwc& c, int64_t batch, int64_t in_h,
+                  int64_t in_w, const float* in, float* out, float out_min, float out_max) {
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
   const int64_t th = ceil_div(oh, 2), tw = ceil_div(ow, 2), tiles = batch * th * tw;
   const int64_t MR = k.geo.mr, NR = h.width, cin = h.cg, cout = h.ocg;
@@ -386,9 +382,8 @@ void run_winograd(const Header& h, const Kernels& k, const float* w, const ConvN
         tile_n[i] = t / (th * tw), tile_y[i] = r / tw * 2, tile_x[i] = r % tw * 2;
         for (int p = 0; p < kWinoPos; ++p) {
           const int64_t iy = tile_y[i] - c.pad_top + p / 4, ix = tile_x[i] - c.pad_left + p % 4;
-          src[i][p] = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w
-                          ? in + ((tile_n[i] * in_h + iy) * in_w + ix) * cin
-                          : nullptr;
+          src[i][p] =
+              iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? in + ((tile_n[i] * in_h + iy) * in_w + ix) * cin : nullptr;
         }
       }
       for (int64_t k0 = 0; k0 < cin; k0 += kWinoKc) {
@@ -434,20 +429,18 @@ void run_winograd(const Header& h, const Kernels& k, const float* w, const ConvN
 size_t conv2d_nhwc_f32_packed_bytes(const ConvNhwc& c, Isa isa) {
   Header h;
   if (!c.valid()) return 0;
-  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, c.kernel_h * c.kernel_w,
-            kind_for(c), isa, &h))
+  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, c.kernel_h * c.kernel_w, kind_for(c), isa, &h))
     return 0;
   return packed_bytes(h);
 }
 
-bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* weight,
-                          const float* bias, Isa isa, void* packed) {
+bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* weight, const float* bias, Isa isa,
+                          void* packed) {
   Header h;
   if (!c.valid() || weight == nullptr || packed == nullptr) return false;
   if (layout == ConvWeights::kHwo && c.group_in_channels != 1) return false;
   const int64_t ks = c.kernel_h * c.kernel_w;
-  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, ks, kind_for(c), isa, &h))
-    return false;
+  if (!plan(c.groups, c.group_in_channels, c.group_out_channels, ks, kind_for(c), isa, &h)) return false;
   const WeightView view = layout == ConvWeights::kOhwi
                               ? WeightView{weight, ks * c.group_in_channels, c.group_in_channels, 1}
                               : WeightView{weight, 1, c.out_channels(), 0};
@@ -455,14 +448,13 @@ bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* we
   return true;
 }
 
-bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
-                     int64_t in_w, const float* in, float* out, float out_min, float out_max) {
+bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h, int64_t in_w, const float* in,
+                     float* out, float out_min, float out_max) {
   const Header* h = header_of(packed);
   Kernels k;
   if (h == nullptr || !c.valid() || !kernels_for(static_cast<Isa>(h->isa), &k)) return false;
   const int64_t ks = c.kernel_h * c.kernel_w;
-  if (h->groups != c.groups || h->cg != c.group_in_channels || h->ocg != c.group_out_channels ||
-      h->ks != ks)
+  if (h->groups != c.groups || h->cg != c.group_in_channels || h->ocg != c.group_out_channels || h->ks != ks)
     return false;
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
   if (batch <= 0 || oh <= 0 || ow <= 0) return false;
@@ -498,19 +490,17 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
   return true;
 }
 
-bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_min, float dw_max,
-                           const ConvNhwc& pw, const void* pw_packed, int64_t batch, int64_t in_h,
-                           int64_t in_w, const float* in, float* mid, float* out, float out_min,
-                           float out_max) {
+bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_min, float dw_max, const ConvNhwc& pw,
+                           const void* pw_packed, int64_t batch, int64_t in_h, int64_t in_w, const float* in,
+                           float* mid, float* out, float out_min, float out_max) {
   const Header* hd = header_of(dw_packed);
   const Header* hp = header_of(pw_packed);
   Kernels kd, kp;
-  if (hd == nullptr || hp == nullptr || hd->kind != kDepthwise || hp->kind != kGemm ||
-      !dw.valid() || !pw.valid() || !pw.pointwise() || pw.groups != 1 ||
-      hd->groups != dw.groups || hd->ks != dw.kernel_h * dw.kernel_w || !is_depthwise(dw) ||
-      hp->groups != 1 || hp->ks != 1 || hp->cg != dw.out_channels() || hp->cg != pw.group_in_channels ||
-      hp->ocg != pw.group_out_channels || !kernels_for(static_cast<Isa>(hd->isa), &kd) ||
-      !kernels_for(static_cast<Isa>(hp->isa), &kp))
+  if (hd == nullptr || hp == nullptr || hd->kind != kDepthwise || hp->kind != kGemm || !dw.valid() || !pw.valid() ||
+      !pw.pointwise() || pw.groups != 1 || hd->groups != dw.groups || hd->ks != dw.kernel_h * dw.kernel_w ||
+      !is_depthwise(dw) || hp->groups != 1 || hp->ks != 1 || hp->cg != dw.out_channels() ||
+      hp->cg != pw.group_in_channels || hp->ocg != pw.group_out_channels ||
+      !kernels_for(static_cast<Isa>(hd->isa), &kd) || !kernels_for(static_cast<Isa>(hp->isa), &kp))
     return false;
   const int64_t oh = dw.out_h(in_h), ow = dw.out_w(in_w), ch = hd->groups, cout = hp->ocg;
   if (batch <= 0 || oh <= 0 || ow <= 0 || ch > kDwPwMaxChannels) return false;
@@ -527,22 +517,22 @@ bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_m
   dt.min = dw_min;
   dt.max = dw_max;
   // Each row tile of depthwise output through the pointwise GEMM, over every column block.
-  ukernel::depthwise_then_rows(dw, batch, in_h, in_w, ch, in, wd + hd->weight_floats, dt, kd.dw,
-                               kp.geo.mr, [&](const float* const* a, int64_t mr, int64_t pixel) {
-    F32GemmTile g;
-    g.mr = mr;
-    g.kc = ch;
-    g.ks = 1;
-    g.a = a;
-    g.c_stride = cout;
-    g.min = out_min;
-    g.max = out_max;
-    g.nr = cout;
-    g.w = wp + NR;
-    g.init = wp;
-    g.c = out + pixel * cout;
-    gemm_over_blocks(kp, g, NR, blocks, block_floats);
-  });
+  ukernel::depthwise_then_rows(dw, batch, in_h, in_w, ch, in, wd + hd->weight_floats, dt, kd.dw, kp.geo.mr,
+                               [&](const float* const* a, int64_t mr, int64_t pixel) {
+                                 F32GemmTile g;
+                                 g.mr = mr;
+                                 g.kc = ch;
+                                 g.ks = 1;
+                                 g.a = a;
+                                 g.c_stride = cout;
+                                 g.min = out_min;
+                                 g.max = out_max;
+                                 g.nr = cout;
+                                 g.w = wp + NR;
+                                 g.init = wp;
+                                 g.c = out + pixel * cout;
+                                 gemm_over_blocks(kp, g, NR, blocks, block_floats);
+                               });
   return true;
 }
 
@@ -555,25 +545,23 @@ size_t fully_connected_f32_packed_bytes(int64_t n, int64_t k, Isa isa) {
   return packed_bytes(h);
 }
 
-bool fully_connected_f32_pack(int64_t n, int64_t k, const float* weight, bool weight_k_major,
-                              const float* bias, Isa isa, void* packed) {
+bool fully_connected_f32_pack(int64_t n, int64_t k, const float* weight, bool weight_k_major, const float* bias,
+                              Isa isa, void* packed) {
   ConvNhwc c;
   c.group_in_channels = k;
   c.group_out_channels = n;
   Header h;
-  if (!c.valid() || weight == nullptr || packed == nullptr || !plan(1, k, n, 1, kGemm, isa, &h))
-    return false;
-  pack(h, weight_k_major ? WeightView{weight, 1, 0, n} : WeightView{weight, k, 0, 1}, bias,
-       packed);
+  if (!c.valid() || weight == nullptr || packed == nullptr || !plan(1, k, n, 1, kGemm, isa, &h)) return false;
+  pack(h, weight_k_major ? WeightView{weight, 1, 0, n} : WeightView{weight, k, 0, 1}, bias, packed);
   return true;
 }
 
-bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t in_stride,
-                         float* out, int64_t out_stride, float out_min, float out_max) {
+bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t in_stride, float* out,
+                         int64_t out_stride, float out_min, float out_max) {
   const Header* h = header_of(packed);
   Kernels k;
-  if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 ||
-      !kernels_for(static_cast<Isa>(h->isa), &k) || m < 0)
+  if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 || !kernels_for(static_cast<Isa>(h->isa), &k) ||
+      m < 0)
     return false;
   run_gemm(*h, k, weights_of(packed), m, out, out_stride, out_min, out_max,
            ukernel::MatrixRows<float>{in, in_stride, 0});

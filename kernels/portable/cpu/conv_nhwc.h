@@ -36,16 +36,12 @@ struct ConvNhwc {
   int64_t in_channels() const { return groups * group_in_channels; }
   int64_t out_channels() const { return groups * group_out_channels; }
   // 0 when the padded input is smaller than the dilated kernel.
-  int64_t out_h(int64_t in_h) const {
-    return out_len(in_h + pad_top + pad_bottom, kernel_h, stride_h, dilation_h);
-  }
-  int64_t out_w(int64_t in_w) const {
-    return out_len(in_w + pad_left + pad_right, kernel_w, stride_w, dilation_w);
-  }
+  int64_t out_h(int64_t in_h) const { return out_len(in_h + pad_top + pad_bottom, kernel_h, stride_h, dilation_h); }
+  int64_t out_w(int64_t in_w) const { return out_len(in_w + pad_left + pad_right, kernel_w, stride_w, dilation_w); }
   // A 1x1 kernel at stride 1 without padding: output pixel r reads input pixel r (a matrix product).
   bool pointwise() const {
-    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 &&
-           pad_left == 0 && pad_bottom == 0 && pad_right == 0;
+    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 && pad_left == 0 &&
+           pad_bottom == 0 && pad_right == 0;
   }
   // Sizes positive, pads non-negative, and every product the kernels form fits in int64_t:
   // each field, the channel and tap counts and the reduction per output (taps x group_in) at
@@ -61,7 +57,7 @@ struct ConvNhwc {
 // How a convolution's weights are laid out in memory.
 enum class ConvWeights {
   kOhwi,  // [groups * group_out_channels, kernel_h, kernel_w, group_in_channels] (any conv)
-  kHwo,   // [kernel_h, kernel_w, groups * group_out_channels]: depthwise only (group_in == 1)
+  kHwo,  // [kernel_h, kernel_w, groups * group_out_channels]: depthwise only (group_in == 1)
 };
 
 // Bytes conv2d_nhwc_f32_pack() writes for `c` on `isa` (0 when !c.valid()).
@@ -73,14 +69,14 @@ size_t conv2d_nhwc_f32_packed_bytes(const ConvNhwc& c, Isa isa);
 // and at most 256 x 256, Winograd F(2x2, 3x3) (2.25 times fewer multiply-adds; its sums round
 // differently from the direct ones, well inside float tolerance); everything else (1x1
 // included) the GEMM kernel, reading the input rows in place.
-bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* weight,
-                          const float* bias, Isa isa, void* packed);
+bool conv2d_nhwc_f32_pack(const ConvNhwc& c, ConvWeights layout, const float* weight, const float* bias, Isa isa,
+                          void* packed);
 
 // out[batch, out_h, out_w, out_channels] = clamp(conv(in[batch, in_h, in_w, in_channels])).
 // `c` must be the geometry `packed` was made for; false (nothing written) when it is not, or
 // when the output would be empty.
-bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
-                     int64_t in_w, const float* in, float* out, float out_min, float out_max);
+bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h, int64_t in_w, const float* in,
+                     float* out, float out_min, float out_max);
 
 // A depthwise convolution whose output only feeds a pointwise (1x1) one, as in MobileNet's
 // blocks: out = clamp(pw(clamp(dw(in), dw_min, dw_max)), out_min, out_max). Each task runs the
@@ -95,19 +91,18 @@ bool conv2d_nhwc_f32(const ConvNhwc& c, const void* packed, int64_t batch, int64
 // written) when a packed buffer does not match its geometry, `pw` is not pointwise, its input
 // channels are not dw's output channels, or there are more than kDwPwMaxChannels of them.
 constexpr int64_t kDwPwMaxChannels = 8192, kDwPwMinRows = 14;
-bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_min, float dw_max,
-                           const ConvNhwc& pw, const void* pw_packed, int64_t batch, int64_t in_h,
-                           int64_t in_w, const float* in, float* mid, float* out, float out_min,
-                           float out_max);
+bool conv2d_nhwc_f32_dw_pw(const ConvNhwc& dw, const void* dw_packed, float dw_min, float dw_max, const ConvNhwc& pw,
+                           const void* pw_packed, int64_t batch, int64_t in_h, int64_t in_w, const float* in,
+                           float* mid, float* out, float out_min, float out_max);
 
 // Fully connected: out[m, n] = clamp(sum_k in[m, k] * W[n, k] + bias[n]).
 size_t fully_connected_f32_packed_bytes(int64_t n, int64_t k, Isa isa);
 // `weight` is [n, k] (torch's Linear), or [k, n] with `weight_k_major`; bias may be null.
-bool fully_connected_f32_pack(int64_t n, int64_t k, const float* weight, bool weight_k_major,
-                              const float* bias, Isa isa, void* packed);
+bool fully_connected_f32_pack(int64_t n, int64_t k, const float* weight, bool weight_k_major, const float* bias,
+                              Isa isa, void* packed);
 // Row i of the input starts at in + i * in_stride, of the output at out + i * out_stride.
-bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t in_stride,
-                         float* out, int64_t out_stride, float out_min, float out_max);
+bool fully_connected_f32(const void* packed, int64_t m, const float* in, int64_t in_stride, float* out,
+                         int64_t out_stride, float out_min, float out_max);
 
 }  // namespace cpu
 }  // namespace kernels

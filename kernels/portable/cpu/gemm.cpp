@@ -147,8 +147,7 @@ ET_GEMM_PACK_AVX2 void pack_b_unit_rows_avx2(int64_t kc, int64_t nc, ConstMatrix
       for (int h = 0; h < NR; h += 8) {
         __m256 r[8];
         for (int i = 0; i < 8; ++i)
-          r[i] = h + i < cols ? load8_widened(base + (j0 + h + i) * b.col_stride + p)
-                              : _mm256_setzero_ps();
+          r[i] = h + i < cols ? load8_widened(base + (j0 + h + i) * b.col_stride + p) : _mm256_setzero_ps();
         transpose8x8(r);
         for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (p + i) * NR + h, r[i]);
       }
@@ -165,8 +164,8 @@ ET_GEMM_PACK_AVX2 void pack_b_unit_rows_avx2(int64_t kc, int64_t nc, ConstMatrix
 bool has_avx2_f16c() {
   static const bool supported = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __get_cpuid(1, &a, &b, &c, &d) != 0 &&
+           (c & bit_F16C) != 0;
   }();
   return supported;
 }
@@ -204,11 +203,8 @@ void pack_b(int64_t kc, int64_t nc, ConstMatrix b, float* dst, bool simd) {
 
 // C[0:mr, 0:nr] = alpha * Apack * Bpack + beta * C (+ bias[i] on row i) over one MR x NR tile.
 template <int MR, int NR>
-ET_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float* a,
-                                                             const float* b, float alpha,
-                                                             float beta, const float* bias,
-                                                             float* c, int64_t ldc, int64_t mr,
-                                                             int64_t nr) {
+ET_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float* a, const float* b, float alpha, float beta,
+                                        const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
   float acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = 0.f;
@@ -239,28 +235,26 @@ ET_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float* a,
   for (int64_t i = 0; i < mr; ++i) {
     float* ci = c + i * ldc;
     const float bi = bias ? bias[i] : 0.f;
-    for (int64_t j = 0; j < nr; ++j)
-      ci[j] = (beta == 0.f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j]) + bi;
+    for (int64_t j = 0; j < nr; ++j) ci[j] = (beta == 0.f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j]) + bi;
   }
 }
 
 // (kc, a, lda, b, alpha, beta, bias, c, ldc, mr, nr): lda is 0 for a packed A sliver, else the
 // row stride of a row-major float32 A the kernel reads in place (only kernels that can).
-using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float, float,
-                             const float*, float*, int64_t, int64_t, int64_t);
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float, float, const float*, float*, int64_t,
+                             int64_t, int64_t);
 
-void micro_kernel_baseline(int64_t kc, const float* a, int64_t, const float* b, float alpha,
-                           float beta, const float* bias, float* c, int64_t ldc, int64_t mr,
-                           int64_t nr) {
+void micro_kernel_baseline(int64_t kc, const float* a, int64_t, const float* b, float alpha, float beta,
+                           const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
   micro_kernel_body<4, 8>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 
 #ifdef ET_GEMM_X86_DISPATCH
 // Applies alpha, beta and bias to one 6 x 16 tile of sums and stores rows [0, mr), columns
 // [0, nr) of it; a partial tile goes through a stack copy so no load or store leaves the tile.
-__attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(
-    const __m256 (&acc)[6][2], float alpha, float beta, const float* bias, float* c, int64_t ldc,
-    int64_t mr, int64_t nr) {
+__attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(const __m256 (&acc)[6][2], float alpha,
+                                                                          float beta, const float* bias, float* c,
+                                                                          int64_t ldc, int64_t mr, int64_t nr) {
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   if (mr == 6 && nr == 16) {
     for (int i = 0; i < 6; ++i) {
@@ -294,13 +288,13 @@ __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void store_tile_avx2(
 // kHalf sums only the left 8 columns, for a last sliver of at most 8 (the packed sliver is
 // still 16 wide; its right half is zero padding).
 template <bool kRowsA, bool kHalf>
-__attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void tile_avx2(
-    int64_t kc, const float* a, const float* const* rows, const float* b, float alpha, float beta,
-    const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
+__attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void tile_avx2(int64_t kc, const float* a,
+                                                                    const float* const* rows, const float* b,
+                                                                    float alpha, float beta, const float* bias,
+                                                                    float* c, int64_t ldc, int64_t mr, int64_t nr) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float *r0 = nullptr, *r1 = nullptr, *r2 = nullptr, *r3 = nullptr, *r4 = nullptr,
-              *r5 = nullptr;
+  const float *r0 = nullptr, *r1 = nullptr, *r2 = nullptr, *r3 = nullptr, *r4 = nullptr, *r5 = nullptr;
   if (kRowsA) r0 = rows[0], r1 = rows[1], r2 = rows[2], r3 = rows[3], r4 = rows[4], r5 = rows[5];
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
@@ -326,16 +320,13 @@ __attribute__((target("avx2,fma"))) ET_ALWAYS_INLINE void tile_avx2(
     if (!kRowsA) a += 6;
     b += 16;
   }
-  const __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                            {c30, c31}, {c40, c41}, {c50, c51}};
+  const __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   store_tile_avx2(acc, alpha, beta, bias, c, ldc, mr, nr);
 }
 
 // lda == 0: `a` is a packed sliver; otherwise `a` is row 0 of mr rows lda floats apart.
-__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a,
-                                                           int64_t lda, const float* b,
-                                                           float alpha, float beta,
-                                                           const float* bias, float* c,
+__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
+                                                           float alpha, float beta, const float* bias, float* c,
                                                            int64_t ldc, int64_t mr, int64_t nr) {
   const bool half = nr <= 8;
   if (lda == 0) {
@@ -355,12 +346,10 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
     tile_avx2<true, false>(kc, nullptr, rows, b, alpha, beta, bias, c, ldc, mr, nr);
   }
 }
-__attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a,
-                                                                     int64_t, const float* b,
-                                                                     float alpha, float beta,
-                                                                     const float* bias, float* c,
-                                                                     int64_t ldc, int64_t mr,
-                                                                     int64_t nr) {
+__attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc, const float* a, int64_t,
+                                                                     const float* b, float alpha, float beta,
+                                                                     const float* bias, float* c, int64_t ldc,
+                                                                     int64_t mr, int64_t nr) {
   micro_kernel_body<8, 32>(kc, a, b, alpha, beta, bias, c, ldc, mr, nr);
 }
 #endif
@@ -368,9 +357,8 @@ __attribute__((target("avx512f,avx2,fma"))) void micro_kernel_avx512(int64_t kc,
 #ifdef ET_GEMM_NEON
 // Applies alpha, beta and bias to one 6 x 16 tile of sums and stores rows [0, mr), columns
 // [0, nr) of it; a partial tile goes through a stack copy so no load or store leaves the tile.
-ET_ALWAYS_INLINE void store_tile_neon(const float32x4_t (&acc)[6][4], float alpha, float beta,
-                                      const float* bias, float* c, int64_t ldc, int64_t mr,
-                                      int64_t nr) {
+ET_ALWAYS_INLINE void store_tile_neon(const float32x4_t (&acc)[6][4], float alpha, float beta, const float* bias,
+                                      float* c, int64_t ldc, int64_t mr, int64_t nr) {
   if (mr == 6 && nr == 16) {
     for (int i = 0; i < 6; ++i) {
       float* ci = c + i * ldc;
@@ -399,17 +387,15 @@ ET_ALWAYS_INLINE void store_tile_neon(const float32x4_t (&acc)[6][4], float alph
 // A 6 x 16 tile over kc steps of a packed A sliver (six values per step) and a packed B sliver
 // (sixteen per step): 24 accumulators, four B vectors and two A vectors fill the 32 registers.
 // Named accumulators, as in the AVX2 kernel: GCC keeps an array of them in memory.
-void micro_kernel_neon(int64_t kc, const float* a, int64_t, const float* b, float alpha,
-                       float beta, const float* bias, float* c, int64_t ldc, int64_t mr,
-                       int64_t nr) {
+void micro_kernel_neon(int64_t kc, const float* a, int64_t, const float* b, float alpha, float beta, const float* bias,
+                       float* c, int64_t ldc, int64_t mr, int64_t nr) {
   const float32x4_t z = vdupq_n_f32(0.f);
   float32x4_t c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;
   float32x4_t c20 = z, c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;
   float32x4_t c40 = z, c41 = z, c42 = z, c43 = z, c50 = z, c51 = z, c52 = z, c53 = z;
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
-    const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8),
-                      b3 = vld1q_f32(b + 12);
+    const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8), b3 = vld1q_f32(b + 12);
     const float32x4_t a03 = vld1q_f32(a);
     const float32x2_t a45 = vld1_f32(a + 4);
     c00 = vfmaq_laneq_f32(c00, b0, a03, 0), c01 = vfmaq_laneq_f32(c01, b1, a03, 0);
@@ -427,18 +413,14 @@ void micro_kernel_neon(int64_t kc, const float* a, int64_t, const float* b, floa
     a += 6;
     b += 16;
   }
-  const float32x4_t acc[6][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},
-                                 {c20, c21, c22, c23}, {c30, c31, c32, c33},
-                                 {c40, c41, c42, c43}, {c50, c51, c52, c53}};
+  const float32x4_t acc[6][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23},
+                                 {c30, c31, c32, c33}, {c40, c41, c42, c43}, {c50, c51, c52, c53}};
   store_tile_neon(acc, alpha, beta, bias, c, ldc, mr, nr);
 }
 #endif
 
-
 // Splits `extent` into `parts` spans, each a multiple of `quantum` (the last may be shorter).
-int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) {
-  return round_up(ceil_div(extent, parts), quantum);
-}
+int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) { return round_up(ceil_div(extent, parts), quantum); }
 
 // The product runs as, per (NC, KC) block: pack the B panel and an A panel into the shared
 // scratch (parallel over slivers), then compute output tiles (parallel over MC x NB tiles).
@@ -448,9 +430,9 @@ int64_t span_of(int64_t extent, int64_t parts, int64_t quantum) {
 // the result does not depend on the thread count. `simd_pack` (paths whose kernel needs AVX2
 // anyway) packs a transposed B in registers.
 template <int MR, int NR>
-void blocked_sgemm(MicroKernel kernel, bool reads_rows, bool simd_pack, int64_t m, int64_t n,
-                   int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta, const float* bias,
-                   float* c, int64_t ldc, float* workspace) {
+void blocked_sgemm(MicroKernel kernel, bool reads_rows, bool simd_pack, int64_t m, int64_t n, int64_t k, float alpha,
+                   ConstMatrix a, ConstMatrix b, float beta, const float* bias, float* c, int64_t ldc,
+                   float* workspace) {
   const bool direct_a = reads_rows && a.elem == Elem::kF32 && a.col_stride == 1 && a.row_stride > 0;
   const float* a_rows = static_cast<const float*>(a.data);
   float* a_pack = workspace;
@@ -476,13 +458,12 @@ void blocked_sgemm(MicroKernel kernel, bool reads_rows, bool simd_pack, int64_t 
           for (int64_t t = t0; t < t1; ++t) {
             if (t < a_tasks) {
               const int64_t s0 = t * pack_grain, s1 = std::min(a_slivers, s0 + pack_grain);
-              pack_a<MR>(std::min(mp, s1 * MR) - s0 * MR, kc, sub(a, ip + s0 * MR, pc),
-                         a_pack + s0 * MR * kc);
+              pack_a<MR>(std::min(mp, s1 * MR) - s0 * MR, kc, sub(a, ip + s0 * MR, pc), a_pack + s0 * MR * kc);
             } else {
               const int64_t s0 = (t - a_tasks) * pack_grain;
               const int64_t s1 = std::min(b_slivers, s0 + pack_grain);
-              pack_b<NR>(kc, std::min(nc, s1 * NR) - s0 * NR, sub(b, pc, jc + s0 * NR),
-                         b_pack + s0 * NR * kc, simd_pack);
+              pack_b<NR>(kc, std::min(nc, s1 * NR) - s0 * NR, sub(b, pc, jc + s0 * NR), b_pack + s0 * NR * kc,
+                         simd_pack);
             }
           }
         });
@@ -490,10 +471,8 @@ void blocked_sgemm(MicroKernel kernel, bool reads_rows, bool simd_pack, int64_t 
         // until every thread has a few tiles to balance with.
         int64_t row_tiles = ceil_div(mp, kMC), col_tiles = ceil_div(nc, kNB);
         if (parallel) {
-          while (row_tiles * col_tiles < 4 * threads && span_of(nc, col_tiles, NR) > 4 * NR)
-            col_tiles *= 2;
-          while (row_tiles * col_tiles < 4 * threads && span_of(mp, row_tiles, MR) > 4 * MR)
-            row_tiles *= 2;
+          while (row_tiles * col_tiles < 4 * threads && span_of(nc, col_tiles, NR) > 4 * NR) col_tiles *= 2;
+          while (row_tiles * col_tiles < 4 * threads && span_of(mp, row_tiles, MR) > 4 * MR) row_tiles *= 2;
         }
         const int64_t row_span = span_of(mp, row_tiles, MR);
         const int64_t col_span = span_of(nc, col_tiles, NR);
@@ -509,11 +488,9 @@ void blocked_sgemm(MicroKernel kernel, bool reads_rows, bool simd_pack, int64_t 
               const int64_t nr = std::min<int64_t>(NR, j1 - jr);
               for (int64_t ir = i0; ir < i1; ir += MR) {
                 const int64_t mr = std::min<int64_t>(MR, i1 - ir);
-                const float* a_tile =
-                    direct_a ? a_rows + (ip + ir) * a.row_stride + pc : a_pack + ir * kc;
+                const float* a_tile = direct_a ? a_rows + (ip + ir) * a.row_stride + pc : a_pack + ir * kc;
                 kernel(kc, a_tile, direct_a ? a.row_stride : 0, b_pack + jr * kc, alpha, beta_here,
-                       bias_here ? bias_here + ip + ir : nullptr,
-                       c + (ip + ir) * ldc + jc + jr, ldc, mr, nr);
+                       bias_here ? bias_here + ip + ir : nullptr, c + (ip + ir) * ldc + jc + jr, ldc, mr, nr);
               }
             }
           }
@@ -534,8 +511,8 @@ void axpy_row(int64_t n, float aip, const T* bp, int64_t col_stride, float* ci) 
 }
 
 // Columns [j0, j1) of the no-scratch product, row by row in axpy form (vectorizable over n).
-void unpacked_columns(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha, ConstMatrix a,
-                      ConstMatrix b, float beta, const float* bias, float* c, int64_t ldc) {
+void unpacked_columns(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
+                      float beta, const float* bias, float* c, int64_t ldc) {
   const int64_t n = j1 - j0;
   for (int64_t i = 0; i < m; ++i) {
     float* ci = c + i * ldc + j0;
@@ -561,13 +538,12 @@ void unpacked_columns(int64_t m, int64_t j0, int64_t j1, int64_t k, float alpha,
 
 // No-scratch fallback (and the one-row product): column chunks in parallel, each a fixed
 // number of columns so chunking never depends on the thread count.
-void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
-                    float beta, const float* bias, float* c, int64_t ldc) {
+void unpacked_sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta,
+                    const float* bias, float* c, int64_t ldc) {
   const int64_t macs_per_column = std::max<int64_t>(1, m * k);
   const int64_t grain = round_up(std::max<int64_t>(64, (kParallelMacs / 4) / macs_per_column), 16);
-  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
-    unpacked_columns(m, j0, j1, k, alpha, a, b, beta, bias, c, ldc);
-  });
+  parallel_for(0, n, grain,
+               [&](int64_t j0, int64_t j1) { unpacked_columns(m, j0, j1, k, alpha, a, b, beta, bias, c, ldc); });
 }
 
 #ifdef ET_GEMM_X86_DISPATCH
@@ -590,47 +566,39 @@ size_t sgemm_workspace_floats(int64_t m, int64_t n, int64_t k) {
                              kc * round_up(std::min(n, kNC), kColQuantum));
 }
 
-bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
-                   ConstMatrix b, float beta, const float* bias, float* c, int64_t ldc,
-                   float* workspace) {
+bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
+                   float beta, const float* bias, float* c, int64_t ldc, float* workspace) {
   if (m <= 0 || n <= 0) return true;
   if (k <= 0 || alpha == 0.f) {
     unpacked_sgemm(m, n, 0, alpha, a, b, beta, bias, c, ldc);
     return true;
   }
   switch (path) {
-    case GemmPath::kUnpacked:
-      unpacked_sgemm(m, n, k, alpha, a, b, beta, bias, c, ldc);
-      return true;
+    case GemmPath::kUnpacked: unpacked_sgemm(m, n, k, alpha, a, b, beta, bias, c, ldc); return true;
     case GemmPath::kBaseline:
-      blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c,
-                          ldc, workspace);
+      blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
       return true;
 #ifdef ET_GEMM_X86_DISPATCH
     case GemmPath::kAvx2:
       if (!has_avx2_fma()) return false;
-      blocked_sgemm<6, 16>(micro_kernel_avx2, true, true, m, n, k, alpha, a, b, beta, bias, c,
-                           ldc, workspace);
+      blocked_sgemm<6, 16>(micro_kernel_avx2, true, true, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
       return true;
     case GemmPath::kAvx512:
       if (!has_avx512()) return false;
-      blocked_sgemm<8, 32>(micro_kernel_avx512, false, true, m, n, k, alpha, a, b, beta, bias, c,
-                           ldc, workspace);
+      blocked_sgemm<8, 32>(micro_kernel_avx512, false, true, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
       return true;
 #endif
 #ifdef ET_GEMM_NEON
     case GemmPath::kNeon:
-      blocked_sgemm<6, 16>(micro_kernel_neon, false, false, m, n, k, alpha, a, b, beta, bias, c,
-                           ldc, workspace);
+      blocked_sgemm<6, 16>(micro_kernel_neon, false, false, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
       return true;
 #endif
-    default:
-      return false;
+    default: return false;
   }
 }
 
-void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
-           float beta, const float* bias, float* c, int64_t ldc, float* workspace) {
+void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta, const float* bias,
+           float* c, int64_t ldc, float* workspace) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.f) {
     unpacked_sgemm(m, n, 0, alpha, a, b, beta, bias, c, ldc);
@@ -646,17 +614,14 @@ void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMat
   // ran at a quarter of the intrinsics kernel's speed in its AVX2 form, and no machine here can
   // time it; it stays reachable through sgemm_on_path() for its tests.
   if (has_avx2_fma()) {
-    blocked_sgemm<6, 16>(micro_kernel_avx2, true, true, m, n, k, alpha, a, b, beta, bias, c,
-                         ldc, workspace);
+    blocked_sgemm<6, 16>(micro_kernel_avx2, true, true, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
     return;
   }
 #endif
 #ifdef ET_GEMM_NEON
-  blocked_sgemm<6, 16>(micro_kernel_neon, false, false, m, n, k, alpha, a, b, beta, bias, c, ldc,
-                       workspace);
+  blocked_sgemm<6, 16>(micro_kernel_neon, false, false, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
 #else
-  blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c,
-                      ldc, workspace);
+  blocked_sgemm<4, 8>(micro_kernel_baseline, false, false, m, n, k, alpha, a, b, beta, bias, c, ldc, workspace);
 #endif
 }
 

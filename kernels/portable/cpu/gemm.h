@@ -27,16 +27,15 @@ size_t sgemm_workspace_floats(int64_t m, int64_t n, int64_t k);
 // with C row-major (row stride ldc). beta == 0 never reads C (so it may hold garbage).
 // `workspace` must hold sgemm_workspace_floats(m, n, k) floats; with nullptr a slower
 // unpacked path runs.
-void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
-           float beta, const float* bias, float* c, int64_t ldc, float* workspace);
+void sgemm(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta, const float* bias,
+           float* c, int64_t ldc, float* workspace);
 
 // The code paths sgemm() chooses between, exposed so tests can cover each one.
 enum class GemmPath { kUnpacked, kBaseline, kAvx2, kAvx512, kNeon };
 
 // sgemm() forced onto `path`; false (C untouched) when this CPU or build lacks it.
-bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
-                   ConstMatrix b, float beta, const float* bias, float* c, int64_t ldc,
-                   float* workspace);
+bool sgemm_on_path(GemmPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b,
+                   float beta, const float* bias, float* c, int64_t ldc, float* workspace);
 
 }  // namespace cpu
 }  // namespace kernels

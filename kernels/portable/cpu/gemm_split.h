@@ -51,8 +51,8 @@ struct GemmSplit {
   // m rows in `tiles` tiles, n columns in `blocks` blocks, per group; tile_macs: multiply-adds
   // of one tile by one block; a task's blocks come in multiples of block_group (a one-row tile
   // runs several blocks at once); weight_bytes: the packed weights the product reads.
-  GemmSplit(int64_t groups, int64_t m, int64_t n, int64_t tiles_, int64_t blocks_, int64_t tile_macs,
-            int64_t task_macs, int64_t block_group, int64_t weight_bytes)
+  GemmSplit(int64_t groups, int64_t m, int64_t n, int64_t tiles_, int64_t blocks_, int64_t tile_macs, int64_t task_macs,
+            int64_t block_group, int64_t weight_bytes)
       : tiles(tiles_), blocks(blocks_) {
     tile_macs = std::max<int64_t>(1, tile_macs);
     tiles_per = std::clamp<int64_t>(task_macs / (tile_macs * blocks), 1, tiles);

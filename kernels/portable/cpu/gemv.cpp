@@ -167,16 +167,16 @@ constexpr Columns kAvx2[2][3] = {
     {dot_columns_avx2<Elem::kF32>, dot_columns_avx2<Elem::kF16>, dot_columns_avx2<Elem::kBF16>}};
 #endif
 
-void run(Columns columns, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
-         ConstMatrix b, float beta, float* c, int64_t ldc, float* a_rows) {
+void run(Columns columns, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta,
+         float* c, int64_t ldc, float* a_rows) {
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p)
-      a_rows[i * k + p] = load_elem(a.data, a.elem, i * a.row_stride + p * a.col_stride);
+    for (int64_t p = 0; p < k; ++p) a_rows[i * k + p] = load_elem(a.data, a.elem, i * a.row_stride + p * a.col_stride);
   const int64_t eb = elem_bytes(b.elem);
-  const Operands o{m, k, alpha, beta, a_rows, static_cast<const char*>(b.data),
-                   b.row_stride * eb, b.col_stride * eb, c, ldc};
+  const Operands o{m, k,  alpha, beta, a_rows, static_cast<const char*>(b.data), b.row_stride * eb, b.col_stride * eb,
+                   c, ldc};
   // The chunking depends on the sizes only; each column's sums never cross chunks anyway.
-  const int64_t grain = std::max<int64_t>(kTile, (kChunkMacs / std::max<int64_t>(1, m * k) + kTile - 1) / kTile * kTile);
+  const int64_t grain =
+      std::max<int64_t>(kTile, (kChunkMacs / std::max<int64_t>(1, m * k) + kTile - 1) / kTile * kTile);
   parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) { columns(o, j0, j1); });
 }
 
@@ -186,8 +186,8 @@ bool gemv_supports(int64_t m, ConstMatrix b) {
   return m >= 1 && m <= kGemvMaxRows && (b.row_stride == 1 || b.col_stride == 1);
 }
 
-bool gemv_on_path(GemvPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
-                  ConstMatrix b, float beta, float* c, int64_t ldc, float* a_rows) {
+bool gemv_on_path(GemvPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta,
+                  float* c, int64_t ldc, float* a_rows) {
   if (!gemv_supports(m, b)) return false;
   // Transposed storage (row stride 1) is read as dot products, row-major as row updates.
   const int dot = b.row_stride == 1 ? 1 : 0;
@@ -205,8 +205,8 @@ bool gemv_on_path(GemvPath path, int64_t m, int64_t n, int64_t k, float alpha, C
   return true;
 }
 
-void gemv(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta,
-          float* c, int64_t ldc, float* a_rows) {
+void gemv(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta, float* c, int64_t ldc,
+          float* a_rows) {
   if (!gemv_on_path(GemvPath::kAvx2, m, n, k, alpha, a, b, beta, c, ldc, a_rows))
     gemv_on_path(GemvPath::kScalar, m, n, k, alpha, a, b, beta, c, ldc, a_rows);
 }

@@ -20,15 +20,15 @@ bool gemv_supports(int64_t m, ConstMatrix b);
 // kGemvMaxRows and a layout gemv_supports(). `a_rows` holds m * k floats of scratch (A widened
 // to float32). beta == 0 never reads C. Columns are split over the thread pool; each result
 // element is summed in one fixed order, so the bits do not depend on the thread count.
-void gemv(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta,
-          float* c, int64_t ldc, float* a_rows);
+void gemv(int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta, float* c, int64_t ldc,
+          float* a_rows);
 
 // The code paths gemv() chooses between, exposed so tests can cover each one.
 enum class GemvPath { kScalar, kAvx2 };
 
 // gemv() forced onto `path`; false (C untouched) when this CPU or build lacks it.
-bool gemv_on_path(GemvPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a,
-                  ConstMatrix b, float beta, float* c, int64_t ldc, float* a_rows);
+bool gemv_on_path(GemvPath path, int64_t m, int64_t n, int64_t k, float alpha, ConstMatrix a, ConstMatrix b, float beta,
+                  float* c, int64_t ldc, float* a_rows);
 
 }  // namespace cpu
 }  // namespace kernels

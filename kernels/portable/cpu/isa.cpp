@@ -12,9 +12,8 @@ bool avx2_fma() {
   return ok;
 }
 bool avx512() {
-  static const bool ok = avx2_fma() && __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512vl");
+  static const bool ok = avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   return ok;
 }
 bool avx512_vnni() {

@@ -22,8 +22,8 @@ ET_ALWAYS_INLINE float lane_total(const float* s) {
   return t;
 }
 
-ET_MULTIVERSION void layer_norm_rows(const float* x, float* y, int64_t rows, int64_t n, const float* w,
-                                     const float* b, float eps, float* mean, float* rstd) {
+ET_MULTIVERSION void layer_norm_rows(const float* x, float* y, int64_t rows, int64_t n, const float* w, const float* b,
+                                     float eps, float* mean, float* rstd) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -63,8 +63,8 @@ int64_t row_grain(int64_t n) { return n >= kChunkElems ? 1 : kChunkElems / (n > 
 
 }  // namespace
 
-void layer_norm(const float* x, float* y, int64_t rows, int64_t n, const float* weight, const float* bias,
-                double eps, float* mean, float* rstd) {
+void layer_norm(const float* x, float* y, int64_t rows, int64_t n, const float* weight, const float* bias, double eps,
+                float* mean, float* rstd) {
   if (n <= 0) return;
   parallel_for(0, rows, row_grain(n), [&](int64_t lo, int64_t hi) {
     layer_norm_rows(x + lo * n, y + lo * n, hi - lo, n, weight, bias, static_cast<float>(eps),

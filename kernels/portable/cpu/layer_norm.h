@@ -11,8 +11,8 @@ namespace cpu {
 // y = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + eps) with the biased variance.
 // weight/bias may be null (1 and 0); mean/rstd, when not null, receive one float per row.
 // Work splits over rows with parallel_for, each row computed whole by one chunk.
-void layer_norm(const float* x, float* y, int64_t rows, int64_t n, const float* weight, const float* bias,
-                double eps, float* mean, float* rstd);
+void layer_norm(const float* x, float* y, int64_t rows, int64_t n, const float* weight, const float* bias, double eps,
+                float* mean, float* rstd);
 
 }  // namespace cpu
 }  // namespace kernels

@@ -31,9 +31,8 @@ constexpr int64_t kDwMinTasks = 8;
 // strided run, the border pixels with one pointer per tap (padding taps point at `zero`). `in`
 // and `zero` start at the tile's first channel; `t` has its channels and weights set.
 template <typename T, typename Tile, typename Kernel>
-void depthwise_pixels(const ConvNhwc& c, int64_t in_h, int64_t in_w, int64_t ch, const T* in,
-                      const T* zero, int64_t n, int64_t y, int64_t xa, int64_t xb, T* out_px,
-                      Tile t, Kernel kernel) {
+void depthwise_pixels(const ConvNhwc& c, int64_t in_h, int64_t in_w, int64_t ch, const T* in, const T* zero, int64_t n,
+                      int64_t y, int64_t xa, int64_t xb, T* out_px, Tile t, Kernel kernel) {
   const T* ptrs[kDwPtrs];
   const T* rows[kDwPtrs];  // input row of each kernel row (null: padding)
   const int64_t ow = c.out_w(in_w), ks = c.kernel_h * c.kernel_w;
@@ -90,13 +89,12 @@ void depthwise_pixels(const ConvNhwc& c, int64_t in_h, int64_t in_w, int64_t ch,
 // element type; the input has `ch` channels. Each channel is computed by the same code whatever
 // chunk it lands in, so the split does not change the result.
 template <typename T, typename Tile, typename WeightsAt, typename Kernel>
-void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w, int64_t ch,
-                    const T* in, T* out, const T* zero, int64_t task_macs, int64_t cb, Tile tile,
-                    const WeightsAt& weights_at, Kernel kernel) {
+void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w, int64_t ch, const T* in, T* out,
+                    const T* zero, int64_t task_macs, int64_t cb, Tile tile, const WeightsAt& weights_at,
+                    Kernel kernel) {
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w), ks = c.kernel_h * c.kernel_w;
   const int64_t rows_total = batch * oh;
-  int64_t rows_per =
-      std::clamp<int64_t>(task_macs / std::max<int64_t>(1, ow * ch * ks), 1, rows_total);
+  int64_t rows_per = std::clamp<int64_t>(task_macs / std::max<int64_t>(1, ow * ch * ks), 1, rows_total);
   int64_t row_tasks = (rows_total + rows_per - 1) / rows_per, ch_per = ch;
   if (row_tasks < kDwMinTasks) {
     rows_per = 1;
@@ -113,8 +111,8 @@ void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w
       t.channels = std::min(ch_per, ch - c0);
       t.w = weights_at(c0);
       for (int64_t row = rt * rows_per; row < std::min(rows_total, (rt + 1) * rows_per); ++row)
-        depthwise_pixels(c, in_h, in_w, ch, in + c0, zero + c0, row / oh, row % oh, 0, ow,
-                         out + row * ow * ch + c0, t, kernel);
+        depthwise_pixels(c, in_h, in_w, ch, in + c0, zero + c0, row / oh, row % oh, 0, ow, out + row * ow * ch + c0, t,
+                         kernel);
     }
   });
 }
@@ -125,9 +123,8 @@ void depthwise_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w
 // buffer, then to rows(a, mr, pixel) in row tiles of balanced sizes, at most mr_max rows: a[i]
 // holds output pixel `pixel + i`'s channels (pixels numbered over the whole output). Shape-only.
 template <typename T, typename Tile, typename Kernel, typename Rows>
-void depthwise_then_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w, int64_t ch,
-                         const T* in, const T* zero, Tile tile, Kernel kernel, int64_t mr_max,
-                         const Rows& rows) {
+void depthwise_then_rows(const ConvNhwc& c, int64_t batch, int64_t in_h, int64_t in_w, int64_t ch, const T* in,
+                         const T* zero, Tile tile, Kernel kernel, int64_t mr_max, const Rows& rows) {
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
   const int64_t runs = (ow + kDwPwMaxChannels / ch - 1) / (kDwPwMaxChannels / ch);
   const int64_t px_per = (ow + runs - 1) / runs;

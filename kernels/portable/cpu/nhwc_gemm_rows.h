@@ -41,12 +41,25 @@ struct ConvRows {
   int64_t run;  // values per patched run (merged), else unused
   T pad;
 
-  ConvRows(const ConvNhwc& c, int64_t in_h_, int64_t in_w_, const T* in_, const T* zero_,
-           bool merged_, T pad_)
-      : in(in_), zero(zero_), in_h(in_h_), in_w(in_w_), cin(c.in_channels()),
-        cg(c.group_in_channels), oh(c.out_h(in_h_)), ow(c.out_w(in_w_)), kh(c.kernel_h),
-        kw(c.kernel_w), sh(c.stride_h), sw(c.stride_w), dh(c.dilation_h), dw(c.dilation_w),
-        pt(c.pad_top), pl(c.pad_left), merged(merged_), run(c.kernel_w * c.in_channels()),
+  ConvRows(const ConvNhwc& c, int64_t in_h_, int64_t in_w_, const T* in_, const T* zero_, bool merged_, T pad_)
+      : in(in_),
+        zero(zero_),
+        in_h(in_h_),
+        in_w(in_w_),
+        cin(c.in_channels()),
+        cg(c.group_in_channels),
+        oh(c.out_h(in_h_)),
+        ow(c.out_w(in_w_)),
+        kh(c.kernel_h),
+        kw(c.kernel_w),
+        sh(c.stride_h),
+        sw(c.stride_w),
+        dh(c.dilation_h),
+        dw(c.dilation_w),
+        pt(c.pad_top),
+        pl(c.pad_left),
+        merged(merged_),
+        run(c.kernel_w * c.in_channels()),
         pad(pad_) {}
 
   // Image n, output row y and column x of output pixel r (two divisions, 32-bit when they fit).
@@ -65,8 +78,7 @@ struct ConvRows {
     *x = rem - *y * ow;
   }
 
-  void operator()(int64_t r0, int64_t mr, int64_t tap0, int64_t taps, int64_t g, const T** a,
-                  T* patch) const {
+  void operator()(int64_t r0, int64_t mr, int64_t tap0, int64_t taps, int64_t g, const T** a, T* patch) const {
     const int64_t span_y = (kh - 1) * dh, span_x = merged ? kw : (kw - 1) * dw + 1;
     const int64_t plane = oh * ow;
     int64_t n, y, x;

@@ -127,8 +127,7 @@ constexpr int64_t kQd8NibbleMaxGroup = int64_t(1) << 16;
 // patch, kc channels, from src[16] (pixel pointers) to v + pos * pos_stride; and a 2x2 output
 // tile, nc channels, from m + pos * pos_stride to dst[4] (null: outside the image), clamped.
 using F32WinoInFn = void (*)(const float* const* src, int64_t kc, float* v, int64_t pos_stride);
-using F32WinoOutFn = void (*)(const float* m, int64_t pos_stride, int64_t nc, float* const* dst,
-                              float lo, float hi);
+using F32WinoOutFn = void (*)(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi);
 
 constexpr Qs8Geometry kQd8Baseline{4, 8, 1, 0};
 constexpr Qs8Geometry kQd8Avx2{2, 8, 8, 0};
@@ -149,20 +148,17 @@ constexpr int32_t kQs8Avx512InputOffset = 128;
 void f32_gemm_baseline(const F32GemmTile& t);
 void f32_dw_baseline(const F32DwTile& t);
 void f32_wino_in_baseline(const float* const* src, int64_t kc, float* v, int64_t pos_stride);
-void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi);
+void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi);
 void qs8_gemm_baseline(const Qs8GemmTile& t);
 void qs8_dw_baseline(const Qs8DwTile& t);
-void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
-                      const Qs8AddParams& p);
+void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p);
 void qd8_gemm_baseline(const Qd8GemmTile& t);
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ET_NHWC_X86 1
 void f32_gemm_avx2(const F32GemmTile& t);
 void f32_dw_avx2(const F32DwTile& t);
 void f32_wino_in_avx2(const float* const* src, int64_t kc, float* v, int64_t pos_stride);
-void f32_wino_out_avx2(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi);
+void f32_wino_out_avx2(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi);
 void qs8_gemm_avx2(const Qs8GemmTile& t);
 void qs8_dw_avx2(const Qs8DwTile& t);
 void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p);
@@ -171,12 +167,10 @@ void f32_gemm_avx512(const F32GemmTile& t);
 void f32_gemm_blocks_avx512(const F32GemmTile& t, int64_t blocks, int64_t block_floats);
 void f32_dw_avx512(const F32DwTile& t);
 void f32_wino_in_avx512(const float* const* src, int64_t kc, float* v, int64_t pos_stride);
-void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi);
+void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi);
 void qs8_gemm_avx512(const Qs8GemmTile& t);
 void qs8_dw_avx512(const Qs8DwTile& t);
-void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
-                    const Qs8AddParams& p);
+void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p);
 void qd8_gemm_avx512(const Qd8GemmTile& t);
 void qd8_gemm_nibbles_avx512(const Qd8GemmTile& t);
 // The two passes of quantize_row_qd8 (quantized.h) on AVX-512 F/BW, giving the scalar loops'

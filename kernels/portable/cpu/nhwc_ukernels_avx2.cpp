@@ -29,8 +29,7 @@ void gemm_tile(const F32GemmTile& p) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
-      acc[i][v] = p.init ? _mm256_loadu_ps(p.init + 8 * v)
-                         : _mm256_maskload_ps(p.c + i * p.c_stride + 8 * v, m[v]);
+      acc[i][v] = p.init ? _mm256_loadu_ps(p.init + 8 * v) : _mm256_maskload_ps(p.c + i * p.c_stride + 8 * v, m[v]);
   const float* w = p.w;
   for (int64_t t = 0; t < p.ks; ++t) {
     const float* a[MR];
@@ -87,8 +86,7 @@ void dw_block(const F32DwTile& t, int64_t c0, const float* block) {
       for (int k = 0; k < KS; ++k) acc = _mm256_fmadd_ps(_mm256_loadu_ps(in[k] + off + c0), w[k], acc);
     } else {
       for (int64_t k = 0; k < ks; ++k)
-        acc = _mm256_fmadd_ps(_mm256_maskload_ps(in[k] + off + c0, m),
-                              _mm256_loadu_ps(block + 8 * (k + 1)), acc);
+        acc = _mm256_fmadd_ps(_mm256_maskload_ps(in[k] + off + c0, m), _mm256_loadu_ps(block + 8 * (k + 1)), acc);
     }
     const __m256 r = _mm256_min_ps(_mm256_max_ps(acc, lo), hi);
     float* o = t.out + px * t.out_stride + c0;
@@ -150,15 +148,12 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
       __m256i va[MR];
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i)
-        va[i] = _mm256_broadcastsi128_si256(
-            _mm_cvtepi8_epi16(_mm_cvtsi64_si128(load8(a[i] + k, n))));
+        va[i] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_cvtsi64_si128(load8(a[i] + k, n))));
 #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
-        const __m256i vw = _mm256_cvtepi8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * j)));
+        const __m256i vw = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * j)));
 #pragma GCC unroll 4
-        for (int i = 0; i < MR; ++i)
-          acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
+        for (int i = 0; i < MR; ++i) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
       }
     }
   }
@@ -166,8 +161,8 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
   const __m256 vs = _mm256_loadu_ps(scale);
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
-    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]),
-                                        _mm256_hadd_epi32(acc[i][2], acc[i][3]));
+    const __m256i s =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]), _mm256_hadd_epi32(acc[i][2], acc[i][3]));
     requantize8(_mm256_add_epi32(s, vb), vs, p.rq, p.c + i * p.c_stride, p.nr);
   }
 }
@@ -196,22 +191,19 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
       __m256i va[MR];
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i)
-        va[i] = _mm256_broadcastsi128_si256(
-            _mm_cvtepi8_epi16(_mm_cvtsi64_si128(load8(p.a[i] + k0 + k, gk - k))));
+        va[i] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_cvtsi64_si128(load8(p.a[i] + k0 + k, gk - k))));
 #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
-        const __m256i vw = _mm256_cvtepi8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * j)));
+        const __m256i vw = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * j)));
 #pragma GCC unroll 4
-        for (int i = 0; i < MR; ++i)
-          acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
+        for (int i = 0; i < MR; ++i) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(va[i], vw));
       }
     }
     const __m256 sc = _mm256_loadu_ps(scale);
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
-      const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]),
-                                          _mm256_hadd_epi32(acc[i][2], acc[i][3]));
+      const __m256i s =
+          _mm256_hadd_epi32(_mm256_hadd_epi32(acc[i][0], acc[i][1]), _mm256_hadd_epi32(acc[i][2], acc[i][3]));
       facc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, facc[i]);
     }
   }
@@ -221,8 +213,7 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
   const __m256i m = lanes(p.nr);
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
-    const __m256 x = _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(p.a_zero_point[i])), zsum,
-                                      facc[i]);
+    const __m256 x = _mm256_fnmadd_ps(_mm256_set1_ps(static_cast<float>(p.a_zero_point[i])), zsum, facc[i]);
     const __m256 y = _mm256_fmadd_ps(x, _mm256_set1_ps(p.a_scale[i]), bias);
     _mm256_maskstore_ps(p.c + i * p.c_stride, m, _mm256_min_ps(_mm256_max_ps(y, lo), hi));
   }
@@ -261,16 +252,15 @@ void qs8_dw_avx2(const Qs8DwTile& t) {
       __m256i acc = vb;
       for (int64_t k = 0; k < t.ks; ++k) {
         const __m256i x = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(load8(in[k] + off + c0, cn)));
-        acc = _mm256_add_epi32(
-            acc, _mm256_madd_epi16(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k * CB))));
+        acc = _mm256_add_epi32(acc,
+                               _mm256_madd_epi16(x, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k * CB))));
       }
       requantize8(acc, scale, t.rq, t.out + px * t.out_stride + c0, cn);
     }
   }
 }
 
-void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
-                  const Qs8AddParams& p) {
+void qs8_add_avx2(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p) {
   qs8_add_loop(n, a, b, out, p);
 }
 
@@ -278,8 +268,7 @@ void f32_wino_in_avx2(const float* const* src, int64_t kc, float* v, int64_t pos
   wino_f23_input<8>(src, kc, v, pos_stride);
 }
 
-void f32_wino_out_avx2(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi) {
+void f32_wino_out_avx2(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi) {
   wino_f23_output<8>(m, pos_stride, nc, dst, lo, hi);
 }
 

@@ -26,9 +26,8 @@ inline __mmask16 lanes(int64_t n) {
 // most 16 columns). FULL tiles (all NV * 16 columns) load and store without masks: masked stores
 // cost more on some cores. The tile's fields come in as values so no store can alias them.
 template <int MR, int NV, bool FULL>
-__attribute__((always_inline)) inline void gemm_block(const float* const* pa, const float* w,
-                                                      const float* init, float* c, int64_t c_stride,
-                                                      int64_t nr, int64_t kc, int64_t ks,
+__attribute__((always_inline)) inline void gemm_block(const float* const* pa, const float* w, const float* init,
+                                                      float* c, int64_t c_stride, int64_t nr, int64_t kc, int64_t ks,
                                                       __m512 lo, __m512 hi) {
   constexpr int NR = kF32Avx512.nr;
   const __mmask16 m[2] = {lanes(nr), lanes(nr - 16)};
@@ -37,7 +36,7 @@ __attribute__((always_inline)) inline void gemm_block(const float* const* pa, co
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
-      acc[i][v] = init ? _mm512_loadu_ps(init + 16 * v)
+      acc[i][v] = init   ? _mm512_loadu_ps(init + 16 * v)
                   : FULL ? _mm512_loadu_ps(c + i * c_stride + 16 * v)
                          : _mm512_maskz_loadu_ps(m[v], c + i * c_stride + 16 * v);
   for (int64_t t = 0; t < ks; ++t) {
@@ -78,8 +77,8 @@ __attribute__((always_inline)) inline void gemm_block(const float* const* pa, co
 // gemm_rows and f32_gemm_blocks_avx512 (MobileNetV2's 32 -> 16 pointwise layer 0.150 -> 0.133 ms).
 template <int MR, int NV, bool FULL>
 void gemm_tile(const F32GemmTile& p) {
-  gemm_block<MR, NV, FULL>(p.a, p.w, p.init, p.c, p.c_stride, p.nr, p.kc, p.ks,
-                           _mm512_set1_ps(p.min), _mm512_set1_ps(p.max));
+  gemm_block<MR, NV, FULL>(p.a, p.w, p.init, p.c, p.c_stride, p.nr, p.kc, p.ks, _mm512_set1_ps(p.min),
+                           _mm512_set1_ps(p.max));
 }
 
 template <int MR>
@@ -201,10 +200,8 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
     const int64_t off = px * t.in_step;
     __m512 acc = bias;
     for (int64_t k = 0; k < ks; ++k)
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + off + c0),
-                            _mm512_loadu_ps(block + 16 * (k + 1)), acc);
-    _mm512_mask_storeu_ps(t.out + px * t.out_stride + c0, m,
-                          _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, in[k] + off + c0), _mm512_loadu_ps(block + 16 * (k + 1)), acc);
+    _mm512_mask_storeu_ps(t.out + px * t.out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
   }
 }
 
@@ -215,10 +212,9 @@ void dw_block(const F32DwTile& t, int64_t c0, __mmask16 m, const float* block) {
 // Each output element is summed exactly as in dw_block (bias, then taps in order).
 // Channels [c0, c0 + 16) of pixels [px, px + P): FULL blocks load and store without a mask.
 template <int KS, int P, bool FULL>
-__attribute__((always_inline)) inline void dw_group_block(const float* (&in)[P][KS],
-                                                          float* out, int64_t out_stride,
-                                                          const float* block, int64_t c0,
-                                                          __mmask16 m, __m512 lo, __m512 hi) {
+__attribute__((always_inline)) inline void dw_group_block(const float* (&in)[P][KS], float* out, int64_t out_stride,
+                                                          const float* block, int64_t c0, __mmask16 m, __m512 lo,
+                                                          __m512 hi) {
   __m512 acc[P];
   const __m512 bias = _mm512_loadu_ps(block);
 #pragma GCC unroll 4
@@ -242,22 +238,19 @@ __attribute__((always_inline)) inline void dw_group_block(const float* (&in)[P][
 
 // Pixels [px, px + P) through every block.
 template <int KS, int P>
-__attribute__((always_inline)) inline void dw_group(const F32DwTile& t, int64_t px, __m512 lo,
-                                                    __m512 hi) {
+__attribute__((always_inline)) inline void dw_group(const F32DwTile& t, int64_t px, __m512 lo, __m512 hi) {
   const int64_t full = t.channels / 16 * 16, step = t.in_step;
   const float* in[P][KS];
 #pragma GCC unroll 4
   for (int q = 0; q < P; ++q)
 #pragma GCC unroll 9
-    for (int k = 0; k < KS; ++k)
-      in[q][k] = step ? t.in[k] + (px + q) * step : t.in[(px + q) * KS + k];
+    for (int k = 0; k < KS; ++k) in[q][k] = step ? t.in[k] + (px + q) * step : t.in[(px + q) * KS + k];
   float* out = t.out + px * t.out_stride;
   const float* block = t.w;
   int64_t c0 = 0;
   for (; c0 < full; c0 += 16, block += 16 * (KS + 1))
     dw_group_block<KS, P, true>(in, out, t.out_stride, block, c0, 0xffff, lo, hi);
-  if (c0 < t.channels)
-    dw_group_block<KS, P, false>(in, out, t.out_stride, block, c0, lanes(t.channels - c0), lo, hi);
+  if (c0 < t.channels) dw_group_block<KS, P, false>(in, out, t.out_stride, block, c0, lanes(t.channels - c0), lo, hi);
 }
 
 template <int KS, int P>
@@ -334,8 +327,7 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
       const __m512i b1 = NV > 1 ? _mm512_loadu_si512(w + 64) : b0;
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
-        const __m512i ai =
-            _mm512_xor_si512(_mm512_set1_epi32(load4(a[i] + 4 * steps, rem)), flip);
+        const __m512i ai = _mm512_xor_si512(_mm512_set1_epi32(load4(a[i] + 4 * steps, rem)), flip);
         acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
         if (NV > 1) acc[i][NV - 1] = _mm512_dpbusd_epi32(acc[i][NV - 1], ai, b1);
       }
@@ -400,8 +392,7 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
       const __m512i b1 = NV > 1 ? _mm512_loadu_si512(w + 64) : b0;
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i) {
-        const __m512i ai =
-            _mm512_xor_si512(_mm512_set1_epi32(load4(p.a[i] + k0 + 4 * steps, rem)), flip);
+        const __m512i ai = _mm512_xor_si512(_mm512_set1_epi32(load4(p.a[i] + k0 + 4 * steps, rem)), flip);
         acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
         if (NV > 1) acc[i][NV - 1] = _mm512_dpbusd_epi32(acc[i][NV - 1], ai, b1);
       }
@@ -410,8 +401,7 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
     for (int v = 0; v < NV; ++v) {
       const __m512 sc = _mm512_loadu_ps(scale + 16 * v);
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i)
-        facc[i][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][v]), sc, facc[i][v]);
+      for (int i = 0; i < MR; ++i) facc[i][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i][v]), sc, facc[i][v]);
     }
   }
   const float* bias = reinterpret_cast<const float*>(blk);
@@ -420,15 +410,12 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
     // The kernel read a + 128, so the zero point to remove is zp + 128.
-    const __m512 zp =
-        _mm512_set1_ps(static_cast<float>(p.a_zero_point[i] + kQs8Avx512InputOffset));
+    const __m512 zp = _mm512_set1_ps(static_cast<float>(p.a_zero_point[i] + kQs8Avx512InputOffset));
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
       const __m512 x = _mm512_fnmadd_ps(zp, _mm512_loadu_ps(zsum + 16 * v), facc[i][v]);
-      const __m512 y =
-          _mm512_fmadd_ps(x, _mm512_set1_ps(p.a_scale[i]), _mm512_loadu_ps(bias + 16 * v));
-      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
-                            _mm512_min_ps(_mm512_max_ps(y, lo), hi));
+      const __m512 y = _mm512_fmadd_ps(x, _mm512_set1_ps(p.a_scale[i]), _mm512_loadu_ps(bias + 16 * v));
+      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v], _mm512_min_ps(_mm512_max_ps(y, lo), hi));
     }
   }
 }
@@ -515,15 +502,12 @@ void qd8_gemm_nibble_tile(const Qd8GemmTile& p) {
   const __m512 lo = _mm512_set1_ps(p.min), hi = _mm512_set1_ps(p.max);
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
-    const __m512 zp =
-        _mm512_set1_ps(static_cast<float>(p.a_zero_point[i] + kQs8Avx512InputOffset));
+    const __m512 zp = _mm512_set1_ps(static_cast<float>(p.a_zero_point[i] + kQs8Avx512InputOffset));
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
       const __m512 x = _mm512_fnmadd_ps(zp, _mm512_loadu_ps(zsum + 16 * v), facc[i][v]);
-      const __m512 y =
-          _mm512_fmadd_ps(x, _mm512_set1_ps(p.a_scale[i]), _mm512_loadu_ps(bias + 16 * v));
-      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v],
-                            _mm512_min_ps(_mm512_max_ps(y, lo), hi));
+      const __m512 y = _mm512_fmadd_ps(x, _mm512_set1_ps(p.a_scale[i]), _mm512_loadu_ps(bias + 16 * v));
+      _mm512_mask_storeu_ps(p.c + i * p.c_stride + 16 * v, m[v], _mm512_min_ps(_mm512_max_ps(y, lo), hi));
     }
   }
 }
@@ -663,8 +647,7 @@ void qs8_dw_avx512(const Qs8DwTile& t) {
   }
 }
 
-void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
-                    const Qs8AddParams& p) {
+void qs8_add_avx512(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p) {
   qs8_add_loop(n, a, b, out, p);
 }
 
@@ -672,8 +655,7 @@ void f32_wino_in_avx512(const float* const* src, int64_t kc, float* v, int64_t p
   wino_f23_input<16>(src, kc, v, pos_stride);
 }
 
-void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi) {
+void f32_wino_out_avx512(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi) {
   wino_f23_output<16>(m, pos_stride, nc, dst, lo, hi);
 }
 

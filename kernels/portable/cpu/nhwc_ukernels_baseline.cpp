@@ -18,8 +18,7 @@ void gemm_tile(const F32GemmTile& p) {
   constexpr int NR = kF32Baseline.nr;
   float acc[MR][NR];
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j)
-      acc[i][j] = p.init ? p.init[j] : (j < p.nr ? p.c[i * p.c_stride + j] : 0.f);
+    for (int j = 0; j < NR; ++j) acc[i][j] = p.init ? p.init[j] : (j < p.nr ? p.c[i * p.c_stride + j] : 0.f);
   const float* w = p.w;
   for (int64_t t = 0; t < p.ks; ++t) {
     const float* a[MR];
@@ -66,8 +65,7 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int64_t j = 0; j < p.nr; ++j)
-      p.c[i * p.c_stride + j] = requantize(acc[i][j], scale[j], p.rq);
+    for (int64_t j = 0; j < p.nr; ++j) p.c[i * p.c_stride + j] = requantize(acc[i][j], scale[j], p.rq);
 }
 
 #include "kernels/portable/cpu/qs8_add_impl.h"
@@ -96,8 +94,7 @@ void qd8_gemm_tile(const Qd8GemmTile& p) {
   for (int i = 0; i < MR; ++i) {
     const float zp = static_cast<float>(p.a_zero_point[i]);
     for (int64_t j = 0; j < p.nr; ++j)
-      p.c[i * p.c_stride + j] =
-          clampf((facc[i][j] - zp * zsum[j]) * p.a_scale[i] + bias[j], p.min, p.max);
+      p.c[i * p.c_stride + j] = clampf((facc[i][j] - zp * zsum[j]) * p.a_scale[i] + bias[j], p.min, p.max);
   }
 }
 
@@ -145,8 +142,7 @@ void qs8_dw_baseline(const Qs8DwTile& t) {
   }
 }
 
-void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out,
-                      const Qs8AddParams& p) {
+void qs8_add_baseline(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddParams& p) {
   qs8_add_loop(n, a, b, out, p);
 }
 
@@ -154,8 +150,7 @@ void f32_wino_in_baseline(const float* const* src, int64_t kc, float* v, int64_t
   wino_f23_input<4>(src, kc, v, pos_stride);
 }
 
-void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                        float hi) {
+void f32_wino_out_baseline(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi) {
   wino_f23_output<4>(m, pos_stride, nc, dst, lo, hi);
 }
 

@@ -42,16 +42,13 @@ void wino_f23_input(const float* const* src, int64_t kc, float* v, int64_t pos_s
     }
   };
   for (; c + W <= kc; c += W) step(Vec::load, Vec::store);
-  for (; c < kc; ++c)
-    step([](const float* p) { return T{} + *p; },
-         [](float* p, T x) { *p = x[0]; });
+  for (; c < kc; ++c) step([](const float* p) { return T{} + *p; }, [](float* p, T x) { *p = x[0]; });
 }
 
 // The 2x2 output tile from M[pos][c] (m + pos * pos_stride + c) for c < nc: y = A^T M A, clamped
 // to [lo, hi]. dst[2 * row + col] is the output pixel's channels, or null outside the image.
 template <int W>
-void wino_f23_output(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo,
-                     float hi) {
+void wino_f23_output(const float* m, int64_t pos_stride, int64_t nc, float* const* dst, float lo, float hi) {
   using Vec = WinoVec<W>;
   using T = typename Vec::type;
   int64_t c = 0;
@@ -76,7 +73,5 @@ void wino_f23_output(const float* m, int64_t pos_stride, int64_t nc, float* cons
     }
   };
   for (; c + W <= nc; c += W) step(Vec::load, Vec::store);
-  for (; c < nc; ++c)
-    step([](const float* p) { return T{} + *p; },
-         [](float* p, T x) { *p = x[0]; });
+  for (; c < nc; ++c) step([](const float* p) { return T{} + *p; }, [](float* p, T x) { *p = x[0]; });
 }

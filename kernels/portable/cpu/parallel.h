@@ -16,12 +16,8 @@ namespace cpu {
 // a parallel_for inside a chunk runs serially on that chunk's thread.
 template <typename Fn>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const Fn& fn) {
-  if (end <= begin) {
-    return;
-  }
-  if (grain < 1) {
-    grain = 1;
-  }
+  if (end <= begin) { return; }
+  if (grain < 1) { grain = 1; }
   const int64_t chunks = (end - begin - 1) / grain + 1;
   if (chunks == 1) {
     fn(begin, end);

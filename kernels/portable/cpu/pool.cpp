@@ -12,8 +12,7 @@ namespace executorch {
 namespace kernels {
 namespace cpu {
 
-int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
-                         int64_t dilation, bool ceil_mode) {
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode) {
   if (stride <= 0) return 0;
   const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
   if (span < 0) return 0;
@@ -36,8 +35,8 @@ inline void take_max(float v, int64_t at, float& best, int64_t& where) {
 // Output columns [lo, hi) of row `oh` whose windows lie inside the input horizontally: each column
 // visits the same (kh, kw) steps in the same order as the general path, so the results (ties and
 // NaNs included) are identical. Columns go in blocks that the compiler keeps in registers/L1.
-ET_MULTIVERSION void max_pool_inner_columns(const Pool2dShape& s, const float* ip, int64_t oh, int64_t lo,
-                            int64_t hi, float* out_row, int64_t* idx_row) {
+ET_MULTIVERSION void max_pool_inner_columns(const Pool2dShape& s, const float* ip, int64_t oh, int64_t lo, int64_t hi,
+                                            float* out_row, int64_t* idx_row) {
   constexpr int64_t kBlock = 64;
   float best[kBlock];
   int64_t where[kBlock];
@@ -121,8 +120,7 @@ void max_pool2d(const Pool2dShape& s, const float* in, float* out, int64_t* indi
   });
 }
 
-void avg_pool2d(const Pool2dShape& s, const float* in, float* out, bool count_include_pad,
-                int64_t divisor_override) {
+void avg_pool2d(const Pool2dShape& s, const float* in, float* out, bool count_include_pad, int64_t divisor_override) {
   const int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
   for (int64_t p = 0; p < s.planes; ++p) {
     const float* ip = in + p * in_plane;
@@ -151,8 +149,8 @@ void avg_pool2d(const Pool2dShape& s, const float* in, float* out, bool count_in
   }
 }
 
-void adaptive_avg_pool2d(int64_t planes, int64_t in_h, int64_t in_w, int64_t out_h,
-                         int64_t out_w, const float* in, float* out) {
+void adaptive_avg_pool2d(int64_t planes, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w, const float* in,
+                         float* out) {
   for (int64_t p = 0; p < planes; ++p) {
     const float* ip = in + p * in_h * in_w;
     for (int64_t oh = 0; oh < out_h; ++oh) {

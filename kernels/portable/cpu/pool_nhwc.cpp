@@ -47,8 +47,8 @@ ET_MULTIVERSION void add_pixels_i32(int64_t c, int64_t pixels, int64_t stride, c
 // Calls fn(out_pixel_pointer_offset, taps) for each output pixel of rows [r0, r1): `tap(x)` is
 // invoked for every in-image window element with its input offset, in window order.
 template <typename Fn>
-void for_windows(const PoolNhwc& p, int64_t in_h, int64_t in_w, int64_t channels, int64_t r0,
-                 int64_t r1, const Fn& fn) {
+void for_windows(const PoolNhwc& p, int64_t in_h, int64_t in_w, int64_t channels, int64_t r0, int64_t r1,
+                 const Fn& fn) {
   const int64_t oh = p.out_h(in_h), ow = p.out_w(in_w);
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t n = row / oh, y = row % oh;
@@ -71,13 +71,12 @@ void for_windows(const PoolNhwc& p, int64_t in_h, int64_t in_w, int64_t channels
 bool pool_ok(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels) {
   PoolNhwc q = p;
   q.groups = q.group_in_channels = q.group_out_channels = 1;
-  return q.valid() && p.kernel_h * p.kernel_w <= 1024 && batch > 0 && channels > 0 &&
-         p.out_h(in_h) > 0 && p.out_w(in_w) > 0;
+  return q.valid() && p.kernel_h * p.kernel_w <= 1024 && batch > 0 && channels > 0 && p.out_h(in_h) > 0 &&
+         p.out_w(in_w) > 0;
 }
 
 template <typename Fn>
-void over_rows(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
-               const Fn& body) {
+void over_rows(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels, const Fn& body) {
   const int64_t rows = batch * p.out_h(in_h);
   const int64_t per_row = std::max<int64_t>(1, p.out_w(in_w) * channels * p.kernel_h * p.kernel_w);
   parallel_for(0, rows, std::max<int64_t>(1, kTaskElems / per_row),
@@ -94,9 +93,8 @@ int8_t requantize_mean(int32_t acc, float scale, int32_t zp, int8_t lo, int8_t h
 
 }  // namespace
 
-bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w,
-                         int64_t channels, const float* in, float* out, float out_min,
-                         float out_max) {
+bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         const float* in, float* out, float out_min, float out_max) {
   if (!pool_ok(p, batch, in_h, in_w, channels)) return false;
   over_rows(p, batch, in_h, in_w, channels, [&](int64_t o, const int64_t* offs, int64_t count) {
     float* acc = out + o;
@@ -108,9 +106,8 @@ bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t
   return true;
 }
 
-bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w,
-                         int64_t channels, bool count_include_pad, const float* in, float* out,
-                         float out_min, float out_max) {
+bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         bool count_include_pad, const float* in, float* out, float out_min, float out_max) {
   if (!pool_ok(p, batch, in_h, in_w, channels)) return false;
   const int64_t window = p.kernel_h * p.kernel_w;
   over_rows(p, batch, in_h, in_w, channels, [&](int64_t o, const int64_t* offs, int64_t count) {
@@ -119,14 +116,13 @@ bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t
     for (int64_t t = 0; t < count; ++t) add_into(channels, in + offs[t], acc);
     const int64_t d = count_include_pad ? window : count;
     const float scale = d > 0 ? 1.f / static_cast<float>(d) : 0.f;
-    for (int64_t c = 0; c < channels; ++c)
-      acc[c] = std::min(std::max(acc[c] * scale, out_min), out_max);
+    for (int64_t c = 0; c < channels; ++c) acc[c] = std::min(std::max(acc[c] * scale, out_min), out_max);
   });
   return true;
 }
 
-bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, const float* in,
-                              float* out, float out_min, float out_max) {
+bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, const float* in, float* out,
+                              float out_min, float out_max) {
   if (batch <= 0 || pixels <= 0 || channels <= 0) return false;
   const float scale = 1.f / static_cast<float>(pixels);
   // Chunks of whole channel blocks per image (a batch of one is still split); each channel is
@@ -139,21 +135,19 @@ bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, c
       float* acc = out + n * channels + c0;
       std::fill(acc, acc + cn, 0.f);
       add_pixels(cn, pixels, channels, in + n * pixels * channels + c0, acc);
-      for (int64_t c = 0; c < cn; ++c)
-        acc[c] = std::min(std::max(acc[c] * scale, out_min), out_max);
+      for (int64_t c = 0; c < cn; ++c) acc[c] = std::min(std::max(acc[c] * scale, out_min), out_max);
     }
   });
   return true;
 }
 
-bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, const int8_t* in,
-                              float in_scale, int32_t in_zero_point, int8_t* out, float out_scale,
-                              int32_t out_zero_point, int8_t out_min, int8_t out_max) {
+bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, const int8_t* in, float in_scale,
+                              int32_t in_zero_point, int8_t* out, float out_scale, int32_t out_zero_point,
+                              int8_t out_min, int8_t out_max) {
   constexpr int64_t kMaxChannels = 16384;
   const float scale = in_scale / out_scale / static_cast<float>(pixels);
-  if (batch <= 0 || pixels <= 0 || channels <= 0 || channels > kMaxChannels ||
-      pixels > (int64_t(1) << 23) || !(scale > 0.f) || !std::isfinite(scale) ||
-      out_min > out_max)
+  if (batch <= 0 || pixels <= 0 || channels <= 0 || channels > kMaxChannels || pixels > (int64_t(1) << 23) ||
+      !(scale > 0.f) || !std::isfinite(scale) || out_min > out_max)
     return false;
   // Chunks of whole channel blocks per image, as the float one.
   const int64_t blocks = (channels + kPoolChannels - 1) / kPoolChannels;
@@ -171,9 +165,8 @@ bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, c
   return true;
 }
 
-bool max_pool2d_nhwc_qs8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w,
-                         int64_t channels, const int8_t* in, int8_t* out, int8_t out_min,
-                         int8_t out_max) {
+bool max_pool2d_nhwc_qs8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max) {
   if (!pool_ok(p, batch, in_h, in_w, channels) || out_min > out_max) return false;
   over_rows(p, batch, in_h, in_w, channels, [&](int64_t o, const int64_t* offs, int64_t count) {
     int8_t* acc = out + o;

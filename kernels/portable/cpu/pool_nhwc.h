@@ -20,31 +20,28 @@ using PoolNhwc = ConvNhwc;
 // out = clamp(max over the window's in-image elements): padding never wins, and a window wholly
 // in padding gives out_min. A NaN in the window gives NaN. False when the geometry is invalid
 // (windows of more than 1024 taps included) or the output empty.
-bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w,
-                         int64_t channels, const float* in, float* out, float out_min,
-                         float out_max);
+bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         const float* in, float* out, float out_min, float out_max);
 
 // out = clamp(sum over the window's in-image elements / divisor), the divisor being the window
 // size with count_include_pad, else the number of in-image elements.
-bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w,
-                         int64_t channels, bool count_include_pad, const float* in, float* out,
-                         float out_min, float out_max);
+bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         bool count_include_pad, const float* in, float* out, float out_min, float out_max);
 
 // out[n, c] = clamp(mean over the `pixels` = H * W positions of in[n, :, c]).
-bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, const float* in,
-                              float* out, float out_min, float out_max);
+bool global_avg_pool_nhwc_f32(int64_t batch, int64_t pixels, int64_t channels, const float* in, float* out,
+                              float out_min, float out_max);
 
 // QS8 global average pooling: acc = sum_p (x - in_zp) in int32, then, in float32, as XNNPACK's
 // quantized mean: out = rne(clamp(acc * scale + out_zp)) with scale = (in_scale / out_scale) / pixels
 // (the zero point added before rounding: a tie goes to the even output integer).
-bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, const int8_t* in,
-                              float in_scale, int32_t in_zero_point, int8_t* out, float out_scale,
-                              int32_t out_zero_point, int8_t out_min, int8_t out_max);
+bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, const int8_t* in, float in_scale,
+                              int32_t in_zero_point, int8_t* out, float out_scale, int32_t out_zero_point,
+                              int8_t out_min, int8_t out_max);
 
 // QS8 max pooling (input and output share scale and zero point): clamp(max over the window).
-bool max_pool2d_nhwc_qs8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w,
-                         int64_t channels, const int8_t* in, int8_t* out, int8_t out_min,
-                         int8_t out_max);
+bool max_pool2d_nhwc_qs8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max);
 
 }  // namespace cpu
 }  // namespace kernels

@@ -59,8 +59,7 @@ int64_t group_weight_bytes(const Header& h, int64_t gk) {
 bool plan(int64_t n, int64_t k, int64_t group, Isa isa, Header* h) {
   Kernels kk;
   constexpr int64_t kMax = int64_t(1) << 24;
-  if (n < 1 || k < 1 || n > kMax || k > kMax || group < 1 || group > k || k % group != 0 ||
-      !kernels_for(isa, &kk))
+  if (n < 1 || k < 1 || n > kMax || k > kMax || group < 1 || group > k || k % group != 0 || !kernels_for(isa, &kk))
     return false;
   if (group != k && (group % 8 != 0)) return false;
   if (kk.geo.nr > 64) return false;
@@ -73,21 +72,18 @@ bool plan(int64_t n, int64_t k, int64_t group, Isa isa, Header* h) {
   h->k = k;
   h->group = group;
   // Groupwise weights are always 4-bit (int8 ones have one group of k), so they may stay nibbles.
-  h->nibbles = group != k && kk.gemm_nibbles != nullptr && kk.geo.kr == 4 && kk.geo.nr == 32 &&
-               group % 4 == 0 && group <= ukernel::kQd8NibbleMaxGroup;
+  h->nibbles = group != k && kk.gemm_nibbles != nullptr && kk.geo.kr == 4 && kk.geo.nr == 32 && group % 4 == 0 &&
+               group <= ukernel::kQd8NibbleMaxGroup;
   const int64_t groups = k / group;
   h->block_bytes = groups * (group_weight_bytes(*h, group) + 4 * h->nr) + 8 * h->nr;
   return true;
 }
 
-size_t packed_bytes(const Header& h) {
-  return kHeaderBytes + static_cast<size_t>(ceil_div(h.n, h.nr) * h.block_bytes);
-}
+size_t packed_bytes(const Header& h) { return kHeaderBytes + static_cast<size_t>(ceil_div(h.n, h.nr) * h.block_bytes); }
 
 // Packs weights given by value(n, k) and scale(n, group).
 template <typename Value, typename Scale>
-void pack(const Header& h, const Value& value, const Scale& scale, const float* bias,
-          void* packed) {
+void pack(const Header& h, const Value& value, const Scale& scale, const float* bias, void* packed) {
   std::memset(packed, 0, packed_bytes(h));
   std::memcpy(packed, &h, sizeof(h));
   char* blk = static_cast<char*>(packed) + kHeaderBytes;
@@ -181,13 +177,10 @@ size_t fully_connected_qd8_packed_bytes(int64_t n, int64_t k, int64_t group_size
   return plan(n, k, group_size, isa, &h) ? packed_bytes(h) : 0;
 }
 
-bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight,
-                                   const float* weight_scales, const float* bias, Isa isa,
-                                   void* packed) {
+bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight, const float* weight_scales,
+                                   const float* bias, Isa isa, void* packed) {
   Header h;
-  if (weight == nullptr || weight_scales == nullptr || packed == nullptr ||
-      !plan(n, k, k, isa, &h))
-    return false;
+  if (weight == nullptr || weight_scales == nullptr || packed == nullptr || !plan(n, k, k, isa, &h)) return false;
   for (int64_t j = 0; j < n; ++j)
     if (!scale_ok(weight_scales[j])) return false;
   pack(
@@ -196,14 +189,12 @@ bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight,
   return true;
 }
 
-bool fully_connected_qd8_pack_qb4w(int64_t n, int64_t k, int64_t group_size,
-                                   const uint8_t* weight, int32_t nibble_zero_point,
-                                   const void* scales, bool scales_bf16, const float* bias, Isa isa,
-                                   void* packed) {
+bool fully_connected_qd8_pack_qb4w(int64_t n, int64_t k, int64_t group_size, const uint8_t* weight,
+                                   int32_t nibble_zero_point, const void* scales, bool scales_bf16, const float* bias,
+                                   Isa isa, void* packed) {
   Header h;
   if (weight == nullptr || scales == nullptr || packed == nullptr || k % 2 != 0 ||
-      (nibble_zero_point != 0 && nibble_zero_point != 8) ||
-      !plan(n, k, group_size, isa, &h))
+      (nibble_zero_point != 0 && nibble_zero_point != 8) || !plan(n, k, group_size, isa, &h))
     return false;
   const int64_t groups = k / group_size;
   auto scale = [&](int64_t j, int64_t g) {
@@ -229,9 +220,8 @@ size_t fully_connected_qd8_scratch_bytes(int64_t m, int64_t k) {
   return static_cast<size_t>(m * (k + 8) + 64);
 }
 
-bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t in_stride,
-                         float* out, int64_t out_stride, float out_min, float out_max,
-                         void* scratch) {
+bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t in_stride, float* out,
+                         int64_t out_stride, float out_min, float out_max, void* scratch) {
   const Header* h = static_cast<const Header*>(packed);
   Kernels k;
   if (packed == nullptr || h->magic != kMagic || m < 0 || scratch == nullptr ||
@@ -247,8 +237,7 @@ bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t
   int8_t* rows = reinterpret_cast<int8_t*>(zps + m);
   const int64_t kk = h->k;
   parallel_for(0, m, std::max<int64_t>(1, 16384 / kk), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      quantize_row_qd8(in + r * in_stride, kk, rows + r * kk, scales + r, zps + r);
+    for (int64_t r = r0; r < r1; ++r) quantize_row_qd8(in + r * in_stride, kk, rows + r * kk, scales + r, zps + r);
   });
   const int64_t MR = k.geo.mr, NR = h->nr;
   const int64_t blocks = ceil_div(h->n, NR), tiles = ceil_div(m, MR);

@@ -51,20 +51,17 @@ bool kernels_for(Isa isa, Kernels* k) {
   switch (isa) {
 #ifdef ET_NHWC_X86
     case Isa::kAvx512:
-      *k = {ukernel::kQs8Avx512, ukernel::kQs8Avx512InputOffset, ukernel::qs8_gemm_avx512,
-            ukernel::qs8_dw_avx512, ukernel::qs8_add_avx512};
+      *k = {ukernel::kQs8Avx512, ukernel::kQs8Avx512InputOffset, ukernel::qs8_gemm_avx512, ukernel::qs8_dw_avx512,
+            ukernel::qs8_add_avx512};
       return true;
     case Isa::kAvx2:
-      *k = {ukernel::kQs8Avx2, 0, ukernel::qs8_gemm_avx2, ukernel::qs8_dw_avx2,
-            ukernel::qs8_add_avx2};
+      *k = {ukernel::kQs8Avx2, 0, ukernel::qs8_gemm_avx2, ukernel::qs8_dw_avx2, ukernel::qs8_add_avx2};
       return true;
 #endif
     case Isa::kBaseline:
-      *k = {ukernel::kQs8Baseline, 0, ukernel::qs8_gemm_baseline, ukernel::qs8_dw_baseline,
-            ukernel::qs8_add_baseline};
+      *k = {ukernel::kQs8Baseline, 0, ukernel::qs8_gemm_baseline, ukernel::qs8_dw_baseline, ukernel::qs8_add_baseline};
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -75,8 +72,7 @@ struct WeightView {
   int32_t at(int64_t oc, int64_t tap, int64_t i) const { return data[oc * os + tap * ts + i * is]; }
 };
 
-bool plan(int64_t groups, int64_t cg, int64_t ocg, int64_t ks, bool depthwise, Isa isa,
-          Header* h) {
+bool plan(int64_t groups, int64_t cg, int64_t ocg, int64_t ks, bool depthwise, Isa isa, Header* h) {
   Kernels k;
   if (!kernels_for(isa, &k)) return false;
   std::memset(h, 0, sizeof(*h));
@@ -110,14 +106,12 @@ bool plan(int64_t groups, int64_t cg, int64_t ocg, int64_t ks, bool depthwise, I
   return true;
 }
 
-size_t packed_bytes(const Header& h) {
-  return kHeaderBytes + static_cast<size_t>(h.weight_bytes + h.zero_bytes);
-}
+size_t packed_bytes(const Header& h) { return kHeaderBytes + static_cast<size_t>(h.weight_bytes + h.zero_bytes); }
 
 bool scales_ok(const Qs8ConvQuant& q, int64_t out_channels) {
-  if (q.weight_scales == nullptr || !(q.in_scale > 0.f) || !std::isfinite(q.in_scale) ||
-      !(q.out_scale > 0.f) || !std::isfinite(q.out_scale) || q.in_zero_point < -128 ||
-      q.in_zero_point > 127 || q.out_zero_point < -128 || q.out_zero_point > 127)
+  if (q.weight_scales == nullptr || !(q.in_scale > 0.f) || !std::isfinite(q.in_scale) || !(q.out_scale > 0.f) ||
+      !std::isfinite(q.out_scale) || q.in_zero_point < -128 || q.in_zero_point > 127 || q.out_zero_point < -128 ||
+      q.out_zero_point > 127)
     return false;
   for (int64_t oc = 0; oc < out_channels; ++oc) {
     const float s = q.in_scale * q.weight_scales[oc] / q.out_scale;
@@ -129,8 +123,7 @@ bool scales_ok(const Qs8ConvQuant& q, int64_t out_channels) {
 void store_i32(char* p, int32_t v) { std::memcpy(p, &v, 4); }
 void store_f32(char* p, float v) { std::memcpy(p, &v, 4); }
 
-void pack(const Header& h, WeightView w, const int32_t* bias, const Qs8ConvQuant& q,
-          void* packed) {
+void pack(const Header& h, WeightView w, const int32_t* bias, const Qs8ConvQuant& q, void* packed) {
   std::memset(packed, 0, packed_bytes(h));
   Header stored = h;
   stored.out_zero_point = q.out_zero_point;
@@ -146,8 +139,7 @@ void pack(const Header& h, WeightView w, const int32_t* bias, const Qs8ConvQuant
         for (int64_t t = 0; t < h.ks; ++t) {
           const int32_t v = w.at(c0 + c, t, 0);
           sum += v;
-          store_i32(dst + 4 * (width * (t + 2) + c),
-                    simd ? static_cast<int32_t>(static_cast<uint16_t>(v)) : v);
+          store_i32(dst + 4 * (width * (t + 2) + c), simd ? static_cast<int32_t>(static_cast<uint16_t>(v)) : v);
         }
         const int64_t b = (bias ? bias[c0 + c] : 0) - int64_t(q.in_zero_point) * sum;
         store_i32(dst + 4 * c, static_cast<int32_t>(b));
@@ -172,8 +164,7 @@ void pack(const Header& h, WeightView w, const int32_t* bias, const Qs8ConvQuant
             const int64_t slot = h.isa == static_cast<int32_t>(Isa::kAvx2) ? (j % 4) * 2 + j / 4 : j;
             wd[((t * steps + s) * width + slot) * kr + r] = static_cast<int8_t>(v);
           }
-        const int64_t b =
-            (bias ? bias[oc] : 0) - (int64_t(q.in_zero_point) + h.input_offset) * sum;
+        const int64_t b = (bias ? bias[oc] : 0) - (int64_t(q.in_zero_point) + h.input_offset) * sum;
         store_i32(dst + 4 * j, static_cast<int32_t>(b));
         store_f32(dst + 4 * (width + j), q.in_scale * q.weight_scales[oc] / q.out_scale);
       }
@@ -186,9 +177,7 @@ const Header* header_of(const void* packed) {
   return packed != nullptr && h->magic == kMagic ? h : nullptr;
 }
 
-const char* weights_of(const void* packed) {
-  return static_cast<const char*>(packed) + kHeaderBytes;
-}
+const char* weights_of(const void* packed) { return static_cast<const char*>(packed) + kHeaderBytes; }
 
 ukernel::Qs8Requant requant(int8_t out_min, int8_t out_max, int32_t zp) {
   return {static_cast<float>(out_min - zp), static_cast<float>(out_max - zp), zp};
@@ -215,14 +204,13 @@ int64_t merged_kw(const ConvNhwc& c, Isa isa) {
 // one tile (see nhwc_gemm_rows.h). Tasks are (group, span of MR-row tiles, span of NR-column
 // blocks).
 template <typename Rows>
-void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_t* out,
-              int64_t out_stride, const ukernel::Qs8Requant& rq, const Rows& rows) {
+void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_t* out, int64_t out_stride,
+              const ukernel::Qs8Requant& rq, const Rows& rows) {
   const int64_t MR = k.geo.mr, NR = h.width;
   const int64_t blocks = h.blocks_per_group, tiles = ceil_div(m, MR);
   const RowTiles row_tiles(m, tiles);
   const GemmSplit split(h.groups, m, h.ocg, tiles, blocks, MR * h.ks * h.cg * NR,
-                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs), 1,
-                        h.groups * h.ocg * h.ks * h.cg);
+                        task_macs_for(m, h.groups * h.ocg * h.ks * h.cg, kTaskMacs), 1, h.groups * h.ocg * h.ks * h.cg);
   parallel_for(0, split.tasks, 1, [&](int64_t t0, int64_t t1) {
     const int8_t* a[kMaxTaps * kMaxMR];
     int8_t patch[kPatchBytes];
@@ -250,9 +238,8 @@ void run_gemm(const Header& h, const Kernels& k, const char* w, int64_t m, int8_
   });
 }
 
-void run_depthwise(const Header& h, const Kernels& k, const char* w, const ConvNhwc& c,
-                   int64_t batch, int64_t in_h, int64_t in_w, const int8_t* in, int8_t* out,
-                   const ukernel::Qs8Requant& rq) {
+void run_depthwise(const Header& h, const Kernels& k, const char* w, const ConvNhwc& c, int64_t batch, int64_t in_h,
+                   int64_t in_w, const int8_t* in, int8_t* out, const ukernel::Qs8Requant& rq) {
   Qs8DwTile t{};
   t.channels = h.groups;
   t.ks = h.ks;
@@ -260,14 +247,12 @@ void run_depthwise(const Header& h, const Kernels& k, const char* w, const ConvN
   t.out_stride = h.groups;
   t.rq = rq;
   const int64_t cb = h.width;
-  ukernel::depthwise_rows(c, batch, in_h, in_w, h.groups, in, out,
-                          reinterpret_cast<const int8_t*>(w + h.weight_bytes), kTaskMacs, cb, t,
-                          [&](int64_t c0) { return w + c0 / cb * h.block_bytes; }, k.dw);
+  ukernel::depthwise_rows(
+      c, batch, in_h, in_w, h.groups, in, out, reinterpret_cast<const int8_t*>(w + h.weight_bytes), kTaskMacs, cb, t,
+      [&](int64_t c0) { return w + c0 / cb * h.block_bytes; }, k.dw);
 }
 
-bool is_depthwise(const ConvNhwc& c) {
-  return c.group_in_channels == 1 && c.group_out_channels == 1;
-}
+bool is_depthwise(const ConvNhwc& c) { return c.group_in_channels == 1 && c.group_out_channels == 1; }
 
 }  // namespace
 
@@ -275,25 +260,23 @@ size_t conv2d_nhwc_qs8_packed_bytes(const ConvNhwc& c, Isa isa) {
   Header h;
   if (!c.valid()) return 0;
   const int64_t mk = is_depthwise(c) ? 1 : merged_kw(c, isa);
-  if (!plan(c.groups, c.group_in_channels * mk, c.group_out_channels, c.kernel_h * c.kernel_w / mk,
-            is_depthwise(c), isa, &h))
+  if (!plan(c.groups, c.group_in_channels * mk, c.group_out_channels, c.kernel_h * c.kernel_w / mk, is_depthwise(c),
+            isa, &h))
     return 0;
   return packed_bytes(h);
 }
 
-bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* weight,
-                          const int32_t* bias, const Qs8ConvQuant& q, Isa isa, void* packed) {
+bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* weight, const int32_t* bias,
+                          const Qs8ConvQuant& q, Isa isa, void* packed) {
   Header h;
-  if (!c.valid() || weight == nullptr || packed == nullptr || !scales_ok(q, c.out_channels()))
-    return false;
+  if (!c.valid() || weight == nullptr || packed == nullptr || !scales_ok(q, c.out_channels())) return false;
   if (layout == ConvWeights::kHwo && c.group_in_channels != 1) return false;
   const int64_t ks = c.kernel_h * c.kernel_w, cg = c.group_in_channels;
   const int64_t mk = is_depthwise(c) ? 1 : merged_kw(c, isa);
-  if (!plan(c.groups, cg * mk, c.group_out_channels, ks / mk, is_depthwise(c), isa, &h))
-    return false;
+  if (!plan(c.groups, cg * mk, c.group_out_channels, ks / mk, is_depthwise(c), isa, &h)) return false;
   h.merged_kw = mk;
-  WeightView view = layout == ConvWeights::kOhwi ? WeightView{weight, ks * cg, cg, 1}
-                                                 : WeightView{weight, 1, c.out_channels(), 0};
+  WeightView view =
+      layout == ConvWeights::kOhwi ? WeightView{weight, ks * cg, cg, 1} : WeightView{weight, 1, c.out_channels(), 0};
   if (mk > 1) {
     // Tap (kh, kw) channel i becomes reduction index kw * cg + i of kernel row kh.
     view.is = cg == 1 ? view.ts : view.is;
@@ -303,15 +286,14 @@ bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* w
   return true;
 }
 
-bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
-                     int64_t in_w, const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max) {
+bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h, int64_t in_w, const int8_t* in,
+                     int8_t* out, int8_t out_min, int8_t out_max) {
   const Header* h = header_of(packed);
   Kernels k;
   if (h == nullptr || !c.valid() || !kernels_for(static_cast<Isa>(h->isa), &k)) return false;
   const int64_t ks = c.kernel_h * c.kernel_w, mk = h->merged_kw;
-  if (h->groups != c.groups || h->cg != c.group_in_channels * mk ||
-      h->ocg != c.group_out_channels || h->ks * mk != ks || out_min > out_max ||
-      (mk != 1 && mk != c.kernel_w))
+  if (h->groups != c.groups || h->cg != c.group_in_channels * mk || h->ocg != c.group_out_channels ||
+      h->ks * mk != ks || out_min > out_max || (mk != 1 && mk != c.kernel_w))
     return false;
   const int64_t oh = c.out_h(in_h), ow = c.out_w(in_w);
   if (batch <= 0 || oh <= 0 || ow <= 0) return false;
@@ -328,24 +310,21 @@ bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64
              ukernel::MatrixRows<int8_t>{in, c.in_channels(), c.group_in_channels});
     return true;
   }
-  run_gemm(*h, k, w, m, out, c.out_channels(), rq,
-           ukernel::ConvRows<int8_t>(c, in_h, in_w, in, zero, mk > 1, zero[0]));
+  run_gemm(*h, k, w, m, out, c.out_channels(), rq, ukernel::ConvRows<int8_t>(c, in_h, in_w, in, zero, mk > 1, zero[0]));
   return true;
 }
 
-bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_min, int8_t dw_max,
-                           const ConvNhwc& pw, const void* pw_packed, int64_t batch, int64_t in_h,
-                           int64_t in_w, const int8_t* in, int8_t* mid, int8_t* out, int8_t out_min,
-                           int8_t out_max) {
+bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_min, int8_t dw_max, const ConvNhwc& pw,
+                           const void* pw_packed, int64_t batch, int64_t in_h, int64_t in_w, const int8_t* in,
+                           int8_t* mid, int8_t* out, int8_t out_min, int8_t out_max) {
   const Header* hd = header_of(dw_packed);
   const Header* hp = header_of(pw_packed);
   Kernels kd, kp;
-  if (hd == nullptr || hp == nullptr || hd->kind != kDepthwise || hp->kind != kGemm ||
-      !dw.valid() || !pw.valid() || !pw.pointwise() || pw.groups != 1 || !is_depthwise(dw) ||
-      hd->groups != dw.groups || hd->ks != dw.kernel_h * dw.kernel_w || hp->groups != 1 ||
-      hp->ks != 1 || hp->merged_kw != 1 || hp->cg != dw.out_channels() ||
-      hp->cg != pw.group_in_channels || hp->ocg != pw.group_out_channels || dw_min > dw_max ||
-      out_min > out_max || !kernels_for(static_cast<Isa>(hd->isa), &kd) ||
+  if (hd == nullptr || hp == nullptr || hd->kind != kDepthwise || hp->kind != kGemm || !dw.valid() || !pw.valid() ||
+      !pw.pointwise() || pw.groups != 1 || !is_depthwise(dw) || hd->groups != dw.groups ||
+      hd->ks != dw.kernel_h * dw.kernel_w || hp->groups != 1 || hp->ks != 1 || hp->merged_kw != 1 ||
+      hp->cg != dw.out_channels() || hp->cg != pw.group_in_channels || hp->ocg != pw.group_out_channels ||
+      dw_min > dw_max || out_min > out_max || !kernels_for(static_cast<Isa>(hd->isa), &kd) ||
       !kernels_for(static_cast<Isa>(hp->isa), &kp))
     return false;
   const int64_t oh = dw.out_h(in_h), ow = dw.out_w(in_w), ch = hd->groups, cout = hp->ocg;
@@ -362,23 +341,22 @@ bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_
   dt.w = wd;
   dt.rq = requant(dw_min, dw_max, hd->out_zero_point);
   const ukernel::Qs8Requant rq = requant(out_min, out_max, hp->out_zero_point);
-  ukernel::depthwise_then_rows(
-      dw, batch, in_h, in_w, ch, in, reinterpret_cast<const int8_t*>(wd + hd->weight_bytes), dt, kd.dw,
-      kp.geo.mr, [&](const int8_t* const* a, int64_t mr, int64_t pixel) {
-        for (int64_t b = 0; b < blocks; ++b) {
-          Qs8GemmTile p;
-          p.mr = mr;
-          p.nr = std::min(NR, cout - b * NR);
-          p.kc = ch;
-          p.ks = 1;
-          p.a = a;
-          p.w = wp + b * hp->block_bytes;
-          p.c = out + pixel * cout + b * NR;
-          p.c_stride = cout;
-          p.rq = rq;
-          kp.gemm(p);
-        }
-      });
+  ukernel::depthwise_then_rows(dw, batch, in_h, in_w, ch, in, reinterpret_cast<const int8_t*>(wd + hd->weight_bytes),
+                               dt, kd.dw, kp.geo.mr, [&](const int8_t* const* a, int64_t mr, int64_t pixel) {
+                                 for (int64_t b = 0; b < blocks; ++b) {
+                                   Qs8GemmTile p;
+                                   p.mr = mr;
+                                   p.nr = std::min(NR, cout - b * NR);
+                                   p.kc = ch;
+                                   p.ks = 1;
+                                   p.a = a;
+                                   p.w = wp + b * hp->block_bytes;
+                                   p.c = out + pixel * cout + b * NR;
+                                   p.c_stride = cout;
+                                   p.rq = rq;
+                                   kp.gemm(p);
+                                 }
+                               });
   return true;
 }
 
@@ -391,34 +369,32 @@ size_t fully_connected_qs8_packed_bytes(int64_t n, int64_t k, Isa isa) {
   return packed_bytes(h);
 }
 
-bool fully_connected_qs8_pack(int64_t n, int64_t k, const int8_t* weight, bool weight_k_major,
-                              const int32_t* bias, const Qs8ConvQuant& q, Isa isa, void* packed) {
+bool fully_connected_qs8_pack(int64_t n, int64_t k, const int8_t* weight, bool weight_k_major, const int32_t* bias,
+                              const Qs8ConvQuant& q, Isa isa, void* packed) {
   ConvNhwc c;
   c.group_in_channels = k;
   c.group_out_channels = n;
   Header h;
-  if (!c.valid() || weight == nullptr || packed == nullptr || !scales_ok(q, n) ||
-      !plan(1, k, n, 1, false, isa, &h))
+  if (!c.valid() || weight == nullptr || packed == nullptr || !scales_ok(q, n) || !plan(1, k, n, 1, false, isa, &h))
     return false;
-  pack(h, weight_k_major ? WeightView{weight, 1, 0, n} : WeightView{weight, k, 0, 1}, bias, q,
-       packed);
+  pack(h, weight_k_major ? WeightView{weight, 1, 0, n} : WeightView{weight, k, 0, 1}, bias, q, packed);
   return true;
 }
 
-bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_t in_stride,
-                         int8_t* out, int64_t out_stride, int8_t out_min, int8_t out_max) {
+bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_t in_stride, int8_t* out,
+                         int64_t out_stride, int8_t out_min, int8_t out_max) {
   const Header* h = header_of(packed);
   Kernels k;
-  if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 || m < 0 ||
-      out_min > out_max || !kernels_for(static_cast<Isa>(h->isa), &k))
+  if (h == nullptr || h->kind != kGemm || h->groups != 1 || h->ks != 1 || m < 0 || out_min > out_max ||
+      !kernels_for(static_cast<Isa>(h->isa), &k))
     return false;
-  run_gemm(*h, k, weights_of(packed), m, out, out_stride,
-           requant(out_min, out_max, h->out_zero_point), ukernel::MatrixRows<int8_t>{in, in_stride, 0});
+  run_gemm(*h, k, weights_of(packed), m, out, out_stride, requant(out_min, out_max, h->out_zero_point),
+           ukernel::MatrixRows<int8_t>{in, in_stride, 0});
   return true;
 }
 
-bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddQuant& q,
-             int8_t out_min, int8_t out_max, Isa isa) {
+bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddQuant& q, int8_t out_min,
+             int8_t out_max, Isa isa) {
   Kernels k;
   if (n < 0 || out_min > out_max || !kernels_for(isa, &k)) return false;
   for (int32_t zp : {q.a_zero_point, q.b_zero_point, q.out_zero_point})
@@ -444,9 +420,7 @@ bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8
   // Fixed chunks so any thread count cuts the same way (each element is independent anyway);
   // small enough that a 28x28x32 residual add splits in several.
   constexpr int64_t kChunk = int64_t(1) << 13;
-  parallel_for(0, n, kChunk, [&](int64_t i0, int64_t i1) {
-    k.add(i1 - i0, a + i0, b + i0, out + i0, p);
-  });
+  parallel_for(0, n, kChunk, [&](int64_t i0, int64_t i1) { k.add(i1 - i0, a + i0, b + i0, out + i0, p); });
   return true;
 }
 

@@ -26,37 +26,36 @@ namespace cpu {
 
 struct Qs8ConvQuant {
   float in_scale = 1.f;
-  int32_t in_zero_point = 0;     // -128..127
+  int32_t in_zero_point = 0;  // -128..127
   const float* weight_scales = nullptr;  // out_channels positive scales
   float out_scale = 1.f;
-  int32_t out_zero_point = 0;    // -128..127
+  int32_t out_zero_point = 0;  // -128..127
 };
 
 // QS8 convolution: any geometry conv_nhwc.h takes with at most 256 taps (kernel_h * kernel_w);
 // depthwise ones (group_in == group_out == 1) take a depthwise kernel. 0 / false when refused
 // (invalid geometry, too many taps, a scale that is not positive and finite, ISA missing).
 size_t conv2d_nhwc_qs8_packed_bytes(const ConvNhwc& c, Isa isa);
-bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* weight,
-                          const int32_t* bias, const Qs8ConvQuant& q, Isa isa, void* packed);
+bool conv2d_nhwc_qs8_pack(const ConvNhwc& c, ConvWeights layout, const int8_t* weight, const int32_t* bias,
+                          const Qs8ConvQuant& q, Isa isa, void* packed);
 // out[batch, out_h, out_w, out_channels] from in[batch, in_h, in_w, in_channels], both int8.
-bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h,
-                     int64_t in_w, const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max);
+bool conv2d_nhwc_qs8(const ConvNhwc& c, const void* packed, int64_t batch, int64_t in_h, int64_t in_w, const int8_t* in,
+                     int8_t* out, int8_t out_min, int8_t out_max);
 
 // A QS8 depthwise convolution whose output only feeds a pointwise QS8 convolution, in one call,
 // as conv2d_nhwc_f32_dw_pw() (conv_nhwc.h) does in float: the same bytes as the two calls in
 // turn, for any thread count; `mid` (the depthwise output, int8) is used on maps of fewer than
 // kDwPwMinRows output rows, and may be null (always one pass). False when refused.
-bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_min, int8_t dw_max,
-                           const ConvNhwc& pw, const void* pw_packed, int64_t batch, int64_t in_h,
-                           int64_t in_w, const int8_t* in, int8_t* mid, int8_t* out, int8_t out_min,
-                           int8_t out_max);
+bool conv2d_nhwc_qs8_dw_pw(const ConvNhwc& dw, const void* dw_packed, int8_t dw_min, int8_t dw_max, const ConvNhwc& pw,
+                           const void* pw_packed, int64_t batch, int64_t in_h, int64_t in_w, const int8_t* in,
+                           int8_t* mid, int8_t* out, int8_t out_min, int8_t out_max);
 
 // QS8 fully connected: out[m, n] from in[m, k]; weight [n, k], or [k, n] with weight_k_major.
 size_t fully_connected_qs8_packed_bytes(int64_t n, int64_t k, Isa isa);
-bool fully_connected_qs8_pack(int64_t n, int64_t k, const int8_t* weight, bool weight_k_major,
-                              const int32_t* bias, const Qs8ConvQuant& q, Isa isa, void* packed);
-bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_t in_stride,
-                         int8_t* out, int64_t out_stride, int8_t out_min, int8_t out_max);
+bool fully_connected_qs8_pack(int64_t n, int64_t k, const int8_t* weight, bool weight_k_major, const int32_t* bias,
+                              const Qs8ConvQuant& q, Isa isa, void* packed);
+bool fully_connected_qs8(const void* packed, int64_t m, const int8_t* in, int64_t in_stride, int8_t* out,
+                         int64_t out_stride, int8_t out_min, int8_t out_max);
 
 // QS8 elementwise add of two same-shape tensors of n elements:
 //   out = clamp(((a - a_zp) * a_mul + (b - b_zp) * b_mul + 2^(shift-1)) >> shift + out_zp)
@@ -73,8 +72,8 @@ struct Qs8AddQuant {
   float out_scale = 1.f;
   int32_t out_zero_point = 0;
 };
-bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddQuant& q,
-             int8_t out_min, int8_t out_max, Isa isa);
+bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8AddQuant& q, int8_t out_min,
+             int8_t out_max, Isa isa);
 
 // QD8 fully connected (XNNPACK's qdint8 activations): float input rows quantized at run time, one
 // scale and zero point per row, against int8 weights; float output.
@@ -101,17 +100,14 @@ bool add_qs8(int64_t n, const int8_t* a, const int8_t* b, int8_t* out, const Qs8
 //   the memory traffic of int8); elsewhere, and for one group of k, packing widens them to int8.
 // Scratch: fully_connected_qd8_scratch_bytes(m, k) bytes (the quantized rows), caller-owned.
 size_t fully_connected_qd8_packed_bytes(int64_t n, int64_t k, int64_t group_size, Isa isa);
-bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight,
-                                   const float* weight_scales, const float* bias, Isa isa,
-                                   void* packed);
-bool fully_connected_qd8_pack_qb4w(int64_t n, int64_t k, int64_t group_size,
-                                   const uint8_t* weight, int32_t nibble_zero_point,
-                                   const void* scales, bool scales_bf16, const float* bias, Isa isa,
-                                   void* packed);
+bool fully_connected_qd8_pack_qc8w(int64_t n, int64_t k, const int8_t* weight, const float* weight_scales,
+                                   const float* bias, Isa isa, void* packed);
+bool fully_connected_qd8_pack_qb4w(int64_t n, int64_t k, int64_t group_size, const uint8_t* weight,
+                                   int32_t nibble_zero_point, const void* scales, bool scales_bf16, const float* bias,
+                                   Isa isa, void* packed);
 size_t fully_connected_qd8_scratch_bytes(int64_t m, int64_t k);
-bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t in_stride,
-                         float* out, int64_t out_stride, float out_min, float out_max,
-                         void* scratch);
+bool fully_connected_qd8(const void* packed, int64_t m, const float* in, int64_t in_stride, float* out,
+                         int64_t out_stride, float out_min, float out_max, void* scratch);
 
 // The row quantization fully_connected_qd8() applies (exposed for tests and for callers that
 // want the int8 rows): q[0:k], *scale, *zero_point from x[0:k].

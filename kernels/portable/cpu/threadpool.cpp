@@ -47,7 +47,7 @@ inline int64_t hi_of(uint64_t w) { return static_cast<int64_t>(w & kIndexMask); 
 inline uint32_t tag_for(uint64_t generation) { return static_cast<uint32_t>(generation & 0xffff); }
 
 pthread_mutex_t g_run_mu = PTHREAD_MUTEX_INITIALIZER;  // held by the caller of a parallel task
-pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;      // guards sleeping and waking
+pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;  // guards sleeping and waking
 pthread_cond_t g_work_cv = PTHREAD_COND_INITIALIZER;
 pthread_cond_t g_done_cv = PTHREAD_COND_INITIALIZER;
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -140,8 +140,7 @@ void* worker_main(void* arg) {
     if (gen == seen) {
       pthread_mutex_lock(&g_mu);
       g_sleepers.fetch_add(1, std::memory_order_seq_cst);
-      while (g_generation.load(std::memory_order_seq_cst) == seen && !g_stop)
-        pthread_cond_wait(&g_work_cv, &g_mu);
+      while (g_generation.load(std::memory_order_seq_cst) == seen && !g_stop) pthread_cond_wait(&g_work_cv, &g_mu);
       g_sleepers.fetch_sub(1, std::memory_order_relaxed);
       pthread_mutex_unlock(&g_mu);
       gen = g_generation.load(std::memory_order_acquire);
@@ -229,8 +228,7 @@ bool num_threads_from_env(uint32_t* out) {
   char* end = nullptr;
   errno = 0;
   const long n = std::strtol(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < 1 || n > static_cast<long>(kMaxThreads))
-    return false;
+  if (errno != 0 || end == v || *end != '\0' || n < 1 || n > static_cast<long>(kMaxThreads)) return false;
   *out = static_cast<uint32_t>(n);
   return true;
 }

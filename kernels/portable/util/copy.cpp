@@ -166,9 +166,8 @@ void copy_view(const View& src, const View& dst) {
         std::memmove(d, s, static_cast<size_t>(total));
         return;
       }
-      cpu::parallel_for(0, total, static_cast<int64_t>(kCopyChunkBytes), [&](int64_t b0, int64_t b1) {
-        std::memcpy(d + b0, s + b0, static_cast<size_t>(b1 - b0));
-      });
+      cpu::parallel_for(0, total, static_cast<int64_t>(kCopyChunkBytes),
+                        [&](int64_t b0, int64_t b1) { std::memcpy(d + b0, s + b0, static_cast<size_t>(b1 - b0)); });
       return;
     }
     switch (es) {
@@ -185,9 +184,8 @@ void copy_view(const View& src, const View& dst) {
       store_double(d, dst.type, dof, load_double(src.data, src.type, so));
     });
   } else {
-    for_each_pair(src, dst, [&](int64_t so, int64_t dof) {
-      store_int(d, dst.type, dof, load_int(src.data, src.type, so));
-    });
+    for_each_pair(src, dst,
+                  [&](int64_t so, int64_t dof) { store_int(d, dst.type, dof, load_int(src.data, src.type, so)); });
   }
 }
 

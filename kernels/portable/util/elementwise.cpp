@@ -141,8 +141,7 @@ double round_to(ScalarType type, double v) {
   switch (type) {
     case ScalarType::Float: return round_to_float(v);
     case ScalarType::Half: return cpu::to_float(cpu::to_half(static_cast<float>(round_to_float(v))));
-    case ScalarType::BFloat16:
-      return cpu::to_float(cpu::to_bfloat16(static_cast<float>(round_to_float(v))));
+    case ScalarType::BFloat16: return cpu::to_float(cpu::to_bfloat16(static_cast<float>(round_to_float(v))));
     default: return v;
   }
 }
@@ -173,18 +172,15 @@ void dtype_not_selected(KernelRuntimeContext& ctx, ScalarType out) {
   ctx.fail(Error::NotSupported);
 }
 
-bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n,
-                         const Tensor& out) {
+bool prepare_elementwise(KernelRuntimeContext& ctx, const Operand* ins, size_t n, const Tensor& out) {
   if (!is_supported_dtype(out.scalar_type())) {
-    ET_LOG(Error, "elementwise kernel: output dtype %s is not supported",
-           runtime::scalar_type_name(out.scalar_type()));
+    ET_LOG(Error, "elementwise kernel: output dtype %s is not supported", runtime::scalar_type_name(out.scalar_type()));
     ctx.fail(Error::InvalidType);
     return false;
   }
   for (size_t k = 0; k < n; ++k) {
     if (!ins[k].is_scalar && !is_supported_dtype(ins[k].type)) {
-      ET_LOG(Error, "elementwise kernel: input dtype %s is not supported",
-             runtime::scalar_type_name(ins[k].type));
+      ET_LOG(Error, "elementwise kernel: input dtype %s is not supported", runtime::scalar_type_name(ins[k].type));
       ctx.fail(Error::InvalidType);
       return false;
     }

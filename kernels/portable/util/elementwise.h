@@ -51,7 +51,7 @@ struct Walk {
   int64_t strides[4][kMaxDim] = {};  // [0] is the output, then the inputs
   size_t count = 1;
   bool linear = false;  // every operand has the output's sizes and strides (or is a scalar)
-  bool dense = false;   // linear, and no operand is a scalar or a single broadcast element
+  bool dense = false;  // linear, and no operand is a scalar or a single broadcast element
 };
 
 // Plans the walk of `out` (already resized to the broadcast shape) over `ins`.
@@ -105,8 +105,7 @@ enum class ComputeKind { kFloat32, kInt64, kDouble, kHalf };
 
 // The load/store tag of a Float, Half or BFloat16 tensor.
 inline cpu::Elem elem_of(ScalarType t) {
-  return t == ScalarType::Half ? cpu::Elem::kF16
-                               : (t == ScalarType::BFloat16 ? cpu::Elem::kBF16 : cpu::Elem::kF32);
+  return t == ScalarType::Half ? cpu::Elem::kF16 : (t == ScalarType::BFloat16 ? cpu::Elem::kBF16 : cpu::Elem::kF32);
 }
 ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n);
 
@@ -144,11 +143,16 @@ void map_dense(const Operand (&ins)[N], void* out, int64_t n, F f) {
   T* o = static_cast<T*>(out);
   for (int64_t i = 0; i < n; ++i) {
     float r;
-    if constexpr (N == 1) r = f(cpu::to_float(p[0][i]));
-    else if constexpr (N == 2) r = f(cpu::to_float(p[0][i]), cpu::to_float(p[1][i]));
-    else r = f(cpu::to_float(p[0][i]), cpu::to_float(p[1][i]), cpu::to_float(p[2][i]));
-    if constexpr (std::is_same_v<T, cpu::Half>) o[i] = cpu::to_half(r);
-    else o[i] = cpu::to_bfloat16(r);
+    if constexpr (N == 1)
+      r = f(cpu::to_float(p[0][i]));
+    else if constexpr (N == 2)
+      r = f(cpu::to_float(p[0][i]), cpu::to_float(p[1][i]));
+    else
+      r = f(cpu::to_float(p[0][i]), cpu::to_float(p[1][i]), cpu::to_float(p[2][i]));
+    if constexpr (std::is_same_v<T, cpu::Half>)
+      o[i] = cpu::to_half(r);
+    else
+      o[i] = cpu::to_bfloat16(r);
   }
 }
 
@@ -171,81 +175,93 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
     return;
   }
   switch (kind) {
-    case ComputeKind::kFloat32: if constexpr (ET_SELECTED_COMPUTE_FLOAT32) {
-      float* of = static_cast<float*>(o);
-      const float* p[N];
-      float s[N];
-      for (size_t k = 0; k < N; ++k) {
-        p[k] = static_cast<const float*>(ins[k].data);
-        s[k] = static_cast<float>(ins[k].scalar_d);
-      }
-      const int64_t n = out.numel();
-      if (w.dense) {
-        // The hot case (same shapes, row-major): plain loops the compiler vectorizes, in chunks
-        // the thread pool can share out (each element written by one chunk).
-        cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-          if constexpr (N == 1) {
-            for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i]);
-          } else if constexpr (N == 2) {
-            for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i]);
-          } else {
-            for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i], p[2][i]);
-          }
-        });
-        return;
-      }
-      if constexpr (N == 2) {
-        if (w.linear && w.ndim > 0) {
-          // Same shapes but one side (or both) a scalar or a single element (x * 0.125 in
-          // attention; both full is the dense case above): that value is loaded once and the
-          // loop over the other side vectorizes.
-          const bool var0 = !ins[0].is_scalar && w.strides[1][0] != 0;
-          const bool var1 = !ins[1].is_scalar && w.strides[2][0] != 0;
-          const float c0 = var0 ? 0.f : (ins[0].is_scalar ? s[0] : p[0][0]);
-          const float c1 = var1 ? 0.f : (ins[1].is_scalar ? s[1] : p[1][0]);
+    case ComputeKind::kFloat32:
+      if constexpr (ET_SELECTED_COMPUTE_FLOAT32) {
+        float* of = static_cast<float*>(o);
+        const float* p[N];
+        float s[N];
+        for (size_t k = 0; k < N; ++k) {
+          p[k] = static_cast<const float*>(ins[k].data);
+          s[k] = static_cast<float>(ins[k].scalar_d);
+        }
+        const int64_t n = out.numel();
+        if (w.dense) {
+          // The hot case (same shapes, row-major): plain loops the compiler vectorizes, in chunks
+          // the thread pool can share out (each element written by one chunk).
           cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-            if (var0) {
-              for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], c1);
-            } else if (var1) {
-              for (int64_t i = lo; i < hi; ++i) of[i] = f(c0, p[1][i]);
+            if constexpr (N == 1) {
+              for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i]);
+            } else if constexpr (N == 2) {
+              for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i]);
             } else {
-              for (int64_t i = lo; i < hi; ++i) of[i] = f(c0, c1);
+              for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], p[1][i], p[2][i]);
             }
           });
           return;
         }
+        if constexpr (N == 2) {
+          if (w.linear && w.ndim > 0) {
+            // Same shapes but one side (or both) a scalar or a single element (x * 0.125 in
+            // attention; both full is the dense case above): that value is loaded once and the
+            // loop over the other side vectorizes.
+            const bool var0 = !ins[0].is_scalar && w.strides[1][0] != 0;
+            const bool var1 = !ins[1].is_scalar && w.strides[2][0] != 0;
+            const float c0 = var0 ? 0.f : (ins[0].is_scalar ? s[0] : p[0][0]);
+            const float c1 = var1 ? 0.f : (ins[1].is_scalar ? s[1] : p[1][0]);
+            cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+              if (var0) {
+                for (int64_t i = lo; i < hi; ++i) of[i] = f(p[0][i], c1);
+              } else if (var1) {
+                for (int64_t i = lo; i < hi; ++i) of[i] = f(c0, p[1][i]);
+              } else {
+                for (int64_t i = lo; i < hi; ++i) of[i] = f(c0, c1);
+              }
+            });
+            return;
+          }
+        }
+        walk(w, [&](int64_t oo, const int64_t* io) {
+          float v[N];
+          for (size_t k = 0; k < N; ++k) v[k] = ins[k].is_scalar ? s[k] : p[k][io[k]];
+          if constexpr (N == 1)
+            of[oo] = f(v[0]);
+          else if constexpr (N == 2)
+            of[oo] = f(v[0], v[1]);
+          else
+            of[oo] = f(v[0], v[1], v[2]);
+        });
+        return;
       }
-      walk(w, [&](int64_t oo, const int64_t* io) {
-        float v[N];
-        for (size_t k = 0; k < N; ++k) v[k] = ins[k].is_scalar ? s[k] : p[k][io[k]];
-        if constexpr (N == 1) of[oo] = f(v[0]);
-        else if constexpr (N == 2) of[oo] = f(v[0], v[1]);
-        else of[oo] = f(v[0], v[1], v[2]);
-      });
       return;
-    }
-    return;
     case ComputeKind::kInt64:
-      if constexpr (ET_SELECTED_COMPUTE_INT64) walk(w, [&](int64_t oo, const int64_t* io) {
-        int64_t v[N];
-        for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
-        int64_t r;
-        if constexpr (N == 1) r = f(v[0]);
-        else if constexpr (N == 2) r = f(v[0], v[1]);
-        else r = f(v[0], v[1], v[2]);
-        store_int(o, ot, oo, r);
-      });
+      if constexpr (ET_SELECTED_COMPUTE_INT64)
+        walk(w, [&](int64_t oo, const int64_t* io) {
+          int64_t v[N];
+          for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
+          int64_t r;
+          if constexpr (N == 1)
+            r = f(v[0]);
+          else if constexpr (N == 2)
+            r = f(v[0], v[1]);
+          else
+            r = f(v[0], v[1], v[2]);
+          store_int(o, ot, oo, r);
+        });
       return;
     case ComputeKind::kDouble:
-      if constexpr (ET_SELECTED_COMPUTE_DOUBLE) walk(w, [&](int64_t oo, const int64_t* io) {
-        double v[N];
-        for (size_t k = 0; k < N; ++k) v[k] = load_d(ins[k], io[k]);
-        double r;
-        if constexpr (N == 1) r = f(v[0]);
-        else if constexpr (N == 2) r = f(v[0], v[1]);
-        else r = f(v[0], v[1], v[2]);
-        store_double(o, ot, oo, r);
-      });
+      if constexpr (ET_SELECTED_COMPUTE_DOUBLE)
+        walk(w, [&](int64_t oo, const int64_t* io) {
+          double v[N];
+          for (size_t k = 0; k < N; ++k) v[k] = load_d(ins[k], io[k]);
+          double r;
+          if constexpr (N == 1)
+            r = f(v[0]);
+          else if constexpr (N == 2)
+            r = f(v[0], v[1]);
+          else
+            r = f(v[0], v[1], v[2]);
+          store_double(o, ot, oo, r);
+        });
       return;
     case ComputeKind::kHalf:
       if constexpr (ET_SELECTED_COMPUTE_HALF) {
@@ -260,18 +276,22 @@ void map_elementwise(KernelRuntimeContext& ctx, const Operand (&ins)[N], const T
         for (size_t k = 0; k < N; ++k) same = same && ins[k].type == ot;
         if (same) {
           // The hot case (one 16-bit dtype, same shapes, row-major): typed loops, no per-element switch.
-          if (oe == cpu::Elem::kBF16) map_dense<cpu::BFloat16>(ins, o, out.numel(), f);
-          else map_dense<cpu::Half>(ins, o, out.numel(), f);
+          if (oe == cpu::Elem::kBF16)
+            map_dense<cpu::BFloat16>(ins, o, out.numel(), f);
+          else
+            map_dense<cpu::Half>(ins, o, out.numel(), f);
           return;
         }
         walk(w, [&](int64_t oo, const int64_t* io) {
           float v[N];
-          for (size_t k = 0; k < N; ++k)
-            v[k] = ins[k].is_scalar ? s[k] : cpu::load_elem(ins[k].data, e[k], io[k]);
+          for (size_t k = 0; k < N; ++k) v[k] = ins[k].is_scalar ? s[k] : cpu::load_elem(ins[k].data, e[k], io[k]);
           float r;
-          if constexpr (N == 1) r = f(v[0]);
-          else if constexpr (N == 2) r = f(v[0], v[1]);
-          else r = f(v[0], v[1], v[2]);
+          if constexpr (N == 1)
+            r = f(v[0]);
+          else if constexpr (N == 2)
+            r = f(v[0], v[1]);
+          else
+            r = f(v[0], v[1], v[2]);
           cpu::store_elem(o, oe, oo, r);
         });
       }
@@ -290,12 +310,16 @@ void predicate_dense(const Walk& w, const Operand (&ins)[N], bool* o, int64_t n,
   for (size_t k = 0; k < N; ++k) {
     p[k] = static_cast<const T*>(ins[k].data);
     var[k] = !ins[k].is_scalar && w.strides[k + 1][0] != 0;
-    if constexpr (std::is_floating_point_v<C>) c[k] = var[k] ? 0 : static_cast<C>(load_d(ins[k], 0));
-    else c[k] = var[k] ? 0 : (load_i(ins[k], 0) != 0 ? 1 : 0);
+    if constexpr (std::is_floating_point_v<C>)
+      c[k] = var[k] ? 0 : static_cast<C>(load_d(ins[k], 0));
+    else
+      c[k] = var[k] ? 0 : (load_i(ins[k], 0) != 0 ? 1 : 0);
   }
   const auto at = [](const T* q, int64_t i) -> C {
-    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(q[i]);
-    else return q[i] != 0 ? 1 : 0;
+    if constexpr (std::is_floating_point_v<C>)
+      return static_cast<C>(q[i]);
+    else
+      return q[i] != 0 ? 1 : 0;
   };
   cpu::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     if constexpr (N == 1) {
@@ -369,16 +393,20 @@ void map_predicate(KernelRuntimeContext& ctx, const Operand (&args)[N], const Te
     if (ET_SELECTED_COMPUTE_INT64 && all_int) {
       int64_t v[N];
       for (size_t k = 0; k < N; ++k) v[k] = load_i(ins[k], io[k]);
-      if constexpr (N == 1) r = f(v[0]);
-      else r = f(v[0], v[1]);
+      if constexpr (N == 1)
+        r = f(v[0]);
+      else
+        r = f(v[0], v[1]);
     } else {
       double v[N];
       for (size_t k = 0; k < N; ++k) {
         v[k] = load_d(ins[k], io[k]);
         if (ints_as_f32 && !ins[k].is_scalar) v[k] = round_to_float(v[k]);
       }
-      if constexpr (N == 1) r = f(v[0]);
-      else r = f(v[0], v[1]);
+      if constexpr (N == 1)
+        r = f(v[0]);
+      else
+        r = f(v[0], v[1]);
     }
     store_int(o, ot, oo, r ? 1 : 0);
   });

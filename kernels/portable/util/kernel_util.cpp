@@ -20,16 +20,12 @@ bool is_supported_dtype(ScalarType t) {
     case ScalarType::Short:
     case ScalarType::Char:
     case ScalarType::Byte:
-    case ScalarType::Bool:
-      return true;
-    default:
-      return false;
+    case ScalarType::Bool: return true;
+    default: return false;
   }
 }
 
-bool is_floating(ScalarType t) {
-  return t == ScalarType::Float || t == ScalarType::Double || is_half(t);
-}
+bool is_floating(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double || is_half(t); }
 
 bool is_integral(ScalarType t, bool include_bool) {
   switch (t) {
@@ -37,12 +33,9 @@ bool is_integral(ScalarType t, bool include_bool) {
     case ScalarType::Int:
     case ScalarType::Short:
     case ScalarType::Char:
-    case ScalarType::Byte:
-      return true;
-    case ScalarType::Bool:
-      return include_bool;
-    default:
-      return false;
+    case ScalarType::Byte: return true;
+    case ScalarType::Bool: return include_bool;
+    default: return false;
   }
 }
 
@@ -100,23 +93,13 @@ void store_double(void* data, ScalarType t, int64_t i, double v) {
     case ScalarType::Double: static_cast<double*>(data)[i] = v; break;
     // Through float, as torch narrows a double: the double-to-float step rounds first.
     case ScalarType::Half: static_cast<cpu::Half*>(data)[i] = cpu::to_half(static_cast<float>(v)); break;
-    case ScalarType::BFloat16:
-      static_cast<cpu::BFloat16*>(data)[i] = cpu::to_bfloat16(static_cast<float>(v));
-      break;
+    case ScalarType::BFloat16: static_cast<cpu::BFloat16*>(data)[i] = cpu::to_bfloat16(static_cast<float>(v)); break;
     // Narrow integers wrap like torch's casts: go through int64 first.
     case ScalarType::Long: static_cast<int64_t*>(data)[i] = double_to_int<int64_t>(v); break;
-    case ScalarType::Int:
-      static_cast<int32_t*>(data)[i] = static_cast<int32_t>(double_to_int<int64_t>(v));
-      break;
-    case ScalarType::Short:
-      static_cast<int16_t*>(data)[i] = static_cast<int16_t>(double_to_int<int64_t>(v));
-      break;
-    case ScalarType::Char:
-      static_cast<int8_t*>(data)[i] = static_cast<int8_t>(double_to_int<int64_t>(v));
-      break;
-    case ScalarType::Byte:
-      static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(double_to_int<int64_t>(v));
-      break;
+    case ScalarType::Int: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(double_to_int<int64_t>(v)); break;
+    case ScalarType::Short: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(double_to_int<int64_t>(v)); break;
+    case ScalarType::Char: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(double_to_int<int64_t>(v)); break;
+    case ScalarType::Byte: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(double_to_int<int64_t>(v)); break;
     case ScalarType::Bool: static_cast<bool*>(data)[i] = v != 0.0; break;
     default: break;
   }
@@ -127,9 +110,7 @@ void store_int(void* data, ScalarType t, int64_t i, int64_t v) {
     case ScalarType::Float: static_cast<float*>(data)[i] = static_cast<float>(v); break;
     case ScalarType::Double: static_cast<double*>(data)[i] = static_cast<double>(v); break;
     case ScalarType::Half: static_cast<cpu::Half*>(data)[i] = cpu::to_half(static_cast<float>(v)); break;
-    case ScalarType::BFloat16:
-      static_cast<cpu::BFloat16*>(data)[i] = cpu::to_bfloat16(static_cast<float>(v));
-      break;
+    case ScalarType::BFloat16: static_cast<cpu::BFloat16*>(data)[i] = cpu::to_bfloat16(static_cast<float>(v)); break;
     case ScalarType::Long: static_cast<int64_t*>(data)[i] = v; break;
     case ScalarType::Int: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
     case ScalarType::Short: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(v); break;
@@ -158,8 +139,7 @@ bool check(KernelRuntimeContext& ctx, bool ok, const char* what) {
 bool resize_out(KernelRuntimeContext& ctx, const Tensor& out, Span<const int64_t> sizes) {
   const Error e = out.resize(sizes);
   if (e != Error::Ok) {
-    ET_LOG(Error, "output tensor cannot take the computed shape (rank %zu): %s", sizes.size(),
-           runtime::error_name(e));
+    ET_LOG(Error, "output tensor cannot take the computed shape (rank %zu): %s", sizes.size(), runtime::error_name(e));
     ctx.fail(e);
     return false;
   }

@@ -50,9 +50,7 @@ bool is_integral(ScalarType t, bool include_bool);
 
 // Bool element `i`, read as its byte: a bool tensor's memory can hold any byte (file data, a
 // buffer another tensor aliases), and loading a byte other than 0/1 as C++ bool is undefined.
-inline bool load_bool(const void* data, int64_t i) {
-  return static_cast<const uint8_t*>(data)[i] != 0;
-}
+inline bool load_bool(const void* data, int64_t i) { return static_cast<const uint8_t*>(data)[i] != 0; }
 
 // Element `i` of a buffer of dtype `t`, converted; callers check is_supported_dtype first.
 double load_double(const void* data, ScalarType t, int64_t i);
@@ -66,9 +64,7 @@ void store_int(void* data, ScalarType t, int64_t i, int64_t v);
 int64_t saturating_int(double v);
 
 // A Scalar argument (Int, Bool or Double) as int64, without undefined behaviour.
-inline int64_t scalar_int(const EValue& v) {
-  return v.isDouble() ? saturating_int(v.toDouble()) : v.toScalarInt();
-}
+inline int64_t scalar_int(const EValue& v) { return v.isDouble() ? saturating_int(v.toDouble()) : v.toScalarInt(); }
 
 // Overflow-checked int64 arithmetic, for anything computed from a program's integers (sizes,
 // int lists, Int scalars, indices): true when the result does not fit (then *out is the wrapped

@@ -59,8 +59,7 @@ inline bool conv_geometry(runtime::MethodRewriter& m, Args a, const Tensor& weig
                           cpu::ConvNhwc* g) {
   int64_t stride[2], pad[2], dilation[2];
   if (a.size() != 11 || !a[6]->isBool() || a[6]->toBool() || !a[8]->isInt() || !m.is_constant(a[8]) ||
-      weight.dim() != 4 || !pair_of(m, a[3], 1, stride) || !pair_of(m, a[4], 0, pad) ||
-      !pair_of(m, a[5], 1, dilation))
+      weight.dim() != 4 || !pair_of(m, a[3], 1, stride) || !pair_of(m, a[4], 0, pad) || !pair_of(m, a[5], 1, dilation))
     return false;
   g->kernel_h = weight.size(2);
   g->kernel_w = weight.size(3);

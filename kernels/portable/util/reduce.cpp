@@ -4,8 +4,8 @@
 namespace executorch {
 namespace kernels {
 
-bool make_reduce_plan(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims,
-                      bool all, ReducePlan* plan) {
+bool make_reduce_plan(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
+                      ReducePlan* plan) {
   ReducePlan p;
   const int64_t rank = in.dim();
   if (!check(ctx, rank <= static_cast<int64_t>(kMaxDim), "tensor rank too large")) return false;
@@ -30,8 +30,7 @@ bool make_reduce_plan(KernelRuntimeContext& ctx, const Tensor& in, Span<const in
   }
   // Dense when the reduced dims are the innermost ones of a row-major tensor.
   bool dense = in.is_contiguous();
-  for (int64_t d = rank - static_cast<int64_t>(p.nred); d < rank && dense; ++d)
-    dense = d >= 0 && p.reduced[d];
+  for (int64_t d = rank - static_cast<int64_t>(p.nred); d < rank && dense; ++d) dense = d >= 0 && p.reduced[d];
   p.red_dense = dense;
   *plan = p;
   return true;
@@ -40,14 +39,16 @@ bool make_reduce_plan(KernelRuntimeContext& ctx, const Tensor& in, Span<const in
 size_t reduced_sizes(const Tensor& in, const ReducePlan& plan, bool keepdim, int64_t* sizes) {
   size_t n = 0;
   for (int64_t d = 0; d < in.dim(); ++d) {
-    if (!plan.reduced[d]) sizes[n++] = in.size(d);
-    else if (keepdim) sizes[n++] = 1;
+    if (!plan.reduced[d])
+      sizes[n++] = in.size(d);
+    else if (keepdim)
+      sizes[n++] = 1;
   }
   return n;
 }
 
-bool prepare_reduce_out(KernelRuntimeContext& ctx, const Tensor& in, const ReducePlan& plan,
-                        bool keepdim, const Tensor& out) {
+bool prepare_reduce_out(KernelRuntimeContext& ctx, const Tensor& in, const ReducePlan& plan, bool keepdim,
+                        const Tensor& out) {
   int64_t sizes[kMaxDim];
   const size_t n = reduced_sizes(in, plan, keepdim, sizes);
   if (!resize_out(ctx, out, {sizes, n})) return false;

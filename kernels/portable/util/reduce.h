@@ -20,15 +20,15 @@ struct ReducePlan {
 
 // Plans reducing `in` over `dims` (each in [-rank, rank), no repeats); `all` reduces every
 // dim. Fails `ctx` and returns false on a bad dim.
-bool make_reduce_plan(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims,
-                      bool all, ReducePlan* plan);
+bool make_reduce_plan(KernelRuntimeContext& ctx, const Tensor& in, Span<const int64_t> dims, bool all,
+                      ReducePlan* plan);
 
 // The output shape: kept dims, plus size-1 reduced dims when keepdim. Returns the rank.
 size_t reduced_sizes(const Tensor& in, const ReducePlan& plan, bool keepdim, int64_t* sizes);
 
 // Resizes `out` for the plan and checks it is row-major; false (ctx failed) otherwise.
-bool prepare_reduce_out(KernelRuntimeContext& ctx, const Tensor& in, const ReducePlan& plan,
-                        bool keepdim, const Tensor& out);
+bool prepare_reduce_out(KernelRuntimeContext& ctx, const Tensor& in, const ReducePlan& plan, bool keepdim,
+                        const Tensor& out);
 
 // Element offset in `in` of the first input folded into output `i`.
 int64_t reduce_base(const ReducePlan& plan, int64_t i);

@@ -11,9 +11,7 @@ namespace {
 // Longest argument list of the kernels that widen (batch norm: 10 plus the returns).
 constexpr size_t kMaxArgs = 16;
 
-bool is_half_tensor(const EValue* v) {
-  return v != nullptr && v->isTensor() && is_half(v->toTensor().scalar_type());
-}
+bool is_half_tensor(const EValue* v) { return v != nullptr && v->isTensor() && is_half(v->toTensor().scalar_type()); }
 
 template <typename T>
 T* temp_list(KernelRuntimeContext& ctx, size_t n) {
@@ -34,8 +32,8 @@ bool make_float_like(KernelRuntimeContext& ctx, const Tensor& t, size_t capacity
     sizes[d] = t.sizes()[d];
     order[d] = t.dim_order()[d];
   }
-  *impl = runtime::TensorImpl(ScalarType::Float, dim, sizes, order, strides, data,
-                              capacity * sizeof(float), t.shape_dynamism());
+  *impl = runtime::TensorImpl(ScalarType::Float, dim, sizes, order, strides, data, capacity * sizeof(float),
+                              t.shape_dynamism());
   return true;
 }
 
@@ -48,10 +46,8 @@ bool has_half_tensor(Args args, size_t nargs) {
 }
 
 void call_widened(KernelRuntimeContext& ctx, Args args, size_t nargs, size_t nouts, KernelFn kernel) {
-  ET_KERNEL_CHECK_MSG(ctx,
-                      nargs <= kMaxArgs && nargs <= args.size() && args.size() <= nargs + 1 && nouts <= nargs,
-                      InvalidArgument, ,
-                      "16-bit float kernel: unexpected argument count %zu", args.size());
+  ET_KERNEL_CHECK_MSG(ctx, nargs <= kMaxArgs && nargs <= args.size() && args.size() <= nargs + 1 && nouts <= nargs,
+                      InvalidArgument, , "16-bit float kernel: unexpected argument count %zu", args.size());
   runtime::TensorImpl impls[kMaxArgs];
   EValue values[kMaxArgs];
   EValue* ptrs[kMaxArgs + 1];

@@ -19,9 +19,11 @@ void exercise_data_map(const uint8_t* data, size_t size) {
     auto bytes = map->get_data(*key);
     volatile uint8_t sink = 0;
     if (layout.ok())
-      for (size_t d = 0; d < layout->sizes.size(); ++d) sink = sink + static_cast<uint8_t>(layout->sizes[d] + layout->dim_order[d]);
+      for (size_t d = 0; d < layout->sizes.size(); ++d)
+        sink = sink + static_cast<uint8_t>(layout->sizes[d] + layout->dim_order[d]);
     if (bytes.ok() && bytes->size() > 0)
-      sink = sink + static_cast<const uint8_t*>(bytes->data())[0] + static_cast<const uint8_t*>(bytes->data())[bytes->size() - 1];
+      sink = sink + static_cast<const uint8_t*>(bytes->data())[0] +
+             static_cast<const uint8_t*>(bytes->data())[bytes->size() - 1];
   }
 }
 

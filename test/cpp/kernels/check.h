@@ -38,12 +38,12 @@ inline double max_rel_diff(const float* a, const float* b, size_t n) {
 #define KTEST(name) ETTEST(name)
 #define CHECK(cond) ETCHECK(cond)
 
-#define CHECK_CLOSE(a, b, n, tol)                                                        \
-  do {                                                                                   \
-    const double ktest_d_ = ::ktest::max_rel_diff((a), (b), (n));                        \
-    if (!(ktest_d_ <= (tol))) {                                                          \
-      ++::ktest::failures();                                                             \
-      std::fprintf(stderr, "%s:%d: %s vs %s differ by %g (tolerance %g)\n", __FILE__,    \
-                   __LINE__, #a, #b, ktest_d_, static_cast<double>(tol));                \
-    }                                                                                    \
+#define CHECK_CLOSE(a, b, n, tol)                                                                                 \
+  do {                                                                                                            \
+    const double ktest_d_ = ::ktest::max_rel_diff((a), (b), (n));                                                 \
+    if (!(ktest_d_ <= (tol))) {                                                                                   \
+      ++::ktest::failures();                                                                                      \
+      std::fprintf(stderr, "%s:%d: %s vs %s differ by %g (tolerance %g)\n", __FILE__, __LINE__, #a, #b, ktest_d_, \
+                   static_cast<double>(tol));                                                                     \
+    }                                                                                                             \
   } while (0)

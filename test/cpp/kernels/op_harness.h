@@ -27,22 +27,24 @@ using executorch::runtime::TensorShapeDynamism;
 // kernels may resize it within the buffer).
 class OwnedTensor {
  public:
-  OwnedTensor(ScalarType type, std::vector<int64_t> sizes, size_t capacity,
-              std::vector<uint8_t> dim_order = {}, bool dynamic = true)
+  OwnedTensor(ScalarType type, std::vector<int64_t> sizes, size_t capacity, std::vector<uint8_t> dim_order = {},
+              bool dynamic = true)
       : sizes_(sizes.begin(), sizes.end()), order_(std::move(dim_order)), strides_(sizes.size()) {
     if (order_.empty())
       for (size_t i = 0; i < sizes.size(); ++i) order_.push_back(static_cast<uint8_t>(i));
     const size_t es = executorch::runtime::element_size(type);
     bytes_.assign(capacity * es + 8, 0);
-    impl_ = TensorImpl(type, sizes.size(), sizes_.data(), order_.data(), strides_.data(), bytes_.data(),
-                       capacity * es, dynamic ? TensorShapeDynamism::DynamicBound : TensorShapeDynamism::Static);
+    impl_ = TensorImpl(type, sizes.size(), sizes_.data(), order_.data(), strides_.data(), bytes_.data(), capacity * es,
+                       dynamic ? TensorShapeDynamism::DynamicBound : TensorShapeDynamism::Static);
   }
   OwnedTensor(const OwnedTensor&) = delete;
   OwnedTensor& operator=(const OwnedTensor&) = delete;
 
   Tensor tensor() { return Tensor(&impl_); }
   template <typename T>
-  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* data() {
+    return reinterpret_cast<T*>(bytes_.data());
+  }
   std::vector<int64_t> sizes() const { return {sizes_.begin(), sizes_.end()}; }
 
  private:

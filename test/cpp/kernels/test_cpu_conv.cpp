@@ -11,10 +11,9 @@ using executorch::kernels::cpu::conv_transpose2d;
 
 namespace {
 
-std::vector<float> naive_conv(const Conv2dShape& s, const std::vector<float>& in,
-                              const std::vector<float>& w, const float* bias) {
-  const int64_t oh_n = s.out_h(), ow_n = s.out_w(), cg = s.in_channels / s.groups,
-                ocg = s.out_channels / s.groups;
+std::vector<float> naive_conv(const Conv2dShape& s, const std::vector<float>& in, const std::vector<float>& w,
+                              const float* bias) {
+  const int64_t oh_n = s.out_h(), ow_n = s.out_w(), cg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
   std::vector<float> out(s.batch * s.out_channels * oh_n * ow_n);
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t oc = 0; oc < s.out_channels; ++oc)
@@ -28,8 +27,7 @@ std::vector<float> naive_conv(const Conv2dShape& s, const std::vector<float>& in
                 const int64_t iw = ow * s.stride_w - s.pad_w + kw * s.dilation_w;
                 if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) continue;
                 const int64_t ic = (oc / ocg) * cg + c;
-                acc += static_cast<double>(
-                           in[((n * s.in_channels + ic) * s.in_h + ih) * s.in_w + iw]) *
+                acc += static_cast<double>(in[((n * s.in_channels + ic) * s.in_h + ih) * s.in_w + iw]) *
                        w[((oc * cg + c) * s.kernel_h + kh) * s.kernel_w + kw];
               }
           out[((n * s.out_channels + oc) * oh_n + oh) * ow_n + ow] = static_cast<float>(acc);
@@ -39,9 +37,7 @@ std::vector<float> naive_conv(const Conv2dShape& s, const std::vector<float>& in
 
 void check_conv(const Conv2dShape& s, bool with_bias) {
   auto in = ktest::random_floats(s.batch * s.in_channels * s.in_h * s.in_w, 11);
-  auto w = ktest::random_floats(s.out_channels * (s.in_channels / s.groups) * s.kernel_h *
-                                    s.kernel_w,
-                                12);
+  auto w = ktest::random_floats(s.out_channels * (s.in_channels / s.groups) * s.kernel_h * s.kernel_w, 12);
   auto b = ktest::random_floats(s.out_channels, 13);
   const float* bias = with_bias ? b.data() : nullptr;
   auto expected = naive_conv(s, in, w, bias);
@@ -58,26 +54,26 @@ void check_conv(const Conv2dShape& s, bool with_bias) {
 
 // batch, C, H, W, OC, KH, KW, stride h/w, pad h/w, dilation h/w, groups
 const Conv2dShape kShapes[] = {
-    {1, 3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1},      // plain 3x3, odd sizes
-    {2, 3, 17, 15, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1},     // MobileNet stem, stride 2
-    {1, 16, 7, 9, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1},     // pointwise
-    {2, 8, 6, 5, 12, 1, 1, 2, 2, 0, 0, 1, 1, 1},      // strided 1x1
-    {1, 6, 13, 12, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6},     // depthwise 3x3 s1
-    {1, 6, 13, 12, 6, 3, 3, 2, 2, 1, 1, 1, 1, 6},     // depthwise 3x3 s2
-    {1, 4, 8, 7, 4, 3, 3, 2, 1, 0, 2, 1, 1, 4},       // depthwise odd stride/pad mix
-    {1, 4, 3, 2, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4},       // depthwise, image smaller than filter
-    {1, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4},       // depthwise, channel multiplier 2
-    {1, 4, 10, 10, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1},     // 5x5
-    {1, 3, 12, 11, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1},     // dilation
-    {1, 5, 11, 11, 7, 3, 2, 3, 1, 2, 0, 2, 1, 1},     // depthwise 3x3 path must not take dilation
-    {2, 6, 10, 8, 9, 3, 3, 1, 2, 1, 0, 1, 1, 3},      // grouped
-    {1, 3, 19, 19, 8, 7, 7, 2, 2, 3, 3, 1, 1, 1},     // ResNet stem
-    {1, 2, 1, 17, 3, 1, 3, 1, 2, 0, 1, 1, 1, 1},      // conv1d as H == 1
-    {1, 3, 6, 6, 4, 3, 3, 3, 3, 0, 0, 1, 1, 1},       // stride 3 depthwise-like direct path
-    {1, 5, 9, 10, 5, 3, 3, 3, 3, 1, 1, 1, 1, 5},      // depthwise with stride 3 (generic)
-    {2, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},    // depthwise s1 on a small plane (flat sweep)
-    {1, 4, 6, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 4},       // depthwise s1 without padding
-    {1, 700, 5, 6, 700, 3, 3, 1, 1, 1, 1, 1, 1, 700}, // depthwise over several channel chunks
+    {1, 3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1},  // plain 3x3, odd sizes
+    {2, 3, 17, 15, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1},  // MobileNet stem, stride 2
+    {1, 16, 7, 9, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1},  // pointwise
+    {2, 8, 6, 5, 12, 1, 1, 2, 2, 0, 0, 1, 1, 1},  // strided 1x1
+    {1, 6, 13, 12, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6},  // depthwise 3x3 s1
+    {1, 6, 13, 12, 6, 3, 3, 2, 2, 1, 1, 1, 1, 6},  // depthwise 3x3 s2
+    {1, 4, 8, 7, 4, 3, 3, 2, 1, 0, 2, 1, 1, 4},  // depthwise odd stride/pad mix
+    {1, 4, 3, 2, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4},  // depthwise, image smaller than filter
+    {1, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4},  // depthwise, channel multiplier 2
+    {1, 4, 10, 10, 6, 5, 5, 1, 1, 2, 2, 1, 1, 1},  // 5x5
+    {1, 3, 12, 11, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1},  // dilation
+    {1, 5, 11, 11, 7, 3, 2, 3, 1, 2, 0, 2, 1, 1},  // depthwise 3x3 path must not take dilation
+    {2, 6, 10, 8, 9, 3, 3, 1, 2, 1, 0, 1, 1, 3},  // grouped
+    {1, 3, 19, 19, 8, 7, 7, 2, 2, 3, 3, 1, 1, 1},  // ResNet stem
+    {1, 2, 1, 17, 3, 1, 3, 1, 2, 0, 1, 1, 1, 1},  // conv1d as H == 1
+    {1, 3, 6, 6, 4, 3, 3, 3, 3, 0, 0, 1, 1, 1},  // stride 3 depthwise-like direct path
+    {1, 5, 9, 10, 5, 3, 3, 3, 3, 1, 1, 1, 1, 5},  // depthwise with stride 3 (generic)
+    {2, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40},  // depthwise s1 on a small plane (flat sweep)
+    {1, 4, 6, 5, 4, 3, 3, 1, 1, 0, 0, 1, 1, 4},  // depthwise s1 without padding
+    {1, 700, 5, 6, 700, 3, 3, 1, 1, 1, 1, 1, 1, 700},  // depthwise over several channel chunks
 };
 
 }  // namespace

@@ -20,11 +20,10 @@ namespace {
 constexpr Isa kIsas[] = {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512};
 
 // Reference over OHWI weights, clamped like the kernel.
-std::vector<float> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64_t w,
-                              const std::vector<float>& in, const std::vector<float>& wt,
-                              const float* bias, float lo, float hi) {
-  const int64_t oh = c.out_h(h), ow = c.out_w(w), cg = c.group_in_channels,
-                ocg = c.group_out_channels, cin = c.in_channels(), cout = c.out_channels();
+std::vector<float> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64_t w, const std::vector<float>& in,
+                              const std::vector<float>& wt, const float* bias, float lo, float hi) {
+  const int64_t oh = c.out_h(h), ow = c.out_w(w), cg = c.group_in_channels, ocg = c.group_out_channels,
+                cin = c.in_channels(), cout = c.out_channels();
   std::vector<float> out(batch * oh * ow * cout);
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t y = 0; y < oh; ++y)
@@ -41,8 +40,7 @@ std::vector<float> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64
                 acc += double(in[((n * h + ih) * w + iw) * cin + g * cg + i]) *
                        wt[((oc * c.kernel_h + kh) * c.kernel_w + kw) * cg + i];
             }
-          out[((n * oh + y) * ow + x) * cout + oc] =
-              static_cast<float>(std::fmin(std::fmax(acc, lo), hi));
+          out[((n * oh + y) * ow + x) * cout + oc] = static_cast<float>(std::fmin(std::fmax(acc, lo), hi));
         }
   return out;
 }
@@ -52,8 +50,7 @@ struct Case {
   ConvNhwc c;
 };
 
-ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t groups, int64_t cg,
-                  int64_t ocg) {
+ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t groups, int64_t cg, int64_t ocg) {
   ConvNhwc c;
   c.kernel_h = c.kernel_w = k;
   c.stride_h = c.stride_w = stride;
@@ -67,28 +64,28 @@ ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t g
 
 std::vector<Case> cases() {
   std::vector<Case> v = {
-      {1, 9, 11, geometry(3, 1, 1, 1, 1, 3, 5)},     // odd everything
-      {2, 17, 15, geometry(3, 2, 1, 1, 1, 3, 32)},   // MobileNet stem
-      {1, 7, 9, geometry(1, 1, 0, 1, 1, 16, 24)},    // pointwise
-      {1, 5, 6, geometry(1, 1, 0, 1, 1, 67, 45)},    // pointwise, ragged tiles
-      {2, 6, 5, geometry(1, 2, 0, 1, 1, 8, 12)},     // strided 1x1
-      {1, 13, 12, geometry(3, 1, 1, 1, 19, 1, 1)},   // depthwise s1, channel tail
-      {1, 13, 12, geometry(3, 2, 1, 1, 40, 1, 1)},   // depthwise s2
-      {2, 7, 7, geometry(3, 1, 1, 1, 96, 1, 1)},     // depthwise small plane
-      {1, 4, 3, geometry(3, 1, 1, 1, 5, 1, 1)},      // image smaller than filter
-      {1, 11, 10, geometry(5, 2, 2, 1, 33, 1, 1)},   // depthwise 5x5
-      {1, 12, 9, geometry(3, 1, 2, 2, 7, 1, 1)},     // depthwise dilated
-      {1, 9, 9, geometry(3, 1, 1, 1, 4, 1, 2)},      // channel multiplier 2 (GEMM path)
-      {1, 10, 10, geometry(5, 1, 2, 1, 1, 4, 6)},    // 5x5
-      {1, 12, 11, geometry(3, 1, 2, 2, 1, 3, 4)},    // dilation
-      {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},     // grouped
-      {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem (49 taps: chunked)
-      {1, 6, 6, geometry(3, 3, 0, 1, 1, 3, 4)},      // stride 3
+      {1, 9, 11, geometry(3, 1, 1, 1, 1, 3, 5)},  // odd everything
+      {2, 17, 15, geometry(3, 2, 1, 1, 1, 3, 32)},  // MobileNet stem
+      {1, 7, 9, geometry(1, 1, 0, 1, 1, 16, 24)},  // pointwise
+      {1, 5, 6, geometry(1, 1, 0, 1, 1, 67, 45)},  // pointwise, ragged tiles
+      {2, 6, 5, geometry(1, 2, 0, 1, 1, 8, 12)},  // strided 1x1
+      {1, 13, 12, geometry(3, 1, 1, 1, 19, 1, 1)},  // depthwise s1, channel tail
+      {1, 13, 12, geometry(3, 2, 1, 1, 40, 1, 1)},  // depthwise s2
+      {2, 7, 7, geometry(3, 1, 1, 1, 96, 1, 1)},  // depthwise small plane
+      {1, 4, 3, geometry(3, 1, 1, 1, 5, 1, 1)},  // image smaller than filter
+      {1, 11, 10, geometry(5, 2, 2, 1, 33, 1, 1)},  // depthwise 5x5
+      {1, 12, 9, geometry(3, 1, 2, 2, 7, 1, 1)},  // depthwise dilated
+      {1, 9, 9, geometry(3, 1, 1, 1, 4, 1, 2)},  // channel multiplier 2 (GEMM path)
+      {1, 10, 10, geometry(5, 1, 2, 1, 1, 4, 6)},  // 5x5
+      {1, 12, 11, geometry(3, 1, 2, 2, 1, 3, 4)},  // dilation
+      {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},  // grouped
+      {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},  // ResNet stem (49 taps: chunked)
+      {1, 6, 6, geometry(3, 3, 0, 1, 1, 3, 4)},  // stride 3
       {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},
-      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},      // one input channel: merged rows, both layouts
-      {2, 7, 7, geometry(1, 1, 0, 1, 1, 33, 40)},    // pointwise on 7x7 maps: balanced row tiles
-      {1, 7, 7, geometry(3, 1, 1, 1, 1, 20, 150)},   // 3x3 over 49 pixels, 5 column blocks
-      {1, 1, 1, geometry(1, 1, 0, 1, 1, 40, 170)},   // one pixel: one-row tile over many blocks
+      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},  // one input channel: merged rows, both layouts
+      {2, 7, 7, geometry(1, 1, 0, 1, 1, 33, 40)},  // pointwise on 7x7 maps: balanced row tiles
+      {1, 7, 7, geometry(3, 1, 1, 1, 1, 20, 150)},  // 3x3 over 49 pixels, 5 column blocks
+      {1, 1, 1, geometry(1, 1, 0, 1, 1, 40, 170)},  // one pixel: one-row tile over many blocks
       {1, 13, 13, geometry(7, 1, 0, 2, 1, 3, 100)},  // one pixel, 49 taps in two chunks
   };
   // Dense 3x3 at stride 1 with 16+ channels each way: Winograd F(2x2, 3x3) tiles. Odd sizes
@@ -115,9 +112,9 @@ std::vector<Case> cases() {
   return v;
 }
 
-bool run_conv(const ConvNhwc& c, Isa isa, ConvWeights layout, const std::vector<float>& wt,
-              const float* bias, int64_t batch, int64_t h, int64_t w, const std::vector<float>& in,
-              std::vector<float>* out, float lo, float hi) {
+bool run_conv(const ConvNhwc& c, Isa isa, ConvWeights layout, const std::vector<float>& wt, const float* bias,
+              int64_t batch, int64_t h, int64_t w, const std::vector<float>& in, std::vector<float>* out, float lo,
+              float hi) {
   std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, isa));
   if (!cpu::conv2d_nhwc_f32_pack(c, layout, wt.data(), bias, isa, packed.data())) return false;
   out->assign(batch * c.out_h(h) * c.out_w(w) * c.out_channels(), std::nanf(""));
@@ -141,8 +138,7 @@ KTEST(conv_nhwc_f32_matches_reference_on_every_isa) {
     const ConvNhwc& c = k.c;
     CHECK(c.valid());
     auto in = ktest::random_floats(k.batch * k.h * k.w * c.in_channels(), ++seed);
-    auto wt = ktest::random_floats(
-        c.out_channels() * c.kernel_h * c.kernel_w * c.group_in_channels, ++seed);
+    auto wt = ktest::random_floats(c.out_channels() * c.kernel_h * c.kernel_w * c.group_in_channels, ++seed);
     auto bias = ktest::random_floats(c.out_channels(), ++seed);
     const double tol = 1e-6 + 5e-8 * c.group_in_channels * c.kernel_h * c.kernel_w;
     for (int clamp = 0; clamp < 2; ++clamp) {
@@ -156,8 +152,7 @@ KTEST(conv_nhwc_f32_matches_reference_on_every_isa) {
         CHECK(run_conv(c, isa, ConvWeights::kOhwi, wt, b, k.batch, k.h, k.w, in, &out, lo, hi));
         CHECK_CLOSE(out.data(), expected.data(), out.size(), tol);
         if (c.group_in_channels == 1) {
-          CHECK(run_conv(c, isa, ConvWeights::kHwo, to_hwo(c, wt), b, k.batch, k.h, k.w, in, &out,
-                         lo, hi));
+          CHECK(run_conv(c, isa, ConvWeights::kHwo, to_hwo(c, wt), b, k.batch, k.h, k.w, in, &out, lo, hi));
           CHECK_CLOSE(out.data(), expected.data(), out.size(), tol);
         }
       }
@@ -184,8 +179,7 @@ KTEST(conv_nhwc_f32_is_bit_identical_for_any_thread_count) {
                       {2, 17, 13, geometry(3, 1, 1, 1, 1, 130, 200)}};
   for (const Big& k : bigs) {
     auto in = ktest::random_floats(k.batch * k.h * k.w * k.c.in_channels(), 7);
-    auto wt = ktest::random_floats(
-        k.c.out_channels() * k.c.kernel_h * k.c.kernel_w * k.c.group_in_channels, 8);
+    auto wt = ktest::random_floats(k.c.out_channels() * k.c.kernel_h * k.c.kernel_w * k.c.group_in_channels, 8);
     auto bias = ktest::random_floats(k.c.out_channels(), 9);
     for (Isa isa : kIsas) {
       if (!cpu::float_isa_supported(isa)) continue;
@@ -193,8 +187,7 @@ KTEST(conv_nhwc_f32_is_bit_identical_for_any_thread_count) {
       for (uint32_t t : {1u, 2u, 3u}) {
         CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
         std::vector<float> out;
-        CHECK(run_conv(k.c, isa, ConvWeights::kOhwi, wt, bias.data(), k.batch, k.h, k.w, in, &out,
-                       -1e30f, 1e30f));
+        CHECK(run_conv(k.c, isa, ConvWeights::kOhwi, wt, bias.data(), k.batch, k.h, k.w, in, &out, -1e30f, 1e30f));
         if (first.empty()) first = out;
         CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
       }
@@ -207,8 +200,7 @@ KTEST(conv_nhwc_f32_refuses_mismatched_or_invalid_geometry) {
   ConvNhwc c = geometry(3, 1, 1, 1, 1, 4, 4);
   std::vector<float> wt(4 * 9 * 4, 0.5f);
   std::vector<unsigned char> packed(cpu::conv2d_nhwc_f32_packed_bytes(c, Isa::kBaseline));
-  CHECK(cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kOhwi, wt.data(), nullptr, Isa::kBaseline,
-                                  packed.data()));
+  CHECK(cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kOhwi, wt.data(), nullptr, Isa::kBaseline, packed.data()));
   std::vector<float> in(5 * 5 * 4, 1.f), out(5 * 5 * 4);
   ConvNhwc other = c;
   other.group_in_channels = 2;
@@ -223,8 +215,7 @@ KTEST(conv_nhwc_f32_refuses_mismatched_or_invalid_geometry) {
   CHECK(cpu::conv2d_nhwc_f32_packed_bytes(huge, Isa::kBaseline) == 0);
   CHECK(cpu::conv2d_nhwc_f32_packed_bytes(bad, Isa::kBaseline) == 0);
   // depthwise-only layout for a non-depthwise conv is refused
-  CHECK(!cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kHwo, wt.data(), nullptr, Isa::kBaseline,
-                                   packed.data()));
+  CHECK(!cpu::conv2d_nhwc_f32_pack(c, ConvWeights::kHwo, wt.data(), nullptr, Isa::kBaseline, packed.data()));
   CHECK(cpu::conv2d_nhwc_f32(c, packed.data(), 1, 5, 5, in.data(), out.data(), -1, 1));
   CHECK(std::fabs(out[0] - 1.f) < 1e-6);  // clamped: 0.5 * 4 channels * 4 taps = 8 -> 1
 }
@@ -248,10 +239,8 @@ KTEST(fully_connected_f32_one_row_is_bit_identical_to_a_row_of_a_tile) {
       std::vector<unsigned char> packed(cpu::fully_connected_f32_packed_bytes(n, k, isa));
       CHECK(cpu::fully_connected_f32_pack(n, k, w.data(), false, bias.data(), isa, packed.data()));
       std::vector<float> one_out(n, std::nanf("")), two_out(2 * n, std::nanf(""));
-      CHECK(cpu::fully_connected_f32(packed.data(), 1, row.data(), k, one_out.data(), n, -0.5f,
-                                     0.75f));
-      CHECK(cpu::fully_connected_f32(packed.data(), 2, two.data(), k, two_out.data(), n, -0.5f,
-                                     0.75f));
+      CHECK(cpu::fully_connected_f32(packed.data(), 1, row.data(), k, one_out.data(), n, -0.5f, 0.75f));
+      CHECK(cpu::fully_connected_f32(packed.data(), 2, two.data(), k, two_out.data(), n, -0.5f, 0.75f));
       CHECK(std::memcmp(one_out.data(), two_out.data(), n * sizeof(float)) == 0);
       CHECK(std::memcmp(one_out.data(), two_out.data() + n, n * sizeof(float)) == 0);
     }
@@ -262,8 +251,8 @@ KTEST(fully_connected_f32_matches_reference_on_every_isa) {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1, 1}, {1, 1000, 300}, {3, 17, 9},   {8, 32, 64},
-                          {9, 33, 17}, {50, 70, 130}, {1, 4096, 64}, {5, 7, 1}};
+  const Shape shapes[] = {{1, 1, 1},   {1, 1000, 300}, {3, 17, 9},    {8, 32, 64},
+                          {9, 33, 17}, {50, 70, 130},  {1, 4096, 64}, {5, 7, 1}};
   for (const Shape& s : shapes) {
     auto in = ktest::random_floats(s.m * (s.k + 3), 31);  // row stride k + 3
     auto w = ktest::random_floats(s.n * s.k, 32);
@@ -282,8 +271,8 @@ KTEST(fully_connected_f32_matches_reference_on_every_isa) {
       if (!cpu::float_isa_supported(isa)) continue;
       for (bool k_major : {false, true}) {
         std::vector<unsigned char> packed(cpu::fully_connected_f32_packed_bytes(s.n, s.k, isa));
-        CHECK(cpu::fully_connected_f32_pack(s.n, s.k, k_major ? wt.data() : w.data(), k_major,
-                                            bias.data(), isa, packed.data()));
+        CHECK(cpu::fully_connected_f32_pack(s.n, s.k, k_major ? wt.data() : w.data(), k_major, bias.data(), isa,
+                                            packed.data()));
         std::vector<float> out(s.m * s.n, std::nanf(""));
         CHECK(cpu::fully_connected_f32(packed.data(), s.m, in.data(), s.k + 3, out.data(), s.n, 0.f,
                                        std::numeric_limits<float>::infinity()));
@@ -305,14 +294,14 @@ KTEST(conv_nhwc_f32_dw_pw_gives_the_two_calls_bits) {
   Case asym{1, 17, 15, geometry(3, 2, 0, 1, 40, 1, 1)};
   asym.c.pad_bottom = asym.c.pad_right = 1;  // "same" padding at stride 2, all on one side
   const Fused cases[] = {
-      {1, 28, 28, geometry(3, 1, 1, 1, 144, 1, 1), 24, 0.f, 6.f},    // MobileNetV2 block, relu6
-      {1, 29, 27, geometry(3, 2, 1, 1, 96, 1, 1), 32, 0.f, 6.f},     // stride 2, odd sizes
-      {2, 14, 14, geometry(3, 1, 1, 1, 45, 1, 1), 70, -inf, inf},    // channel and column tails
+      {1, 28, 28, geometry(3, 1, 1, 1, 144, 1, 1), 24, 0.f, 6.f},  // MobileNetV2 block, relu6
+      {1, 29, 27, geometry(3, 2, 1, 1, 96, 1, 1), 32, 0.f, 6.f},  // stride 2, odd sizes
+      {2, 14, 14, geometry(3, 1, 1, 1, 45, 1, 1), 70, -inf, inf},  // channel and column tails
       {1, 16, 300, geometry(3, 1, 1, 1, 40, 1, 1), 9, -0.5f, 0.5f},  // a row over several runs
-      {1, 16, 12, geometry(5, 1, 2, 1, 20, 1, 1), 33, -inf, inf},    // 5x5
+      {1, 16, 12, geometry(5, 1, 2, 1, 20, 1, 1), 33, -inf, inf},  // 5x5
       {asym.batch, asym.h, asym.w, asym.c, 17, 0.f, inf},
-      {1, 7, 7, geometry(3, 1, 1, 1, 160, 1, 1), 40, 0.f, 6.f},      // 7 rows: two calls
-      {1, 16, 4, geometry(3, 1, 1, 1, 8192, 1, 1), 3, -inf, inf},    // a pixel fills the buffer
+      {1, 7, 7, geometry(3, 1, 1, 1, 160, 1, 1), 40, 0.f, 6.f},  // 7 rows: two calls
+      {1, 16, 4, geometry(3, 1, 1, 1, 8192, 1, 1), 3, -inf, inf},  // a pixel fills the buffer
   };
   for (const Fused& f : cases) {
     const int64_t ch = f.dw.out_channels(), oh = f.dw.out_h(f.h), ow = f.dw.out_w(f.w);
@@ -329,8 +318,7 @@ KTEST(conv_nhwc_f32_dw_pw_gives_the_two_calls_bits) {
       CHECK(cpu::conv2d_nhwc_f32_pack(f.dw, ConvWeights::kOhwi, wd.data(), bd.data(), isa, pd.data()));
       CHECK(cpu::conv2d_nhwc_f32_pack(pw, ConvWeights::kOhwi, wp.data(), bp.data(), isa, pp.data()));
       std::vector<float> mid(f.batch * oh * ow * ch), two(f.batch * oh * ow * f.cout);
-      CHECK(cpu::conv2d_nhwc_f32(f.dw, pd.data(), f.batch, f.h, f.w, in.data(), mid.data(), f.dw_lo,
-                                 f.dw_hi));
+      CHECK(cpu::conv2d_nhwc_f32(f.dw, pd.data(), f.batch, f.h, f.w, in.data(), mid.data(), f.dw_lo, f.dw_hi));
       CHECK(cpu::conv2d_nhwc_f32(pw, pp.data(), f.batch, oh, ow, mid.data(), two.data(), -1.f, 2.f));
       std::vector<float> first[2];  // per variant, at one thread
       for (uint32_t t : {1u, 2u, 3u}) {
@@ -339,9 +327,8 @@ KTEST(conv_nhwc_f32_dw_pw_gives_the_two_calls_bits) {
         // one pass).
         for (bool with_mid : {true, false}) {
           std::vector<float> scratch(mid.size(), std::nanf("")), out(two.size(), std::nanf(""));
-          CHECK(cpu::conv2d_nhwc_f32_dw_pw(f.dw, pd.data(), f.dw_lo, f.dw_hi, pw, pp.data(), f.batch,
-                                           f.h, f.w, in.data(), with_mid ? scratch.data() : nullptr,
-                                           out.data(), -1.f, 2.f));
+          CHECK(cpu::conv2d_nhwc_f32_dw_pw(f.dw, pd.data(), f.dw_lo, f.dw_hi, pw, pp.data(), f.batch, f.h, f.w,
+                                           in.data(), with_mid ? scratch.data() : nullptr, out.data(), -1.f, 2.f));
           if (first[with_mid].empty()) first[with_mid] = out;
           CHECK(std::memcmp(out.data(), first[with_mid].data(), out.size() * sizeof(float)) == 0);
 #if defined(__x86_64__) || defined(__i386__)
@@ -357,10 +344,10 @@ KTEST(conv_nhwc_f32_dw_pw_gives_the_two_calls_bits) {
       std::vector<float> out(two.size(), 7.f), scratch(mid.size());
       ConvNhwc wrong = pw;
       wrong.group_in_channels = ch + 1;
-      CHECK(!cpu::conv2d_nhwc_f32_dw_pw(f.dw, pd.data(), f.dw_lo, f.dw_hi, wrong, pp.data(), f.batch,
-                                        f.h, f.w, in.data(), scratch.data(), out.data(), -1.f, 2.f));
-      CHECK(!cpu::conv2d_nhwc_f32_dw_pw(f.dw, pp.data(), f.dw_lo, f.dw_hi, pw, pd.data(), f.batch,
-                                        f.h, f.w, in.data(), scratch.data(), out.data(), -1.f, 2.f));
+      CHECK(!cpu::conv2d_nhwc_f32_dw_pw(f.dw, pd.data(), f.dw_lo, f.dw_hi, wrong, pp.data(), f.batch, f.h, f.w,
+                                        in.data(), scratch.data(), out.data(), -1.f, 2.f));
+      CHECK(!cpu::conv2d_nhwc_f32_dw_pw(f.dw, pp.data(), f.dw_lo, f.dw_hi, pw, pd.data(), f.batch, f.h, f.w, in.data(),
+                                        scratch.data(), out.data(), -1.f, 2.f));
       CHECK(out[0] == 7.f && out.back() == 7.f);
     }
   }
@@ -373,8 +360,8 @@ KTEST(conv_nhwc_f32_dw_pw_gives_the_two_calls_bits) {
   CHECK(cpu::conv2d_nhwc_f32_pack(dw, ConvWeights::kOhwi, wd.data(), nullptr, Isa::kBaseline, pd.data()));
   CHECK(cpu::conv2d_nhwc_f32_pack(pw, ConvWeights::kOhwi, wp.data(), nullptr, Isa::kBaseline, pp.data()));
   std::vector<float> in(16 * 2 * dw.in_channels(), 1.f), out(16 * 2 * 2, 7.f);
-  CHECK(!cpu::conv2d_nhwc_f32_dw_pw(dw, pd.data(), -inf, inf, pw, pp.data(), 1, 16, 2, in.data(),
-                                    nullptr, out.data(), -inf, inf));
+  CHECK(!cpu::conv2d_nhwc_f32_dw_pw(dw, pd.data(), -inf, inf, pw, pp.data(), 1, 16, 2, in.data(), nullptr, out.data(),
+                                    -inf, inf));
   CHECK(out[0] == 7.f && out.back() == 7.f);
   get_threadpool()->_unsafe_reset_threadpool(before);
 }

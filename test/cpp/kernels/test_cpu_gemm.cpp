@@ -21,15 +21,13 @@ struct Shape {
 
 // C = alpha * op(A) * op(B) + beta * C0 in double, with op() a transpose when asked.
 std::vector<float> reference(const Shape& s, float alpha, const std::vector<float>& a, bool ta,
-                             const std::vector<float>& b, bool tb, float beta,
-                             const std::vector<float>& c0) {
+                             const std::vector<float>& b, bool tb, float beta, const std::vector<float>& c0) {
   std::vector<float> c(s.m * s.n);
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) {
       double acc = 0;
       for (int64_t p = 0; p < s.k; ++p)
-        acc += static_cast<double>(ta ? a[p * s.m + i] : a[i * s.k + p]) *
-               (tb ? b[j * s.k + p] : b[p * s.n + j]);
+        acc += static_cast<double>(ta ? a[p * s.m + i] : a[i * s.k + p]) * (tb ? b[j * s.k + p] : b[p * s.n + j]);
       c[i * s.n + j] = static_cast<float>(alpha * acc + (beta == 0.f ? 0.0 : beta * c0[i * s.n + j]));
     }
   return c;
@@ -50,15 +48,13 @@ void check_shape(GemmPath path, const Shape& s, bool ta, bool tb, float alpha, f
   CHECK_CLOSE(c.data(), expected.data(), c.size(), 1e-6 + 5e-8 * s.k);
 }
 
-const Shape kShapes[] = {{1, 1, 1},   {7, 13, 5},    {8, 32, 1},     {9, 33, 17},
-                         {100, 3, 77}, {1, 1000, 300}, {145, 2049, 3}, {33, 70, 600},
-                         {64, 64, 64}};
+const Shape kShapes[] = {{1, 1, 1},      {7, 13, 5},     {8, 32, 1},    {9, 33, 17}, {100, 3, 77},
+                         {1, 1000, 300}, {145, 2049, 3}, {33, 70, 600}, {64, 64, 64}};
 
 }  // namespace
 
 KTEST(gemm_all_paths_match_reference) {
-  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2,
-                        GemmPath::kAvx512, GemmPath::kNeon})
+  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon})
     for (const Shape& s : kShapes) {
       check_shape(path, s, false, false, 1.f, 0.f);
       check_shape(path, s, true, false, 0.5f, 1.f);
@@ -71,8 +67,8 @@ KTEST(gemm_all_paths_match_reference) {
 KTEST(gemm_neon_path_exists_exactly_on_aarch64) {
   std::vector<float> ws(sgemm_workspace_floats(6, 16, 4));
   std::vector<float> a(6 * 4, 1.f), b(4 * 16, 0.5f), c(6 * 16, 0.f);
-  const bool ran = sgemm_on_path(GemmPath::kNeon, 6, 16, 4, 1.f, {a.data(), 4, 1}, {b.data(), 16, 1}, 0.f,
-                                 nullptr, c.data(), 16, ws.data());
+  const bool ran = sgemm_on_path(GemmPath::kNeon, 6, 16, 4, 1.f, {a.data(), 4, 1}, {b.data(), 16, 1}, 0.f, nullptr,
+                                 c.data(), 16, ws.data());
 #if defined(__aarch64__)
   CHECK(ran);
   for (float v : c) CHECK(v == 2.f);
@@ -114,10 +110,11 @@ KTEST(gemm_row_bias_on_every_path) {
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) expected[i * s.n + j] += bias[i];
   std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
-  for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon}) {
+  for (GemmPath path :
+       {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon}) {
     auto c = c0;
-    if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.5f, bias.data(),
-                       c.data(), s.n, ws.data()))
+    if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {b.data(), s.n, 1}, 0.5f, bias.data(), c.data(),
+                       s.n, ws.data()))
       continue;
     CHECK_CLOSE(c.data(), expected.data(), c.size(), 3e-5);
   }
@@ -137,10 +134,11 @@ KTEST(gemm_windowed_operands_on_every_path) {
     std::vector<float> zero(s.m * s.n, 0.f);
     auto expected = reference(s, 1.f, a, false, b, true, 0.f, zero);
     std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
-    for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon}) {
+    for (GemmPath path :
+         {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon}) {
       std::vector<float> c(s.m * ldc, 42.f);
-      if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a_wide.data() + pad, lda, 1}, {b.data(), 1, s.k}, 0.f,
-                         nullptr, c.data(), ldc, ws.data()))
+      if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a_wide.data() + pad, lda, 1}, {b.data(), 1, s.k}, 0.f, nullptr,
+                         c.data(), ldc, ws.data()))
         continue;
       std::vector<float> got(s.m * s.n);
       for (int64_t i = 0; i < s.m; ++i) {
@@ -171,27 +169,30 @@ void check_transposed_b_packs_identically(GemmPath path, Elem elem, const Shape&
   for (int64_t p = 0; p < s.k; ++p)
     for (int64_t j = 0; j < s.n; ++j) {
       T v;
-      if constexpr (std::is_same<T, float>::value) v = values[p * s.n + j];
-      else if constexpr (std::is_same<T, Half>::value) v = executorch::kernels::cpu::to_half(values[p * s.n + j]);
-      else v = executorch::kernels::cpu::to_bfloat16(values[p * s.n + j]);
+      if constexpr (std::is_same<T, float>::value)
+        v = values[p * s.n + j];
+      else if constexpr (std::is_same<T, Half>::value)
+        v = executorch::kernels::cpu::to_half(values[p * s.n + j]);
+      else
+        v = executorch::kernels::cpu::to_bfloat16(values[p * s.n + j]);
       rows[p * s.n + j] = v;
       cols[j * s.k + p] = v;
     }
   std::vector<float> ws(sgemm_workspace_floats(s.m, s.n, s.k));
   std::vector<float> want(s.m * s.n), got(s.m * s.n, 3.f);
-  if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {rows.data(), s.n, 1, elem}, 0.f,
-                     nullptr, want.data(), s.n, ws.data()))
+  if (!sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {rows.data(), s.n, 1, elem}, 0.f, nullptr,
+                     want.data(), s.n, ws.data()))
     return;
-  CHECK(sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {cols.data(), 1, s.k, elem}, 0.f,
-                      nullptr, got.data(), s.n, ws.data()));
+  CHECK(sgemm_on_path(path, s.m, s.n, s.k, 1.f, {a.data(), s.k, 1}, {cols.data(), 1, s.k, elem}, 0.f, nullptr,
+                      got.data(), s.n, ws.data()));
   // Packing only moves (and exactly widens) values: the products must agree bit for bit.
   CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
 }
 
 // Full and partial slivers (a last one of 1..15 columns, one of exactly 8), k not a multiple
 // of 8, k past one 256-deep block, parallel packing (m * n * k large), n past one 2048 panel.
-const Shape kPackShapes[] = {{7, 16, 8},   {7, 5, 3},    {13, 37, 300}, {6, 24, 521},
-                             {9, 33, 17},  {30, 100, 64}, {145, 70, 300}, {3, 2100, 20}};
+const Shape kPackShapes[] = {{7, 16, 8},  {7, 5, 3},     {13, 37, 300},  {6, 24, 521},
+                             {9, 33, 17}, {30, 100, 64}, {145, 70, 300}, {3, 2100, 20}};
 
 }  // namespace
 

@@ -38,13 +38,11 @@ bool covers_once(int64_t begin, int64_t end, int64_t grain) {
 }
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() &&
-         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+  return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
 // C from sgemm forced onto `path` (empty when this CPU lacks it).
-std::vector<float> gemm_once(GemmPath path, int64_t m, int64_t n, int64_t k, bool ta, float beta,
-                             bool with_workspace) {
+std::vector<float> gemm_once(GemmPath path, int64_t m, int64_t n, int64_t k, bool ta, float beta, bool with_workspace) {
   auto a = ktest::random_floats(m * k, 11);
   auto b = ktest::random_floats(k * n, 12);
   auto bias = ktest::random_floats(m, 13);
@@ -52,12 +50,11 @@ std::vector<float> gemm_once(GemmPath path, int64_t m, int64_t n, int64_t k, boo
   ConstMatrix am = ta ? ConstMatrix{a.data(), 1, m} : ConstMatrix{a.data(), k, 1};
   std::vector<float> ws(executorch::kernels::cpu::sgemm_workspace_floats(m, n, k));
   if (!with_workspace) {
-    executorch::kernels::cpu::sgemm(m, n, k, 1.f, am, {b.data(), n, 1}, beta, bias.data(), c.data(), n,
-                                    nullptr);
+    executorch::kernels::cpu::sgemm(m, n, k, 1.f, am, {b.data(), n, 1}, beta, bias.data(), c.data(), n, nullptr);
     return c;
   }
-  if (!executorch::kernels::cpu::sgemm_on_path(path, m, n, k, 1.f, am, {b.data(), n, 1}, beta,
-                                               bias.data(), c.data(), n, ws.data()))
+  if (!executorch::kernels::cpu::sgemm_on_path(path, m, n, k, 1.f, am, {b.data(), n, 1}, beta, bias.data(), c.data(), n,
+                                               ws.data()))
     return {};
   return c;
 }
@@ -142,8 +139,7 @@ KTEST(gemm_same_bits_for_any_thread_count) {
   };
   // Odd sizes past every blocking edge: several KC blocks, > NC columns, > MP rows, one row.
   const Case cases[] = {{197, 389, 301, false, 0.f}, {67, 2111, 45, true, 0.5f}, {512, 49, 600, false, 1.f},
-                        {1601, 53, 29, false, 1.f},  {1, 3001, 257, false, 0.f},
-                        {5, 700, 513, true, 0.f}};
+                        {1601, 53, 29, false, 1.f},  {1, 3001, 257, false, 0.f}, {5, 700, 513, true, 0.f}};
   for (GemmPath path : {GemmPath::kUnpacked, GemmPath::kBaseline, GemmPath::kAvx2, GemmPath::kAvx512, GemmPath::kNeon})
     for (const Case& c : cases) {
       std::vector<float> first;
@@ -166,10 +162,10 @@ KTEST(gemm_same_bits_for_any_thread_count) {
 KTEST(conv_same_bits_for_any_thread_count) {
   // {batch, C, H, W, OC, KH, KW, stride h/w, pad h/w, dilation h/w, groups}
   const Conv2dShape shapes[] = {
-      {2, 37, 29, 31, 53, 3, 3, 2, 2, 1, 1, 1, 1, 1},   // im2col + gemm
-      {1, 48, 17, 19, 96, 1, 1, 1, 1, 0, 0, 1, 1, 1},   // pointwise: one gemm
-      {1, 24, 23, 21, 36, 5, 3, 1, 2, 2, 1, 2, 1, 3},   // grouped, dilated
-      {1, 3, 65, 67, 17, 7, 7, 2, 2, 3, 3, 1, 1, 1},    // few input channels, big kernel
+      {2, 37, 29, 31, 53, 3, 3, 2, 2, 1, 1, 1, 1, 1},  // im2col + gemm
+      {1, 48, 17, 19, 96, 1, 1, 1, 1, 0, 0, 1, 1, 1},  // pointwise: one gemm
+      {1, 24, 23, 21, 36, 5, 3, 1, 2, 2, 1, 2, 1, 3},  // grouped, dilated
+      {1, 3, 65, 67, 17, 7, 7, 2, 2, 3, 3, 1, 1, 1},  // few input channels, big kernel
   };
   for (const Conv2dShape& s : shapes) {
     std::vector<float> first;

@@ -25,8 +25,8 @@ PoolNhwc window(int64_t k, int64_t stride, int64_t pad, int64_t dil) {
 }
 
 // max (kind 0) or average with (1) / without (2) the padding in the divisor.
-std::vector<float> naive_pool(const PoolNhwc& p, int kind, int64_t n_, int64_t h, int64_t w,
-                              int64_t c_, const std::vector<float>& in, float lo, float hi) {
+std::vector<float> naive_pool(const PoolNhwc& p, int kind, int64_t n_, int64_t h, int64_t w, int64_t c_,
+                              const std::vector<float>& in, float lo, float hi) {
   const int64_t oh = p.out_h(h), ow = p.out_w(w);
   std::vector<float> out(n_ * oh * ow * c_);
   for (int64_t n = 0; n < n_; ++n)
@@ -61,8 +61,10 @@ KTEST(pool_nhwc_f32_matches_reference) {
     PoolNhwc p;
     int64_t n, h, w, c;
   };
-  const Case cases[] = {{window(3, 2, 1, 1), 2, 9, 8, 19},  {window(2, 2, 0, 1), 1, 8, 8, 64},
-                        {window(3, 1, 1, 2), 1, 7, 9, 5},   {window(5, 3, 2, 1), 1, 11, 10, 33},
+  const Case cases[] = {{window(3, 2, 1, 1), 2, 9, 8, 19},
+                        {window(2, 2, 0, 1), 1, 8, 8, 64},
+                        {window(3, 1, 1, 2), 1, 7, 9, 5},
+                        {window(5, 3, 2, 1), 1, 11, 10, 33},
                         {window(1, 1, 0, 1), 1, 3, 3, 7}};
   const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
   for (const Case& k : cases) {
@@ -81,10 +83,8 @@ KTEST(pool_nhwc_f32_matches_reference) {
       for (uint32_t t : {1u, 2u, 3u}) {
         CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
         std::vector<float> out(expected.size(), 99.f);
-        CHECK(kind == 0 ? cpu::max_pool2d_nhwc_f32(k.p, k.n, k.h, k.w, k.c, in.data(), out.data(),
-                                                   lo, hi)
-                        : cpu::avg_pool2d_nhwc_f32(k.p, k.n, k.h, k.w, k.c, kind == 1, in.data(),
-                                                   out.data(), lo, hi));
+        CHECK(kind == 0 ? cpu::max_pool2d_nhwc_f32(k.p, k.n, k.h, k.w, k.c, in.data(), out.data(), lo, hi)
+                        : cpu::avg_pool2d_nhwc_f32(k.p, k.n, k.h, k.w, k.c, kind == 1, in.data(), out.data(), lo, hi));
         for (size_t i = 0; i < out.size(); ++i) {
           if (nan[i]) {
             CHECK(std::isnan(out[i]));
@@ -137,8 +137,8 @@ void global_avg_pool_case(int64_t c) {
         const float y = std::fmin(std::fmax(float(acc) * scale + float(qp.out_zp), -128.f), 127.f);
         qexp[b * c + ch] = static_cast<int8_t>(std::nearbyint(y));
       }
-    CHECK(cpu::global_avg_pool_nhwc_qs8(n, qp.pixels, c, q.data(), qp.in_scale, qp.in_zp, qout.data(),
-                                        qp.out_scale, qp.out_zp, -128, 127));
+    CHECK(cpu::global_avg_pool_nhwc_qs8(n, qp.pixels, c, q.data(), qp.in_scale, qp.in_zp, qout.data(), qp.out_scale,
+                                        qp.out_zp, -128, 127));
     CHECK(qout == qexp);
   }
 }

@@ -44,11 +44,11 @@ int8_t requantize(int64_t acc, float scale, int zp, int lo, int hi) {
   return static_cast<int8_t>(static_cast<int>(std::nearbyint(y)) + zp);
 }
 
-std::vector<int8_t> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64_t w,
-                               const std::vector<int8_t>& in, const std::vector<int8_t>& wt,
-                               const int32_t* bias, const cpu::Qs8ConvQuant& q, int lo, int hi) {
-  const int64_t oh = c.out_h(h), ow = c.out_w(w), cg = c.group_in_channels,
-                ocg = c.group_out_channels, cin = c.in_channels(), cout = c.out_channels();
+std::vector<int8_t> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int64_t w, const std::vector<int8_t>& in,
+                               const std::vector<int8_t>& wt, const int32_t* bias, const cpu::Qs8ConvQuant& q, int lo,
+                               int hi) {
+  const int64_t oh = c.out_h(h), ow = c.out_w(w), cg = c.group_in_channels, ocg = c.group_out_channels,
+                cin = c.in_channels(), cout = c.out_channels();
   std::vector<int8_t> out(batch * oh * ow * cout);
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t y = 0; y < oh; ++y)
@@ -71,8 +71,7 @@ std::vector<int8_t> naive_conv(const ConvNhwc& c, int64_t batch, int64_t h, int6
   return out;
 }
 
-ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t groups, int64_t cg,
-                  int64_t ocg) {
+ConvNhwc geometry(int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t groups, int64_t cg, int64_t ocg) {
   ConvNhwc c;
   c.kernel_h = c.kernel_w = k;
   c.stride_h = c.stride_w = stride;
@@ -91,24 +90,24 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> v = {
-      {1, 9, 11, geometry(3, 1, 1, 1, 1, 3, 5)},     // stem-like, k tail on every ISA
+      {1, 9, 11, geometry(3, 1, 1, 1, 1, 3, 5)},  // stem-like, k tail on every ISA
       {2, 17, 15, geometry(3, 2, 1, 1, 1, 3, 32)},
       {1, 7, 9, geometry(1, 1, 0, 1, 1, 16, 24)},
-      {1, 5, 6, geometry(1, 1, 0, 1, 1, 67, 45)},    // ragged k and n
-      {1, 3, 3, geometry(1, 1, 0, 1, 1, 13, 33)},    // n just past one AVX-512 block
+      {1, 5, 6, geometry(1, 1, 0, 1, 1, 67, 45)},  // ragged k and n
+      {1, 3, 3, geometry(1, 1, 0, 1, 1, 13, 33)},  // n just past one AVX-512 block
       {2, 6, 5, geometry(1, 2, 0, 1, 1, 8, 12)},
-      {1, 13, 12, geometry(3, 1, 1, 1, 19, 1, 1)},   // depthwise
+      {1, 13, 12, geometry(3, 1, 1, 1, 19, 1, 1)},  // depthwise
       {1, 13, 12, geometry(3, 2, 1, 1, 40, 1, 1)},
       {2, 7, 7, geometry(3, 1, 1, 1, 96, 1, 1)},
       {1, 4, 3, geometry(3, 1, 1, 1, 5, 1, 1)},
       {1, 11, 10, geometry(5, 2, 2, 1, 33, 1, 1)},
       {1, 12, 9, geometry(3, 1, 2, 2, 7, 1, 1)},
-      {1, 9, 9, geometry(3, 1, 1, 1, 4, 1, 2)},      // multiplier 2: GEMM path
+      {1, 9, 9, geometry(3, 1, 1, 1, 4, 1, 2)},  // multiplier 2: GEMM path
       {1, 10, 10, geometry(5, 1, 2, 1, 1, 4, 6)},
-      {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},     // grouped
-      {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},   // ResNet stem
+      {2, 10, 8, geometry(3, 1, 1, 1, 3, 2, 3)},  // grouped
+      {1, 19, 19, geometry(7, 2, 3, 1, 1, 3, 64)},  // ResNet stem
       {1, 7, 7, geometry(3, 1, 1, 1, 1, 37, 70)},
-      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},      // one input channel: merged rows, both layouts
+      {1, 8, 9, geometry(3, 1, 1, 1, 1, 1, 5)},  // one input channel: merged rows, both layouts
   };
   Case asym{1, 9, 8, geometry(3, 2, 0, 1, 1, 5, 17)};
   asym.c.pad_top = 1;
@@ -117,15 +116,14 @@ std::vector<Case> cases() {
   return v;
 }
 
-bool run_conv(const ConvNhwc& c, Isa isa, ConvWeights layout, const std::vector<int8_t>& wt,
-              const int32_t* bias, const cpu::Qs8ConvQuant& q, int64_t batch, int64_t h,
-              int64_t w, const std::vector<int8_t>& in, std::vector<int8_t>* out, int lo, int hi) {
+bool run_conv(const ConvNhwc& c, Isa isa, ConvWeights layout, const std::vector<int8_t>& wt, const int32_t* bias,
+              const cpu::Qs8ConvQuant& q, int64_t batch, int64_t h, int64_t w, const std::vector<int8_t>& in,
+              std::vector<int8_t>* out, int lo, int hi) {
   std::vector<unsigned char> packed(cpu::conv2d_nhwc_qs8_packed_bytes(c, isa));
-  if (packed.empty() || !cpu::conv2d_nhwc_qs8_pack(c, layout, wt.data(), bias, q, isa, packed.data()))
-    return false;
+  if (packed.empty() || !cpu::conv2d_nhwc_qs8_pack(c, layout, wt.data(), bias, q, isa, packed.data())) return false;
   out->assign(batch * c.out_h(h) * c.out_w(w) * c.out_channels(), 0x55);
-  return cpu::conv2d_nhwc_qs8(c, packed.data(), batch, h, w, in.data(), out->data(),
-                              static_cast<int8_t>(lo), static_cast<int8_t>(hi));
+  return cpu::conv2d_nhwc_qs8(c, packed.data(), batch, h, w, in.data(), out->data(), static_cast<int8_t>(lo),
+                              static_cast<int8_t>(hi));
 }
 
 std::vector<int8_t> to_hwo(const ConvNhwc& c, const std::vector<int8_t>& ohwi) {
@@ -171,8 +169,7 @@ KTEST(qs8_conv_matches_reference_exactly_on_every_isa) {
         CHECK(out == expected);
         if (out != expected) std::fprintf(stderr, "  isa %s variant %d\n", cpu::isa_name(isa), variant);
         if (c.group_in_channels == 1) {
-          CHECK(run_conv(c, isa, ConvWeights::kHwo, to_hwo(c, wt), b, q, k.batch, k.h, k.w, in,
-                         &out, lo, hi));
+          CHECK(run_conv(c, isa, ConvWeights::kHwo, to_hwo(c, wt), b, q, k.batch, k.h, k.w, in, &out, lo, hi));
           CHECK(out == expected);
         }
       }
@@ -185,7 +182,7 @@ KTEST(qs8_conv_is_bit_identical_for_any_thread_count) {
   const Case bigs[] = {{1, 28, 28, geometry(1, 1, 0, 1, 1, 32, 96)},
                        {1, 30, 30, geometry(3, 1, 1, 1, 1, 16, 40)},
                        {1, 56, 56, geometry(3, 2, 1, 1, 144, 1, 1)},
-                       {1, 7, 7, geometry(3, 1, 1, 1, 200, 1, 1)},      // depthwise, channel split
+                       {1, 7, 7, geometry(3, 1, 1, 1, 200, 1, 1)},  // depthwise, channel split
                        {1, 7, 7, geometry(1, 1, 0, 1, 1, 64, 330)}};  // column-block major
   for (const Case& k : bigs) {
     const int64_t red = k.c.group_in_channels * k.c.kernel_h * k.c.kernel_w;
@@ -203,8 +200,7 @@ KTEST(qs8_conv_is_bit_identical_for_any_thread_count) {
       for (uint32_t t : {1u, 2u, 3u}) {
         CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
         std::vector<int8_t> out;
-        CHECK(run_conv(k.c, isa, ConvWeights::kOhwi, wt, nullptr, q, k.batch, k.h, k.w, in, &out,
-                       -128, 127));
+        CHECK(run_conv(k.c, isa, ConvWeights::kOhwi, wt, nullptr, q, k.batch, k.h, k.w, in, &out, -128, 127));
         if (first.empty()) first = out;
         CHECK(out == first);
       }
@@ -217,8 +213,7 @@ KTEST(qs8_fully_connected_matches_reference_exactly_on_every_isa) {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1, 1}, {1, 1000, 300}, {3, 17, 9}, {8, 32, 64}, {9, 33, 17},
-                          {50, 70, 130}, {5, 7, 3}};
+  const Shape shapes[] = {{1, 1, 1}, {1, 1000, 300}, {3, 17, 9}, {8, 32, 64}, {9, 33, 17}, {50, 70, 130}, {5, 7, 3}};
   for (const Shape& s : shapes) {
     auto in = random_i8(s.m * (s.k + 3), 61);
     auto w = random_i8(s.n * s.k, 62, -127, 127);
@@ -237,20 +232,17 @@ KTEST(qs8_fully_connected_matches_reference_exactly_on_every_isa) {
     for (int64_t r = 0; r < s.m; ++r)
       for (int64_t i = 0; i < s.n; ++i) {
         int64_t acc = bias[i];
-        for (int64_t p = 0; p < s.k; ++p)
-          acc += (int64_t(in[r * (s.k + 3) + p]) - q.in_zero_point) * w[i * s.k + p];
-        expected[r * s.n + i] =
-            requantize(acc, q.in_scale * ws[i] / q.out_scale, q.out_zero_point, -128, 127);
+        for (int64_t p = 0; p < s.k; ++p) acc += (int64_t(in[r * (s.k + 3) + p]) - q.in_zero_point) * w[i * s.k + p];
+        expected[r * s.n + i] = requantize(acc, q.in_scale * ws[i] / q.out_scale, q.out_zero_point, -128, 127);
       }
     for (Isa isa : kIsas) {
       if (!cpu::int8_isa_supported(isa)) continue;
       for (bool k_major : {false, true}) {
         std::vector<unsigned char> packed(cpu::fully_connected_qs8_packed_bytes(s.n, s.k, isa));
-        CHECK(cpu::fully_connected_qs8_pack(s.n, s.k, k_major ? wt.data() : w.data(), k_major,
-                                            bias.data(), q, isa, packed.data()));
+        CHECK(cpu::fully_connected_qs8_pack(s.n, s.k, k_major ? wt.data() : w.data(), k_major, bias.data(), q, isa,
+                                            packed.data()));
         std::vector<int8_t> out(s.m * s.n, 0x55);
-        CHECK(cpu::fully_connected_qs8(packed.data(), s.m, in.data(), s.k + 3, out.data(), s.n,
-                                       -128, 127));
+        CHECK(cpu::fully_connected_qs8(packed.data(), s.m, in.data(), s.k + 3, out.data(), s.n, -128, 127));
         CHECK(out == expected);
       }
     }
@@ -278,10 +270,12 @@ KTEST(qs8_add_matches_reference_exactly_on_every_isa) {
   std::vector<int8_t> expected(n);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t acc = (int64_t(a[i]) - q.a_zero_point) * am + (int64_t(b[i]) - q.b_zero_point) * bm;
-    const int64_t v = std::min<int64_t>(120, std::max<int64_t>(-120, ((acc + (int64_t(1) << (shift - 1))) >> shift) + q.out_zero_point));
+    const int64_t v = std::min<int64_t>(
+        120, std::max<int64_t>(-120, ((acc + (int64_t(1) << (shift - 1))) >> shift) + q.out_zero_point));
     expected[i] = static_cast<int8_t>(v);
-    const double real = ((a[i] - q.a_zero_point) * double(q.a_scale) +
-                         (b[i] - q.b_zero_point) * double(q.b_scale)) / q.out_scale + q.out_zero_point;
+    const double real =
+        ((a[i] - q.a_zero_point) * double(q.a_scale) + (b[i] - q.b_zero_point) * double(q.b_scale)) / q.out_scale +
+        q.out_zero_point;
     CHECK(std::fabs(std::fmin(120.0, std::fmax(-120.0, real)) - v) <= 0.5 + 1e-3);
   }
   for (Isa isa : kIsas) {
@@ -298,10 +292,9 @@ KTEST(qs8_add_matches_reference_exactly_on_every_isa) {
 namespace {
 
 // Expected QD8 output from the documented formula, in double from exact integer group sums.
-std::vector<float> qd8_reference(int64_t m, int64_t n, int64_t k, int64_t group,
-                                 const std::vector<float>& in, const std::vector<int32_t>& w,
-                                 const std::vector<float>& scales, const std::vector<float>& bias,
-                                 float lo, float hi) {
+std::vector<float> qd8_reference(int64_t m, int64_t n, int64_t k, int64_t group, const std::vector<float>& in,
+                                 const std::vector<int32_t>& w, const std::vector<float>& scales,
+                                 const std::vector<float>& bias, float lo, float hi) {
   std::vector<float> out(m * n);
   std::vector<int8_t> q(k);
   for (int64_t r = 0; r < m; ++r) {
@@ -344,7 +337,7 @@ KTEST(qd8_row_quantization_is_the_documented_formula_bit_for_bit) {
     for (int variant = 0; variant < 5; ++variant) {
       auto x = ktest::random_floats(k, 500 + k + variant);
       for (size_t i = 0; i < x.size(); ++i) {
-        if (variant == 1) x[i] = std::fabs(x[i]) + 0.25f;   // all positive: lo stays 0
+        if (variant == 1) x[i] = std::fabs(x[i]) + 0.25f;  // all positive: lo stays 0
         if (variant == 2) x[i] = -std::fabs(x[i]) - 0.25f;  // all negative: hi stays 0
         if (variant == 3) x[i] = i % 3 == 0 ? -0.f : x[i] * 1000.f;
         if (variant == 4) x[i] = i % 2 ? -0.f : 0.f;  // signed zeros only: the zero row
@@ -377,9 +370,9 @@ KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
     int64_t m, n, k, group;  // group == k: per-channel weights (int8, or 4-bit with int4); else 4-bit groups
     bool int4 = false;
   };
-  const Shape shapes[] = {{1, 1, 1, 1},      {1, 70, 300, 300}, {3, 33, 17, 17}, {9, 40, 64, 64},
-                          {1, 96, 256, 32},  {5, 45, 256, 64},  {2, 17, 384, 128},
-                          {1, 1000, 128, 32}, {3, 33, 64, 64, true}, {2, 17, 384, 384, true}};
+  const Shape shapes[] = {{1, 1, 1, 1},          {1, 70, 300, 300},      {3, 33, 17, 17},   {9, 40, 64, 64},
+                          {1, 96, 256, 32},      {5, 45, 256, 64},       {2, 17, 384, 128}, {1, 1000, 128, 32},
+                          {3, 33, 64, 64, true}, {2, 17, 384, 384, true}};
   const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
   for (const Shape& s : shapes) {
     auto in = ktest::random_floats(s.m * s.k, 91);
@@ -414,22 +407,19 @@ KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
       for (int variant = 0; variant < (int4 ? 3 : 1); ++variant) {
         std::vector<unsigned char> packed(cpu::fully_connected_qd8_packed_bytes(s.n, s.k, s.group, isa));
         CHECK(!packed.empty());
-        const bool ok =
-            int4 ? cpu::fully_connected_qd8_pack_qb4w(
-                       s.n, s.k, s.group, variant == 1 ? nib0.data() : nib8.data(),
-                       variant == 1 ? 0 : 8,
-                       variant == 2 ? static_cast<const void*>(scales_bf16.data()) : scales.data(),
-                       variant == 2, bias.data(), isa, packed.data())
-                 : cpu::fully_connected_qd8_pack_qc8w(s.n, s.k, w8.data(), scales.data(),
-                                                      bias.data(), isa, packed.data());
+        const bool ok = int4 ? cpu::fully_connected_qd8_pack_qb4w(
+                                   s.n, s.k, s.group, variant == 1 ? nib0.data() : nib8.data(), variant == 1 ? 0 : 8,
+                                   variant == 2 ? static_cast<const void*>(scales_bf16.data()) : scales.data(),
+                                   variant == 2, bias.data(), isa, packed.data())
+                             : cpu::fully_connected_qd8_pack_qc8w(s.n, s.k, w8.data(), scales.data(), bias.data(), isa,
+                                                                  packed.data());
         CHECK(ok);
         std::vector<unsigned char> scratch(cpu::fully_connected_qd8_scratch_bytes(s.m, s.k));
         std::vector<float> first;
         for (uint32_t t : {1u, 2u, 3u}) {
           CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
           std::vector<float> out(s.m * s.n, std::nanf(""));
-          CHECK(cpu::fully_connected_qd8(packed.data(), s.m, in.data(), s.k, out.data(), s.n, lo,
-                                         hi, scratch.data()));
+          CHECK(cpu::fully_connected_qd8(packed.data(), s.m, in.data(), s.k, out.data(), s.n, lo, hi, scratch.data()));
           CHECK_CLOSE(out.data(), expected.data(), out.size(), 1e-5);
           if (first.empty()) first = out;
           CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
@@ -443,8 +433,8 @@ KTEST(qd8_fully_connected_matches_reference_on_every_isa) {
   std::vector<float> sc(4, 1.f);
   // groups must divide k and be a multiple of 8
   CHECK(cpu::fully_connected_qd8_packed_bytes(2, 24, 12, Isa::kBaseline) == 0);
-  CHECK(!cpu::fully_connected_qd8_pack_qb4w(2, 24, 12, nib.data(), 8, sc.data(), false, nullptr,
-                                            Isa::kBaseline, packed.data()));
+  CHECK(!cpu::fully_connected_qd8_pack_qb4w(2, 24, 12, nib.data(), 8, sc.data(), false, nullptr, Isa::kBaseline,
+                                            packed.data()));
 }
 
 KTEST(qs8_dw_pw_gives_the_two_calls_bytes) {
@@ -456,10 +446,10 @@ KTEST(qs8_dw_pw_gives_the_two_calls_bytes) {
   };
   const Fused cases[] = {
       {1, 28, 28, geometry(3, 1, 1, 1, 144, 1, 1), 24},  // MobileNetV2 block
-      {1, 29, 27, geometry(3, 2, 1, 1, 96, 1, 1), 32},   // stride 2, odd sizes
-      {2, 14, 14, geometry(3, 1, 1, 1, 45, 1, 1), 70},   // channel and column tails, a batch
-      {1, 16, 300, geometry(3, 1, 1, 1, 40, 1, 1), 9},   // a row over several runs
-      {1, 7, 7, geometry(3, 1, 1, 1, 160, 1, 1), 40},    // 7 rows: two calls with a buffer
+      {1, 29, 27, geometry(3, 2, 1, 1, 96, 1, 1), 32},  // stride 2, odd sizes
+      {2, 14, 14, geometry(3, 1, 1, 1, 45, 1, 1), 70},  // channel and column tails, a batch
+      {1, 16, 300, geometry(3, 1, 1, 1, 40, 1, 1), 9},  // a row over several runs
+      {1, 7, 7, geometry(3, 1, 1, 1, 160, 1, 1), 40},  // 7 rows: two calls with a buffer
   };
   for (const Fused& f : cases) {
     const int64_t ch = f.dw.out_channels(), ks = f.dw.kernel_h * f.dw.kernel_w;
@@ -489,9 +479,8 @@ KTEST(qs8_dw_pw_gives_the_two_calls_bytes) {
         CHECK(get_threadpool()->_unsafe_reset_threadpool(t));
         for (bool with_mid : {true, false}) {
           std::vector<int8_t> scratch(mid.size(), 0x55), out(two.size(), 0x55);
-          CHECK(cpu::conv2d_nhwc_qs8_dw_pw(f.dw, pd.data(), -3, 120, pw, pp.data(), f.batch, f.h,
-                                           f.w, in.data(), with_mid ? scratch.data() : nullptr,
-                                           out.data(), -128, 100));
+          CHECK(cpu::conv2d_nhwc_qs8_dw_pw(f.dw, pd.data(), -3, 120, pw, pp.data(), f.batch, f.h, f.w, in.data(),
+                                           with_mid ? scratch.data() : nullptr, out.data(), -128, 100));
           CHECK(out == two);
         }
       }
@@ -499,8 +488,8 @@ KTEST(qs8_dw_pw_gives_the_two_calls_bytes) {
       std::vector<int8_t> out(two.size(), 0x55), scratch(mid.size());
       ConvNhwc wrong = pw;
       wrong.group_in_channels = ch + 1;
-      CHECK(!cpu::conv2d_nhwc_qs8_dw_pw(f.dw, pd.data(), -3, 120, wrong, pp.data(), f.batch, f.h,
-                                        f.w, in.data(), scratch.data(), out.data(), -128, 100));
+      CHECK(!cpu::conv2d_nhwc_qs8_dw_pw(f.dw, pd.data(), -3, 120, wrong, pp.data(), f.batch, f.h, f.w, in.data(),
+                                        scratch.data(), out.data(), -128, 100));
       CHECK(out[0] == 0x55 && out.back() == 0x55);
     }
   }

@@ -167,8 +167,8 @@ KTEST(op_convolution_runs_without_temp_memory) {
   auto& w = c.tensor(F32, {4, 3, 3, 3}, wv);
   auto& with = c.out(F32, {2, 4, 6, 6}, 288);
   auto args = [&](OwnedTensor& o) {
-    return std::vector<EValue>{t(in), t(w), EValue(), c.ints({1, 1}), c.ints({1, 1}), c.ints({1, 1}), b(false),
-                               c.ints({0, 0}), i(1), t(o)};
+    return std::vector<EValue>{t(in),          t(w),     EValue(),       c.ints({1, 1}), c.ints({1, 1}),
+                               c.ints({1, 1}), b(false), c.ints({0, 0}), i(1),           t(o)};
   };
   CHECK(c.run("aten::convolution.out", args(with)) == Error::Ok);
   c.without_temp();
@@ -182,8 +182,8 @@ KTEST(op_convolution_rejects_bad_input_without_crashing) {
   auto& in = c.tensor<int64_t>(I64, {1, 1, 3, 3}, std::vector<int64_t>(9, 1));
   auto& w = c.tensor(F32, {1, 1, 3, 3}, iota(9));
   auto& out = c.out(F32, {1, 1, 1, 1}, 1);
-  CHECK(c.run("aten::convolution.out", {t(in), t(w), EValue(), c.ints({1, 1}), c.ints({0, 0}), c.ints({1, 1}),
-                                        b(false), c.ints({0, 0}), i(1), t(out)}) == Error::InvalidType);
+  CHECK(c.run("aten::convolution.out", {t(in), t(w), EValue(), c.ints({1, 1}), c.ints({0, 0}), c.ints({1, 1}), b(false),
+                                        c.ints({0, 0}), i(1), t(out)}) == Error::InvalidType);
   auto& fin = c.tensor(F32, {1, 2, 3, 3}, iota(18));
   CHECK(c.run("aten::convolution.out", {t(fin), t(w), EValue(), c.ints({1, 1}), c.ints({0, 0}), c.ints({1, 1}),
                                         b(false), c.ints({0, 0}), i(3), t(out)}) == Error::InvalidArgument);
@@ -368,13 +368,13 @@ KTEST(op_pool_and_upsample) {
   auto& x = c.tensor(F32, {1, 1, 4, 4}, iota(16));
   auto& mp = c.out(F32, {1, 1, 2, 2}, 4);
   auto& idx = c.out(I64, {1, 1, 2, 2}, 4);
-  CHECK(c.run("aten::max_pool2d_with_indices.out",
-              {t(x), c.ints({2, 2}), c.ints({}), c.ints({0, 0}), c.ints({1, 1}), b(false), t(mp), t(idx)}) == Error::Ok);
+  CHECK(c.run("aten::max_pool2d_with_indices.out", {t(x), c.ints({2, 2}), c.ints({}), c.ints({0, 0}), c.ints({1, 1}),
+                                                    b(false), t(mp), t(idx)}) == Error::Ok);
   CHECK(mp.data<float>()[0] == 5 && mp.data<float>()[3] == 15 && idx.data<int64_t>()[1] == 7);
   auto& up = c.out(F32, {1, 1, 8, 8}, 64);
-  CHECK(c.run("aten::upsample_nearest2d.vec_out", {t(x), EValue(), EValue(executorch::runtime::Span<const double>(
-                                                                             nullptr, 0)),
-                                                   t(up)}) == Error::InvalidArgument);
+  CHECK(c.run("aten::upsample_nearest2d.vec_out",
+              {t(x), EValue(), EValue(executorch::runtime::Span<const double>(nullptr, 0)), t(up)}) ==
+        Error::InvalidArgument);
   static const double scales[2] = {2.0, 2.0};
   CHECK(c.run("aten::upsample_nearest2d.vec_out",
               {t(x), EValue(), EValue(executorch::runtime::Span<const double>(scales, 2)), t(up)}) == Error::Ok);
@@ -404,7 +404,8 @@ KTEST(op_index_select_embedding_gather_topk) {
   auto& tv = c.out(F32, {2, 2}, 4);
   auto& ti = c.out(I64, {2, 2}, 4);
   CHECK(c.run("aten::topk.values", {t(v), i(2), i(-1), b(true), b(true), t(tv), t(ti)}) == Error::Ok);
-  CHECK(tv.data<float>()[0] == 5 && tv.data<float>()[1] == 4 && ti.data<int64_t>()[2] == 0 && ti.data<int64_t>()[3] == 2);
+  CHECK(tv.data<float>()[0] == 5 && tv.data<float>()[1] == 4 && ti.data<int64_t>()[2] == 0 &&
+        ti.data<int64_t>()[3] == 2);
   auto& sv = c.out(F32, {2, 5}, 10);
   auto& si = c.out(I64, {2, 5}, 10);
   CHECK(c.run("aten::sort.values", {t(v), i(1), b(false), t(sv), t(si)}) == Error::Ok);
@@ -436,7 +437,8 @@ KTEST(op_permute_of_large_matrices_is_a_transpose) {
   bool same = true;
   for (int64_t b2 = 0; b2 < n; ++b2)
     for (int64_t i2 = 0; i2 < r; ++i2)
-      for (int64_t j = 0; j < k; ++j) same = same && out.data<float>()[(b2 * k + j) * r + i2] == xv[(b2 * r + i2) * k + j];
+      for (int64_t j = 0; j < k; ++j)
+        same = same && out.data<float>()[(b2 * k + j) * r + i2] == xv[(b2 * r + i2) * k + j];
   CHECK(same);
   auto& whole = c.out(F32, {k, r, n}, static_cast<size_t>(n * r * k));
   CHECK(c.run("aten::permute_copy.out", {t(x), c.ints({2, 1, 0}), t(whole)}) == Error::Ok);
@@ -523,7 +525,7 @@ KTEST(op_integer_arguments_at_the_int64_limits) {
   auto& grstd = c.out(F32, {1, 1}, 8);
   auto& gout = c.out(F32, {2, 3}, 6);
   CHECK(c.run("aten::native_group_norm.out", {t(x6), EValue(), EValue(), i(kWrapsToTwo), i(3), i(3), i(1), d(1e-5),
-                                               t(gout), t(gmean), t(grstd)}) != Error::Ok);
+                                              t(gout), t(gmean), t(grstd)}) != Error::Ok);
   auto& img = c.tensor(F32, {1, 1, 2, 2}, iota(4));
   auto& wgt = c.tensor(F32, {1, 1, 1, 1}, iota(1, 0.f, 1.f));
   auto& conv = c.out(F32, {1, 1, 2, 2}, 4);
@@ -543,28 +545,26 @@ KTEST(op_integer_arguments_at_the_int64_limits) {
 
   // Quantization ranges and dtypes outside the target dtype are refused (not a float-to-int overflow).
   auto& q = c.out(ScalarType::Char, {2, 3}, 6);
-  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(x6), d(0.1), i(0), i(-128), i(kMax),
-                                                                 i(static_cast<int64_t>(ScalarType::Char)), t(q)})
-        != Error::Ok);
-  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(x6), d(0.1), i(0), i(-128), i(127),
-                                                                 i(256 + static_cast<int64_t>(ScalarType::Char)), t(q)})
-        != Error::Ok);
-  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(x6), d(0.1), i(0), i(-128), i(127),
-                                                                 i(static_cast<int64_t>(ScalarType::Char)), t(q)})
-        == Error::Ok);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out",
+              {t(x6), d(0.1), i(0), i(-128), i(kMax), i(static_cast<int64_t>(ScalarType::Char)), t(q)}) != Error::Ok);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out",
+              {t(x6), d(0.1), i(0), i(-128), i(127), i(256 + static_cast<int64_t>(ScalarType::Char)), t(q)}) !=
+        Error::Ok);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out",
+              {t(x6), d(0.1), i(0), i(-128), i(127), i(static_cast<int64_t>(ScalarType::Char)), t(q)}) == Error::Ok);
   auto& q32 = c.out(ScalarType::Int, {2, 3}, 6);
   auto& huge = c.tensor(F32, {2, 3}, iota(6, 1e30f));
-  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out", {t(huge), d(1.0), i(0), i(INT32_MIN), i(INT32_MAX),
-                                                                 i(static_cast<int64_t>(ScalarType::Int)), t(q32)})
-        == Error::Ok);
+  CHECK(c.run("quantized_decomposed::quantize_per_tensor.out",
+              {t(huge), d(1.0), i(0), i(INT32_MIN), i(INT32_MAX), i(static_cast<int64_t>(ScalarType::Int)), t(q32)}) ==
+        Error::Ok);
   CHECK(q32.data<int32_t>()[5] == INT32_MAX && q32.data<int32_t>()[0] == 0);
   auto& qin = c.tensor<int8_t>(ScalarType::Char, {2}, {1, -1});
   auto& sc = c.tensor(F32, {2}, std::vector<float>{1.f, 1.f});
   auto& zp = c.tensor<int64_t>(I64, {2}, {kMin, kMax});
   auto& deq = c.out(F32, {2}, 2);
   CHECK(c.run("quantized_decomposed::dequantize_per_channel.out",
-              {t(qin), t(sc), t(zp), i(0), i(-128), i(127), i(static_cast<int64_t>(ScalarType::Char)), EValue(), t(deq)})
-        == Error::Ok);
+              {t(qin), t(sc), t(zp), i(0), i(-128), i(127), i(static_cast<int64_t>(ScalarType::Char)), EValue(),
+               t(deq)}) == Error::Ok);
 }
 
 KTEST(op_exp_based_kernels_pass_nan_through) {

@@ -43,11 +43,12 @@ inline Error exercise(const uint8_t* data, size_t size) {
       if (!info.ok()) continue;
       std::vector<int64_t> sizes(info->sizes.begin(), info->sizes.end());
       uint64_t n = element_size(info->scalar_type);
-      for (int64_t s : sizes) n = s >= 0 && n * uint64_t(s) <= (uint64_t(16) << 20) ? n * uint64_t(s) : (uint64_t(1) << 40);
+      for (int64_t s : sizes)
+        n = s >= 0 && n * uint64_t(s) <= (uint64_t(16) << 20) ? n * uint64_t(s) : (uint64_t(1) << 40);
       if (n > (uint64_t(16) << 20)) continue;
       inputs[i].assign(static_cast<size_t>(n), 1);
-      method.set_input_tensor(i, info->scalar_type, Span<const int64_t>(sizes.data(), sizes.size()),
-                              inputs[i].data(), inputs[i].size());
+      method.set_input_tensor(i, info->scalar_type, Span<const int64_t>(sizes.data(), sizes.size()), inputs[i].data(),
+                              inputs[i].size());
     }
     Error e = method.execute();
     if (first == Error::Ok) first = e;

@@ -35,8 +35,7 @@ RTEST(bounded_tensor_resizes_within_capacity) {
   SizesType sizes[2] = {4, 3};
   DimOrderType order[2] = {0, 1};
   StridesType strides[2];
-  TensorImpl t(ScalarType::Float, 2, sizes, order, strides, nullptr, 48,
-               TensorShapeDynamism::DynamicBound);
+  TensorImpl t(ScalarType::Float, 2, sizes, order, strides, nullptr, 48, TensorShapeDynamism::DynamicBound);
   int64_t smaller[2] = {2, 3}, larger[2] = {5, 3}, huge[2] = {1 << 30, 1 << 30}, neg[2] = {-1, 3};
   RCHECK(t.resize(Span<const int64_t>(smaller, 2)) == Error::Ok);
   RCHECK(t.numel() == 6 && strides[0] == 3);

@@ -49,8 +49,7 @@ RTEST(data_map_survives_every_bit_flip_in_its_index) {
         if (!key.ok()) continue;
         auto layout = map->get_tensor_layout(*key);
         auto bytes = map->get_data(*key);
-        if (bytes.ok())
-          RCHECK(static_cast<const uint8_t*>(bytes->data()) + bytes->size() <= bad.data() + bad.size());
+        if (bytes.ok()) RCHECK(static_cast<const uint8_t*>(bytes->data()) + bytes->size() <= bad.data() + bad.size());
         (void)layout;
       }
     }

@@ -15,13 +15,13 @@ bool same_float_shape(KernelRuntimeContext& ctx, const Tensor& a, const Tensor& 
 }
 
 void add_out(KernelRuntimeContext& ctx, Span<EValue*> args) {
-  ET_KERNEL_CHECK(ctx, args_match(args, {Tag::Tensor, Tag::Tensor, Tag::ListScalar, Tag::Tensor}),
-                  InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args_match(args, {Tag::Tensor, Tag::Tensor, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
   Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[3]->toTensor();
   if (!same_float_shape(ctx, a, b, out)) return;
   float alpha = static_cast<float>(args[2]->toScalarDouble());
   for (int64_t i = 0; i < out.numel(); ++i)
-    out.mutable_data_ptr<float>()[i] = a.const_data_ptr<float>()[i] + alpha * b.const_data_ptr<float>()[b.numel() == 1 ? 0 : i];
+    out.mutable_data_ptr<float>()[i] =
+        a.const_data_ptr<float>()[i] + alpha * b.const_data_ptr<float>()[b.numel() == 1 ? 0 : i];
 }
 
 void mul_out(KernelRuntimeContext& ctx, Span<EValue*> args) {

@@ -11,8 +11,7 @@ using namespace executorch::runtime;
 
 namespace {
 
-const char* kFixtures[] = {"native/add.pte", "native/affine.pte", "native/cond.pte",
-                            "native/channels_last.pte"};
+const char* kFixtures[] = {"native/add.pte", "native/affine.pte", "native/cond.pte", "native/channels_last.pte"};
 
 }  // namespace
 

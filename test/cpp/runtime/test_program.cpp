@@ -23,8 +23,8 @@ Loaded load(const char* name) {
 }
 
 Error set_floats(Method& m, size_t index, std::vector<int64_t> sizes, const std::vector<float>& v) {
-  return m.set_input_tensor(index, ScalarType::Float, Span<const int64_t>(sizes.data(), sizes.size()),
-                            v.data(), v.size() * sizeof(float));
+  return m.set_input_tensor(index, ScalarType::Float, Span<const int64_t>(sizes.data(), sizes.size()), v.data(),
+                            v.size() * sizeof(float));
 }
 
 std::vector<float> output_floats(Method& m, size_t index) {
@@ -130,8 +130,7 @@ RTEST(cond_takes_both_branches) {
   Method& m = (*hosted)->method();
   for (bool p : {true, false}) {
     std::vector<int64_t> none;
-    RCHECK(m.set_input_tensor(0, ScalarType::Bool, Span<const int64_t>(none.data(), 0), &p, 1) ==
-           Error::Ok);
+    RCHECK(m.set_input_tensor(0, ScalarType::Bool, Span<const int64_t>(none.data(), 0), &p, 1) == Error::Ok);
     RCHECK(set_floats(m, 1, {4}, {1, 2, 3, 4}) == Error::Ok);
     RCHECK(m.execute() == Error::Ok);
     std::vector<float> want = p ? std::vector<float>{2, 4, 6, 8} : std::vector<float>{1, 4, 9, 16};

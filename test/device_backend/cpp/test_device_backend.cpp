@@ -95,7 +95,7 @@ struct Engine {
   uint32_t channels;
   uint8_t n_inputs, n_outputs;
   uint8_t picks[2];  // which engine output each delegate output is
-  float* scale;      // channels values, then `channels` shifts
+  float* scale;  // channels values, then `channels` shifts
 };
 
 class TestDeviceBackend final : public BackendInterface {

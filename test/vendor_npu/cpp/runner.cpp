@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
     const EValue* in = *m.get_input(i - 2);
     Tensor t = in->toTensor();
     std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
-    Error e = m.set_input_tensor(i - 2, ScalarType::Float, Span<const int64_t>(sizes.data(), sizes.size()),
-                                 data.data(), data.size());
+    Error e = m.set_input_tensor(i - 2, ScalarType::Float, Span<const int64_t>(sizes.data(), sizes.size()), data.data(),
+                                 data.size());
     if (e != Error::Ok) return std::fprintf(stderr, "input %d: %s\n", i - 2, error_name(e)), 1;
   }
   Error e = m.execute();

@@ -279,9 +279,12 @@ class VendorNpuBackend final : public BackendInterface {
       const Slot &o = plan.slots[op.out], &a = plan.slots[op.a], &b = plan.slots[op.b];
       const float* bias = op.c == kNone ? nullptr : plan.slots[op.c].data;
       ET_CHECK_OR_RETURN(o.data && a.data && b.data, InvalidState, "vendor_npu: op %u reads an unset slot", i);
-      if (op.opcode == kAdd || op.opcode == kMul) elementwise(op, o, a, b);
-      else if (op.opcode == kLinear) linear(o, a, b, bias);
-      else conv2d(op, o, a, b, bias);
+      if (op.opcode == kAdd || op.opcode == kMul)
+        elementwise(op, o, a, b);
+      else if (op.opcode == kLinear)
+        linear(o, a, b, bias);
+      else
+        conv2d(op, o, a, b, bias);
     }
     return Error::Ok;
   }
