@@ -52,7 +52,6 @@ def register_backend(name: str, backend: PythonBackend) -> None:
 
 
 def registered_backend_names() -> list[str]:
-    """Every backend registered, the installed packages' own (their entry points) included."""
     _plugins.load(_plugins.BACKENDS)
     with _lock:
         return sorted(_registry)

@@ -21,8 +21,8 @@ def test_the_package_declares_its_plugins_from_the_component_table():
     assert declared == {(_plugins.BACKENDS, "XnnpackBackend"), (_plugins.BACKENDS, "ExecutorBackend"),
                         (_plugins.EVENT_TRACERS, "etdump"), (_plugins.OPERATOR_LIBRARIES, "llama")}
     # The installed metadata (the editable install here, a wheel elsewhere) holds what the table declares.
-    installed = {(group, name) for group in (_plugins.BACKENDS, _plugins.EVENT_TRACERS, _plugins.OPERATOR_LIBRARIES)
-                 for name in _plugins.names(group)}
+    installed = {(group, ep.name) for group in (_plugins.BACKENDS, _plugins.EVENT_TRACERS, _plugins.OPERATOR_LIBRARIES)
+                 for ep in _plugins._entries(group)}
     assert declared <= installed, f"reinstall the package (pip install -e .): {sorted(declared - installed)}"
 
 

@@ -74,7 +74,10 @@ def load_program(data: Union[bytes, memoryview],
     ETDump as it loads methods and runs them."""
     tracer = None
     if etdump_debug_buffer_size is not None:
-        tracer = _etdump_tracer(etdump_debug_buffer_size)
+        make = _plugins.load(_plugins.EVENT_TRACERS, "etdump").get("etdump")
+        if make is None:
+            raise ExecuTorchError("enable_etdump: no ETDump writer is installed; reinstall executorch")
+        tracer = make(etdump_debug_buffer_size)
     external = None
     if external_data is not None:
         from executorch.exir._serialize._flat_tensor import read_ptd
@@ -94,11 +97,3 @@ def registered_backend_names() -> list[str]:
     """The delegate backends registered with the Python runtime."""
     return python_backend.registered_backend_names()
 
-
-def _etdump_tracer(debug_buffer_size: int):
-    """The ETDump writer, which the developer tools register as the event tracer named "etdump"."""
-    found = _plugins.load(_plugins.EVENT_TRACERS, "etdump").get("etdump")
-    if found is None:
-        raise ExecuTorchError("enable_etdump needs the ETDump writer (executorch.devtools.etdump), which no installed "
-                              "package registers: reinstall executorch")
-    return found(debug_buffer_size)

@@ -297,10 +297,9 @@ class PythonMethod:
         if backend is None or not backend.is_available():
             raise ExecuTorchError(
                 f"method {self.name!r} calls backend {delegate.id!r} (delegate {d}), which is not registered in the "
-                f"Python runtime (registered: {', '.join(python_backend.registered_backend_names()) or 'none'}); "
-                "install the package that provides it (it declares an executorch.runtime.backends entry point; "
-                "pip install -e . in a checkout declares this package's own), register it with "
-                "executorch.runtime.python_backend.register_backend, or run on the native runtime linked with it")
+                f"Python runtime (registered: {', '.join(python_backend.registered_backend_names())}); install "
+                "its package, register it with executorch.runtime.python_backend.register_backend, or run on the "
+                "native runtime linked with it")
         try:
             handle = backend.init(_payload(self._program, delegate), list(delegate.compile_specs),
                                   _named_data(self._program, self._external))

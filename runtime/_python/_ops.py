@@ -80,10 +80,9 @@ def _torch_overload(op: schema.Operator) -> Optional[torch._ops.OpOverload]:
         from executorch.exir.dialects import _quantized_ops  # noqa: F401
     if not sep or any(not part.isidentifier() or part.startswith("__") for part in (namespace, base, overload)):
         return None
-    if namespace in _plugins.names(_plugins.OPERATOR_LIBRARIES):
-        # An operator library (ExecuTorch's LLM ops: "llama") defines its ops in torch when imported; an installed
-        # package declares which namespace it defines, and programs name the ops only.
-        _plugins.load(_plugins.OPERATOR_LIBRARIES, namespace)
+    # An operator library (ExecuTorch's LLM ops: "llama") defines its ops in torch when imported; an installed
+    # package declares which namespace it defines, and programs name the ops only.
+    _plugins.load(_plugins.OPERATOR_LIBRARIES, namespace)
     try:
         found = getattr(getattr(getattr(torch.ops, namespace), base), overload)
     except (AttributeError, RuntimeError):

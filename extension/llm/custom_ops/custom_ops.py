@@ -90,9 +90,7 @@ def custom_sdpa_meta(query, key, value, start_pos, attn_mask=None, drpout_p=0.0,
 
 def custom_sdpa_out(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None, *, out):
     result = custom_sdpa(query, key, value, start_pos, attn_mask, drpout_p, is_causal, scale)
-    if out.shape != result.shape:  # an out variant sizes its output, as ATen's do (a dynamic token count)
-        out.resize_(result.shape)
-    return out.copy_(result)
+    return out.resize_(result.shape).copy_(result)  # sized like ATen's out variants: the token count is dynamic
 
 
 def _check_update(value, cache, start_pos) -> None:
