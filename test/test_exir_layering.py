@@ -50,27 +50,22 @@ def test_the_package_uses_absolute_executorch_imports_only():
 
 
 # ---- the import graph: every import points down the layers, and none closes a cycle ----------------
-# Layers, lowest first. A module belongs to the layer of its longest matching entry: "a.b" covers
-# a.b and everything under it, "=a.b" only a.b itself (a package's __init__), "*" one name part.
-# A module may import from its own layer or a lower one. This follows ../shared/DESIGN.md's picture:
-# exir (IR, passes, memory planning, emit, _serialize with .pte/.ptd, backend API, the program
-# managers) at the bottom; the extensions built on it; the backends' ahead-of-time halves and the
-# recipe/quantizer interfaces they implement; the runtime core; the backends' runtime halves; the
-# runtime API that assembles them; the tools on top of both (export sessions, devtools); the
-# command-line entry points and scripts last.
+# Layers, lowest first: the top-level folders, in this order. A module belongs to the layer of its longest
+# matching entry: "a.b" covers a.b and everything under it, "=a.b" only a.b itself (a package's __init__), "*"
+# one name part. A module may import from its own layer or a lower one. exir (IR, passes, memory planning,
+# emission, serialization, the backend API) is the bottom; the runtime owns its registries and imports nothing
+# above it (what sits above registers through entry points, runtime/_plugins.py); extension (.ptd, LLM ops,
+# upstream's portable_lib API) builds on both; devtools, then export (recipes, sessions); backends at the top,
+# since each plugs into every layer below (exir's backend API, export's recipes and quantizers, the runtime's
+# registries); the command line and scripts last. One module is placed by hand: the compiled extension lives in
+# extension/pybindings (upstream's path) but is the runtime's native engine.
 LAYERS = [
     ("exir", ["executorch.exir", "executorch.version"]),
-    ("extension", ["executorch.extension", "executorch.kernels",
-                   "executorch.extension.pybindings._portable_lib", "=executorch.extension.pybindings"]),
-    ("backend ahead-of-time", ["executorch.backends", "executorch.export.recipe", "executorch.export.recipe_provider",
-                               "executorch.export.recipe_registry", "executorch.export.portable_recipes",
-                               "executorch.export.quantizer", "executorch.export._quantize",
-                               "executorch.export._torchao", "executorch.export.types"]),
-    ("runtime core", ["executorch.runtime"]),
-    ("backend runtimes", ["executorch.backends.*.runtime", "executorch.runtime._python._executor_backend"]),
-    ("runtime API", ["=executorch.runtime", "=executorch.runtime._python",
-                     "executorch.extension.pybindings.portable_lib"]),
-    ("tools", ["executorch.export", "executorch.devtools"]),
+    ("runtime", ["executorch.runtime", "executorch.extension.pybindings._portable_lib"]),
+    ("extension", ["executorch.extension", "executorch.kernels"]),
+    ("devtools", ["executorch.devtools"]),
+    ("export", ["executorch.export"]),
+    ("backends", ["executorch.backends"]),
     ("entry points", ["=executorch", "executorch.cli", "executorch.benchmarks", "executorch.tools", "executorch.sdk",
                       "executorch._launch", "executorch.*.__main__"]),
 ]
@@ -249,6 +244,7 @@ def test_the_checks_see_a_cycle_and_an_upward_import():
              "executorch.exir.c": {"executorch.exir.a": 1}, "executorch.exir.d": {}}
     assert _cycles(graph) == [["executorch.exir.a", "executorch.exir.b", "executorch.exir.c", "executorch.exir.a"]]
     assert _layer_of("executorch.exir.program._program") < _layer_of("executorch.runtime._python._method") \
-        < _layer_of("executorch.backends.xnnpack.runtime._backend") < _layer_of("executorch.runtime") \
-        < _layer_of("executorch.cli.main")
+        < _layer_of("executorch.extension.pybindings.portable_lib") < _layer_of("executorch.export.recipe") \
+        < _layer_of("executorch.backends.xnnpack.runtime._backend") < _layer_of("executorch.cli.main")
+    assert _layer_of("executorch.extension.pybindings._portable_lib") == _layer_of("executorch.runtime")
     assert _layer_of("executorch.exir.__main__") == _layer_of("executorch.cli")
