@@ -67,9 +67,10 @@ need_apt qemu-aarch64-static qemu-user-static
 need_apt aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
 
 step "cross-configure for aarch64 (glibc 2.28 stubs, static test programs)"
+mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PYTHON" \
   -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DEXECUTORCH_GLIBC_TARGET=2.28 -DEXECUTORCH_BUILD_TESTS=ON \
-  -DEXECUTORCH_BUILD_EXECUTOR_RUNNER=ON >"$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; exit 1; }
+  -DEXECUTORCH_BUILD_EXECUTOR_RUNNER=ON >"$BUILD/configure.log" 2>&1 || { tail -30 "$BUILD/configure.log"; exit 1; }
 
 if [ "${1:-}" != "--full" ]; then
   step "compute routines' C++ tests (NEON paths) under QEMU"
