@@ -9,7 +9,6 @@ inside their call, and, with a debug buffer, the intermediate outputs. Times are
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Optional
 
 import torch
@@ -17,7 +16,6 @@ import torch
 from executorch.devtools.etdump import schema_flatcc as E
 from executorch.runtime import _layout
 
-now = time.perf_counter_ns
 # Intermediate outputs start on 64-byte boundaries of the debug buffer, as the native runtime lays them.
 DEBUG_ALIGNMENT = 64
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from time import perf_counter_ns as now  # the clock of every ETDump event, as the tracer's own
 from typing import Optional, Sequence, Union
 
 import torch
@@ -14,7 +13,7 @@ from executorch.runtime._backend import Verification
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._meta import MethodMeta
 from executorch.runtime._python import _kernels
-from executorch.runtime._python._method import PythonMethod, plan_meta
+from executorch.runtime._python._method import PythonMethod, now, plan_meta
 from executorch.runtime._python._values import SharedArena
 
 __all__ = ["PythonProgram", "load_program", "operator_names", "registered_backend_names"]

@@ -6,7 +6,7 @@ import functools
 import math
 import threading
 import weakref
-from time import perf_counter_ns as now  # the clock of every ETDump event, as the tracer's own
+from time import perf_counter_ns as now  # the clock of every ETDump event (tracers record these ticks)
 from typing import Callable, Optional
 
 import torch

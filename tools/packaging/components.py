@@ -53,9 +53,8 @@ class Component:
     cmake_option: str | None = None
     cmake_targets: tuple[str, ...] = ()
     install_component: str | None = None
-    scripts: tuple[str, ...] = ()
-    # Entry points, (group, "name = module[:object]"): how the runtime finds the plugins a row ships (the Python
-    # backends, event tracers and operator libraries above it; runtime/_plugins.py) without importing them by name.
+    # Entry points, (group, "name = module[:object]"): console scripts, and how the runtime finds the plugins a row
+    # ships (the Python backends, event tracers and operator libraries above it; runtime/_plugins.py).
     entry_points: tuple[tuple[str, str], ...] = ()
     python_extension: bool = False
     # The row ships a binary copied from a package for the build machine, so a cross build
@@ -260,7 +259,7 @@ COMPONENTS: tuple[Component, ...] = (
         modules=("executorch._launch",),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_EXECUTOR_RUNNER",
         cmake_targets=("executor_runner",), install_component="runner",
-        scripts=("executor_runner = executorch._launch:executor_runner",),
+        entry_points=(("console_scripts", "executor_runner = executorch._launch:executor_runner"),),
         sources=CMAKE_SOURCES + ("examples/executor_runner/*",),
     ),
     # --- the C++ SDK (executorch/lib, executorch/include, executorch/lib/cmake/executorch) ------------

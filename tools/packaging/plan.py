@@ -38,7 +38,6 @@ class BuildPlan:
     package_data: dict[str, list[str]]
     install_requires: tuple[str, ...]
     build_requires: tuple[str, ...]
-    console_scripts: tuple[str, ...]
     # Entry points by group (the console scripts and the runtime's plugins), as setuptools takes them.
     entry_points: dict[str, list[str]] = field(default_factory=dict)
     cmake_options: dict[str, bool] = field(default_factory=dict)
@@ -190,7 +189,6 @@ def plan(root: Path, mode: Mode, target: Target | None = None) -> BuildPlan:
                                       for req in reqs})
                         for name in sorted({extra for row in rows for extra, _ in row.extras})},
         build_requires=tuple(sorted({req for row in rows for req in row.build_requires})),
-        console_scripts=tuple(sorted(s for row in rows for s in row.scripts)),
         entry_points=_entry_points(rows),
         cmake_options=options,
         cmake_targets=tuple(t for row in rows for t in row.cmake_targets),
@@ -201,8 +199,6 @@ def plan(root: Path, mode: Mode, target: Target | None = None) -> BuildPlan:
 def _entry_points(rows) -> dict[str, list[str]]:
     groups: dict[str, set[str]] = {}
     for row in rows:
-        for script in row.scripts:
-            groups.setdefault("console_scripts", set()).add(script)
         for group, entry in row.entry_points:
             groups.setdefault(group, set()).add(entry)
     return {group: sorted(entries) for group, entries in sorted(groups.items())}

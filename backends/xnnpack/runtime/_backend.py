@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
@@ -15,8 +14,8 @@ from executorch.exir.error import SerializeError
 from executorch.runtime import _layout, python_backend
 from executorch.runtime._errors import ExecuTorchError, InvalidProgramError
 from executorch.runtime._python import _kernels
+from executorch.runtime._python._method import now
 
-now = time.perf_counter_ns  # the tracer's clock (executorch.devtools.etdump.tracer)
 
 
 @dataclass
