@@ -1,18 +1,38 @@
-"""`Verifier`: checks a memory plan held in a graph's `TensorSpec`s
-(upstream's `executorch.exir.memory_planning.Verifier`)."""
+"""Memory plan checks: `Verifier` for a graph's `TensorSpec`s (upstream's `executorch.exir.memory_planning.Verifier`),
+`verify` for buffers, and `filter_nodes`; `executorch.exir.memory_planning` serves them."""
 
 from __future__ import annotations
+
+from typing import Iterable
 
 from torch import fx
 from torch.utils import _pytree as pytree
 
+from executorch.exir._arena import Buffer
 from executorch.exir.tensor import TensorSpec
+
+
+def verify(buffers: list[Buffer]) -> None:
+    """Raise AssertionError if two buffers live at once share a byte (a planner bug)."""
+    by_offset = sorted((b for b in buffers if b.size), key=lambda b: b.offset)
+    for i, a in enumerate(by_offset):
+        for b in by_offset[i + 1:]:
+            if b.offset >= a.offset + a.size:
+                break
+            if a.overlaps(b):
+                raise AssertionError(f"memory plan overlap: {a} and {b}")
+
+
+def filter_nodes(inputs) -> Iterable[fx.Node]:
+    """The fx nodes in `inputs`, at any depth."""
+    return (x for x in pytree.tree_leaves(inputs) if isinstance(x, fx.Node))
 
 
 class Verifier:
     """Checks the memory plan held in a graph's `node.meta["spec"]` (`mem_id`, `mem_offset`,
     `lifetime`, as ExecuTorch's planners leave them): no two tensors live at once share bytes, and
-    graph inputs / outputs are planned or not as `alloc_graph_input` / `alloc_graph_output` say."""
+    graph inputs / outputs are planned or not as `alloc_graph_input` / `alloc_graph_output` say.
+    A view the plan keeps in its base's storage is its base's bytes, as upstream's memory views are."""
 
     def __init__(self, graph_module: fx.GraphModule, alloc_graph_input: bool, alloc_graph_output: bool,
                  alloc_mutable_buffers: bool = True, graph_signature=None) -> None:
@@ -23,8 +43,12 @@ class Verifier:
         self.graph_signature = graph_signature
 
     def _specs(self, nodes) -> list:
+        from executorch.exir.memory_planning import is_alias
+
         seen, out = set(), []
         for node in nodes:
+            if is_alias(node):
+                continue
             for spec in pytree.tree_leaves(node.meta.get("spec")):
                 if isinstance(spec, TensorSpec) and id(spec) not in seen and not spec.const:
                     seen.add(id(spec))
@@ -56,9 +80,7 @@ class Verifier:
         nodes = list(self.graph_module.graph.nodes)
         user = set(self.graph_signature.user_inputs) if self.graph_signature is not None else None
         inputs = self._specs(n for n in nodes if n.op == "placeholder" and (user is None or n.name in user))
-        # the output node's arguments, at any depth (memory_planning.filter_nodes; that module imports this one)
-        outputs = self._specs([x for x in pytree.tree_leaves(nodes[-1].args) if isinstance(x, fx.Node)]
-                              if nodes and nodes[-1].op == "output" else [])
+        outputs = self._specs(filter_nodes(nodes[-1].args) if nodes and nodes[-1].op == "output" else [])
         for what, specs, wanted in (("input", inputs, self.alloc_graph_input),
                                     ("output", outputs, self.alloc_graph_output)):
             for spec in specs:

@@ -204,7 +204,7 @@ def test_delegate_named_data_with_an_external_tag_goes_to_the_ptd():
     from executorch.exir import ExecutorchBackendConfig
     from executorch.exir.emit._program_state import ProgramState
 
-    state = ProgramState(ExecutorchBackendConfig(), 16)
+    state = ProgramState(ExecutorchBackendConfig())
     state.delegates.named.add_named_data("blob", b"\x01\x02\x03", alignment=64, external_tag="weights")
     files = state.data_files()
     data = b"".join(FlatTensorSerializer().serialize_chunks(files["weights"]))

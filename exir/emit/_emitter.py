@@ -1,15 +1,13 @@
-"""Emission: one edge-dialect graph becomes one `ExecutionPlan` of out-variant kernel calls.
+"""Emission: one edge-dialect graph, its memory planned, becomes one `ExecutionPlan` of out-variant kernel calls."""
 
-Values are laid out the way the ExecuTorch exporter lays them out (constants, then inputs,
-then per instruction its outputs and its arguments), tensors other than constants are placed
-in one planned arena, and static-shape views of planned tensors become aliases (same bytes,
-no instruction).
-"""
+# Values are laid out the way the ExecuTorch exporter lays them out (constants, then inputs, then per instruction
+# its outputs and its arguments); each tensor other than a constant takes the place `memory_planning` recorded in
+# its node's `TensorSpec`, and a view the plan put in its base's storage becomes an alias (same bytes, no
+# instruction).
 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
@@ -20,135 +18,71 @@ from executorch.exir import memory_planning
 from executorch.exir import schema as S
 from executorch.exir._dtypes import scalar_type
 from executorch.exir.delegate import executorch_call_delegate
-from executorch.exir.dialects._edge_ops import (ALIAS_VIEW_COPIES, SAME_ORDER_COPIES, out_variant, prim_op_name,
-                                                writes_first_argument)
+from executorch.exir.dialects._edge_ops import out_variant, prim_op_name, writes_first_argument
 from executorch.exir.emit._program_state import DEFAULT_EXTERNAL_TAG, ConstantTable, ProgramState
 from executorch.exir.error import ExportError
-from executorch.exir.passes._graph import source_line
 from executorch.exir.passes.propagate_device_pass import CPU, device_of
+from executorch.exir.tensor import TensorSpec
 from executorch.exir.tensor_layout import TensorLayout
 from executorch.exir.passes.write_back import mutated_placeholders
-
-
-def _is_alias_view(target, val, base) -> bool:
-    if target in ALIAS_VIEW_COPIES:
-        return True
-    if target not in SAME_ORDER_COPIES or not isinstance(base, fx.Node):
-        return False
-    base_val = base.meta.get("val")
-    if not isinstance(base_val, torch.Tensor) or not isinstance(val, torch.Tensor):
-        return False
-    if target is torch.ops.aten.expand_copy.default and tuple(val.shape) != tuple(base_val.shape):
-        return False
-    return base_val.dtype == val.dtype and base_val.is_contiguous() and val.is_contiguous()
-
-
-@dataclass
-class _Planned:
-    """A planned tensor value and the storage it uses (shared with the tensors it aliases)."""
-
-    value: S.Tensor
-    buffer: memory_planning.Buffer
 
 
 class _MethodEmitter:
     """Emits one method; what all methods share comes from `program`."""
 
-    def __init__(self, name: str, ep: torch.export.ExportedProgram, program: ProgramState,
-                 memory_plan: memory_planning.MemoryPlanningPass):
+    def __init__(self, name: str, ep: torch.export.ExportedProgram, program: ProgramState):
         self.name = name
         self.ep = ep
         self.graph = ep.graph_module.graph
         self.program = program
-        self.memory_plan = memory_plan
-        self.shared_state = program.shared if memory_plan.share_mutable_buffers else None
-        self.shared_offset: dict[int, int] = {}  # id(buffer) -> its offset in the shared-state arena
         self.mutated = mutated_placeholders(ep.graph_signature)  # placeholder name -> buffer / input name
-        self.state: list[memory_planning.Buffer] = []  # storage of mutable buffers: live for the whole call
-        self.written: list[memory_planning.Buffer] = []  # storage a write-back copy_ changes
         self.delegates: list[S.BackendDelegate] = []
         self.delegate_calls: list[tuple[int, Any]] = []  # (instruction index, lowered module)
         self.owner: dict[fx.Graph, fx.GraphModule] = {ep.graph_module.graph: ep.graph_module}
         self.frames: list[S.FrameList] = []
-        self.moved_into: list[tuple[int, int]] = []  # (branch result, cond output) pairs
         self.values: list[S.EValue] = []
         self.node_values: dict[fx.Node, Any] = {}
-        self.planned: list[_Planned] = []
-        self.buffer_of: dict[int, memory_planning.Buffer] = {}
         self.operators: list[S.Operator] = []
         self.op_index: dict[tuple[str, str], int] = {}
         self.instructions: list[S.Instruction] = []
         self.debug_handles: list = []  # per instruction: its node's debug handle (None without one)
-        self.step: dict[fx.Node, int] = {}
 
     # values -----------------------------------------------------------------------------
     def _add(self, val: Any) -> int:
         self.values.append(S.EValue(val))
         return len(self.values) - 1
 
-    def _tensor_value(self, t: torch.Tensor, node: fx.Node, data_buffer_idx: int = 0) -> S.Tensor:
-        sizes, dynamism = self._sizes(t, node)
+    def _tensor_value(self, t: torch.Tensor, node: fx.Node, data_buffer_idx: int = 0,
+                      spec: Optional[TensorSpec] = None) -> S.Tensor:
+        spec = spec or memory_planning.tensor_spec(t, node, self.name)
         device = device_of(node)
         return S.Tensor(
             scalar_type=scalar_type(t.dtype),
             storage_offset=0,
-            sizes=sizes,
-            dim_order=self._dim_order(t, dynamism),
+            sizes=list(spec.shape),
+            dim_order=list(spec.dim_order),
             requires_grad=bool(t.requires_grad),
             data_buffer_idx=data_buffer_idx,
             allocation_info=None,
-            shape_dynamism=dynamism,
+            shape_dynamism=spec.shape_dynamism,
             # Host tensors say nothing, which readers take as the host, as ExecuTorch writes them.
             extra_tensor_info=None if device == CPU else S.ExtraTensorInfo(device_type=device[0],
                                                                           device_index=device[1]),
         )
 
-    def _sizes(self, t: torch.Tensor, node: fx.Node) -> tuple[list[int], S.TensorShapeDynamism]:
-        sizes, dynamic = [], False
-        for s in t.shape:
-            if isinstance(s, int):
-                sizes.append(s)
-                continue
-            dynamic = True
-            sizes.append(self._upper_bound(s, node))
-        return sizes, S.TensorShapeDynamism.DYNAMIC_BOUND if dynamic else S.TensorShapeDynamism.STATIC
+    def _planned_tensor(self, t: torch.Tensor, node: fx.Node, spec: TensorSpec) -> int:
+        """A tensor value where the memory plan put it (the caller's memory when the plan left it out)."""
+        value = self._tensor_value(t, node, spec=spec)
+        if spec.mem_id is not None:
+            value.allocation_info = S.AllocationDetails.at(spec.mem_id, spec.mem_offset)
+        return self._add(value)
 
-    def _upper_bound(self, s: torch.SymInt, node: fx.Node) -> int:
-        expr = s.node.expr
-        try:
-            upper = int(s.node.shape_env.bound_sympy(expr).upper)
-        except (TypeError, ValueError, AttributeError, OverflowError):
-            upper = None  # unbounded: sympy's or torch's infinity
-        if upper is None or upper > 2**31 - 1:
-            where = source_line(node)
-            raise ExportError(
-                f"method '{self.name}': node '{node.name}'{' (' + where + ')' if where else ''} has a dimension "
-                f"{expr} with no upper bound; .pte programs plan memory for the largest shape, so give each "
-                "dynamic dimension a maximum, e.g. torch.export.Dim('n', max=1024)"
-            )
-        return upper
-
-    @staticmethod
-    def _dim_order(t: torch.Tensor, dynamism) -> list[int]:
-        if dynamism != S.TensorShapeDynamism.STATIC or t.dim() == 0:
-            return list(range(t.dim()))
-        strides = t.stride()
-        return sorted(range(t.dim()), key=lambda d: (-strides[d], d))
-
-    def _planned_tensor(self, t: torch.Tensor, node: fx.Node, alias_of: Optional[int] = None) -> int:
-        value = self._tensor_value(t, node)
-        idx = self._add(value)
-        if alias_of is not None:
-            buf = self.buffer_of[alias_of]
-        else:
-            nbytes = t.element_size()
-            for s in value.sizes:
-                nbytes *= s
-            buf = memory_planning.Buffer(size=nbytes, first=self.step[node], last=self.step[node],
-                                         device=tuple(device_of(node)))
-        self.buffer_of[idx] = buf
-        self.planned.append(_Planned(value, buf))
-        return idx
+    def _results(self, node: fx.Node) -> list[int]:
+        """The planned tensors a call produces, one per result."""
+        val, spec = node.meta["val"], node.meta["spec"]
+        if isinstance(val, (list, tuple)):
+            return [self._planned_tensor(v, node, s) for v, s in zip(val, spec)]
+        return [self._planned_tensor(val, node, spec)]
 
     def _scalar(self, v: Any) -> int:
         if isinstance(v, bool):
@@ -225,7 +159,6 @@ class _MethodEmitter:
     # nodes ------------------------------------------------------------------------------
     def emit(self) -> S.ExecutionPlan:
         nodes = list(self.graph.nodes)
-        self.step = {n: i for i, n in enumerate(nodes)}
         inputs = self._emit_placeholders(nodes)
         outputs: list[int] = []
         for node in nodes:
@@ -233,9 +166,9 @@ class _MethodEmitter:
                 self._emit_call(node)
             elif node.op == "output":
                 outputs = self._emit_outputs(node)
-        memory_planning.extend_lifetimes(self.graph, self._buffer_of_node, self.state,
-                                         [(self.buffer_of[src], self.buffer_of[dst]) for src, dst in self.moved_into])
-        self._plan()
+        meta = self.ep.graph_module.meta  # the memory plan's arenas
+        devices = [S.NonConstBufferDevice(buffer_idx=i, device_type=S.DeviceType(device[0]), device_index=device[1])
+                   for i, device in meta["non_const_buffer_device"]]
         gm_spec = self.ep.call_spec
         from torch.utils._pytree import treespec_dumps
 
@@ -252,8 +185,8 @@ class _MethodEmitter:
                             stacktrace=self.frames if self.program.config.emit_stacktrace else None)],
             operators=self.operators,
             delegates=self.delegates,
-            non_const_buffer_sizes=self.arena_sizes,
-            non_const_buffer_device=self.arena_devices,
+            non_const_buffer_sizes=list(meta["non_const_buffer_sizes"]),
+            non_const_buffer_device=devices or None,
         )
 
     def _emit_placeholders(self, nodes: list[fx.Node]) -> list[int]:
@@ -291,9 +224,7 @@ class _MethodEmitter:
         for node in user_inputs:
             v = node.meta.get("val")
             if isinstance(v, torch.Tensor):
-                # an unplanned input (no allocation info) is the caller's memory, bound at run time
-                self.node_values[node] = (self._planned_tensor(v, node) if self.memory_plan.alloc_graph_input
-                                          else self._add(self._tensor_value(v, node)))
+                self.node_values[node] = self._planned_tensor(v, node, node.meta["spec"])
             elif isinstance(v, (bool, int, float)):
                 self.node_values[node] = self._scalar(v)
             elif isinstance(v, torch.SymInt):
@@ -306,9 +237,6 @@ class _MethodEmitter:
                     "and Python scalars, so pass it as a tensor"
                 )
             inputs.append(self.node_values[node])
-        self.written = [self.buffer_of[self.node_values[n]] for n in nodes
-                        if n.op == "placeholder" and n.name in self.mutated
-                        and self.node_values.get(n) in self.buffer_of]
         return inputs
 
     def _external_tag(self, node: fx.Node, spec) -> Optional[str]:
@@ -331,7 +259,7 @@ class _MethodEmitter:
         """A buffer the method updates: planned memory that keeps its contents between calls of one
         loaded method. Its initial contents go into the file only when a pass marked it
         (`et_init_buffer`); otherwise the runtime starts it from whatever the arena holds."""
-        idx = self._planned_tensor(node.meta["val"], node)
+        idx = self._planned_tensor(node.meta["val"], node, node.meta["spec"])
         value = self.values[idx].val
         if node.meta.get("et_init_buffer"):
             data = self._constant_data(spec).detach()
@@ -341,11 +269,6 @@ class _MethodEmitter:
             value.extra_tensor_info = S.ExtraTensorInfo(
                 mutable_data_segments_idx=0, fully_qualified_name=spec.target, location=S.TensorDataLocation.SEGMENT,
                 device_type=device[0], device_index=device[1])
-        self.state.append(self.buffer_of[idx])
-        if self.shared_state is not None:
-            buf = self.buffer_of[idx]
-            kind = (str(node.meta["val"].dtype), tuple(value.sizes))
-            self.shared_offset[id(buf)] = self.shared_state.place(spec.target, buf.size, kind, self.name)
         return idx
 
     def _constant_data(self, spec) -> torch.Tensor:
@@ -379,22 +302,15 @@ class _MethodEmitter:
             self.node_values[node] = out
             self._instruction(prim, args + [out], node=node)
             return
-        base = node.args[0] if node.args else None
-        if (_is_alias_view(target, val, base) and isinstance(base, fx.Node)
-                and self.node_values.get(base) in self.buffer_of
-                and device_of(base) == CPU == device_of(node)
-                and not self._written_back(self.buffer_of[self.node_values[base]])
-                and all(isinstance(s, int) for s in val.shape)
-                and all(isinstance(s, int) for s in base.meta["val"].shape)):
-            self.node_values[node] = self._planned_tensor(val, node, alias_of=self.node_values[base])
+        if memory_planning.is_alias(node):
+            self.node_values[node] = self._planned_tensor(val, node, node.meta["spec"])
             return
         if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" and writes_first_argument(target):
             self._emit_in_place(node)
             return
         out_op = out_variant(target, node, self.name)
         given = _given_args(node)
-        vals = list(val) if isinstance(val, (list, tuple)) else [val]
-        outs = [self._planned_tensor(v, node) for v in vals]
+        outs = self._results(node)
         args = []
         out_args = []
         for a in out_op._schema.arguments:
@@ -465,7 +381,7 @@ class _MethodEmitter:
         # A partition returns a tuple of tensors; a module that calls a lowered module and is then exported
         # (torch traces the call as one node) may have it return a single tensor, used without a getitem.
         single = isinstance(val, torch.Tensor)
-        outs = [self._planned_tensor(v, node) for v in ([val] if single else val)]
+        outs = self._results(node)
         self.node_values[node] = outs[0] if single else outs
         index = len(self.delegates)
         self.delegates.append(self.program.delegates.add(lowered))
@@ -483,7 +399,7 @@ class _MethodEmitter:
         cond's outputs. Branch tensors live from the cond to the last use of its outputs."""
         pred, true_ref, false_ref, operands = node.args
         owner = self.owner[node.graph]
-        outs = [self._planned_tensor(v, node) for v in node.meta["val"]]
+        outs = self._results(node)
         to_false = self._append(S.JumpFalseCall(self._node_value(pred), -1), node)
         self._emit_branch(getattr(owner, true_ref.target), operands, outs, node)
         to_end = self._append(S.JumpFalseCall(self._add(S.Bool(False)), -1), node)
@@ -498,15 +414,11 @@ class _MethodEmitter:
         for ph, operand in zip(placeholders, operands):
             self.node_values[ph] = self._node_value(operand)
         for n in gm.graph.nodes:
-            self.step[n] = self.step[cond]
             if n.op == "call_function":
                 self._emit_call(n)
             elif n.op == "output":
                 for src, dst in zip(n.args[0], outs):
-                    moved = self._node_value(src)
-                    self._append(S.MoveCall(moved, dst), cond)
-                    if moved in self.buffer_of:
-                        self.moved_into.append((moved, dst))
+                    self._append(S.MoveCall(self._node_value(src), dst), cond)
 
     def _emit_loop(self, node: fx.Node) -> None:
         """`torch.map` / `torch.scan` as ExecuTorch lowers them: the body inline once, run for each row of
@@ -514,15 +426,13 @@ class _MethodEmitter:
         `et_copy_index` stacks each per-row result, and scan's carries are planned tensors that
         `copy_` sets from the initial values and then from each step's new carries."""
         if node.target is torch.ops.higher_order.map_impl:
-            body_ref, xs, extra = node.args
-            carries_in, vals = [], list(node.meta["val"])
+            (body_ref, xs, extra), carries_in = node.args, []
         else:
             body_ref, carries_in, xs, extra = node.args
-            vals = list(node.meta["val"])
         body = getattr(self.owner[node.graph], body_ref.target)
         n_carry = len(carries_in)
-        carries = [self._planned_tensor(v, node) for v in vals[:n_carry]]
-        stacked = [self._planned_tensor(v, node) for v in vals[n_carry:]]
+        outs = self._results(node)
+        carries, stacked = outs[:n_carry], outs[n_carry:]
         for idx in stacked:  # et_copy_index grows them row by row
             self.values[idx].val.shape_dynamism = S.TensorShapeDynamism.DYNAMIC_BOUND
         counter, count, one = self._add(S.Int(0)), self._add(S.Int(0)), self._add(S.Int(1))
@@ -533,12 +443,11 @@ class _MethodEmitter:
         start = len(self.instructions)
         rows = []
         for x, ph in zip(xs, [n for n in body.graph.nodes if n.op == "placeholder"][n_carry:]):
-            self.step[ph] = self.step[node]
-            row = self._planned_tensor(ph.meta["val"], ph)
+            row = self._planned_tensor(ph.meta["val"], ph, ph.meta["spec"])
             self._instruction("aten::select_copy", [self._node_value(x), self._add(S.Int(0)), counter, row, row],
                               "int_out", node)
             rows.append(row)
-        results = self._emit_body(body, carries + rows + [self._node_value(a) for a in extra], node)
+        results = self._emit_body(body, carries + rows + [self._node_value(a) for a in extra])
         # torch refuses bodies that return their inputs, so no result is a carry itself: each copy_ reads
         # a value this step computed.
         for dst, src in zip(stacked, results[n_carry:]):
@@ -552,14 +461,13 @@ class _MethodEmitter:
         self._instruction("executorch_prim::sub", [counter, count, counter], "Scalar", node)
         self.node_values[node] = carries + stacked
 
-    def _emit_body(self, gm: fx.GraphModule, operands: list[int], owner_node: fx.Node) -> list[int]:
+    def _emit_body(self, gm: fx.GraphModule, operands: list[int]) -> list[int]:
         """Emit a loop body's nodes with its placeholders bound to `operands`; its result values."""
         self.owner[gm.graph] = gm
         for ph, operand in zip([n for n in gm.graph.nodes if n.op == "placeholder"], operands):
             self.node_values[ph] = operand
         results: list[int] = []
         for n in gm.graph.nodes:
-            self.step[n] = self.step[owner_node]
             if n.op == "call_function":
                 self._emit_call(n)
             elif n.op == "output":
@@ -568,10 +476,6 @@ class _MethodEmitter:
 
     def _copy_into(self, dst: int, src: int, node: fx.Node) -> None:
         self._instruction("aten::copy_", [dst, src, self._add(S.Bool(False)), dst], node=node)
-
-    def _written_back(self, buf: memory_planning.Buffer) -> bool:
-        """Whether a write-back `copy_` changes this storage (a mutated buffer's or input's)."""
-        return any(buf is b for b in self.written)
 
     def _emit_outputs(self, node: fx.Node) -> list[int]:
         sig = self.ep.graph_signature
@@ -599,34 +503,12 @@ class _MethodEmitter:
                 outs.append(self._arg(arg, None, node))
         return outs
 
-    # planning ---------------------------------------------------------------------------
-    def _buffer_of_node(self, node: fx.Node) -> Optional[memory_planning.Buffer]:
-        idx = self.node_values.get(node)
-        return self.buffer_of.get(idx) if isinstance(idx, int) else None
 
-    def _plan(self) -> None:
-        """Memory planning places the buffers (but shared state: arena 2); each value records where."""
-        buffers = [b for b in {id(p.buffer): p.buffer for p in self.planned}.values()
-                   if id(b) not in self.shared_offset]
-        arenas = memory_planning.plan_method(self.name, buffers, self.memory_plan,
-                                             self.program.config.enable_non_cpu_memory_planning,
-                                             self.shared_state is not None, self.ep)
-        for p in self.planned:
-            shared = self.shared_offset.get(id(p.buffer))
-            p.value.allocation_info = (S.AllocationDetails.at(p.buffer.memory_id, p.buffer.offset) if shared is None
-                                       else S.AllocationDetails.at(memory_planning.SHARED_STATE_ARENA, shared))
-        on_device = [i for i, (_, device) in enumerate(arenas, start=1) if device != memory_planning.HOST]
-        self.arena_sizes = [0] + [size for size, _ in arenas]
-        self.arena_devices = [S.NonConstBufferDevice(buffer_idx=i, device_type=S.DeviceType(arenas[i - 1][1][0]),
-                                                     device_index=arenas[i - 1][1][1]) for i in on_device] or None
-
-
-def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, program: ProgramState,
-                               memory_plan: memory_planning.MemoryPlanningPass):
-    """The ExecutionPlan of one edge-dialect program (adding to `program`'s tables), (instruction index,
-    lowered module) for each DelegateCall in it, and {instruction index: debug handle} for the
-    instructions whose node has one."""
-    emitter = _MethodEmitter(name, ep, program, memory_plan)
+def emit_method_with_delegates(name: str, ep: torch.export.ExportedProgram, program: ProgramState):
+    """The ExecutionPlan of one edge-dialect program, its memory planned (adding to `program`'s tables),
+    (instruction index, lowered module) for each DelegateCall in it, and {instruction index: debug handle}
+    for the instructions whose node has one."""
+    emitter = _MethodEmitter(name, ep, program)
     plan = emitter.emit()
     handles = {pc: h for pc, h in enumerate(emitter.debug_handles) if h is not None}
     return plan, emitter.delegate_calls, handles

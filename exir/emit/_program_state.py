@@ -1,4 +1,4 @@
-"""Program assembly: the tables, shared state and segment numbering a program's methods share as they are emitted."""
+"""Program assembly: the tables and segment numbering a program's methods share as they are emitted."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from executorch.exir._serialize.data_serializer import DataPayload
 from executorch.exir._tensor_data import same_bytes, tensor_bytes
 from executorch.exir.config import ExecutorchBackendConfig
 from executorch.exir.error import ExportError
-from executorch.exir.memory_planning import SharedState
 
 # The `.ptd` file name (without extension) of constants that `external_constants=True` moves out.
 DEFAULT_EXTERNAL_TAG = "_default_external_constant"
@@ -122,15 +121,14 @@ def _concatenate(buffers: list[bytes], alignment: int) -> tuple[bytes, list[int]
 
 
 class ProgramState:
-    """What all methods share: tables, state (arena 2), config; `program(plans)` numbers the segments."""
+    """What all methods share: tables and config; `program(plans)` numbers the segments."""
 
-    def __init__(self, config: ExecutorchBackendConfig, shared_alignment: int) -> None:
+    def __init__(self, config: ExecutorchBackendConfig) -> None:
         self.constants = ConstantTable()
         self.delegates = DelegateTable(config.extract_delegate_segments)
         ext = config.external_constants
         self.external = ExternalConstants((lambda node: True) if ext is True else (ext or None))
         self.mutable = MutableDataTable()
-        self.shared = SharedState(shared_alignment)
         self.config = config
 
     def program(self, plans: list[S.ExecutionPlan]) -> S.Program:

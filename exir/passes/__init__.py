@@ -1,13 +1,15 @@
 """Graph passes of the export pipeline; upstream's names (`MemoryPlanningPass`, `SpecPropPass`, the sym-shape
 passes, `dead_code_elimination_pass`) importable here."""
 
-from executorch.exir.memory_planning import MemoryPlanningPass
-
 __all__ = ["ConstraintBasedSymShapeEvalPass", "HintBasedSymShapeEvalPass", "MemoryPlanningPass", "SpecPropPass",
            "dead_code_elimination_pass", "make_alloc_node"]
 
 
 def __getattr__(name: str):
+    if name == "MemoryPlanningPass":  # lazily: memory_planning imports passes of this package
+        from executorch.exir.memory_planning import MemoryPlanningPass
+
+        return MemoryPlanningPass
     # These passes' code ships with the full wheel only (tools/packaging/components.py).
     if name == "SpecPropPass":
         from executorch.exir.passes.spec_prop_pass import SpecPropPass

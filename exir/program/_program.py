@@ -20,6 +20,7 @@ from executorch.exir.dialects.edge._ops import to_aten_targets, torch_targets
 from executorch.exir.emit._emitter import emit_constant_method, emit_method_with_delegates
 from executorch.exir.emit._program_state import ProgramState
 from executorch.exir.error import ExportError
+from executorch.exir.memory_planning import plan_program
 from executorch.exir.passes import (decompose, dim_order, edge, propagate_device_pass, reinplace, sym_ops,
                                     torch_decompose, write_back)
 from executorch.exir.passes._graph import (
@@ -401,16 +402,12 @@ class EdgeProgramManager:
                 if devices:
                     propagate_device_pass.propagate_device(ep.graph_module, config.enable_non_cpu_memory_planning)
             programs[name] = ep
-        state = ProgramState(config, max(config.memory_planning_pass_for(n).alignment for n in programs))
-        plans, delegate_calls, sharing, debug_handles = [], {}, [], {}
+        plan_program(programs, config)  # memory planning, before emission: the emitter reads the plan
+        state = ProgramState(config)
+        plans, delegate_calls, debug_handles = [], {}, {}
         for name, ep in programs.items():
-            plan = config.memory_planning_pass_for(name)
-            emitted, delegate_calls[name], debug_handles[name] = emit_method_with_delegates(name, ep, state, plan)
+            emitted, delegate_calls[name], debug_handles[name] = emit_method_with_delegates(name, ep, state)
             plans.append(emitted)
-            if plan.share_mutable_buffers:
-                sharing.append(emitted)
-        for emitted in sharing:  # every sharing method declares the whole shared-state arena
-            emitted.non_const_buffer_sizes.append(state.shared.size)
         for p in plans:
             dim_order.check_plan(p)
         plans += [emit_constant_method(name, v, state.constants) for name, v in self._constant_methods.items()]

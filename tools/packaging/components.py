@@ -146,7 +146,7 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "exir_tools", "upstream's graph tools that exporting does not need: SpecPropPass, the sym-shape passes, "
-        "memory_planning's Verifier and spec-based planners (greedy, naive, the suite), emit_program and "
+        "memory_planning's Verifier, filter_nodes and spec-based planners (greedy, naive, the suite), emit_program and "
         "EmitterOutput, _ExtendedHeader and Program <-> JSON, the deprecated capture(), the "
         "lowered-graph helpers of backend.utils, the canonical partitioners, scalar_type and _serialize.padding",
         frozenset({FULL}),
