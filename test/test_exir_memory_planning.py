@@ -11,6 +11,7 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, to_edge
 from executorch.exir import memory_planning as mp
 from executorch.exir.memory_planning import MemoryPlanningPass
+from executorch.exir.tensor import TensorSpec
 from executorch.runtime import Runtime
 
 
@@ -207,3 +208,210 @@ def test_alloc_graph_input_false_leaves_inputs_to_the_caller_on_every_engine():
 def test_alloc_graph_output_false_is_refused_by_name():
     with pytest.raises(Exception, match="alloc_graph_output=False is not supported"):
         MemoryPlanningPass(alloc_graph_output=False)
+
+
+# --- planning is a step before emission; the emitter reads the plan from the graph ------------------------------
+
+class _Mixed(torch.nn.Module):
+    """Views the plan keeps in place (squeeze, flatten), a split's several results, and a cond whose branch
+    results move into the cond's outputs."""
+
+    def forward(self, x, flag):
+        y = (x * 2.0).squeeze(0)
+        a, b = torch.split(y + 1.0, 2)
+        z = torch.cond(flag.sum() > 0, lambda u: u * 3.0, lambda u: u - 1.0, (a,))
+        return z.flatten(), torch.relu(b)
+
+
+_MIXED_INPUTS = (torch.randn(1, 4, 3), torch.ones(1))
+
+
+def _specs(gm):
+    """Every distinct TensorSpec in the graph and its branches."""
+    from torch.utils import _pytree as pytree
+
+    seen = {}
+    for mod in gm.modules():
+        if isinstance(mod, torch.fx.GraphModule):
+            for node in mod.graph.nodes:
+                for spec in pytree.tree_leaves(node.meta.get("spec")):
+                    if isinstance(spec, TensorSpec):
+                        seen[id(spec)] = spec
+    return list(seen.values())
+
+
+def _placed(specs):
+    from collections import Counter
+
+    return Counter((s.mem_id, s.mem_offset, tuple(s.shape)) for s in specs if s.mem_id is not None)
+
+
+def _emitted(plan):
+    from collections import Counter
+
+    tensors = [v.val for v in plan.values if type(v.val).__name__ == "Tensor" and v.val.allocation_info is not None]
+    return Counter((t.allocation_info.memory_id, t.allocation_info.memory_offset, tuple(t.sizes)) for t in tensors)
+
+
+def _live_values_apart(specs) -> None:
+    """AssertionError when two storages of one arena share a byte while both are live (a view shares its
+    base's storage, `mem_obj_id`, and is not a second tensor)."""
+    places = {}  # (arena, storage) -> (start, end, lifetime)
+    for s in specs:
+        if s.mem_id is not None:
+            end = max(s.mem_offset + s.nbytes(), places.get((s.mem_id, s.mem_obj_id), (0, 0))[1])
+            places[(s.mem_id, s.mem_obj_id)] = (s.mem_offset, end, s.lifetime)
+    items = sorted(places.items())
+    for i, ((mem, _), (start, end, life)) in enumerate(items):
+        for (other_mem, _), (o_start, o_end, o_life) in items[i + 1:]:
+            if mem == other_mem and start < o_end and o_start < end and life[0] <= o_life[1] and o_life[0] <= life[1]:
+                raise AssertionError(f"arena {mem}: bytes {start}..{end} and {o_start}..{o_end} live together")
+
+
+def test_emitted_places_are_the_plan_recorded_in_the_graph():
+    pm = to_edge(torch.export.export(_Mixed(), _MIXED_INPUTS)).to_executorch()
+    gm = pm.exported_program().graph_module
+    plan = pm.executorch_program.execution_plan[0]
+    specs = _specs(gm)
+    assert len(_placed(specs)) > 6 and _placed(specs) == _emitted(plan)  # every planned value, and only those
+    assert plan.non_const_buffer_sizes == gm.meta["non_const_buffer_sizes"]
+    nodes = list(gm.graph.nodes)
+    user_inputs = [n for n in nodes if n.op == "placeholder"]
+    for node, idx in zip(user_inputs, plan.inputs):
+        info = plan.values[idx].val.allocation_info
+        assert (node.meta["spec"].mem_id, node.meta["spec"].mem_offset) == (info.memory_id, info.memory_offset)
+    for node, idx in zip(nodes[-1].args[0], plan.outputs):
+        info = plan.values[idx].val.allocation_info
+        assert (node.meta["spec"].mem_id, node.meta["spec"].mem_offset) == (info.memory_id, info.memory_offset)
+    flat = nodes[-1].args[0][0]
+    assert mp.is_alias(flat) and flat.meta["spec"].mem_obj_id == flat.args[0].meta["spec"].mem_obj_id
+    _live_values_apart(specs)
+
+
+def test_the_planning_step_alone_plans_an_edge_graph_as_to_executorch_does():
+    edge = to_edge(torch.export.export(_Mixed(), _MIXED_INPUTS))
+    ep = edge.exported_program()
+    result = MemoryPlanningPass().run(ep.graph_module, ep.graph_signature)
+    assert result.graph_module is ep.graph_module and result.modified
+    alone = {n.name: (n.meta["spec"].mem_id, n.meta["spec"].mem_offset) for n in ep.graph_module.graph.nodes
+             if isinstance(n.meta.get("spec"), TensorSpec)}
+    assert len(alone) > 6
+    sizes = list(ep.graph_module.meta["non_const_buffer_sizes"])
+    pm = edge.to_executorch()
+    plan = pm.executorch_program.execution_plan[0]
+    assert plan.non_const_buffer_sizes == sizes
+    assert _emitted(plan) == _placed(_specs(ep.graph_module))
+    gm = pm.exported_program().graph_module
+    assert alone == {n.name: (n.meta["spec"].mem_id, n.meta["spec"].mem_offset) for n in gm.graph.nodes
+                     if isinstance(n.meta.get("spec"), TensorSpec)}
+
+
+def test_the_graph_pass_form_plans_every_placeholder_and_the_verifier_accepts_it():
+    from executorch.exir.memory_planning import Verifier
+
+    gm = _edge_graph(Chain(), (torch.randn(8, 64),))
+    assert MemoryPlanningPass()(gm).graph_module is gm
+    assert all(n.meta["spec"].mem_id == 1 for n in gm.graph.nodes if n.op == "placeholder")
+    assert gm.meta["non_const_buffer_sizes"][1] >= 2 * 8 * 64 * 4
+    verifier = Verifier(gm, alloc_graph_input=True, alloc_graph_output=True)
+    assert verifier.verify_storage_reuse() > 0  # the chain's dead temporaries are reused
+    verifier.verify_graph_input_output()
+    _live_values_apart(_specs(gm))
+
+
+def test_the_live_values_check_fails_on_a_wrong_plan():
+    ep = to_edge(torch.export.export(_Mixed(), _MIXED_INPUTS)).exported_program()
+    MemoryPlanningPass().run(ep.graph_module, ep.graph_signature)
+    specs = _specs(ep.graph_module)
+    _live_values_apart(specs)
+    from executorch.exir.memory_planning import Verifier
+
+    Verifier(ep.graph_module, True, True).verify_storage_reuse()  # views are their base's bytes, not an overlap
+    a, b = next((a, b) for a in specs for b in specs if a.mem_obj_id != b.mem_obj_id and a.mem_id == b.mem_id == 1
+                and a.nbytes() and b.nbytes() and a.lifetime[0] <= b.lifetime[1] and b.lifetime[0] <= a.lifetime[1])
+    for s in specs:  # move all of b's storage (b and its views) onto a's bytes
+        if s.mem_obj_id == b.mem_obj_id:
+            s.mem_offset = a.mem_offset
+    with pytest.raises(AssertionError, match="live together"):
+        _live_values_apart(specs)
+    with pytest.raises(AssertionError, match="memory plan overlap"):
+        Verifier(ep.graph_module, True, True).verify_storage_reuse()
+
+
+def test_a_custom_planner_sees_every_buffer_before_anything_is_emitted(monkeypatch):
+    from executorch.exir.program import _program
+
+    events = []
+
+    def backwards(buffers, alignment):  # naive, last buffer first: a plan no built-in planner makes
+        events.append(("plan", len(buffers)))
+        end = 0
+        for b in reversed(buffers):
+            b.offset = end
+            end += -(-b.size // alignment) * alignment
+        events.append(("offsets", sorted(b.offset for b in buffers)))
+        return end
+
+    emit = _program.emit_method_with_delegates
+    monkeypatch.setattr(_program, "emit_method_with_delegates",
+                        lambda name, *a: events.append(("emit", name)) or emit(name, *a))
+    programs = {"forward": torch.export.export(Chain(), (torch.randn(8, 64),)),
+                "other": torch.export.export(_Split(), (torch.randn(8, 3),))}
+    pm = to_edge(programs).to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(backwards)))
+    assert [e[0] for e in events] == ["plan", "offsets", "plan", "offsets", "emit", "emit"]
+    for (_, offsets), plan in zip(events[1::2], pm.executorch_program.execution_plan):
+        planned = sorted(v.val.allocation_info.memory_offset for v in plan.values
+                         if type(v.val).__name__ == "Tensor" and v.val.allocation_info is not None)
+        assert sorted(set(planned)) == sorted(set(offsets))  # views add values, never places
+    x = torch.randn(8, 64)
+    assert_outputs_close(Runtime.get().load_program(pm.buffer).load_method("forward").execute([x])[0], Chain()(x))
+
+
+def test_the_emitter_takes_places_from_the_specs_not_its_own_reckoning(monkeypatch):
+    from executorch.exir.program import _program
+
+    plan_program = _program.plan_program
+
+    def shifted(programs, config):  # the plan, then every place 64 bytes further on
+        plan_program(programs, config)
+        for ep in programs.values():
+            for spec in _specs(ep.graph_module):
+                if spec.mem_id is not None:
+                    spec.mem_offset += 64
+            ep.graph_module.meta["non_const_buffer_sizes"][1] += 64
+
+    ep = torch.export.export(_Mixed(), _MIXED_INPUTS)
+    plain = to_edge(ep).to_executorch().executorch_program.execution_plan[0]
+    monkeypatch.setattr(_program, "plan_program", shifted)
+    moved = to_edge(ep).to_executorch().executorch_program.execution_plan[0]
+    assert moved.non_const_buffer_sizes[1] == plain.non_const_buffer_sizes[1] + 64
+    assert _emitted(moved) == {(m, off + 64, sizes): n for (m, off, sizes), n in _emitted(plain).items()}
+
+
+class _State(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.zeros(3))
+        self.register_buffer("b", torch.zeros(2, 2))
+
+    def forward(self, x):
+        self.a.add_(x)
+        self.b.mul_(2.0)
+        return self.a * 1.0
+
+
+def test_shared_state_is_planned_in_arena_2_at_one_place_per_buffer_in_every_method():
+    ep = torch.export.export(_State(), (torch.ones(3),))
+    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=True))
+    pm = to_edge({"forward": ep, "again": ep}).to_executorch(config)
+    places = []
+    for name, plan in zip(("forward", "again"), pm.executorch_program.execution_plan):
+        gm = pm.exported_program(name).graph_module
+        state = {n.target: n.meta["spec"] for n in gm.graph.nodes if n.op == "placeholder" and n.target != "x"}
+        assert {s.mem_id for s in state.values()} == {mp.SHARED_STATE_ARENA}
+        assert state["b_a"].lifetime == [0, len(gm.graph.nodes)]  # state lives for the whole call
+        places.append({k: s.mem_offset for k, s in state.items()})
+        assert plan.non_const_buffer_sizes == gm.meta["non_const_buffer_sizes"]
+        assert plan.non_const_buffer_sizes[2] == 16 + 16  # 3 floats and 4 floats, each 16-byte aligned
+        assert _placed(_specs(gm)) == _emitted(plan)
+    assert places[0] == places[1] and len(set(places[0].values())) == 2
