@@ -223,7 +223,7 @@ COMPONENTS: tuple[Component, ...] = (
         sources=CMAKE_SOURCES + ("runtime/**/*.h", "runtime/**/*.cpp", "devtools/etdump/*.h", "devtools/etdump/*.cpp",
                                    "backends/executor_backend/CMakeLists.txt",
                                    "backends/executor_backend/*.cpp", "backends/xnnpack/runtime/CMakeLists.txt",
-                                   "backends/xnnpack/runtime/*.h", "backends/xnnpack/runtime/*.cpp",
+                                   "backends/xnnpack/runtime/**/*.h", "backends/xnnpack/runtime/**/*.cpp",
                                    "backends/xnnpack/serialization/schema.fbs", "extension/flat_tensor/*.h",
                                    "extension/flat_tensor/*.cpp"),
     ),

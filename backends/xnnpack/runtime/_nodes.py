@@ -593,12 +593,12 @@ def _build_avg_pool(c: Compiler, kind: str, n: xs.XNNAvgPooling2d, mm):
     k, s = (n.pooling_height, n.pooling_width), (n.stride_height, n.stride_width)
     read, write = c.reader(x, kind), c.writer(y, kind, mm)
 
-    def step(env):  # padding is left out of each window's count, as XNNPACK averages
+    def step(env):  # padding is left out of each window's count, as XNNPACK averages (none in the image: 0)
         xv = read(env).to(torch.float32).permute(0, 3, 1, 2)
         ones = torch.ones_like(xv[:1, :1])
         total = F.avg_pool2d(F.pad(xv, (pl, pr, pt, pb)), k, s, 0, divisor_override=1)
         count = F.avg_pool2d(F.pad(ones, (pl, pr, pt, pb)), k, s, 0, divisor_override=1)
-        write(env, (total / count).permute(0, 2, 3, 1))
+        write(env, (total / count.clamp(min=1)).permute(0, 2, 3, 1))
     return step, [y]
 
 

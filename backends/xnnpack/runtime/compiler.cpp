@@ -17,7 +17,7 @@
 #endif
 
 #include "backends/xnnpack/runtime/executor.h"
-#include "backends/xnnpack/runtime/kernels.h"
+#include "backends/xnnpack/runtime/ops/ops.h"
 #include "kernels/portable/cpu/conv_nhwc.h"
 #include "kernels/portable/cpu/quantized.h"
 #include "xnnpack/schema_generated.h"
@@ -36,14 +36,6 @@ namespace {
 
 // Value flags of the format.
 constexpr uint32_t kExternalInput = 1, kExternalOutput = 2;
-// Node flags of the format.
-constexpr uint32_t kFlagTransposeWeights = 1;  // fully connected: filter is [in, out]; bmm: B is [.., n, k]
-constexpr uint32_t kFlagSamePadding = 4;  // convolution/pooling: TensorFlow SAME padding
-constexpr uint32_t kFlagKeepDims = 0x40;
-// Largest element count of any one value: far above any real model, low enough that byte counts
-// computed from it cannot overflow.
-constexpr int64_t kMaxNumel = int64_t(1) << 40;
-constexpr int64_t kMaxWindow = int64_t(1) << 20;
 constexpr size_t kAlign = 64;
 // Activations plus scratch of one delegate: far above what on-device graphs plan (MobileNetV2 needs a
 // few MB), and a bound on what a malformed payload's shapes can make init allocate.
@@ -53,17 +45,6 @@ size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 
 // Bound on one delegate's packed weights (as kMaxArenaBytes bounds its activations).
 constexpr size_t kMaxPackedBytes = size_t(8) << 30;
-
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kF32: return "fp32";
-    case DType::kQS8: return "qint8";
-    case DType::kQU8: return "quint8";
-    case DType::kQD8: return "qdint8";
-    case DType::kI32: return "int32";
-  }
-  return "unknown";
-}
 
 // A block of `bytes` (kAlign-aligned) owned by *owner; from 2 MiB on, on Linux, a mapping of its
 // own aligned to 2 MiB and marked for transparent huge pages before anything touches it: weights
@@ -114,7 +95,7 @@ struct ValueInfo {
   uint32_t block_size = 0;
 };
 
-class Compiler {
+class Compiler final : public NodeContext {
  public:
   Compiler(const Payload& p, const NamedDataMap* nd, Plan* plan) : payload_(p), named_(nd), plan_(*plan) {}
 
@@ -486,7 +467,7 @@ class Compiler {
   }
 
   // ---- nodes ----------------------------------------------------------------------------------
-  Error lookup(uint32_t id, const Op& op, const char* role, uint32_t* out) {
+  Error lookup(uint32_t id, const Op& op, const char* role, uint32_t* out) override {
     auto it = ids_.find(id);
     ET_CHECK_OR_RETURN(it != ids_.end(), InvalidProgram,
                        "XnnpackBackend: node %u (%s) names %s value %u, which the graph does not define", op.node_index,
@@ -495,7 +476,9 @@ class Compiler {
     return Error::Ok;
   }
 
-  Error add_input(Op& op, uint32_t id, const char* role) {
+  Value& value(uint32_t index) override { return plan_.values[index]; }
+
+  Error input(Op& op, uint32_t id, const char* role) override {
     uint32_t idx;
     ET_TRY(lookup(id, op, role, &idx));
     ET_CHECK_OR_RETURN(info_[idx].raw != nullptr || plan_.values[idx].is_input || written_.count(idx), InvalidProgram,
@@ -506,7 +489,7 @@ class Compiler {
     return Error::Ok;
   }
 
-  Error set_output(Op& op, uint32_t id) {
+  Error output(Op& op, uint32_t id) override {
     ET_TRY(lookup(id, op, "output", &op.out));
     const Value& v = plan_.values[op.out];
     ET_CHECK_OR_RETURN(info_[op.out].raw == nullptr && !v.is_input, InvalidProgram,
@@ -521,7 +504,7 @@ class Compiler {
 
   // Weights of conv/FC: checked here; decode_float_weights() or pack_weights() reads them once
   // select_compute() has chosen the kernels.
-  Error weights(Op& op, uint32_t filter_id, uint32_t bias_id, int64_t out_channels, int64_t per_channel) {
+  Error weights(Op& op, uint32_t filter_id, uint32_t bias_id, int64_t out_channels, int64_t per_channel) override {
     uint32_t f;
     ET_TRY(lookup(filter_id, op, "filter", &f));
     ET_CHECK_OR_RETURN(info_[f].raw != nullptr, NotImplemented,
@@ -559,13 +542,6 @@ class Compiler {
   }
 
   // ---- integer kernels ------------------------------------------------------------------------
-  // An output bound (float) in `v`'s integers, as XNNPACK quantizes fused activation bounds.
-  static int8_t qbound(float x, const Value& v, bool upper) {
-    if (!std::isfinite(x)) return upper ? 127 : -128;
-    const float q = std::nearbyint(x / v.scale) + static_cast<float>(v.zero_point);
-    return static_cast<int8_t>(std::min(127.f, std::max(-128.f, q)));
-  }
-
   // The filter's scale of output channel `oc` (a per-tensor scale for every channel).
   float filter_scale(uint32_t f, int64_t oc) const {
     if (info_[f].quant != ValueInfo::Quant::kChannel) return plan_.values[f].scale;
@@ -775,113 +751,9 @@ class Compiler {
     plan_.ops.swap(kept);
   }
 
-  void set_min_max(Op& op, const fb::XNode* node) {
-    if (const fb::OutputMinMax* mm = node->output_min_max()) {
-      op.out_min = mm->output_min();
-      op.out_max = mm->output_max();
-    }
-  }
-
-  Error check_window(const Op& op, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
-                     const int64_t* pads) {
-    const int64_t vals[6] = {kh, kw, sh, sw, dh, dw};
-    for (int64_t x : vals) {
-      ET_CHECK_OR_RETURN(x >= 1 && x <= kMaxWindow, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) has a kernel, stride or dilation of %" PRId64
-                         " (must be 1..2^20)",
-                         op.node_index, op.name, x);
-    }
-    for (int i = 0; i < 4; ++i) {
-      ET_CHECK_OR_RETURN(pads[i] >= 0 && pads[i] <= kMaxWindow, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) has padding %" PRId64, op.node_index, op.name, pads[i]);
-    }
-    return Error::Ok;
-  }
-
-  Error conv_node(Op& op, const fb::_XNNNodeConv* c, bool depthwise) {
-    ET_CHECK_OR_RETURN((c->flags() & kFlagSamePadding) == 0, NotImplemented,
-                       "XnnpackBackend: node %u (%s) asks for TensorFlow SAME padding, which is not supported",
-                       op.node_index, op.name);
-    ConvParams& p = op.conv;
-    p.pad_top = c->padding_top(), p.pad_right = c->padding_right();
-    p.pad_bottom = c->padding_bottom(), p.pad_left = c->padding_left();
-    p.kernel_h = c->kernel_height(), p.kernel_w = c->kernel_width();
-    p.stride_h = c->subsampling_height(), p.stride_w = c->subsampling_width();
-    p.dilation_h = c->dilation_height(), p.dilation_w = c->dilation_width();
-    p.groups = c->groups(), p.group_in = c->group_input_channels(), p.group_out = c->group_output_channels();
-    const int64_t pads[4] = {p.pad_top, p.pad_right, p.pad_bottom, p.pad_left};
-    ET_TRY(check_window(op, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, pads));
-    ET_CHECK_OR_RETURN(p.groups >= 1 && p.group_in >= 1 && p.group_out >= 1 && p.groups <= kMaxWindow &&
-                           p.group_in <= kMaxWindow && p.group_out <= kMaxWindow,
-                       InvalidProgram, "XnnpackBackend: node %u (%s) has invalid groups/channels", op.node_index,
-                       op.name);
-    ET_CHECK_OR_RETURN(!depthwise || p.group_in == 1, InvalidProgram,
-                       "XnnpackBackend: node %u (%s): a depthwise convolution has one input channel per group",
-                       op.node_index, op.name);
-    if (op.kind == OpKind::kConvTranspose) {
-      p.adj_h = c->adjustment_height(), p.adj_w = c->adjustment_width();
-      ET_CHECK_OR_RETURN(p.adj_h < p.stride_h && p.adj_w < p.stride_w, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) has an output adjustment of at least its stride", op.node_index,
-                         op.name);
-    }
-    ET_TRY(add_input(op, c->input1_id(), "input"));
-    ET_TRY(set_output(op, c->output_id()));
-    // XNNPACK defines a 1x1, unit-stride, unpadded, ungrouped convolution (more than two channels in and
-    // out together) as a fully connected layer, which quantizes a dynamically quantized input per pixel
-    // whatever the value says; its other convolutions read one scale per image.
-    Value& x = plan_.values[op.in[0]];
-    if (op.kind == OpKind::kConv && x.dtype == DType::kQD8 && p.groups == 1 && p.kernel_h == 1 && p.kernel_w == 1 &&
-        p.stride_h == 1 && p.stride_w == 1 && (pads[0] | pads[1] | pads[2] | pads[3]) == 0 &&
-        p.group_in + p.group_out > 2) {
-      x.nonbatch_dims = 1;
-    }
-    const int64_t oc = p.groups * p.group_out;
-    return weights(op, c->filter_id(), c->bias_id(), oc, p.kernel_h * p.kernel_w * p.group_in);
-  }
-
-  Error pool_node(Op& op, const fb::_XNNPooling2D* pl) {
-    ET_CHECK_OR_RETURN((pl->flags() & ~kFlagKeepDims) == 0, NotImplemented,
-                       "XnnpackBackend: node %u (%s) has unsupported flags 0x%x", op.node_index, op.name, pl->flags());
-    ConvParams& p = op.conv;
-    p.pad_top = pl->padding_top(), p.pad_right = pl->padding_right();
-    p.pad_bottom = pl->padding_bottom(), p.pad_left = pl->padding_left();
-    p.kernel_h = pl->pooling_height(), p.kernel_w = pl->pooling_width();
-    p.stride_h = pl->stride_height(), p.stride_w = pl->stride_width();
-    p.dilation_h = std::max<int64_t>(1, pl->dilation_height()),
-    p.dilation_w = std::max<int64_t>(1, pl->dilation_width());
-    const int64_t pads[4] = {p.pad_top, p.pad_right, p.pad_bottom, p.pad_left};
-    ET_TRY(check_window(op, p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, pads));
-    ET_TRY(add_input(op, pl->input_id(), "input"));
-    return set_output(op, pl->output_id());
-  }
-
-  template <typename T>
-  Error unary(Op& op, const T* n) {
-    ET_TRY(add_input(op, n->input_id(), "input"));
-    return set_output(op, n->output_id());
-  }
-
-  template <typename T>
-  Error binary(Op& op, const T* n) {
-    ET_TRY(add_input(op, n->input1_id(), "first input"));
-    ET_TRY(add_input(op, n->input2_id(), "second input"));
-    return set_output(op, n->output_id());
-  }
-
-  Error dims_param(Op& op, const flatbuffers::Vector<uint32_t>* v, int64_t* dst, const char* what) {
-    ET_CHECK_OR_RETURN(v != nullptr && v->size() <= static_cast<uint32_t>(kMaxDims), InvalidProgram,
-                       "XnnpackBackend: node %u (%s) has %u %s (at most %d)", op.node_index, op.name,
-                       v ? v->size() : 0u, what, kMaxDims);
-    for (uint32_t i = 0; i < v->size(); ++i) {
-      dst[i] = v->Get(i);
-      ET_CHECK_OR_RETURN(dst[i] <= kMaxNumel, InvalidProgram, "XnnpackBackend: node %u (%s) has %s entry %" PRId64,
-                         op.node_index, op.name, what, dst[i]);
-    }
-    op.n_params = static_cast<int>(v->size());
-    return Error::Ok;
-  }
-
+  // A node: its family's define step reads it into an Op (ops/ops.h).
   Error define_node(uint32_t index, const fb::XNode* node) {
+    static constexpr DefineStep kFamilies[] = {define_conv, define_gemm, define_elementwise, define_pool, define_shape};
     ET_CHECK_OR_RETURN(node != nullptr, InvalidProgram, "XnnpackBackend: node %u is empty", index);
     Op op;
     op.node_index = index;
@@ -891,225 +763,21 @@ class Compiler {
     if (type <= fb::XNodeUnion::MAX) op.kind_ordinal = ++kind_counts_[static_cast<size_t>(type)];
     ET_CHECK_OR_RETURN(node->xnode_union() != nullptr, InvalidProgram, "XnnpackBackend: node %u (%s) is empty", index,
                        op.name);
-    set_min_max(op, node);
-    using U = fb::XNodeUnion;
-    auto bin = [&](BinaryKind k, const fb::_XNNNode2x1* n) {
-      op.kind = OpKind::kBinary;
-      op.sub = static_cast<uint8_t>(k);
-      op.flags = n->flags();
-      ET_TRY(binary(op, n));
-      // XNNPACK defines an elementwise binary node only over one datatype (inputs and output): an int8
-      // operand beside a float one is refused at load by the published runtime, and here too.
-      const DType a = plan_.values[op.in[0]].dtype, b = plan_.values[op.in[1]].dtype, y = plan_.values[op.out].dtype;
-      ET_CHECK_OR_RETURN(k == BinaryKind::kPrelu || (a == b && a == y), InvalidProgram,
-                         "XnnpackBackend: node %u (%s) mixes datatypes (inputs %s and %s, output %s); XNNPACK defines "
-                         "a binary node over one datatype (a Convert changes it)",
-                         index, op.name, dtype_name(a), dtype_name(b), dtype_name(y));
+    if (const fb::OutputMinMax* mm = node->output_min_max()) {
+      op.out_min = mm->output_min();
+      op.out_max = mm->output_max();
+    }
+    for (DefineStep define : kFamilies) {
+      Error err = Error::Ok;
+      if (!define(*this, node, op, &err)) continue;
+      ET_TRY(err);
+      plan_.ops.push_back(op);
       return Error::Ok;
-    };
-    auto un = [&](UnaryKind k, const fb::_XNNNode1x1* n) {
-      op.kind = OpKind::kUnary;
-      op.sub = static_cast<uint8_t>(k);
-      return unary(op, n);
-    };
-    Error err = Error::Ok;
-    switch (type) {
-      case U::XNNConv2d:
-        op.kind = OpKind::kConv;
-        err = conv_node(op, node->xnode_union_as_XNNConv2d(), false);
-        break;
-      case U::XNNConvTranspose2d:
-        op.kind = OpKind::kConvTranspose;
-        err = conv_node(op, node->xnode_union_as_XNNConvTranspose2d(), false);
-        break;
-      case U::XNNDepthwiseConv2d:
-        op.kind = OpKind::kDepthwiseConv;
-        err = conv_node(op, node->xnode_union_as_XNNDepthwiseConv2d(), true);
-        break;
-      case U::XNNFullyConnected: {
-        const fb::XNNFullyConnected* f = node->xnode_union_as_XNNFullyConnected();
-        op.kind = OpKind::kFullyConnected;
-        op.flags = f->flags();
-        ET_CHECK_OR_RETURN((f->flags() & ~kFlagTransposeWeights) == 0, NotImplemented,
-                           "XnnpackBackend: node %u (%s) has unsupported flags 0x%x", index, op.name, f->flags());
-        ET_TRY(add_input(op, f->input1_id(), "input"));
-        ET_TRY(set_output(op, f->output_id()));
-        uint32_t fi;
-        ET_TRY(lookup(f->filter_id(), op, "filter", &fi));
-        const Value& w = plan_.values[fi];
-        ET_CHECK_OR_RETURN(w.rank == 2, InvalidProgram, "XnnpackBackend: node %u (%s): the filter is not 2-D", index,
-                           op.name);
-        const bool transposed = (f->flags() & kFlagTransposeWeights) != 0;
-        const int64_t oc = transposed ? w.max_dims[1] : w.max_dims[0];
-        const int64_t ic = transposed ? w.max_dims[0] : w.max_dims[1];
-        op.conv.group_in = ic;
-        op.conv.group_out = oc;
-        err = weights(op, f->filter_id(), f->bias_id(), oc, ic);
-        break;
-      }
-      case U::XNNAdd: err = bin(BinaryKind::kAdd, node->xnode_union_as_XNNAdd()); break;
-      case U::XNNSubtract: err = bin(BinaryKind::kSub, node->xnode_union_as_XNNSubtract()); break;
-      case U::XNNMultiply: err = bin(BinaryKind::kMul, node->xnode_union_as_XNNMultiply()); break;
-      case U::XNNDiv: err = bin(BinaryKind::kDiv, node->xnode_union_as_XNNDiv()); break;
-      case U::XNNMinimum: err = bin(BinaryKind::kMin, node->xnode_union_as_XNNMinimum()); break;
-      case U::XNNMaximum: err = bin(BinaryKind::kMax, node->xnode_union_as_XNNMaximum()); break;
-      case U::XNNPReLU: err = bin(BinaryKind::kPrelu, node->xnode_union_as_XNNPReLU()); break;
-      case U::XNNClamp: err = un(UnaryKind::kClamp, node->xnode_union_as_XNNClamp()); break;
-      case U::XNNHardswish: err = un(UnaryKind::kHardswish, node->xnode_union_as_XNNHardswish()); break;
-      case U::XNNSigmoid: err = un(UnaryKind::kSigmoid, node->xnode_union_as_XNNSigmoid()); break;
-      case U::XNNTanh: err = un(UnaryKind::kTanh, node->xnode_union_as_XNNTanh()); break;
-      case U::XNNGelu: err = un(UnaryKind::kGelu, node->xnode_union_as_XNNGelu()); break;
-      case U::XNNSquareRoot: err = un(UnaryKind::kSqrt, node->xnode_union_as_XNNSquareRoot()); break;
-      case U::XNNReciprocalSquareRoot:
-        err = un(UnaryKind::kRsqrt, node->xnode_union_as_XNNReciprocalSquareRoot());
-        break;
-      case U::XNNAbs: err = un(UnaryKind::kAbs, node->xnode_union_as_XNNAbs()); break;
-      case U::XNNNegate: err = un(UnaryKind::kNeg, node->xnode_union_as_XNNNegate()); break;
-      case U::XNNSquare: err = un(UnaryKind::kSquare, node->xnode_union_as_XNNSquare()); break;
-      case U::XNNFloor: err = un(UnaryKind::kFloor, node->xnode_union_as_XNNFloor()); break;
-      case U::XNNCeiling: err = un(UnaryKind::kCeil, node->xnode_union_as_XNNCeiling()); break;
-      case U::XNNExp: err = un(UnaryKind::kExp, node->xnode_union_as_XNNExp()); break;
-      case U::XNNLog: err = un(UnaryKind::kLog, node->xnode_union_as_XNNLog()); break;
-      case U::XNNSin: err = un(UnaryKind::kSin, node->xnode_union_as_XNNSin()); break;
-      case U::XNNCos: err = un(UnaryKind::kCos, node->xnode_union_as_XNNCos()); break;
-      case U::XNNELU: {
-        const fb::XNNELU* n = node->xnode_union_as_XNNELU();
-        op.kind = OpKind::kUnary, op.sub = static_cast<uint8_t>(UnaryKind::kElu), op.alpha = n->alpha();
-        err = unary(op, n);
-        break;
-      }
-      case U::XNNLeakyReLU: {
-        const fb::XNNLeakyReLU* n = node->xnode_union_as_XNNLeakyReLU();
-        op.kind = OpKind::kUnary, op.sub = static_cast<uint8_t>(UnaryKind::kLeakyRelu);
-        op.alpha = n->negative_slope();
-        err = unary(op, n);
-        break;
-      }
-      case U::XNNSoftmax:
-        op.kind = OpKind::kSoftmax;
-        err = unary(op, node->xnode_union_as_XNNSoftmax());
-        break;
-      case U::XNNCopy:
-        op.kind = OpKind::kCopy;
-        err = unary(op, node->xnode_union_as_XNNCopy());
-        break;
-      case U::XNNConvert:
-        op.kind = OpKind::kConvert;
-        err = unary(op, node->xnode_union_as_XNNConvert());
-        break;
-      case U::XNNGlobalAvgPooling2d:
-        op.kind = OpKind::kGlobalAvgPool;
-        err = unary(op, node->xnode_union_as_XNNGlobalAvgPooling2d());
-        break;
-      case U::XNNStaticTranspose: {
-        const fb::XNNStaticTranspose* n = node->xnode_union_as_XNNStaticTranspose();
-        op.kind = OpKind::kTranspose;
-        ET_TRY(dims_param(op, n->perm(), op.params, "permutation entries"));
-        err = unary(op, n);
-        break;
-      }
-      case U::XNNStaticReshape: {
-        const fb::XNNStaticReshape* n = node->xnode_union_as_XNNStaticReshape();
-        op.kind = OpKind::kCopy;
-        ET_TRY(dims_param(op, n->new_shape(), op.params, "shape entries"));
-        op.flags = 1;  // reshape: dims from params
-        err = unary(op, n);
-        break;
-      }
-      case U::XNNStaticSlice: {
-        const fb::XNNStaticSlice* n = node->xnode_union_as_XNNStaticSlice();
-        op.kind = OpKind::kSlice;
-        ET_TRY(dims_param(op, n->sizes(), op.params2, "slice sizes"));
-        const int sizes = op.n_params;
-        ET_TRY(dims_param(op, n->offsets(), op.params, "slice offsets"));
-        ET_CHECK_OR_RETURN(sizes == op.n_params, InvalidProgram,
-                           "XnnpackBackend: node %u (%s) has %d offsets but %d sizes", index, op.name, op.n_params,
-                           sizes);
-        err = unary(op, n);
-        break;
-      }
-      case U::XNNStaticConstantPad: {
-        const fb::XNNStaticConstantPad* n = node->xnode_union_as_XNNStaticConstantPad();
-        op.kind = OpKind::kPad;
-        op.alpha = n->padding_value();
-        ET_TRY(dims_param(op, n->post_paddings(), op.params2, "paddings"));
-        const int post = op.n_params;
-        ET_TRY(dims_param(op, n->pre_paddings(), op.params, "paddings"));
-        ET_CHECK_OR_RETURN(post == op.n_params, InvalidProgram,
-                           "XnnpackBackend: node %u (%s) has %d pre- but %d post-paddings", index, op.name, op.n_params,
-                           post);
-        err = unary(op, n);
-        break;
-      }
-      case U::XNNConcatenate2:
-      case U::XNNConcatenate3:
-      case U::XNNConcatenate4:
-      case U::XNNConcatenate5: {
-        const fb::_XNNCat* n = type == U::XNNConcatenate2   ? node->xnode_union_as_XNNConcatenate2()
-                               : type == U::XNNConcatenate3 ? node->xnode_union_as_XNNConcatenate3()
-                               : type == U::XNNConcatenate4 ? node->xnode_union_as_XNNConcatenate4()
-                                                            : node->xnode_union_as_XNNConcatenate5();
-        op.kind = OpKind::kConcat;
-        op.axis = n->axis();
-        const int count = type == U::XNNConcatenate2   ? 2
-                          : type == U::XNNConcatenate3 ? 3
-                          : type == U::XNNConcatenate4 ? 4
-                                                       : 5;
-        const uint32_t ids[5] = {n->input1_id(), n->input2_id(), n->input3_id(), n->input4_id(), n->input5_id()};
-        for (int i = 0; i < count; ++i) ET_TRY(add_input(op, ids[i], "input"));
-        err = set_output(op, n->output_id());
-        break;
-      }
-      case U::XNNMaxPooling2d:
-        op.kind = OpKind::kMaxPool;
-        err = pool_node(op, node->xnode_union_as_XNNMaxPooling2d());
-        break;
-      case U::XNNAvgPooling2d:
-        op.kind = OpKind::kAvgPool;
-        err = pool_node(op, node->xnode_union_as_XNNAvgPooling2d());
-        break;
-      case U::XNNBatchMatrixMultiply: {
-        const fb::_XNNNode2x1* n = node->xnode_union_as_XNNBatchMatrixMultiply();
-        op.kind = OpKind::kBatchMatMul;
-        op.flags = n->flags();
-        ET_CHECK_OR_RETURN((n->flags() & ~kFlagTransposeWeights) == 0, NotImplemented,
-                           "XnnpackBackend: node %u (%s) has unsupported flags 0x%x", index, op.name, n->flags());
-        err = binary(op, n);
-        break;
-      }
-      default:
-        ET_CHECK_OR_RETURN(false, NotImplemented,
-                           "XnnpackBackend: node %u is %s, a node kind this backend does not implement; lower that "
-                           "operator outside the delegate or run the file on a runtime with XNNPACK",
-                           index, op.name);
     }
-    ET_TRY(err);
-    ET_TRY(same_quantization(op, index, type));
-    plan_.ops.push_back(op);
-    return Error::Ok;
-  }
-
-  // The published runtime's XNNPACK defines a Copy or a StaticConstantPad on quantized values only with the
-  // input's scale and zero point equal to the output's (its define call returns invalid_parameter; it takes a
-  // Clamp or StaticTranspose that requantizes): such a graph is refused here too, naming the node.
-  Error same_quantization(const Op& op, uint32_t index, fb::XNodeUnion type) const {
-    using U = fb::XNodeUnion;
-    switch (type) {
-      case U::XNNCopy:
-      case U::XNNStaticConstantPad: break;
-      default: return Error::Ok;
-    }
-    const Value& y = plan_.values[op.out];
-    if (y.dtype != DType::kQS8 && y.dtype != DType::kQU8) return Error::Ok;
-    for (int i = 0; i < op.n_in; ++i) {
-      const Value& x = plan_.values[op.in[i]];
-      ET_CHECK_OR_RETURN(x.dtype == y.dtype && x.scale == y.scale && x.zero_point == y.zero_point, InvalidProgram,
-                         "XnnpackBackend: node %u (%s) reads a value quantized at scale %g, zero point %d and writes "
-                         "one at scale %g, zero point %d; XNNPACK defines it only with equal quantization (a Convert "
-                         "requantizes)",
-                         index, op.name, static_cast<double>(x.scale), static_cast<int>(x.zero_point),
-                         static_cast<double>(y.scale), static_cast<int>(y.zero_point));
-    }
+    ET_CHECK_OR_RETURN(false, NotImplemented,
+                       "XnnpackBackend: node %u is %s, a node kind this backend does not implement; lower that "
+                       "operator outside the delegate or run the file on a runtime with XNNPACK",
+                       index, op.name);
     return Error::Ok;
   }
 

@@ -115,8 +115,11 @@ struct ConvParams {
   int64_t adj_h = 0, adj_w = 0;  // transposed convolution: extra rows/columns at the bottom/right
 };
 
+struct OpImpl;  // how ops of a kind run: ops/ops.h
+
 struct Op {
   OpKind kind;
+  const OpImpl* impl = nullptr;  // set by the kind's define step (ops/<family>.cpp)
   uint8_t sub = 0;  // BinaryKind / UnaryKind
   const char* name = "";  // the node kind, for messages
   uint32_t node_index = 0;

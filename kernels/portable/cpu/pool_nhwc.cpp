@@ -1,9 +1,12 @@
-// NHWC pooling: per output pixel, the window's in-image rows and columns are found once, then
-// each tap updates a run of channels (the vectorized inner loop).
+// NHWC pooling: per output pixel, the window's in-image taps are found from their row and column
+// ranges (so the work follows the input read, whatever the window size the file gives), then each
+// tap updates a run of channels (the vectorized inner loop).
 #include "kernels/portable/cpu/pool_nhwc.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "kernels/portable/cpu/parallel.h"
 #include "kernels/portable/cpu/vectorize.h"
@@ -16,17 +19,54 @@ namespace {
 constexpr int64_t kTaskElems = int64_t(1) << 15;
 // Channels per chunk of a global average pool.
 constexpr int64_t kPoolChannels = 128;
+// Taps max_taps folds per call (larger windows: in chunks, the output so far leading the next).
+constexpr int64_t kMaxTaps = 64;
 
-ET_MULTIVERSION void max_into(int64_t c, const float* x, float* acc) {
-  for (int64_t i = 0; i < c; ++i) {
-    const float v = x[i];
-    // A NaN takes over and stays: v > acc is false for it, so test it explicitly.
-    acc[i] = (v > acc[i] || v != v) ? v : acc[i];
+// A cache line of T as one GNU vector (unaligned), and the signed integer vector its compares give.
+template <typename T>
+struct Line;
+template <>
+struct Line<float> {
+  typedef float V __attribute__((vector_size(64), aligned(4)));
+  typedef int32_t M __attribute__((vector_size(64)));
+};
+template <>
+struct Line<int8_t> {
+  typedef int8_t V __attribute__((vector_size(64), aligned(1)));
+  typedef int8_t M __attribute__((vector_size(64)));
+};
+template <>
+struct Line<uint8_t> {
+  typedef uint8_t V __attribute__((vector_size(64), aligned(1)));
+  typedef int8_t M __attribute__((vector_size(64)));
+};
+
+// o = the running maximum of taps[0..count) (count >= 1; taps[0] may be o itself), a cache line of
+// channels at a time in registers. A NaN takes over and stays (v > m is false for it, so it is
+// tested apart), as torch's max pooling propagates it.
+template <typename T>
+ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T* o) {
+  using V = typename Line<T>::V;
+  using M = typename Line<T>::M;
+  constexpr int64_t kB = 64 / sizeof(T);
+  int64_t c0 = 0;
+  for (; c0 + kB <= c; c0 += kB) {
+    V m = *reinterpret_cast<const V*>(taps[0] + c0);
+    for (int64_t t = 1; t < count; ++t) {
+      const V s = *reinterpret_cast<const V*>(taps[t] + c0);
+      const M take = reinterpret_cast<M>(s > m) | reinterpret_cast<M>(s != s);
+      m = reinterpret_cast<V>((reinterpret_cast<M>(s) & take) | (reinterpret_cast<M>(m) & ~take));
+    }
+    *reinterpret_cast<V*>(o + c0) = m;
   }
-}
-
-ET_MULTIVERSION void max_into(int64_t c, const int8_t* x, int8_t* acc) {
-  for (int64_t i = 0; i < c; ++i) acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+  for (; c0 < c; ++c0) {
+    T m = taps[0][c0];
+    for (int64_t t = 1; t < count; ++t) {
+      const T s = taps[t][c0];
+      m = (s > m || s != s) ? s : m;
+    }
+    o[c0] = m;
+  }
 }
 
 ET_MULTIVERSION void add_into(int64_t c, const float* x, float* acc) {
@@ -44,43 +84,85 @@ ET_MULTIVERSION void add_pixels_i32(int64_t c, int64_t pixels, int64_t stride, c
     for (int64_t i = 0; i < c; ++i) acc[i] += x[p * stride + i];
 }
 
-// Calls fn(out_pixel_pointer_offset, taps) for each output pixel of rows [r0, r1): `tap(x)` is
-// invoked for every in-image window element with its input offset, in window order.
-template <typename Fn>
-void for_windows(const PoolNhwc& p, int64_t in_h, int64_t in_w, int64_t channels, int64_t r0, int64_t r1,
-                 const Fn& fn) {
-  const int64_t oh = p.out_h(in_h), ow = p.out_w(in_w);
-  for (int64_t row = r0; row < r1; ++row) {
-    const int64_t n = row / oh, y = row % oh;
-    for (int64_t x = 0; x < ow; ++x) {
-      int64_t offsets[1024];
-      int64_t count = 0;
-      for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
-        const int64_t ih = y * p.stride_h - p.pad_top + kh * p.dilation_h;
-        if (ih < 0 || ih >= in_h) continue;
-        for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-          const int64_t iw = x * p.stride_w - p.pad_left + kw * p.dilation_w;
-          if (iw >= 0 && iw < in_w) offsets[count++] = ((n * in_h + ih) * in_w + iw) * channels;
-        }
-      }
-      fn((row * ow + x) * channels, offsets, count);
-    }
-  }
+// The taps t in [0, k) whose position base + t * dil falls in [0, extent).
+void tap_range(int64_t base, int64_t dil, int64_t extent, int64_t k, int64_t* first, int64_t* end) {
+  *first = base >= 0 ? 0 : (-base + dil - 1) / dil;
+  *end = base >= extent ? 0 : std::min<int64_t>(k, (extent - 1 - base) / dil + 1);
 }
 
+// Sizes positive, pads non-negative, an output to make. A window has no weights, so its size is
+// bounded only by the caller: the loops visit in-image taps only.
 bool pool_ok(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels) {
-  PoolNhwc q = p;
-  q.groups = q.group_in_channels = q.group_out_channels = 1;
-  return q.valid() && p.kernel_h * p.kernel_w <= 1024 && batch > 0 && channels > 0 && p.out_h(in_h) > 0 &&
-         p.out_w(in_w) > 0;
+  return p.kernel_h > 0 && p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 && p.dilation_w > 0 &&
+         p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 && p.pad_right >= 0 && batch > 0 && in_h >= 0 &&
+         in_w >= 0 && channels > 0 && p.out_h(in_h) > 0 && p.out_w(in_w) > 0;
 }
 
-template <typename Fn>
-void over_rows(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels, const Fn& body) {
-  const int64_t rows = batch * p.out_h(in_h);
-  const int64_t per_row = std::max<int64_t>(1, p.out_w(in_w) * channels * p.kernel_h * p.kernel_w);
-  parallel_for(0, rows, std::max<int64_t>(1, kTaskElems / per_row),
-               [&](int64_t r0, int64_t r1) { for_windows(p, in_h, in_w, channels, r0, r1, body); });
+// For each output pixel of the pool, in parallel over output rows: step(out, taps, count, first) over
+// its in-image taps (pointers into `in`) in window order, at most kMaxTaps at a time (`first` for
+// the first chunk), then done(out, taps_in_image) once.
+template <typename T, typename Step, typename Done>
+void over_windows(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels, const T* in, T* out,
+                  const Step& step, const Done& done) {
+  const int64_t oh = p.out_h(in_h), ow = p.out_w(in_w);
+  const int64_t per_row = std::max<int64_t>(1, ow * channels * std::min<int64_t>(p.kernel_h * p.kernel_w, kMaxTaps));
+  parallel_for(0, batch * oh, std::max<int64_t>(1, kTaskElems / per_row), [&](int64_t r0, int64_t r1) {
+    const T* taps[kMaxTaps];
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / oh, y0 = r % oh * p.stride_h - p.pad_top;
+      int64_t ky0, ky1;
+      tap_range(y0, p.dilation_h, in_h, p.kernel_h, &ky0, &ky1);
+      for (int64_t x = 0; x < ow; ++x) {
+        T* o = out + (r * ow + x) * channels;
+        const int64_t x0 = x * p.stride_w - p.pad_left;
+        int64_t kx0, kx1;
+        tap_range(x0, p.dilation_w, in_w, p.kernel_w, &kx0, &kx1);
+        int64_t count = 0, total = 0;
+        for (int64_t ky = ky0; ky < ky1; ++ky) {
+          const T* row = in + ((n * in_h + y0 + ky * p.dilation_h) * in_w + x0) * channels;
+          for (int64_t kx = kx0; kx < kx1; ++kx) {
+            taps[count++] = row + kx * p.dilation_w * channels;
+            if (count == kMaxTaps) {
+              step(o, taps, count, total == 0);
+              total += count;
+              count = 0;
+            }
+          }
+        }
+        if (count > 0) step(o, taps, count, total == 0);
+        done(o, total + count);
+      }
+    }
+  });
+}
+
+// Max pooling on any element type: a window wholly in padding gives the lowest value; then the
+// clamp to [lo, hi], which keeps a NaN.
+template <typename T>
+bool max_pool(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels, const T* in, T* out, T lo,
+              T hi) {
+  if (!pool_ok(p, batch, in_h, in_w, channels) || !(lo <= hi)) return false;
+  using L = std::numeric_limits<T>;
+  const T lowest = L::has_infinity ? -L::infinity() : L::lowest(), highest = L::has_infinity ? L::infinity() : L::max();
+  const bool clamp = lo > lowest || hi < highest;
+  over_windows(
+      p, batch, in_h, in_w, channels, in, out,
+      [&](T* o, const T* const* taps, int64_t count, bool first) {
+        if (first) {
+          max_taps(channels, taps, count, o);
+          return;
+        }
+        const T* more[kMaxTaps + 1];
+        more[0] = o;
+        std::copy(taps, taps + count, more + 1);
+        max_taps(channels, more, count + 1, o);
+      },
+      [&](T* o, int64_t total) {
+        if (total == 0) std::fill(o, o + channels, lowest);
+        if (!clamp) return;
+        for (int64_t c = 0; c < channels; ++c) o[c] = o[c] != o[c] ? o[c] : std::min(std::max(o[c], lo), hi);
+      });
+  return true;
 }
 
 // XNNPACK's quantized mean: the output zero point is added in float32 before the rounding (half to
@@ -95,29 +177,35 @@ int8_t requantize_mean(int32_t acc, float scale, int32_t zp, int8_t lo, int8_t h
 
 bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
                          const float* in, float* out, float out_min, float out_max) {
-  if (!pool_ok(p, batch, in_h, in_w, channels)) return false;
-  over_rows(p, batch, in_h, in_w, channels, [&](int64_t o, const int64_t* offs, int64_t count) {
-    float* acc = out + o;
-    std::fill(acc, acc + channels, -INFINITY);
-    for (int64_t t = 0; t < count; ++t) max_into(channels, in + offs[t], acc);
-    for (int64_t c = 0; c < channels; ++c)
-      acc[c] = acc[c] != acc[c] ? acc[c] : std::min(std::max(acc[c], out_min), out_max);
-  });
-  return true;
+  return max_pool(p, batch, in_h, in_w, channels, in, out, out_min, out_max);
+}
+
+bool max_pool2d_nhwc_qs8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max) {
+  return max_pool(p, batch, in_h, in_w, channels, in, out, out_min, out_max);
+}
+
+bool max_pool2d_nhwc_qu8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
+                         const uint8_t* in, uint8_t* out, uint8_t out_min, uint8_t out_max) {
+  return max_pool(p, batch, in_h, in_w, channels, in, out, out_min, out_max);
 }
 
 bool avg_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
                          bool count_include_pad, const float* in, float* out, float out_min, float out_max) {
-  if (!pool_ok(p, batch, in_h, in_w, channels)) return false;
+  if (!pool_ok(p, batch, in_h, in_w, channels) || !(out_min <= out_max)) return false;
   const int64_t window = p.kernel_h * p.kernel_w;
-  over_rows(p, batch, in_h, in_w, channels, [&](int64_t o, const int64_t* offs, int64_t count) {
-    float* acc = out + o;
-    std::fill(acc, acc + channels, 0.f);
-    for (int64_t t = 0; t < count; ++t) add_into(channels, in + offs[t], acc);
-    const int64_t d = count_include_pad ? window : count;
-    const float scale = d > 0 ? 1.f / static_cast<float>(d) : 0.f;
-    for (int64_t c = 0; c < channels; ++c) acc[c] = std::min(std::max(acc[c] * scale, out_min), out_max);
-  });
+  over_windows(
+      p, batch, in_h, in_w, channels, in, out,
+      [&](float* o, const float* const* taps, int64_t count, bool first) {
+        if (first) std::fill(o, o + channels, 0.f);
+        for (int64_t t = 0; t < count; ++t) add_into(channels, taps[t], o);
+      },
+      [&](float* o, int64_t total) {
+        if (total == 0) std::fill(o, o + channels, 0.f);
+        const int64_t d = count_include_pad ? window : total;
+        const float scale = d > 0 ? 1.f / static_cast<float>(d) : 0.f;
+        for (int64_t c = 0; c < channels; ++c) o[c] = std::min(std::max(o[c] * scale, out_min), out_max);
+      });
   return true;
 }
 
@@ -161,18 +249,6 @@ bool global_avg_pool_nhwc_qs8(int64_t batch, int64_t pixels, int64_t channels, c
       for (int64_t c = 0; c < cn; ++c)
         out[n * channels + c0 + c] = requantize_mean(acc[c], scale, out_zero_point, out_min, out_max);
     }
-  });
-  return true;
-}
-
-bool max_pool2d_nhwc_qs8(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
-                         const int8_t* in, int8_t* out, int8_t out_min, int8_t out_max) {
-  if (!pool_ok(p, batch, in_h, in_w, channels) || out_min > out_max) return false;
-  over_rows(p, batch, in_h, in_w, channels, [&](int64_t o, const int64_t* offs, int64_t count) {
-    int8_t* acc = out + o;
-    std::fill(acc, acc + channels, static_cast<int8_t>(-128));
-    for (int64_t t = 0; t < count; ++t) max_into(channels, in + offs[t], acc);
-    for (int64_t c = 0; c < channels; ++c) acc[c] = std::min(std::max(acc[c], out_min), out_max);
   });
   return true;
 }

@@ -24,7 +24,8 @@ PoolNhwc window(int64_t k, int64_t stride, int64_t pad, int64_t dil) {
   return p;
 }
 
-// max (kind 0) or average with (1) / without (2) the padding in the divisor.
+// max (kind 0) or average with (1) / without (2) the padding in the divisor. A max over a window
+// wholly in the padding is the lower bound; such an average is 0.
 std::vector<float> naive_pool(const PoolNhwc& p, int kind, int64_t n_, int64_t h, int64_t w, int64_t c_,
                               const std::vector<float>& in, float lo, float hi) {
   const int64_t oh = p.out_h(h), ow = p.out_w(w);
@@ -47,7 +48,7 @@ std::vector<float> naive_pool(const PoolNhwc& p, int kind, int64_t n_, int64_t h
               ++count;
             }
           if (kind == 1) acc /= double(p.kernel_h * p.kernel_w);
-          if (kind == 2) acc /= double(count);
+          if (kind == 2) acc = count ? acc / double(count) : 0.0;  // a window wholly in padding: 0
           out[((n * oh + y) * ow + x) * c_ + c] =
               nan && kind == 0 ? NAN : static_cast<float>(std::fmin(std::fmax(acc, lo), hi));
         }
@@ -65,11 +66,17 @@ KTEST(pool_nhwc_f32_matches_reference) {
                         {window(2, 2, 0, 1), 1, 8, 8, 64},
                         {window(3, 1, 1, 2), 1, 7, 9, 5},
                         {window(5, 3, 2, 1), 1, 11, 10, 33},
-                        {window(1, 1, 0, 1), 1, 3, 3, 7}};
+                        {window(1, 1, 0, 1), 1, 3, 3, 7},
+                        // 121 taps (two chunks and a remainder of taps per call), 70 channels (a
+                        // vector line and a tail); 1,600 taps; windows wholly in the padding.
+                        {window(11, 3, 5, 1), 1, 23, 21, 70},
+                        {window(40, 5, 0, 1), 1, 45, 45, 3},
+                        {window(2, 1, 2, 1), 1, 4, 5, 3}};
   const uint32_t before = static_cast<uint32_t>(get_threadpool()->get_thread_count());
   for (const Case& k : cases) {
     auto in = ktest::random_floats(k.n * k.h * k.w * k.c, 201);
     in[5] = NAN;
+    in[k.c * 2 + 3] = NAN;  // pixel (0, 2): a later tap of some windows
     for (int kind = 0; kind < 3; ++kind) {
       const float lo = kind == 0 ? -0.5f : -std::numeric_limits<float>::infinity();
       const float hi = 0.75f;
@@ -185,4 +192,29 @@ KTEST(max_pool_nhwc_qs8_matches_reference) {
       }
   CHECK(cpu::max_pool2d_nhwc_qs8(p, 1, h, w, c, in.data(), out.data(), -128, 100));
   CHECK(out == expected);
+}
+
+KTEST(max_pool_nhwc_qu8_matches_reference) {
+  // A 9x9 window (81 taps: two calls per pixel), padding, 67 channels (a vector line and a tail),
+  // both bounds active.
+  const PoolNhwc p = window(9, 2, 4, 1);
+  const int64_t h = 12, w = 10, c = 67;
+  std::vector<uint8_t> in(h * w * c);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>((i * 53 + 7) % 256);
+  const int64_t oh = p.out_h(h), ow = p.out_w(w);
+  std::vector<uint8_t> out(oh * ow * c), expected(out.size());
+  for (int64_t y = 0; y < oh; ++y)
+    for (int64_t x = 0; x < ow; ++x)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        int best = 0;
+        for (int64_t kh = 0; kh < 9; ++kh)
+          for (int64_t kw = 0; kw < 9; ++kw) {
+            const int64_t ih = y * 2 - 4 + kh, iw = x * 2 - 4 + kw;
+            if (ih >= 0 && ih < h && iw >= 0 && iw < w) best = std::max<int>(best, in[(ih * w + iw) * c + ch]);
+          }
+        expected[(y * ow + x) * c + ch] = static_cast<uint8_t>(std::min(std::max(best, 30), 240));
+      }
+  CHECK(cpu::max_pool2d_nhwc_qu8(p, 1, h, w, c, in.data(), out.data(), 30, 240));
+  CHECK(out == expected);
+  CHECK(!cpu::max_pool2d_nhwc_qu8(p, 1, h, w, c, in.data(), out.data(), 241, 240));  // bounds crossed
 }
