@@ -8,12 +8,12 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/portable/cpu/activation.h"
-#include "kernels/portable/cpu/attention.h"
-#include "kernels/portable/cpu/conv.h"
-#include "kernels/portable/cpu/gemm.h"
-#include "kernels/portable/cpu/layer_norm.h"
-#include "kernels/portable/cpu/softmax.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/softmax.h"
 
 namespace cpu = executorch::kernels::cpu;
 

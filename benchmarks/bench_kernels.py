@@ -3,7 +3,7 @@
 Runs the C++ benchmark (bench_kernels, built with -DEXECUTORCH_BUILD_KERNEL_BENCHMARKS=ON or
 EXECUTORCH_BUILD_TESTS=ON), times the same shapes with torch, and prints both side by side:
 
-    EXECUTORCH_NUM_THREADS=1 python benchmarks/bench_kernels.py BUILD_DIR/kernels/portable/bench_kernels [--gemm | --resnet50]
+    EXECUTORCH_NUM_THREADS=1 python benchmarks/bench_kernels.py BUILD_DIR/kernels/cpu/bench_kernels [--gemm | --resnet50]
 
 --gemm times GEMMs at ViT-small's, an encoder's and ResNet-50's layer shapes (gemmbt_: B stored
 transposed, as nn.Linear's weight); --resnet50 times each distinct ResNet-50 convolution.

@@ -15,10 +15,10 @@
 
 #include <time.h>
 
-#include "kernels/portable/cpu/conv.h"
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/quantized.h"
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/quantized.h"
+#include "kernels/cpu/threadpool.h"
 
 namespace cpu = executorch::kernels::cpu;
 

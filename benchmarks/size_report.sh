@@ -8,7 +8,7 @@ build=${1:?usage: size_report.sh BUILD_DIR}
 strip=${STRIP:-strip}
 [ -n "$strip" ] || strip=strip
 printf '%-28s %12s\n' "library" "text+data"
-for lib in "$build"/libexecutorch_core.a "$build"/libexecutorch.a "$build"/kernels/portable/libportable_kernels_cpu.a; do
+for lib in "$build"/libexecutorch_core.a "$build"/libexecutorch.a "$build"/kernels/cpu/libkernels_cpu.a; do
   [ -f "$lib" ] || continue
   bytes=$(size -t "$lib" | awk 'END { print $1 + $2 }')
   printf '%-28s %12s\n' "$(basename "$lib")" "$bytes"

@@ -106,7 +106,7 @@ def test_layout_headers_and_package_files(sdk_prefix):
     lib = sdk_prefix / "lib"
     for name in ("libexecutorch.so", "libportable_kernels.so", "libextension_module.so",
                  "libextension_data_loader.so", "libexecutorch.a",
-                 "libexecutorch_core.a", "libexecutor_backend.a", "libportable_kernels.a", "libportable_kernels_cpu.a",
+                 "libexecutorch_core.a", "libexecutor_backend.a", "libportable_kernels.a", "libkernels_cpu.a",
                  "libxnnpack_backend.a",
                  "cmake/executorch/executorch-config.cmake", "cmake/executorch/executorch-config-version.cmake"):
         assert (lib / name).is_file(), name

@@ -23,7 +23,7 @@
 #include "runtime/executor/hosted_method.h"
 #include "runtime/executor/program.h"
 #if EXECUTORCH_HAVE_PORTABLE_KERNELS
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/threadpool.h"
 #endif
 
 using namespace executorch::runtime;

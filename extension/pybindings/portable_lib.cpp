@@ -12,7 +12,7 @@
 
 #include "extension/flat_tensor/flat_tensor_data_map.h"
 #if EXECUTORCH_HAVE_PORTABLE_KERNELS
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/threadpool.h"
 #endif
 #include "devtools/etdump/etdump_flatcc.h"
 #include "runtime/core/operator_registry.h"

@@ -28,8 +28,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/portable/cpu/quantized.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/quantized.h"
+#include "kernels/cpu/vectorize.h"
 #include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/load_pass_util.h"

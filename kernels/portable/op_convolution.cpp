@@ -4,9 +4,9 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/portable/cpu/conv.h"
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/load_pass_util.h"

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/portable/cpu/gemm.h"
-#include "kernels/portable/cpu/gemv.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/portable/cpu/attention.h"
-#include "kernels/portable/cpu/half.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/half.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
 

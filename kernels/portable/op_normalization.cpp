@@ -2,8 +2,8 @@
 // group norm, and batch norm with statistics from the batch (what instance norm lowers to).
 #include <cmath>
 
-#include "kernels/portable/cpu/layer_norm.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/vectorize.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/widen.h"
 

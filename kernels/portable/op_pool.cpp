@@ -1,5 +1,5 @@
 // Pooling kernels on float32 NCHW (or CHW) tensors, 16-bit floats widened: max (with indices), average, adaptive average.
-#include "kernels/portable/cpu/pool.h"
+#include "kernels/cpu/pool.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/widen.h"
 

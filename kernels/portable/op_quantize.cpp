@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
 #include "kernels/portable/load_passes.h"
 #include "kernels/portable/util/kernel_util.h"
 

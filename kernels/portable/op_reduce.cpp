@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/portable/util/reduce.h"
 
 namespace executorch {

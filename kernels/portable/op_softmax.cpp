@@ -1,5 +1,5 @@
 // _softmax.out and _log_softmax.out along one dim of a float32 tensor (16-bit floats widened).
-#include "kernels/portable/cpu/softmax.h"
+#include "kernels/cpu/softmax.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/widen.h"
 

@@ -4,7 +4,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/portable/cpu/activation.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/portable/util/elementwise.h"
 
 namespace executorch {

@@ -232,7 +232,8 @@ COMPONENTS: tuple[Component, ...] = (
         frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_PORTABLE_KERNELS",
         cmake_targets=("portable_kernels",),
-        sources=CMAKE_SOURCES + ("kernels/portable/CMakeLists.txt", "kernels/portable/functions.yaml",
+        sources=CMAKE_SOURCES + ("kernels/cpu/CMakeLists.txt", "kernels/cpu/*.h", "kernels/cpu/*.cpp",
+                                   "kernels/portable/CMakeLists.txt", "kernels/portable/functions.yaml",
                                    "kernels/portable/**/*.h", "kernels/portable/**/*.cpp", "kernels/prim_ops/*.cpp",
                                    "tools/selective_build/*.py"),
     ),
@@ -278,7 +279,7 @@ COMPONENTS: tuple[Component, ...] = (
         "them, as libportable_kernels.so (registers on load) and static archives to link whole",
         frozenset({FULL}),
         build_requires=NATIVE_BUILD, cmake_option="EXECUTORCH_BUILD_SDK",
-        cmake_targets=("portable_kernels_shared", "portable_kernels_static", "portable_kernels_cpu", "xnnpack_backend"),
+        cmake_targets=("portable_kernels_shared", "portable_kernels_static", "kernels_cpu", "xnnpack_backend"),
         install_component="sdk_kernels",
     ),
     Component(

@@ -18,8 +18,8 @@
 
 #include "backends/xnnpack/runtime/executor.h"
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/quantized.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/quantized.h"
 #include "xnnpack/schema_generated.h"
 
 namespace executorch {

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/quantized.h"
+#include "kernels/cpu/quantized.h"
 
 namespace executorch {
 namespace backends {

@@ -82,7 +82,7 @@ enum class OpKind : uint8_t {
 };
 
 // How an op computes. kFloat: on the float kernels, quantized operands dequantized around them.
-// kQs8 / kQd8: on the int8 kernels of kernels/portable/cpu/quantized.h and pool_nhwc.h (static
+// kQs8 / kQd8: on the int8 kernels of kernels/cpu/quantized.h and pool_nhwc.h (static
 // int8 activations; dynamically quantized float rows into a fully connected layer).
 enum class Compute : uint8_t { kFloat, kQs8, kQd8 };
 
@@ -138,7 +138,7 @@ struct Op {
   // Weights of conv / depthwise / fully connected, in float, laid out for the kernel.
   const float* weights = nullptr;
   const float* bias = nullptr;
-  // The same weights and bias packed once for the NHWC micro-kernels (kernels/portable/cpu/conv_nhwc.h);
+  // The same weights and bias packed once for the NHWC micro-kernels (kernels/cpu/conv_nhwc.h);
   // null where the op runs on the generic path instead.
   const void* packed = nullptr;
   Compute compute = Compute::kFloat;

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/parallel.h"
 
 namespace executorch {
 namespace kernels {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/portable/cpu/half.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/half.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/portable/util/kernel_util.h"
 // Which compute paths this build compiles (EXECUTORCH_DTYPE_SELECTIVE_BUILD): generated per build.
 #include "portable_registrations/selected_dtypes.h"

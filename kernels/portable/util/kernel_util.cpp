@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/cpu/half.h"
+#include "kernels/cpu/half.h"
 
 namespace executorch {
 namespace kernels {

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "runtime/core/load_pass.h"
 

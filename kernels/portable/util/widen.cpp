@@ -1,7 +1,7 @@
 // Widening 16-bit float tensors to float32 around a float32-only kernel, and narrowing back.
 #include "kernels/portable/util/widen.h"
 
-#include "kernels/portable/cpu/half.h"
+#include "kernels/cpu/half.h"
 #include "kernels/portable/util/elementwise.h"
 
 namespace executorch {

@@ -51,7 +51,7 @@ fi
 if [ "${FUZZ_UNIT_TESTS:-1}" = 1 ]; then
   cmake --build "$build" --target fuzz_program kernels_test kernels_cpu_test runtime_test -j 2
   echo "sanitized unit tests (ASan/UBSan):"
-  for t in "$build/kernels/portable/kernels_test" "$build/kernels/portable/kernels_cpu_test" \
+  for t in "$build/kernels/portable/kernels_test" "$build/kernels/cpu/kernels_cpu_test" \
            "$build/test/cpp/runtime_test"; do
     log=$(mktemp)
     (cd "$root" && "$t" >"$log" 2>&1) || { grep -v '^E ' "$log" | tail -30; rm -f "$log"; echo "FAIL: $(basename "$t") under ASan/UBSan" >&2; exit 1; }

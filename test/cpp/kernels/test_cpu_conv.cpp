@@ -1,7 +1,7 @@
 // conv2d and conv_transpose2d against naive loops over strides, padding, dilation and groups.
 #include <vector>
 
-#include "kernels/portable/cpu/conv.h"
+#include "kernels/cpu/conv.h"
 #include "test/cpp/kernels/check.h"
 
 using executorch::kernels::cpu::Conv2dShape;

@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/threadpool.h"
 #include "test/cpp/kernels/check.h"
 
 namespace cpu = executorch::kernels::cpu;

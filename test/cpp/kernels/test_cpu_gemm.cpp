@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/portable/cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 #include "test/cpp/kernels/check.h"
 
 using executorch::kernels::cpu::ConstMatrix;

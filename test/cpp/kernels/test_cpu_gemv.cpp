@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/portable/cpu/gemv.h"
+#include "kernels/cpu/gemv.h"
 #include "test/cpp/kernels/check.h"
 
 using executorch::kernels::cpu::ConstMatrix;

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/portable/cpu/conv.h"
-#include "kernels/portable/cpu/gemm.h"
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/threadpool.h"
 #include "test/cpp/kernels/check.h"
 
 using executorch::extension::threadpool::get_threadpool;

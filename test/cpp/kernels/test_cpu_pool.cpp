@@ -2,7 +2,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/portable/cpu/pool.h"
+#include "kernels/cpu/pool.h"
 #include "test/cpp/kernels/check.h"
 
 using executorch::kernels::cpu::Pool2dShape;

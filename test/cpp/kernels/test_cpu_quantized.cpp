@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/portable/cpu/quantized.h"
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/quantized.h"
+#include "kernels/cpu/threadpool.h"
 #include "test/cpp/kernels/check.h"
 
 namespace cpu = executorch::kernels::cpu;

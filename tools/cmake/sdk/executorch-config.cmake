@@ -41,7 +41,7 @@ set(_et_files_kernels_portable libportable_kernels.so)
 set(_et_files_extension_module libextension_module.so)
 set(_et_files_extension_data_loader libextension_data_loader.so)
 set(_et_files_runtime_static libexecutorch.a libexecutor_backend.a libexecutorch_core.a)
-set(_et_files_kernels_portable_static libportable_kernels.a libxnnpack_backend.a libportable_kernels_cpu.a)
+set(_et_files_kernels_portable_static libportable_kernels.a libxnnpack_backend.a libkernels_cpu.a)
 set(_et_known runtime kernels_portable extension_module extension_data_loader runtime_static kernels_portable_static)
 
 set(_et_wanted ${executorch_FIND_COMPONENTS})

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/gemv.h"
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/quantized.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quantized.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace backends {

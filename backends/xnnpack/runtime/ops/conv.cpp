@@ -1,13 +1,13 @@
 // Convolutions: Conv2d (NHWC, groups >= 1), DepthwiseConv2d (1HWO filters, channel multiplier >= 1)
 // and ConvTranspose2d (OHWI filters). With packed weights (compile() packs them where the NHWC
-// micro-kernels take the geometry) they run on kernels/portable/cpu/conv_nhwc.h, in float or int8;
+// micro-kernels take the geometry) they run on kernels/cpu/conv_nhwc.h, in float or int8;
 // otherwise on the generic loops here (im2col + GEMM, a depthwise loop over channels, a scatter).
 #include <cinttypes>
 #include <cstring>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/quantized.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quantized.h"
 
 namespace executorch {
 namespace backends {

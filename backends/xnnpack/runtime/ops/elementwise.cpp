@@ -6,11 +6,11 @@
 #include <cmath>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/activation.h"
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/quantized.h"
-#include "kernels/portable/cpu/softmax.h"
-#include "kernels/portable/cpu/vmath.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quantized.h"
+#include "kernels/cpu/softmax.h"
+#include "kernels/cpu/vmath.h"
 
 namespace executorch {
 namespace backends {

@@ -1,10 +1,10 @@
 // Matrix products: FullyConnected (constant [out, in] filter, or [in, out] with the transpose flag;
-// packed for the float, QS8 or QD8 kernels of kernels/portable/cpu where compile() chose them) and
+// packed for the float, QS8 or QD8 kernels of kernels/cpu where compile() chose them) and
 // BatchMatrixMultiply (two run-time operands, batch dims broadcast).
 #include <cinttypes>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/quantized.h"
+#include "kernels/cpu/quantized.h"
 
 namespace executorch {
 namespace backends {

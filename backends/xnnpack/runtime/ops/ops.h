@@ -12,8 +12,8 @@
 #include <cstdint>
 
 #include "backends/xnnpack/runtime/plan.h"
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/gemm.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/gemm.h"
 #include "runtime/core/error.h"
 #include "xnnpack/schema_generated.h"
 

@@ -1,11 +1,11 @@
 // Pooling: MaxPooling2d (on the operands' own element type: float, or int8 / uint8 whose order is
 // the values' order), AvgPooling2d (padding left out of each window's count, as XNNPACK averages)
 // and GlobalAvgPooling2d (float, or QS8 in integers as XNNPACK's quantized mean), all NHWC on the
-// one pooling implementation, kernels/portable/cpu/pool_nhwc.h.
+// one pooling implementation, kernels/cpu/pool_nhwc.h.
 #include <cmath>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/pool_nhwc.h"
+#include "kernels/cpu/pool_nhwc.h"
 
 namespace executorch {
 namespace backends {

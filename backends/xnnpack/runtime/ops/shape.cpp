@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/parallel.h"
 
 namespace executorch {
 namespace backends {

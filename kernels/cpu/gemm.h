@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/portable/cpu/half.h"
+#include "kernels/cpu/half.h"
 
 namespace executorch {
 namespace kernels {

@@ -1,15 +1,15 @@
 // NHWC pooling: per output pixel, the window's in-image taps are found from their row and column
 // ranges (so the work follows the input read, whatever the window size the file gives), then each
 // tap updates a run of channels (the vectorized inner loop).
-#include "kernels/portable/cpu/pool_nhwc.h"
+#include "kernels/cpu/pool_nhwc.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace kernels {

@@ -4,7 +4,7 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
-#include "kernels/portable/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/nhwc_ukernels.h"
 
 namespace executorch {
 namespace kernels {
@@ -167,8 +167,8 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
   }
 }
 
-#include "kernels/portable/cpu/qs8_add_impl.h"
-#include "kernels/portable/cpu/nhwc_winograd.h"
+#include "kernels/cpu/qs8_add_impl.h"
+#include "kernels/cpu/nhwc_winograd.h"
 
 template <int MR>
 void qd8_gemm_tile(const Qd8GemmTile& p) {

@@ -1,11 +1,11 @@
 // Softmax and log-softmax of float32 lines, vectorised across a line or across neighbouring lines.
-#include "kernels/portable/cpu/softmax.h"
+#include "kernels/cpu/softmax.h"
 
 #include <cmath>
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
-#include "kernels/portable/cpu/vmath.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
+#include "kernels/cpu/vmath.h"
 
 namespace executorch {
 namespace kernels {

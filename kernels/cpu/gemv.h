@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/portable/cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 namespace executorch {
 namespace kernels {

@@ -1,5 +1,5 @@
 // CPU feature checks for isa.h, read once from CPUID through the compiler's builtins.
-#include "kernels/portable/cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 namespace executorch {
 namespace kernels {

@@ -1,7 +1,7 @@
 // Fork-join pool on raw pthreads (no std::thread, so the library binds only long-standing
 // glibc symbol versions): each thread owns a range of a task's chunks and steals from the others'
 // when it runs out; workers spin for a while after a task, then sleep on a condition variable.
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/portable/cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 namespace executorch {
 namespace kernels {

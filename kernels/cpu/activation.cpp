@@ -1,9 +1,9 @@
 // GELU of float32 buffers with the vectorisable exp and erfc of vmath.h.
-#include "kernels/portable/cpu/activation.h"
+#include "kernels/cpu/activation.h"
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
-#include "kernels/portable/cpu/vmath.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
+#include "kernels/cpu/vmath.h"
 
 namespace executorch {
 namespace kernels {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/portable/cpu/threadpool.h"
+#include "kernels/cpu/threadpool.h"
 
 namespace executorch {
 namespace kernels {

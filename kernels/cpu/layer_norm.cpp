@@ -1,10 +1,10 @@
 // Layer norm of float32 rows, vectorised along the row and split over rows.
-#include "kernels/portable/cpu/layer_norm.h"
+#include "kernels/cpu/layer_norm.h"
 
 #include <cmath>
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace kernels {

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/gemm_split.h"
-#include "kernels/portable/cpu/nhwc_ukernels.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/gemm_split.h"
+#include "kernels/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/parallel.h"
 
 namespace executorch {
 namespace kernels {

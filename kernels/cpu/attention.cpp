@@ -1,11 +1,11 @@
 // Fused float32 attention: blocked scores, online softmax and the weighted sum of values.
-#include "kernels/portable/cpu/attention.h"
+#include "kernels/cpu/attention.h"
 
 #include <cmath>
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
-#include "kernels/portable/cpu/vmath.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
+#include "kernels/cpu/vmath.h"
 
 namespace executorch {
 namespace kernels {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/nhwc_ukernels.h"
 
 namespace executorch {
 namespace kernels {

@@ -1,7 +1,7 @@
 // NHWC float convolution and fully connected drivers: indirect GEMM (each output pixel's taps are
 // row pointers into the input, padding taps point at a zero row) and a depthwise sweep, both
 // over pre-packed weights, tiles handed out over the thread pool.
-#include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/cpu/conv_nhwc.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,11 +9,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/cpu/gemm_split.h"
-#include "kernels/portable/cpu/nhwc_dw_driver.h"
-#include "kernels/portable/cpu/nhwc_gemm_rows.h"
-#include "kernels/portable/cpu/nhwc_ukernels.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/gemm_split.h"
+#include "kernels/cpu/nhwc_dw_driver.h"
+#include "kernels/cpu/nhwc_gemm_rows.h"
+#include "kernels/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/parallel.h"
 
 namespace executorch {
 namespace kernels {

@@ -1,10 +1,10 @@
 // Few-row matrix products straight from B's storage: float32 or 16-bit weights, widened in
 // registers (AVX2/F16C picked at run time on x86, a scalar loop elsewhere), float32 sums.
-#include "kernels/portable/cpu/gemv.h"
+#include "kernels/cpu/gemv.h"
 
 #include <algorithm>
 
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/parallel.h"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ET_GEMV_X86_DISPATCH 1

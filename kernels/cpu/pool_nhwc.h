@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/portable/cpu/conv_nhwc.h"
+#include "kernels/cpu/conv_nhwc.h"
 
 namespace executorch {
 namespace kernels {

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/portable/cpu/conv_nhwc.h"
-#include "kernels/portable/cpu/isa.h"
+#include "kernels/cpu/conv_nhwc.h"
+#include "kernels/cpu/isa.h"
 
 namespace executorch {
 namespace kernels {

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/portable/cpu/gemm_split.h"
-#include "kernels/portable/cpu/nhwc_ukernels.h"
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/quantized.h"
+#include "kernels/cpu/gemm_split.h"
+#include "kernels/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quantized.h"
 
 namespace executorch {
 namespace kernels {

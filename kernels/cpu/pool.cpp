@@ -1,12 +1,12 @@
 // Pooling loops; the window bounds are clipped once per output so the inner loops are plain.
-#include "kernels/portable/cpu/pool.h"
+#include "kernels/cpu/pool.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace kernels {

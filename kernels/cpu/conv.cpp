@@ -1,7 +1,7 @@
 // Convolution algorithms: 1x1 as one GEMM, depthwise as direct row sweeps (3x3 fused; NEON
 // intrinsics on aarch64), the rest as im2col + GEMM, with a direct fallback when no scratch
 // memory is available.
-#include "kernels/portable/cpu/conv.h"
+#include "kernels/cpu/conv.h"
 
 #include <algorithm>
 
@@ -10,9 +10,9 @@
 #include <arm_neon.h>
 #endif
 
-#include "kernels/portable/cpu/gemm.h"
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace kernels {

@@ -2,7 +2,7 @@
 // run a register-tiled micro-kernel: AVX2/FMA intrinsics on x86 (picked at run time, so the
 // library targets the baseline ISA), NEON intrinsics on aarch64 (where NEON is the baseline, so
 // chosen at build time), compiler-vectorized loops for the baseline and AVX-512 builds.
-#include "kernels/portable/cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -16,8 +16,8 @@
 #include <arm_neon.h>
 #endif
 
-#include "kernels/portable/cpu/parallel.h"
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace kernels {

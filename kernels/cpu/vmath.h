@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/portable/cpu/vectorize.h"
+#include "kernels/cpu/vectorize.h"
 
 namespace executorch {
 namespace kernels {

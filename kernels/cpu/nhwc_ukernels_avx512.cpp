@@ -10,7 +10,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "kernels/portable/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/nhwc_ukernels.h"
 
 namespace executorch {
 namespace kernels {
@@ -350,8 +350,8 @@ void qs8_gemm_rows(const Qs8GemmTile& p) {
   qs8_gemm_tile<MR, 1, false>(p);
 }
 
-#include "kernels/portable/cpu/qs8_add_impl.h"
-#include "kernels/portable/cpu/nhwc_winograd.h"
+#include "kernels/cpu/qs8_add_impl.h"
+#include "kernels/cpu/nhwc_winograd.h"
 
 template <int MR, int NV>
 void qd8_gemm_tile(const Qd8GemmTile& p) {

@@ -1,16 +1,16 @@
 // QS8 convolution, fully connected and add drivers: the same indirect GEMM and depthwise sweeps
 // as conv_nhwc.cpp, over int8 weights packed with their corrected bias and requantization scale.
-#include "kernels/portable/cpu/quantized.h"
+#include "kernels/cpu/quantized.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "kernels/portable/cpu/gemm_split.h"
-#include "kernels/portable/cpu/nhwc_dw_driver.h"
-#include "kernels/portable/cpu/nhwc_gemm_rows.h"
-#include "kernels/portable/cpu/nhwc_ukernels.h"
-#include "kernels/portable/cpu/parallel.h"
+#include "kernels/cpu/gemm_split.h"
+#include "kernels/cpu/nhwc_dw_driver.h"
+#include "kernels/cpu/nhwc_gemm_rows.h"
+#include "kernels/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/parallel.h"
 
 namespace executorch {
 namespace kernels {

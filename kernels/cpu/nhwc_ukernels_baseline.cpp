@@ -1,6 +1,6 @@
 // Baseline float micro-kernels: plain loops over fixed-size tiles the compiler vectorizes for the
 // build's target ISA (and the reference the SIMD kernels' summation order follows).
-#include "kernels/portable/cpu/nhwc_ukernels.h"
+#include "kernels/cpu/nhwc_ukernels.h"
 
 namespace executorch {
 namespace kernels {
@@ -68,8 +68,8 @@ void qs8_gemm_tile(const Qs8GemmTile& p) {
     for (int64_t j = 0; j < p.nr; ++j) p.c[i * p.c_stride + j] = requantize(acc[i][j], scale[j], p.rq);
 }
 
-#include "kernels/portable/cpu/qs8_add_impl.h"
-#include "kernels/portable/cpu/nhwc_winograd.h"
+#include "kernels/cpu/qs8_add_impl.h"
+#include "kernels/cpu/nhwc_winograd.h"
 
 template <int MR>
 void qd8_gemm_tile(const Qd8GemmTile& p) {
