@@ -9,7 +9,7 @@ from torch import fx
 from torch.utils import _pytree as pytree
 
 from executorch.exir._arena import Buffer
-from executorch.exir.tensor import TensorSpec
+from executorch.exir.tensor import TensorSpec, is_alias
 
 
 def verify(buffers: list[Buffer]) -> None:
@@ -43,8 +43,6 @@ class Verifier:
         self.graph_signature = graph_signature
 
     def _specs(self, nodes) -> list:
-        from executorch.exir.memory_planning import is_alias
-
         seen, out = set(), []
         for node in nodes:
             if is_alias(node):

@@ -110,14 +110,6 @@ def tensor_spec(t: torch.Tensor, node: fx.Node, method: str) -> TensorSpec:
     return spec
 
 
-def is_alias(node: fx.Node) -> bool:
-    """Whether the plan keeps `node`'s value in its first argument's storage: a view needing no instruction."""
-    base = node.args[0] if node.args else None
-    spec, of = node.meta.get("spec"), base.meta.get("spec") if isinstance(base, fx.Node) else None
-    return (isinstance(spec, TensorSpec) and isinstance(of, TensorSpec) and spec is not of
-            and spec.mem_obj_id is not None and spec.mem_obj_id == of.mem_obj_id)
-
-
 @dataclass
 class MemoryPlanningPass:
     """How to plan a method's memory, and the step that plans it (`run`, or called on a graph module)."""

@@ -6,6 +6,7 @@ import math
 from typing import Optional, Sequence
 
 import torch
+from torch import fx
 
 from executorch.exir import _dtypes
 from executorch.exir import schema
@@ -203,3 +204,11 @@ def check_spec(tensor: torch.Tensor, spec: TensorSpec) -> None:
     for name, got, want in (("is_sparse", tensor.is_sparse, spec.is_sparse), ("shape", list(tensor.shape), spec.shape),
                             ("dtype", tensor.dtype, spec.dtype)):
         internal_assert(got == want, f"tensor {name} is {got}, its spec says {want}")
+
+
+def is_alias(node: fx.Node) -> bool:
+    """Whether the plan keeps `node`'s value in its first argument's storage: a view needing no instruction."""
+    base = node.args[0] if node.args else None
+    spec, of = node.meta.get("spec"), base.meta.get("spec") if isinstance(base, fx.Node) else None
+    return (isinstance(spec, TensorSpec) and isinstance(of, TensorSpec) and spec is not of
+            and spec.mem_obj_id is not None and spec.mem_obj_id == of.mem_obj_id)

@@ -11,7 +11,7 @@ from executorch.devtools.compare import assert_outputs_close
 from executorch.exir import ExecutorchBackendConfig, to_edge
 from executorch.exir import memory_planning as mp
 from executorch.exir.memory_planning import MemoryPlanningPass
-from executorch.exir.tensor import TensorSpec
+from executorch.exir.tensor import TensorSpec, is_alias
 from executorch.runtime import Runtime
 
 
@@ -284,7 +284,7 @@ def test_emitted_places_are_the_plan_recorded_in_the_graph():
         info = plan.values[idx].val.allocation_info
         assert (node.meta["spec"].mem_id, node.meta["spec"].mem_offset) == (info.memory_id, info.memory_offset)
     flat = nodes[-1].args[0][0]
-    assert mp.is_alias(flat) and flat.meta["spec"].mem_obj_id == flat.args[0].meta["spec"].mem_obj_id
+    assert is_alias(flat) and flat.meta["spec"].mem_obj_id == flat.args[0].meta["spec"].mem_obj_id
     _live_values_apart(specs)
 
 

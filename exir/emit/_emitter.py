@@ -22,7 +22,7 @@ from executorch.exir.dialects._edge_ops import out_variant, prim_op_name, writes
 from executorch.exir.emit._program_state import DEFAULT_EXTERNAL_TAG, ConstantTable, ProgramState
 from executorch.exir.error import ExportError
 from executorch.exir.passes.propagate_device_pass import CPU, device_of
-from executorch.exir.tensor import TensorSpec
+from executorch.exir.tensor import TensorSpec, is_alias
 from executorch.exir.tensor_layout import TensorLayout
 from executorch.exir.passes.write_back import mutated_placeholders
 
@@ -302,7 +302,7 @@ class _MethodEmitter:
             self.node_values[node] = out
             self._instruction(prim, args + [out], node=node)
             return
-        if memory_planning.is_alias(node):
+        if is_alias(node):
             self.node_values[node] = self._planned_tensor(val, node, node.meta["spec"])
             return
         if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" and writes_first_argument(target):
