@@ -1,13 +1,97 @@
-"""Matrix products: fully connected (linear, addmm, mm with a constant weight) and batched matmul."""
+"""Matrix products and their configs: fully connected (linear, addmm, mm with a constant weight; torchao's q/dq
+around QD8 linears) and batched matmul."""
 
 from __future__ import annotations
 
 import torch
 
+from executorch.backends.xnnpack.operators.node_config import (
+    GEMM, ConfigPrecisionType, XNNPartitionerConfig, arg, claim,
+)
 from executorch.backends.xnnpack.operators.node_visitor import INVALID, XnnGraphBuilder, register, shape
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+from executorch.backends.xnnpack.utils import quant_utils as qu
+from executorch.backends.xnnpack.utils.utils import is_param_node
 
 aten = torch.ops.aten
+
+
+def _gemm(node, ep) -> bool:
+    """addmm/mm: the weight is a constant (or a transpose of one), the batch operand 2-D."""
+    mat2 = node.args[-1]
+    if mat2.target == aten.permute_copy.default and list(mat2.args[1]) == [1, 0]:
+        mat2 = mat2.args[0]
+    if not is_param_node(ep, mat2):
+        return False
+    if node.target == aten.addmm.default:
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            return False
+        bias = node.args[0]
+        return is_param_node(ep, bias) and bias.meta["val"].dim() == 1
+    return True
+
+
+def _linear(node, ep) -> bool:
+    weight = node.args[1]
+    bias = arg(node, 2, "bias", None)
+    return is_param_node(ep, weight) and (bias is None or is_param_node(ep, bias))
+
+
+def _q_linear(node) -> bool:
+    """Per-channel weights are scaled along the output dim."""
+    w = node.args[1]
+    return qu.qd_name(w) not in qu.DEQUANTIZE_PER_CHANNEL or w.args[3] == 0
+
+
+AddmmConfig = claim("AddmmConfig", aten.addmm.default, GEMM, _gemm)
+BMMConfig = claim("BMMConfig", aten.bmm.default)
+LinearConfig = claim("LinearConfig", aten.linear.default, GEMM, _linear, keep=True, gemm=(0, 1, 2),
+                     qcheck=_q_linear)
+MMConfig = claim("MMConfig", aten.mm.default, GEMM, _gemm)
+
+
+class _AffineConfig(XNNPartitionerConfig):
+    """torchao's affine q/dq ops: kept whole where a QD8 linear claims them as its dependencies."""
+
+    def supported_precision_types(self):
+        return [ConfigPrecisionType.DYNAMIC_QUANT]
+
+    def get_original_aten(self):
+        packet = getattr(torch.ops.torchao, self.target_name.split(".")[0], None)  # None until torchao is imported
+        return None if packet is None else packet.default
+
+    def check_constraints(self, node, ep):
+        if ConfigPrecisionType.DYNAMIC_QUANT not in self.enabled_precision_types:
+            return False
+        linear = LinearConfig()
+        linear.set_enabled_precision_types([ConfigPrecisionType.DYNAMIC_QUANT])
+        seen, todo = set(), [node]
+        for _ in range(4):  # choose_qparams -> getitem -> q -> dq -> linear
+            todo = [u for n in todo for u in n.users if u not in seen]
+            seen.update(todo)
+            for user in todo:
+                if getattr(user.target, "__name__", "") == "linear.default" and node in (
+                        linear.quantized_deps(user, ep) or ()):
+                    return True
+        return False
+
+    def quantized_deps(self, node, ep):
+        return None
+
+    def get_partition(self, node, ep):
+        return []
+
+
+class ChooseQParamsAffineConfig(_AffineConfig):
+    target_name = "choose_qparams_affine.default"
+
+
+class QuantizeAffineConfig(_AffineConfig):
+    target_name = "quantize_affine.default"
+
+
+class DeQuantizeAffineConfig(_AffineConfig):
+    target_name = "dequantize_affine.default"
 
 
 XNN_FLAG_TRANSPOSE_WEIGHTS = 0x1
@@ -43,8 +127,7 @@ def fully_connected(b: XnnGraphBuilder, node, x, weight, bias, transposed: bool 
 
 @register(aten.linear.default)
 def linear(b: XnnGraphBuilder, node) -> None:
-    bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
-    fully_connected(b, node, node.args[0], node.args[1], bias)
+    fully_connected(b, node, node.args[0], node.args[1], arg(node, 2, "bias", None))
 
 
 @register(aten.addmm.default)

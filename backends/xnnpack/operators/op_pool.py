@@ -1,10 +1,13 @@
-"""Pools and means: max/avg pooling and the mean over H and W on NHWC values; a mean over the last
-dim as a fully connected node with a constant 1/n filter (one node, no reduction op needed)."""
+"""Pools, means, layer norm and their configs: max/avg pooling and the mean over H and W on NHWC values; a mean
+over the last dim as a fully connected node with a constant 1/n filter (one node, no reduction op needed)."""
 
 from __future__ import annotations
 
 import torch
 
+from executorch.backends.xnnpack.operators.node_config import (
+    FP32_QS8, arg, claim, first_output_only, one_dynamic_dim, q_pass, static_shapes,
+)
 from executorch.backends.xnnpack.operators.node_visitor import (
     INVALID, NHWC, PERM_NCHW_TO_NHWC, XnnGraphBuilder, new_shape, node_val, register, shape,
 )
@@ -19,21 +22,42 @@ def _pair(v, default):
     return v * 2 if len(v) == 1 else v
 
 
-def _arg(node, i, name, default):
-    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
-
-
 def _pool_geometry(node):
     k = _pair(node.args[1], None)
-    stride = _pair(_arg(node, 2, "stride", None), k)
-    pad = _pair(_arg(node, 3, "padding", None), [0, 0])
+    stride = _pair(arg(node, 2, "stride", None), k)
+    pad = _pair(arg(node, 3, "padding", None), [0, 0])
     return k, stride, pad
+
+
+def _max_pool(node, ep) -> bool:
+    if node_val(node.args[0]).dim() != 4 or not static_shapes(node):
+        return False
+    k, stride, _ = _pool_geometry(node)
+    ceil_mode = arg(node, 5, "ceil_mode", False)
+    return not ceil_mode and stride[0] <= k[0] and stride[1] <= k[1]
+
+
+def _avg_pool(node, ep) -> bool:
+    if node_val(node.args[0]).dim() != 4 or not static_shapes(node):
+        return False
+    k, _, pad = _pool_geometry(node)
+    ceil_mode = arg(node, 4, "ceil_mode", False)
+    count_include_pad = arg(node, 5, "count_include_pad", True)
+    divisor = arg(node, 6, "divisor_override", None)
+    return not ceil_mode and not (count_include_pad and any(pad)) and divisor in (None, k[0] * k[1])
+
+
+AvgPoolingConfig = claim("AvgPoolingConfig", aten.avg_pool2d.default, check=_avg_pool)
+MaxPool2dConfig = claim("MaxPool2dConfig", aten.max_pool2d.default, FP32_QS8, _max_pool, keep=True,
+                        qcheck=q_pass(_max_pool))
+MaxPool2dWithIndicesConfig = claim("MaxPool2dWithIndicesConfig", aten.max_pool2d_with_indices.default,
+                                   FP32_QS8, _max_pool, deps=first_output_only, qcheck=q_pass(_max_pool))
 
 
 @register(aten.max_pool2d.default, aten.max_pool2d_with_indices.default)
 def max_pool(b: XnnGraphBuilder, node) -> None:
     k, stride, pad = _pool_geometry(node)
-    dil = _pair(_arg(node, 4, "dilation", None), [1, 1])
+    dil = _pair(arg(node, 4, "dilation", None), [1, 1])
     inp = b.tensor(node.args[0], NHWC)
     out = b.output(node, NHWC)
     b.add(xs.XNNMaxPooling2d(padding_top=pad[0], padding_right=pad[1], padding_bottom=pad[0], padding_left=pad[1],
@@ -53,13 +77,35 @@ def avg_pool(b: XnnGraphBuilder, node) -> None:
                              output_id=out), node)
 
 
+def _mean_dims(node):
+    rank = node_val(node.args[0]).dim()
+    return sorted(d % rank for d in node.args[1]), rank
+
+
+def _mean(node, ep) -> bool:
+    """Mean over H and W of a static 4-D value, or over the last dim of any value."""
+    if node.kwargs.get("dtype") is not None:
+        return False
+    dims, rank = _mean_dims(node)
+    hw = rank == 4 and dims == [2, 3]
+    return (hw or dims == [rank - 1]) and static_shapes(node, leading=not hw) and one_dynamic_dim(node, ep)
+
+
+def _q_mean(node) -> bool:
+    """Only the mean over H and W (a global average pool) has a quantized form."""
+    dims, rank = _mean_dims(node)
+    return rank == 4 and dims == [2, 3] and node.kwargs.get("dtype") is None
+
+
+MeanDimConfig = claim("MeanDimConfig", aten.mean.dim, FP32_QS8, _mean, qcheck=_q_mean)
+
+
 @register(aten.mean.dim)
 def mean(b: XnnGraphBuilder, node) -> None:
     x = node.args[0]
     in_dims = shape(x)
-    rank = len(in_dims)
-    dims = sorted(d % rank for d in node.args[1])
-    keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    dims, rank = _mean_dims(node)
+    keepdim = arg(node, 2, "keepdim", False)
     kept = list(in_dims)
     for d in dims:
         kept[d] = 1
@@ -81,6 +127,16 @@ def mean(b: XnnGraphBuilder, node) -> None:
         final = b.output(node)
         dims = new_shape(node)
         b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims, input_id=out, output_id=final), node)
+
+
+def _layer_norm_deps(node, ep):
+    """Layer norm over the last dim, written as XNNPACK arithmetic; only its output may be used."""
+    if len(node.args[1]) != 1:
+        return None
+    return first_output_only(node, ep)
+
+
+LayerNormConfig = claim("LayerNormConfig", aten.native_layer_norm.default, deps=_layer_norm_deps)
 
 
 @register(aten.native_layer_norm.default)

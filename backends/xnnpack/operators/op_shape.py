@@ -1,16 +1,22 @@
-"""Data movement: reshapes, transposes, slices, concatenation, padding and copies."""
+"""Data movement and its configs: reshapes, transposes, slices, concatenation, padding and copies."""
 
 from __future__ import annotations
 
 import torch
 
+import executorch.exir.dialects._ops  # noqa: F401  (registers dim_order_ops, named below)
+from executorch.backends.xnnpack.operators.node_config import (
+    FP32_QS8, arg, claim, one_dynamic_dim, q_pass, static_shapes,
+)
 from executorch.backends.xnnpack.operators.node_visitor import (
     NCHW, NHWC, PERM_NCHW_TO_NHWC, PERM_NHWC_TO_NCHW, XnnGraphBuilder, new_shape, node_val, register, shape,
     to_layout,
 )
 from executorch.backends.xnnpack.serialization import xnnpack_graph_schema as xs
+from executorch.exir.tensor import shape_upper_bound
 
 aten = torch.ops.aten
+_dim_order = torch.ops.dim_order_ops
 _CATS = (xs.XNNConcatenate2, xs.XNNConcatenate3, xs.XNNConcatenate4, xs.XNNConcatenate5)
 
 
@@ -27,6 +33,11 @@ def _dim_in(layout: str, dim: int, rank: int) -> int:
     return PERM_NCHW_TO_NHWC.index(dim) if layout == NHWC else dim
 
 
+SqueezeCopyConfig = claim("SqueezeCopyConfig", aten.squeeze_copy.dims, FP32_QS8, one_dynamic_dim)
+UnsqueezeCopyConfig = claim("UnsqueezeCopyConfig", aten.unsqueeze_copy.default, FP32_QS8, one_dynamic_dim)
+ViewCopyConfig = claim("ViewCopyConfig", aten.view_copy.default, FP32_QS8, one_dynamic_dim)
+
+
 @register(aten.view_copy.default, aten.squeeze_copy.dims, aten.squeeze_copy.dim, aten.squeeze_copy.default,
           aten.unsqueeze_copy.default)
 def reshape(b: XnnGraphBuilder, node) -> None:
@@ -34,6 +45,9 @@ def reshape(b: XnnGraphBuilder, node) -> None:
     dims = new_shape(node)
     out = b.output(node)
     b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims, input_id=inp, output_id=out), node)
+
+
+PermuteConfig = claim("PermuteConfig", aten.permute_copy.default, FP32_QS8)
 
 
 @register(aten.permute_copy.default)
@@ -51,14 +65,20 @@ def permute(b: XnnGraphBuilder, node) -> None:
     b.add(xs.XNNStaticTranspose(num_dims=rank, perm=perm, input_id=inp, output_id=out), node)
 
 
+def _slice(node, ep) -> bool:
+    return arg(node, 4, "step", 1) == 1 and static_shapes(node)
+
+
+SliceCopyConfig = claim("SliceCopyConfig", aten.slice_copy.Tensor, FP32_QS8, _slice, qcheck=q_pass(_slice))
+
+
 @register(aten.slice_copy.Tensor)
 def slice_copy(b: XnnGraphBuilder, node) -> None:
     x = node.args[0]
     in_dims = shape(x)
     rank = len(in_dims)
-    dim = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % rank
-    start = node.args[2] if len(node.args) > 2 else node.kwargs.get("start")
-    start = 0 if start is None else start
+    dim = arg(node, 1, "dim", 0) % rank
+    start = arg(node, 2, "start", None) or 0
     if start < 0:
         start += in_dims[dim]
     start = min(max(start, 0), in_dims[dim])
@@ -70,6 +90,10 @@ def slice_copy(b: XnnGraphBuilder, node) -> None:
     sizes = to_layout(shape(node), layout)
     b.add(xs.XNNStaticSlice(num_dims=rank, offsets=to_layout(offsets, layout), sizes=sizes, input_id=inp,
                             output_id=out), node)
+
+
+SelectCopyConfig = claim("SelectCopyConfig", aten.select_copy.int, FP32_QS8,
+                         lambda node, ep: static_shapes(node))
 
 
 @register(aten.select_copy.int)
@@ -91,11 +115,21 @@ def select_copy(b: XnnGraphBuilder, node) -> None:
     b.add(xs.XNNStaticReshape(num_dims=len(dims), new_shape=dims, input_id=part, output_id=out), node)
 
 
+def _cat(node, ep) -> bool:
+    """Two or more inputs whose upper bounds add up to the output's along the axis and equal it elsewhere."""
+    out, *parts = [[shape_upper_bound(d) for d in n.meta["val"].shape] for n in [node, *node.args[0]]]
+    axis = arg(node, 1, "dim", 0) % len(out)
+    return len(parts) > 1 and sum(p.pop(axis) for p in parts) == out.pop(axis) and all(p == out for p in parts)
+
+
+CatConfig = claim("CatConfig", aten.cat.default, FP32_QS8, _cat, qcheck=q_pass(_cat))
+
+
 @register(aten.cat.default)
 def cat(b: XnnGraphBuilder, node) -> None:
     parts = list(node.args[0])
     rank = node_val(node).dim()
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+    dim = arg(node, 1, "dim", 0)
     layout = _layout_for(b, parts, node)
     axis = _dim_in(layout, dim, rank)
     ids = [b.tensor(p, layout) for p in parts]
@@ -118,12 +152,16 @@ def cat(b: XnnGraphBuilder, node) -> None:
         ids = [out] + ids
 
 
+ConstantPadConfig = claim("ConstantPadConfig", aten.constant_pad_nd.default,
+                          check=lambda node, ep: all(p >= 0 for p in node.args[1]))
+
+
 @register(aten.constant_pad_nd.default)
 def constant_pad(b: XnnGraphBuilder, node) -> None:
     x = node.args[0]
     rank = node_val(x).dim()
     pads = list(node.args[1])
-    value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0.0)
+    value = arg(node, 2, "value", 0.0)
     pre, post = [0] * rank, [0] * rank
     for i in range(len(pads) // 2):
         pre[rank - 1 - i], post[rank - 1 - i] = pads[2 * i], pads[2 * i + 1]
@@ -134,8 +172,29 @@ def constant_pad(b: XnnGraphBuilder, node) -> None:
                                   padding_value=float(value), input_id=inp, output_id=out), node)
 
 
-@register(aten.clone.default, aten.expand_copy.default, torch.ops.dim_order_ops._clone_dim_order.default,
-          torch.ops.dim_order_ops._to_dim_order_copy.default)
+def _same_layout_copy(node, ep) -> bool:
+    """Clones and dim-order copies that neither change dtype nor the contiguous layout."""
+    order = node.kwargs.get("dim_order")
+    if order is not None and list(order) != list(range(len(order))):
+        return False
+    return node.kwargs.get("dtype") in (None, node.args[0].meta["val"].dtype)
+
+
+def _same_shape(node, ep) -> bool:
+    """An expand keeping the shape (the same sizes or symbols, never equal by example values): a copy."""
+    return str(node.meta["val"].shape) == str(node.args[0].meta["val"].shape)
+
+
+CloneConfig = claim("CloneConfig", aten.clone.default, FP32_QS8, _same_layout_copy, qcheck=q_pass(_same_layout_copy))
+CloneDimOrderConfig = claim("CloneDimOrderConfig", _dim_order._clone_dim_order.default, FP32_QS8, _same_layout_copy,
+                            qcheck=q_pass(_same_layout_copy))
+ExpandCopyConfig = claim("ExpandCopyConfig", aten.expand_copy.default, check=_same_shape)
+ToDimOrderCopyConfig = claim("ToDimOrderCopyConfig", _dim_order._to_dim_order_copy.default, FP32_QS8,
+                             _same_layout_copy, qcheck=q_pass(_same_layout_copy))
+
+
+@register(aten.clone.default, aten.expand_copy.default, _dim_order._clone_dim_order.default,
+          _dim_order._to_dim_order_copy.default)
 def copy(b: XnnGraphBuilder, node) -> None:
     x = node.args[0]
     layout = _layout_for(b, [x], node)
