@@ -122,3 +122,35 @@ def test_strip_file_writes_a_new_file_and_refuses_bad_source(tmp_path):
     with pytest.raises((SyntaxError, tokenize.TokenError, ValueError)):
         strip_file(str(broken))
     assert broken.read_bytes() == b"x = (1,  # c\n"
+
+
+def test_private_docstrings_go_and_public_ones_stay():
+    from tools.packaging.comments import strip_private_docstrings
+
+    source = ('"""Module doc."""\n'
+              "def public():\n    \"\"\"Kept: help() shows it.\"\"\"\n    return 1\n"
+              "def _private(x):\n    \"\"\"Gone,\n    over two lines.\"\"\"\n    return x\n"
+              "class _Hidden:\n    '''Gone.'''\n    def __init__(self):\n        \"\"\"Kept: a dunder.\"\"\"\n"
+              "        self.a = 1\n    def _m(self):\n        \"\"\"Gone.\"\"\"\n        return 2\n"
+              "def _only():\n    \"\"\"Kept: the body would be empty.\"\"\"\n"
+              "def _shared():\n    \"\"\"Kept: code on its line.\"\"\"; return 3\n")
+    out = strip_private_docstrings(source.encode()).decode()
+    assert out.count("\n") == source.count("\n")
+    for kept in ("Module doc.", "Kept: help() shows it.", "Kept: a dunder.", "Kept: the body would be empty.",
+                 "Kept: code on its line."):
+        assert kept in out, kept
+    assert "Gone" not in out and "over two lines" not in out
+    assert same_program(source.encode(), out.encode())
+    namespace: dict = {}
+    exec(compile(out, "m.py", "exec"), namespace)
+    assert namespace["_private"](5) == 5 and namespace["_Hidden"]()._m() == 2 and namespace["_Hidden"].__doc__ is None
+    # The check still refuses any other change: a public docstring dropped the same way is not the same program.
+    public_gone = source.replace('    """Kept: help() shows it."""\n', "\n")
+    assert not same_program(source.encode(), public_gone.encode())
+
+
+def test_strip_file_drops_private_docstrings(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text('def _f():\n    """Why."""  # note\n    return 1\n')
+    strip_file(str(path))
+    assert path.read_text() == "def _f():\n\n    return 1\n"

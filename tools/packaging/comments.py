@@ -1,4 +1,5 @@
-"""Remove the comments from Python source, keeping every line, so code and line numbers stay the same."""
+"""Remove the comments from Python source, and the docstrings of private definitions, keeping every line, so code
+and line numbers stay the same."""
 
 from __future__ import annotations
 
@@ -38,20 +39,64 @@ def strip_comments(source: bytes) -> bytes:
     return "".join(lines).encode(encoding)
 
 
-def same_program(original: bytes, stripped: bytes, filename: str = "<source>") -> bool:
-    """True when both sources parse to the same syntax tree, every node at the same line and column."""
-    def dump(source: bytes) -> str:
-        return ast.dump(ast.parse(source, filename), include_attributes=True)
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
-    return dump(original) == dump(stripped)
+
+def _private_docstrings(tree: ast.AST) -> list[ast.Expr]:
+    # The docstring statements of functions and classes named private (`_f`, not a dunder), where more statements
+    # follow (the body stays non-empty) on later lines: no user reads them (help() lists public names), and in a
+    # slim wheel they are comments in all but syntax.
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not _private(node.name):
+            continue
+        first = node.body[0]
+        if (len(node.body) > 1 and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str) and node.body[1].lineno > first.end_lineno):
+            found.append(first)
+    return found
+
+
+def strip_private_docstrings(source: bytes) -> bytes:
+    """`source` without the docstrings of its private functions and classes (see _private_docstrings): the lines
+    that held one stay, empty. A docstring sharing a line with other code stays."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    text = source.decode(encoding)
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    for doc in _private_docstrings(ast.parse(source)):
+        first, last = lines[doc.lineno - 1], lines[doc.end_lineno - 1]
+        # Offsets are in UTF-8 bytes: compare the text around the docstring as bytes.
+        if first.encode("utf-8")[:doc.col_offset].strip() or last.encode("utf-8")[doc.end_col_offset:].strip():
+            continue
+        for row in range(doc.lineno - 1, doc.end_lineno):
+            lines[row] = lines[row][len(lines[row].rstrip("\r\n")):]
+    return "".join(lines).encode(encoding)
+
+
+def same_program(original: bytes, stripped: bytes, filename: str = "<source>") -> bool:
+    """True when both sources parse to the same syntax tree, every node at the same line and column, but for the
+    private docstrings `stripped` may lack (strip_private_docstrings)."""
+    def dump(tree: ast.AST) -> str:
+        return ast.dump(tree, include_attributes=True)
+
+    before, after = ast.parse(original, filename), ast.parse(stripped, filename)
+    if dump(before) == dump(after):
+        return True
+    kept = {(doc.lineno, doc.col_offset) for doc in _private_docstrings(after)}
+    gone = {id(doc) for doc in _private_docstrings(before) if (doc.lineno, doc.col_offset) not in kept}
+    for node in ast.walk(before):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and id(node.body[0]) in gone:
+            node.body = node.body[1:]
+    return dump(before) == dump(after)
 
 
 def strip_file(path: str) -> None:
-    """Remove the comments from the Python file at `path` in place (a new file, so a link's target is untouched);
-    raise naming the file if the result would not be the same program."""
+    """Remove the comments and private docstrings from the Python file at `path` in place (a new file, so a link's
+    target is untouched); raise naming the file if the result would not be the same program."""
     with open(path, "rb") as f:
         original = f.read()
-    stripped = strip_comments(original)
+    stripped = strip_private_docstrings(strip_comments(original))
     if not same_program(original, stripped, path):
         raise ValueError(f"{path}: removing its comments would change its code (a bug in "
                          "tools/packaging/comments.py): report it with this file")
