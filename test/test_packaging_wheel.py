@@ -17,6 +17,7 @@ from packaging.requirements import Requirement
 
 from _packaging import REPO, build_wheel, copy_tree, same_code, wheel_metadata  # noqa: E402
 
+from tools.packaging.comments import same_program, strip_private_docstrings  # noqa: E402
 from tools.packaging.components import COMPONENTS  # noqa: E402
 from tools.packaging.inspect_wheel import LISTED  # noqa: E402
 
@@ -206,9 +207,10 @@ def _comment_lines(source: bytes) -> list[int]:
     return [t.start[0] for t in tokenize.tokenize(io.BytesIO(source).readline) if t.type == tokenize.COMMENT]
 
 
-def test_python_files_have_no_comments_and_the_same_code_lines_and_docstrings(minimal_wheel, source_copy):
-    # Each module is its source without comments: same bytecode, constants (docstrings) and line table, recursively,
-    # and the same lines, so a traceback from the wheel points at the right line of the source tree.
+def test_python_files_have_no_comments_and_the_same_code_lines_and_public_docstrings(minimal_wheel, source_copy):
+    # Each module is its source without comments and without private functions' docstrings: the same syntax tree
+    # otherwise, the same bytecode, constants and line table as the source with just those docstrings dropped,
+    # recursively, and the same lines, so a traceback from the wheel points at the right line of the source tree.
     with zipfile.ZipFile(minimal_wheel) as zf:
         shipped = {n: zf.read(n) for n in zf.namelist() if n.endswith(".py")}
     assert len(shipped) > 100
@@ -216,7 +218,8 @@ def test_python_files_have_no_comments_and_the_same_code_lines_and_docstrings(mi
     for name, data in sorted(shipped.items()):
         source = (source_copy / name.removeprefix("executorch/")).read_bytes()
         assert data.count(b"\n") == source.count(b"\n"), name
-        assert same_code(compile(source, name, "exec"), compile(data, name, "exec")), name
+        assert same_program(source, data, name), name
+        assert same_code(compile(strip_private_docstrings(source), name, "exec"), compile(data, name, "exec")), name
         assert _comment_lines(data) == [], name
         stripped_some += data != source
     assert stripped_some > len(shipped) // 2, (stripped_some, len(shipped))
