@@ -87,3 +87,38 @@ class ReportRejected(OperatorSupportBase):
         if not ok:
             self.reporter.report_reject(node, self.message)
         return ok
+
+
+class DelegateMappingBuilder:
+    """Builds a `preprocess`'s `debug_handle_map`: delegate-side identifiers (ints numbered from 0 when
+    `generated_identifiers`, else given ones) -> the sorted debug handles of the nodes behind them."""
+
+    def __init__(self, generated_identifiers: bool = False) -> None:
+        self._generated_identifiers = generated_identifiers
+        self._debug_handle_map: dict = {}
+
+    def get_delegate_mapping(self) -> dict:
+        return {k: tuple(sorted(v)) for k, v in self._debug_handle_map.items()}
+
+    def insert_delegate_mapping_entry(self, nodes=None, handles=None, identifier=None):
+        """Map `identifier` (generated, or given) to the debug handles of `nodes` (a node or a list) or to
+        `handles` (an int or a list; None entries skipped), exactly one of the two; returns the identifier."""
+        if self._generated_identifiers == (identifier is not None):
+            given = self._generated_identifiers
+            raise ValueError(f"identifier {identifier!r}: a builder with generated_identifiers={given} takes "
+                             f"{'no' if given else 'an'} identifier")
+        if identifier in self._debug_handle_map:
+            raise ValueError(f"delegate debug identifier {identifier!r} was already inserted; identifiers are unique")
+        if (nodes is None) == (handles is None):
+            raise ValueError("insert_delegate_mapping_entry takes nodes or handles, exactly one of them")
+        if nodes is not None:
+            found = {n.meta.get("debug_handle") for n in (nodes if isinstance(nodes, list) else [nodes])}
+        else:
+            found = set(handles if isinstance(handles, (list, tuple)) else [handles])
+        found.discard(None)
+        if not found:
+            raise ValueError(f"no debug handle among {nodes if nodes is not None else handles!r}; nothing to map")
+        if identifier is None:
+            identifier = len(self._debug_handle_map)
+        self._debug_handle_map[identifier] = found
+        return identifier

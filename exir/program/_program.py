@@ -579,3 +579,4 @@ def to_edge_with_preserved_ops(programs: Programs, constant_methods: Optional[Ma
 
 
 from executorch.exir.program._transform import _transform, lift_constant_tensor_pass  # noqa: E402,F401  (vendor pass managers import them here)
+from executorch.exir._program_utils import _get_updated_graph_signature  # noqa: E402,F401  (Vulkan's passes import it here)
