@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 
 from executorch.exir.dialects.backend._ops import _BACKEND_OP_LIB, BackendOpOverloadPacket
 from executorch.exir.dialects.edge._ops import EdgeOpOverloadPacket, edge_packet
+
+
+# Modules that define a namespace's operators, imported on its first lookup: the published `import executorch.exir`
+# imports them all (ExecuTorch's quantized embeddings, torchao's quantization ops) and vendor code names them at once.
+_DEFINED_BY = {"quantized_decomposed": "executorch.exir.dialects._quantized_ops",
+               "torchao": "torchao.quantization.quant_primitives"}
+
+
+def _define_namespace(namespace: str) -> None:
+    module = _DEFINED_BY.get(namespace)
+    if module is not None:
+        try:
+            importlib.import_module(module)
+        except ImportError:  # torchao not installed: its ops are then unknown, which the lookup reports
+            pass
 
 
 class _Namespace:
@@ -18,6 +35,7 @@ class _Namespace:
     def __getattr__(self, name: str) -> EdgeOpOverloadPacket:
         # Dunder names are operators too (`aten.__rshift__`, `aten.__and__`); a protocol probe such as
         # `__deepcopy__` finds no operator and gets the AttributeError it expects.
+        _define_namespace(self._namespace)
         try:
             getattr(getattr(torch.ops, self._namespace), name)
         except (AttributeError, RuntimeError):

@@ -1,4 +1,6 @@
-"""The out variants of pt2e's `quantized_decomposed` quantize/dequantize ops, registered with torch.
+"""The out variants of pt2e's `quantized_decomposed` quantize/dequantize ops, and ExecuTorch's quantized
+embeddings (`embedding_byte`, `embedding_2bit`, `embedding_4bit`; each `.dtype`, `.out`, `.dtype_out`), registered
+with torch.
 
 torch (or torchao) defines the functional ops that pt2e graphs hold; a `.pte` calls their out
 variants, which only ExecuTorch defines. The schemas are ExecuTorch's, so files name the same
@@ -131,10 +133,54 @@ _IMPLS = {
 }
 
 
+_EMBEDDING_ARGS = ("(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, "
+                   "int weight_quant_max, Tensor indices")
+_EMBEDDING_BITS = {"embedding_byte": 8, "embedding_2bit": 2, "embedding_4bit": 4}
+
+
+def _embedding(bits: int, weight, scales, zero_points, quant_min, quant_max, indices, dtype=None):
+    """Rows of `weight` (`8 // bits` values a byte, the first in the high bits for 4-bit, the low for 2-bit,
+    stored offset by 2**(bits-1)) dequantized per row or per group of columns (2-D scales), then looked up."""
+    if weight.dtype not in (torch.int8, torch.uint8) or weight.dim() != 2 or scales.dim() not in (1, 2) \
+            or scales.size(0) != weight.size(0):
+        raise ValueError(f"embedding: weight {weight.dtype} {list(weight.shape)} with scales {list(scales.shape)}; "
+                         "it takes a 2-D int8/uint8 weight and one row of scales per weight row")
+    if bits < 8:
+        shifts = (4, 0) if bits == 4 else (0, 2, 4, 6)
+        parts = [(weight.to(torch.uint8) >> s) & ((1 << bits) - 1) for s in shifts]
+        weight = torch.stack(parts, dim=-1).view(weight.size(0), -1).to(torch.int8) - (1 << (bits - 1))
+    groups = scales.size(1) if scales.dim() == 2 else 1
+    from torch.ao.quantization.fx import _decomposed  # noqa: F401  (defines dequantize_per_channel_group)
+
+    table = torch.ops.quantized_decomposed.dequantize_per_channel_group(
+        weight, scales, zero_points, quant_min, quant_max, weight.dtype, weight.size(1) // groups,
+        dtype or scales.dtype)
+    return torch.nn.functional.embedding(indices, table)
+
+
+def _embedding_impls(name: str, bits: int) -> dict:
+    def functional(*args, dtype=None):
+        return _embedding(bits, *args, dtype=dtype)
+
+    def out_variant(*args, dtype=None, out):
+        return _write(out, _embedding(bits, *args, dtype=dtype))
+
+    return {name: functional, f"{name}.dtype": functional, f"{name}.out": out_variant,
+            f"{name}.dtype_out": out_variant}
+
+
+_EMBEDDING_TAILS = {"": ") -> Tensor", ".dtype": ", *, ScalarType? dtype=None) -> Tensor",
+                    ".out": ", *, Tensor(a!) out) -> Tensor(a!)",
+                    ".dtype_out": ", *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)"}
+for _name, _bits in _EMBEDDING_BITS.items():
+    _SCHEMAS.update({_name + overload: _EMBEDDING_ARGS + tail for overload, tail in _EMBEDDING_TAILS.items()})
+    _IMPLS.update(_embedding_impls(_name, _bits))
+
+
 def _defined(name: str) -> Optional[torch._ops.OpOverload]:
     base, _, overload = name.partition(".")
     try:
-        return getattr(getattr(getattr(torch.ops, NAMESPACE), base), overload)
+        return getattr(getattr(getattr(torch.ops, NAMESPACE), base), overload or "default")
     except (AttributeError, RuntimeError):
         return None
 
