@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 import torch
 from typing import Callable, Optional
+from torch.utils import _pytree as pytree
 
 from executorch.exir._arena import DEFAULT_ALIGNMENT, Buffer, greedy_buffers, naive_buffers
 from executorch.exir._serialize._alignment import aligned
 from executorch.exir.error import ExportError
 from executorch.exir.tensor import TensorSpec
 
-__all__ = ["MemoryAlgoResult", "MemoryPlanningAlgorithmSuite", "SpecAllocResult", "greedy", "naive"]
+__all__ = ["MemoryAlgoResult", "MemoryPlanningAlgorithmSuite", "SpecAllocResult", "greedy", "naive", "plan_node_specs"]
 
 
 @dataclass
@@ -34,10 +35,11 @@ class MemoryAlgoResult:
 
 
 def _disjoint_objects(buffers: list[Buffer], alignment: int) -> int:
-    """Largest first, each buffer whole in a storage object only buffers never live with it share;
-    the objects one after another (greedy without overlapping allocations)."""
+    """Largest first (of equal sizes, the last given first, as upstream's order), each buffer whole in the
+    first storage object whose buffers are never live with it, else a new one; the objects one after another
+    (greedy without overlapping allocations)."""
     objects: list[tuple[int, list[Buffer]]] = []
-    for b in sorted(buffers, key=lambda b: (-b.size, b.first)):
+    for b in sorted(reversed(buffers), key=lambda b: -b.size):
         home = next((o for o in objects if not any(b.overlaps(x) for x in o[1])), None)
         if home is None:
             objects.append(home := (b.size, []))
@@ -152,3 +154,42 @@ def buffer_planner(algo, graph_module, graph_signature) -> Callable[[list[Buffer
             b.offset = spec.mem_offset
         return max([sizes[1] if len(sizes) > 1 else 0] + [b.offset + b.size for b in buffers])
     return plan
+
+
+def _node_specs(node) -> list:
+    spec = node.meta.get("spec")
+    return [s for s in (spec if isinstance(spec, (list, tuple)) else [spec]) if isinstance(s, TensorSpec)]
+
+
+def _is_out_variant(node) -> bool:
+    target = getattr(node.target, "_op", node.target)
+    return isinstance(target, torch._ops.OpOverload) and any(a.is_out for a in target._schema.arguments)
+
+
+def plan_node_specs(graph_module, algo, alignment: int, alloc_graph_input: bool = True):
+    """Plan the TensorSpecs a graph's nodes already carry (SpecPropPass's), as a backend plans its partition with
+    `MemoryPlanningPass.run(graph_module)`: each spec lives from the first to the last node that makes or reads it
+    (a graph input from step 0); the specs not `const` (nor of out-variant nodes), in node order, go to `algo`,
+    which writes the plan into them; the arena sizes go to `graph_module.meta["non_const_buffer_sizes"]`."""
+    nodes = list(graph_module.graph.nodes)
+    for step, node in enumerate(nodes):
+        used = [node] + [a for a in pytree.tree_flatten((node.args, node.kwargs))[0]
+                         if isinstance(a, torch.fx.Node)]
+        for spec in (s for n in used for s in _node_specs(n)):
+            first, last = spec.lifetime
+            first = 0 if node.op == "placeholder" else (step if first is None or first > step else first)
+            spec.lifetime = [first, step if last is None or last < step else last]
+    specs, seen = [], set()
+    for node in nodes:
+        if node.op == "get_attr" or _is_out_variant(node) or (node.op == "placeholder" and not alloc_graph_input):
+            continue
+        for spec in _node_specs(node):
+            if not spec.const and id(spec) not in seen:
+                seen.add(id(spec))
+                specs.append(spec)
+    sizes = algo(alignment, specs, graph_module, None, 0)
+    if isinstance(sizes, MemoryAlgoResult):  # a bare algorithm, not a suite: apply its placements
+        for spec, placed in sizes.spec_dict.items():
+            spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
+        sizes = sizes.bufsizes
+    graph_module.meta["non_const_buffer_sizes"] = list(sizes)

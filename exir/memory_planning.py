@@ -175,7 +175,19 @@ class MemoryPlanningPass:
 
     def run(self, graph_module: fx.GraphModule, graph_signature=None, *, method: str = "forward",
             shared: Optional[SharedState] = None, by_device: bool = True) -> PassResult:
-        """Plan one method's graph and record the plan in its specs and `graph_module.meta`."""
+        """Plan one method's graph and record the plan in its specs and `graph_module.meta`. Without a
+        signature, a graph whose nodes carry TensorSpecs (a backend's partition after SpecPropPass) has
+        those very specs planned, as upstream plans them (`_spec_planners.plan_node_specs`)."""
+        if graph_signature is None and any(isinstance(n.meta.get("spec"), (TensorSpec, tuple, list))
+                                           for n in graph_module.graph.nodes):
+            from executorch.exir import _spec_planners as sp
+
+            algo = self.memory_planning_algo
+            if isinstance(algo, str) or not _takes_specs(algo):
+                buffers = PLANNERS[algo] if isinstance(algo, str) else algo
+                algo = lambda a, specs, gm, sig, pad: sp._plan_specs(buffers, a, specs, gm, pad)  # noqa: E731
+            sp.plan_node_specs(graph_module, algo, self.alignment, self.alloc_graph_input)
+            return PassResult(graph_module, True)
         # Without a signature every placeholder is an input. `shared` is the program's arena 2 when methods share
         # state (by default this method's own); by_device=False puts every value in the host's arena.
         own = self.share_mutable_buffers and shared is None

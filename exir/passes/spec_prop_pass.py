@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 from torch import fx
+from torch.export import ExportedProgram
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from torch.utils import _pytree as pytree
 
@@ -45,3 +46,18 @@ class SpecPropPass(PassBase):
                 if "val" in node.meta:
                     node.meta["spec"] = pytree.tree_map(_spec, node.meta["val"])
         return PassResult(graph_module, True)
+
+    def update_placeholder_tensor_specs(self, exported_program: ExportedProgram, graph_module: fx.GraphModule) -> None:
+        """Mark the specs of the placeholders that are constants (parameters, buffers no one mutates, lifted
+        tensors) `const`, so planners leave them out; run after `call`."""
+        sig = exported_program.graph_signature
+        mutated = set(sig.buffers_to_mutate.values())
+        constant = set(sig.inputs_to_parameters) | set(sig.inputs_to_lifted_tensor_constants)
+        constant |= {name for name, target in sig.inputs_to_buffers.items() if target not in mutated}
+        for node in graph_module.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            if "spec" not in node.meta:
+                raise RuntimeError(f"placeholder {node.name} has no meta['spec']: run SpecPropPass on the graph first")
+            if node.target in constant:
+                node.meta["spec"].const = True
