@@ -65,7 +65,9 @@ def _segment_lines(program: s.Program, segments: list[s.DataSegment]) -> list[st
         roles.setdefault(named.segment_index, []).append(f"named data {named.key!r}")
     lines = [f"  segments: {len(segments)}"]
     for i, seg in enumerate(segments):
-        role = ", ".join(roles.get(i, ["unreferenced"]))
+        # Delegates with one payload (a repeated block's) share its segment: each role once, with its count.
+        counts = {r: roles.get(i, []).count(r) for r in roles.get(i, ["unreferenced"])}
+        role = ", ".join(r if n < 2 else f"{r} (x{n})" for r, n in counts.items())
         lines.append(f"    [{i}] offset {seg.offset:,}, {seg.size:,} bytes: {role}")
     return lines
 

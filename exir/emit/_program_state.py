@@ -70,16 +70,20 @@ class DelegateTable:
         self.extract_segments = extract_segments
         self.payloads: list[bytes] = []
         self.inline: list[S.BackendDelegateInlineData] = []
+        self.seen: dict[bytes, int] = {}
         self.named = NamedDataStore()
 
     def add(self, lowered) -> S.BackendDelegate:
-        data = lowered.processed_bytes
-        if self.extract_segments:
-            ref = S.BackendDelegateDataReference(S.DataLocation.SEGMENT, self.FIRST_SEGMENT + len(self.payloads))
-            self.payloads.append(data)
-        else:
-            ref = S.BackendDelegateDataReference(S.DataLocation.INLINE, len(self.inline))
-            self.inline.append(S.BackendDelegateInlineData(data))
+        data = bytes(lowered.processed_bytes)
+        if data not in self.seen:  # a payload met again (a repeated block's) is stored once, as upstream does
+            self.seen[data] = len(self.seen)
+            if self.extract_segments:
+                self.payloads.append(data)
+            else:
+                self.inline.append(S.BackendDelegateInlineData(data))
+        index = self.seen[data]
+        ref = (S.BackendDelegateDataReference(S.DataLocation.SEGMENT, self.FIRST_SEGMENT + index)
+               if self.extract_segments else S.BackendDelegateDataReference(S.DataLocation.INLINE, index))
         if lowered.named_data_store_output is not None:
             self.named.merge_named_data_store(lowered.named_data_store_output)
         specs = [S.CompileSpec(c.key, bytes(c.value)) for c in lowered.compile_specs]
