@@ -1,7 +1,8 @@
 """Graph rewrites preprocess runs on a partition before writing it, in this order (`XNNPACK_PASSES`).
 
 Each pass is `fn(graph, consts) -> None`: it edits the partition's fx graph in place, and `consts`
-(constant placeholder -> tensor) gains the constants it makes.
+(constant placeholder -> tensor) gains the constants it makes. `FuseBatchNormPass` is upstream's whole-program
+pass, which other backends (Vulkan's) import from here.
 """
 
 from __future__ import annotations
@@ -22,4 +23,12 @@ XNNPACK_PASSES = [
     fuse_activations,
 ]
 
-__all__ = ["XNNPACK_PASSES"]
+__all__ = ["XNNPACK_PASSES", "FuseBatchNormPass"]
+
+
+def __getattr__(name: str):
+    if name == "FuseBatchNormPass":
+        from executorch.backends.xnnpack._passes.fuse_batch_norm import FuseBatchNormPass
+
+        return FuseBatchNormPass
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
