@@ -42,8 +42,8 @@ struct Line<uint8_t> {
 };
 
 // o = the running maximum of taps[0..count) (count >= 1; taps[0] may be o itself), a cache line of
-// channels at a time in registers. A NaN takes over and stays (v > m is false for it, so it is
-// tested apart), as torch's max pooling propagates it.
+// channels at a time in registers: a later tap s wins where s > m, so a NaN wins only as the first
+// tap (then stays). One compare per tap: testing s != s as well made GCC scalarize the line (20x).
 template <typename T>
 ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T* o) {
   using V = typename Line<T>::V;
@@ -54,7 +54,7 @@ ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T*
     V m = *reinterpret_cast<const V*>(taps[0] + c0);
     for (int64_t t = 1; t < count; ++t) {
       const V s = *reinterpret_cast<const V*>(taps[t] + c0);
-      const M take = reinterpret_cast<M>(s > m) | reinterpret_cast<M>(s != s);
+      const M take = reinterpret_cast<M>(s > m);
       m = reinterpret_cast<V>((reinterpret_cast<M>(s) & take) | (reinterpret_cast<M>(m) & ~take));
     }
     *reinterpret_cast<V*>(o + c0) = m;
@@ -63,13 +63,14 @@ ET_MULTIVERSION void max_taps(int64_t c, const T* const* taps, int64_t count, T*
     T m = taps[0][c0];
     for (int64_t t = 1; t < count; ++t) {
       const T s = taps[t][c0];
-      m = (s > m || s != s) ? s : m;
+      m = s > m ? s : m;
     }
     o[c0] = m;
   }
 }
 
-ET_MULTIVERSION void add_into(int64_t c, const float* x, float* acc) {
+// Inlined into the window loop (a multiversioned call per tap cost more than its wider vectors gain).
+inline void add_into(int64_t c, const float* x, float* acc) {
   for (int64_t i = 0; i < c; ++i) acc[i] += x[i];
 }
 

@@ -20,7 +20,9 @@ namespace cpu {
 using PoolNhwc = ConvNhwc;
 
 // out = clamp(max over the window's in-image elements): padding never wins, and a window wholly
-// in padding gives out_min. A NaN in the window gives NaN. False when the geometry is invalid
+// in padding gives out_min. A NaN wins only as the window's first in-image tap (a later tap wins
+// where it is greater, which a NaN never is), as this backend has always computed it (torch gives
+// NaN for any NaN in the window; XNNPACK's result depends on its tap order). False when the geometry is invalid
 // (a size, stride or dilation below 1, a negative pad), out_min > out_max or the output empty.
 bool max_pool2d_nhwc_f32(const PoolNhwc& p, int64_t batch, int64_t in_h, int64_t in_w, int64_t channels,
                          const float* in, float* out, float out_min, float out_max);

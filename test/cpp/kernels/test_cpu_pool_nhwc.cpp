@@ -43,8 +43,14 @@ std::vector<float> naive_pool(const PoolNhwc& p, int kind, int64_t n_, int64_t h
               const int64_t iw = x * p.stride_w - p.pad_left + kw * p.dilation_w;
               if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
               const float v = in[((n * h + ih) * w + iw) * c_ + c];
-              nan = nan || v != v;
-              acc = kind == 0 ? std::fmax(acc, v) : acc + v;
+              // Max: the first in-image tap, then each later one where greater (a NaN only as the first).
+              if (kind == 0) {
+                if (count == 0) nan = v != v;
+                if (count == 0 || (!nan && v > acc)) acc = v;
+              } else {
+                nan = nan || v != v;
+                acc += v;
+              }
               ++count;
             }
           if (kind == 1) acc /= double(p.kernel_h * p.kernel_w);
