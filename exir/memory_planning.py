@@ -3,8 +3,8 @@
 # A buffer (`executorch.exir._arena.Buffer`) is a run of bytes live over an inclusive range of instruction steps;
 # two buffers may share bytes only if their ranges don't overlap. Offsets are aligned; an arena's size is its
 # largest end offset. Planners are plain functions `(buffers, alignment) -> arena size` that fill in
-# `Buffer.offset`; upstream's spec-based `greedy`, `naive` and `MemoryPlanningAlgorithmSuite` (full wheel,
-# `executorch.exir._spec_planners`) run through an adapter. Buffers on a device (a delegate's side of a
+# `Buffer.offset`; upstream's spec-based `greedy`, `naive` and `MemoryPlanningAlgorithmSuite`
+# (`executorch.exir._spec_planners`) run through an adapter. Buffers on a device (a delegate's side of a
 # host/device copy) never share an arena with host buffers: `plan_by_device` gives each device arenas of its own.
 # `MemoryPlanningPass.run` records the plan in each value's `TensorSpec` (`node.meta["spec"]`: `mem_id`,
 # `mem_offset`, `mem_obj_id` naming its storage, which a view shares with its base, and `lifetime`) and the arenas
@@ -166,7 +166,7 @@ class MemoryPlanningPass:
             return PLANNERS[algo]
         if not _takes_specs(algo):
             return algo
-        from executorch.exir._spec_planners import buffer_planner  # full wheel, as the algorithms are
+        from executorch.exir._spec_planners import buffer_planner
 
         return buffer_planner(algo, graph_module, graph_signature)
 
@@ -428,7 +428,7 @@ def _takes_specs(algo) -> bool:
         "(alignment, specs, graph_module, graph_signature, extra_padding) nor (buffers, alignment)")
 
 
-# Upstream's spec-based planners ship with the full wheel only (tools/packaging/components.py).
+# Upstream's spec-based planners, loaded on first use (vendor backends plan their partitions with them).
 _SPEC_PLANNERS = ("MemoryAlgoResult", "MemoryPlanningAlgorithmSuite", "SpecAllocResult", "greedy", "naive")
 
 

@@ -215,7 +215,6 @@ def test_table_printout_marks_absent_rows_and_only_those():
 def test_full_wheel_alone_ships_the_tutorial_partitioner_and_the_graph_tools():
     # The published wheel has these; the minimal wheel, an exporter with a size budget, leaves them out.
     shipped = {"executorch.exir.backend.test": ("op_partitioner_demo", "backend_with_compiler_demo"),
-               "executorch.exir.passes": ("spec_prop_pass", "sym_shape_eval_pass"),
                "executorch.exir": ("_plan_checks",), "executorch.exir._serialize": ("_pte_tools",),
                "executorch.exir.emit": ("_emit_program",)}
     for mode in Mode:
@@ -225,3 +224,8 @@ def test_full_wheel_alone_ships_the_tutorial_partitioner_and_the_graph_tools():
                 assert built.ships_module(package, module) is (mode == Mode.FULL), (mode, package, module)
         assert built.ships_module("executorch.exir._serialize", "_program")
         assert built.ships_module("executorch.exir", "memory_planning")
+        # What vendor backends run in their preprocess (Vulkan's): every wheel, for the minimal one's vendors.
+        for package, module in (("executorch.exir.passes", "spec_prop_pass"), ("executorch.exir.passes",
+                                "sym_shape_eval_pass"), ("executorch.exir", "_spec_planners"),
+                                ("executorch.exir._serialize", "_flatbuffer")):
+            assert built.ships_module(package, module), (mode, package, module)

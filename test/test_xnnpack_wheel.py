@@ -23,9 +23,11 @@ from executorch.examples.models import MODELS  # noqa: E402
 # atomic writes, the runtime's file errors: 310,315 B; 311,675 B with QD8 convolutions), then to 336 KB by
 # the exir surface vendor backends import (issue 35, which caps it at 400 KB: edge op objects, sym_util,
 # graph_module, the program transforms: 328,593 B), then to 344 KB by the example-model registry those scripts
-# import (346,683 B; 349,979 B with Wav2Letter and the ExportPass size helpers); KB = 1024 B as in
+# import (346,683 B; 349,979 B with Wav2Letter and the ExportPass size helpers), then to 349 KB by what Vulkan's
+# backend runs in its preprocess (issue 35: SpecPropPass, the sym-shape passes, the spec-based planners, flatc on
+# dataclass JSON, FuseBatchNormPass, the quantized embeddings: 344,263 -> 356,833 B); KB = 1024 B as in
 # `inspect_wheel.py --max-kb`.
-MAX_WHEEL_BYTES = 344 * 1024
+MAX_WHEEL_BYTES = 349 * 1024
 
 
 @pytest.fixture(scope="module")

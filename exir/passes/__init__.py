@@ -10,7 +10,6 @@ def __getattr__(name: str):
         from executorch.exir.memory_planning import MemoryPlanningPass
 
         return MemoryPlanningPass
-    # These passes' code ships with the full wheel only (tools/packaging/components.py).
     if name == "SpecPropPass":
         from executorch.exir.passes.spec_prop_pass import SpecPropPass
 
