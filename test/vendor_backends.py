@@ -19,6 +19,8 @@ import pytest
 
 # Arm's backend imports the shared graph transforms and Cortex-M's passes, quantizer and target config.
 ARM_FOLDERS = ("arm", "transforms", "cortex_m")
+# Vulkan's imports the shared graph transforms (and XNNPACK's FuseBatchNormPass, which is ours).
+VULKAN_FOLDERS = ("vulkan", "transforms")
 
 
 def reference_site_packages() -> Path:
@@ -81,5 +83,13 @@ def vendor_python_command(backends: Path, module: str, *args: str, python: str =
 def arm_backends(tmp_path_factory) -> Path:
     """Arm's backend and the folders it imports, copied from the published wheel and importable here."""
     backends = copy_vendor_backends(tmp_path_factory.mktemp("vendor"), ARM_FOLDERS)
+    add_vendor_path(backends)
+    return backends
+
+
+@pytest.fixture(scope="session")
+def vulkan_backends(tmp_path_factory) -> Path:
+    """Vulkan's backend and the folders it imports, copied from the published wheel and importable here."""
+    backends = copy_vendor_backends(tmp_path_factory.mktemp("vendor_vulkan"), VULKAN_FOLDERS)
     add_vendor_path(backends)
     return backends
