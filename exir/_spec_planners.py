@@ -142,10 +142,7 @@ def buffer_planner(algo, graph_module, graph_signature) -> Callable[[list[Buffer
             spec.lifetime = [b.first, b.last]
             specs.append(spec)
         sizes = algo(alignment, specs, graph_module, graph_signature, 0)
-        if isinstance(sizes, MemoryAlgoResult):  # a bare algorithm, not a suite: apply its placements
-            for spec, placed in sizes.spec_dict.items():
-                spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
-            sizes = sizes.bufsizes
+        sizes = _placed(sizes)
         for spec, b in zip(specs, buffers):
             if spec.mem_id != 1 or spec.mem_offset is None:
                 raise ExportError(
@@ -154,6 +151,15 @@ def buffer_planner(algo, graph_module, graph_signature) -> Callable[[list[Buffer
             b.offset = spec.mem_offset
         return max([sizes[1] if len(sizes) > 1 else 0] + [b.offset + b.size for b in buffers])
     return plan
+
+
+def _placed(sizes):
+    # A bare algorithm (not a suite) returns a MemoryAlgoResult: its placements go into the specs.
+    if isinstance(sizes, MemoryAlgoResult):
+        for spec, placed in sizes.spec_dict.items():
+            spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
+        sizes = sizes.bufsizes
+    return sizes
 
 
 def _node_specs(node) -> list:
@@ -188,8 +194,5 @@ def plan_node_specs(graph_module, algo, alignment: int, alloc_graph_input: bool 
                 seen.add(id(spec))
                 specs.append(spec)
     sizes = algo(alignment, specs, graph_module, None, 0)
-    if isinstance(sizes, MemoryAlgoResult):  # a bare algorithm, not a suite: apply its placements
-        for spec, placed in sizes.spec_dict.items():
-            spec.mem_id, spec.mem_obj_id, spec.mem_offset = placed.mem_id, placed.mem_obj_id, placed.mem_offset
-        sizes = sizes.bufsizes
+    sizes = _placed(sizes)
     graph_module.meta["non_const_buffer_sizes"] = list(sizes)

@@ -12,25 +12,18 @@ from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
 
 from executorch.backends.xnnpack.utils.utils import constant_targets, get_param_tensor, is_param_node
 from executorch.exir.dialects._ops import ops as exir_ops
-from executorch.exir.pass_base import ExportPass, PassResult
+from executorch.backends.xnnpack._passes.xnnpack_pass import XNNPACKPass
+from executorch.exir.pass_base import PassResult
 
 _edge = exir_ops.edge.aten
 _BATCH_NORMS = (_edge.native_batch_norm.default, _edge._native_batch_norm_legit_no_training.default)
 
 
-class FuseBatchNormPass(ExportPass):
+class FuseBatchNormPass(XNNPACKPass):
     """A convolution or linear whose one user is an inference batch norm (read only for its output) takes the
     norm into new weight and bias parameters (`<weight target>_fused_bn`, dots as underscores, placed before its
     old weight). The norm leaves the graph; the tensors it replaced stay in the signature, unused, as upstream's
     pass leaves them (so the partitions a backend builds from them are upstream's)."""
-
-    def __init__(self, exported_program: ExportedProgram) -> None:
-        super().__init__()
-        self._exported_program = exported_program
-
-    @property
-    def exported_program(self) -> ExportedProgram:
-        return self._exported_program
 
     @staticmethod
     def can_fuse(input_node: torch.fx.Node, bn: torch.fx.Node, program: ExportedProgram, why=None) -> bool:

@@ -127,6 +127,19 @@ int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t ke
   return span < 0 ? 0 : span / stride + 1;
 }
 
+Error broadcast_shape(const Op& op, const Value& a, const Value& b, int count, int64_t* dims) {
+  const int rank = std::max(a.rank, b.rank);
+  for (int d = 0; d < count; ++d) {
+    const int da = d - (rank - a.rank), db = d - (rank - b.rank);
+    const int64_t x = da >= 0 ? a.dims[da] : 1, y = db >= 0 ? b.dims[db] : 1;
+    ET_CHECK_OR_RETURN(x == y || x == 1 || y == 1, InvalidProgram,
+                       "XnnpackBackend: node %u (%s) cannot broadcast %" PRId64 " with %" PRId64 " (dim %d)",
+                       op.node_index, op.name, x, y, d);
+    dims[d] = x == 1 ? y : x;
+  }
+  return Error::Ok;
+}
+
 void broadcast_dims(int rank, const Value& a, const Value& b, int64_t* ad, int64_t* bd) {
   for (int d = 0; d < rank; ++d) {
     const int da = d - (rank - a.rank), db = d - (rank - b.rank);

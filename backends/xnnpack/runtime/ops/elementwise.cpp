@@ -2,7 +2,6 @@
 // broadcasting), the unary kinds (Clamp, Hardswish, Sigmoid, ... LeakyReLU), Softmax over the last
 // dim, and Convert (a change of element type: quantize, dequantize, requantize). Float kernels with
 // the fused output clamp; QS8 add, subtract and multiply and a QS8 clamp run in integers.
-#include <cinttypes>
 #include <cmath>
 
 #include "backends/xnnpack/runtime/ops/ops.h"
@@ -216,14 +215,7 @@ Error infer_binary(const Op& op, Plan& plan) {
   const Value& b = plan.values[op.in[1]];
   const int rank = std::max(a.rank, b.rank);
   int64_t dims[kMaxDims];
-  for (int d = 0; d < rank; ++d) {
-    const int da = d - (rank - a.rank), db = d - (rank - b.rank);
-    const int64_t x = da >= 0 ? a.dims[da] : 1, y = db >= 0 ? b.dims[db] : 1;
-    ET_CHECK_OR_RETURN(x == y || x == 1 || y == 1, InvalidProgram,
-                       "XnnpackBackend: node %u (%s) cannot broadcast %" PRId64 " with %" PRId64 " (dim %d)",
-                       op.node_index, op.name, x, y, d);
-    dims[d] = x == 1 ? y : x;
-  }
+  ET_TRY(broadcast_shape(op, a, b, rank, dims));
   return set_out(op, plan, rank, dims);
 }
 
@@ -391,26 +383,6 @@ Qs8BinaryParams qs8_binary_params(BinaryKind kind, const Value& a, const Value& 
   p.bias = (int32_t(1) << (p.shift - 1)) - p.a_mul * a.zero_point - p.b_mul * b.zero_point;
   p.ok = true;
   return p;
-}
-
-void qs8_binary(BinaryKind kind, const Qs8BinaryParams& p, int rank, const int64_t* a_dims, const int8_t* a,
-                const int64_t* b_dims, const int8_t* b, const int64_t* out_dims, int8_t* out, int32_t a_zp,
-                int32_t b_zp, int32_t out_zp, int8_t qmin, int8_t qmax) {
-  const int32_t lo = qmin - out_zp, hi = qmax - out_zp;
-  if (kind == BinaryKind::kMul) {
-    constexpr float kMagic = 12582912.f;  // round half to even, as quantize()
-    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi), scale = p.scale;
-    broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [=](int8_t x, int8_t y) {
-      float v = static_cast<float>((int32_t(x) - a_zp) * (int32_t(y) - b_zp)) * scale;
-      v = (std::min(std::max(v, flo), fhi) + kMagic) - kMagic;
-      return static_cast<int8_t>(static_cast<int32_t>(v) + out_zp);
-    });
-    return;
-  }
-  broadcast_loop(rank, a_dims, a, b_dims, b, out_dims, out, [=](int8_t x, int8_t y) {
-    const int32_t v = (int32_t(x) * p.a_mul + int32_t(y) * p.b_mul + p.bias) >> p.shift;
-    return static_cast<int8_t>(std::min(std::max(v, lo), hi) + out_zp);
-  });
 }
 
 }  // namespace xnnpack

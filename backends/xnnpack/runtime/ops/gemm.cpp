@@ -74,14 +74,7 @@ Error infer_bmm(const Op& op, Plan& plan) {
   ET_CHECK_OR_RETURN(a.rank >= 2 && b.rank >= 2, InvalidProgram,
                      "XnnpackBackend: node %u (%s) needs matrices of at least 2 dims", op.node_index, op.name);
   int64_t dims[kMaxDims];
-  for (int d = 0; d < rank - 2; ++d) {
-    const int da = d - (rank - a.rank), db = d - (rank - b.rank);
-    const int64_t x = da >= 0 ? a.dims[da] : 1, y = db >= 0 ? b.dims[db] : 1;
-    ET_CHECK_OR_RETURN(x == y || x == 1 || y == 1, InvalidProgram,
-                       "XnnpackBackend: node %u (%s) cannot broadcast %" PRId64 " with %" PRId64 " (dim %d)",
-                       op.node_index, op.name, x, y, d);
-    dims[d] = x == 1 ? y : x;
-  }
+  ET_TRY(broadcast_shape(op, a, b, rank - 2, dims));  // the batch dims
   const bool tb = (op.flags & kFlagTransposeWeights) != 0;
   const int64_t m = a.dims[a.rank - 2], k = a.dims[a.rank - 1];
   const int64_t kb = tb ? b.dims[b.rank - 1] : b.dims[b.rank - 2], n = tb ? b.dims[b.rank - 2] : b.dims[b.rank - 1];

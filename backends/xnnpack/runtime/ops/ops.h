@@ -134,6 +134,9 @@ Error two_inputs(NodeContext& ctx, Op& op, const T* n) {
 kernels::cpu::ConvNhwc to_conv_nhwc(const ConvParams& p);
 // Output length of a window sweep (convolution or pooling); < 1 when the input is too small.
 int64_t window_out(int64_t in, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t dilation, int64_t stride);
+// dims[0, count) = the broadcast of a's and b's dims right-aligned to max(a.rank, b.rank) (1 where
+// missing), checked; count < that rank leaves out the trailing dims (a batched matmul's matrices).
+Error broadcast_shape(const Op& op, const Value& a, const Value& b, int count, int64_t* dims);
 // Dims of a and b right-aligned to `rank` (1 where missing), for broadcasting.
 void broadcast_dims(int rank, const Value& a, const Value& b, int64_t* ad, int64_t* bd);
 
