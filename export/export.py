@@ -155,14 +155,15 @@ class ExportSession:
     def get_all_registered_stages(self) -> Dict[StageType, Stage]:
         return self._stage_registry
 
-    def _validate_pipeline(self) -> None:
-        stages = self._pipeline_stages
+    def _validate_pipeline_sequence(self, stages: List[StageType]) -> None:
+        """Raises ValueError when `stages` cannot run in this order on this session's input."""
         if not stages:
-            raise ValueError("the pipeline has no stages; leave ExportRecipe.pipeline_stages=None for the default")
+            raise ValueError("Pipeline stages cannot be empty; leave ExportRecipe.pipeline_stages=None for the "
+                             "default")
         done = set(stages) & _DONE_BY_INPUT.get(self._input_model_type, set())
         if done:
-            names = ", ".join(sorted(s.value for s in done))
-            raise ValueError(f"stage(s) {names} cannot run on a {self._input_model_type} input, which has been "
+            names = ", ".join(sorted(s.name for s in done))
+            raise ValueError(f"Cannot run stage(s) {names} on a {self._input_model_type} input, which has been "
                              f"through them already; remove them from pipeline_stages")
         for i, stage_type in enumerate(stages):
             stage = self._stage_registry.get(stage_type)
@@ -180,7 +181,7 @@ class ExportSession:
         """Run every stage in order. A failing stage is named in the error; the artifacts of the
         stages before it stay readable with `get_stage_artifacts()`. `progress(stage, seconds)` is
         called after each stage."""
-        self._validate_pipeline()
+        self._validate_pipeline_sequence(self._pipeline_stages)
         self._stage_to_artifacts.clear()
         artifact = PipelineArtifact(self._model, self._run_context)
         for stage_type in self._pipeline_stages:
@@ -203,9 +204,9 @@ class ExportSession:
     def get_exported_program(self, method_name: str = "forward") -> ExportedProgram:
         artifact = self._stage_to_artifacts.get(StageType.TORCH_EXPORT)
         if artifact is None:
-            raise RuntimeError("no exported program: the torch_export stage has not run")
+            raise RuntimeError("Exported program is not available: the torch_export stage has not run")
         if method_name not in artifact.data:
-            raise KeyError(f"method '{method_name}' not found; exported methods: {sorted(artifact.data)}")
+            raise KeyError(f"Method name '{method_name}' not found; exported methods: {sorted(artifact.data)}")
         return artifact.data[method_name]
 
     def get_edge_program_manager(self) -> Any:
@@ -213,13 +214,13 @@ class ExportSession:
             artifact = self._stage_to_artifacts.get(stage_type)
             if artifact is not None and artifact.data is not None:
                 return artifact.data
-        raise RuntimeError("no edge program manager: none of the stages "
+        raise RuntimeError("Edge program manager is not available: none of the stages "
                            f"{[s.value for s in _EDGE_STAGES]} has run")
 
     def get_executorch_program_manager(self) -> Any:
         artifact = self._stage_to_artifacts.get(StageType.TO_EXECUTORCH)
         if artifact is None or artifact.data is None:
-            raise RuntimeError("no ExecuTorch program: the to_executorch stage has not run")
+            raise RuntimeError("Executorch program manager is not initialized: the to_executorch stage has not run")
         return artifact.data
 
     def get_etrecord(self) -> Any:
@@ -242,11 +243,11 @@ class ExportSession:
 
     def get_example_input(self, method_name: str = "forward") -> Tuple[Any, ...]:
         if method_name not in self._example_inputs:
-            raise KeyError(f"method '{method_name}' has no example inputs; methods with inputs: "
-                           f"{sorted(self._example_inputs)}")
+            raise KeyError(f"Method name '{method_name}' not found among the example inputs; methods with "
+                           f"inputs: {sorted(self._example_inputs)}")
         samples = self._example_inputs[method_name]
         if not samples:
-            raise ValueError(f"method '{method_name}': its example inputs list is empty")
+            raise ValueError(f"Example inputs list for method {method_name} is empty")
         return samples[0]
 
     def run_method(self, method_name: str = "forward",

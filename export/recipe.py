@@ -145,7 +145,7 @@ class ExportRecipe:
                                                        if r.quantization_recipe]),
             aten_transform_passes=_concat(r.aten_transform_passes for r in recipes),
             source_transform_in_place=recipes[0].source_transform_in_place,
-            lowering_recipe=_combine_lowering([r.lowering_recipe for r in recipes if r.lowering_recipe]),
+            lowering_recipe=_combine_lowering([(r.name, r.lowering_recipe) for r in recipes if r.lowering_recipe]),
             executorch_backend_config=copy.deepcopy(configs[0]) if configs else None,
             pipeline_stages=recipes[0].pipeline_stages,
             mode=recipes[0].mode,
@@ -177,6 +177,18 @@ def _single(values: list, what: str) -> Any:
     return given[0] if given else None
 
 
+def _chained(factories: list) -> Optional[Callable[[], Iterable[tuple]]]:
+    """One calibration-input factory yielding each recipe's inputs in turn, each factory called once."""
+    if len(factories) <= 1:
+        return factories[0] if factories else None
+
+    def chained() -> Iterable[tuple]:
+        for make in factories:
+            yield from make()
+
+    return chained
+
+
 def _combine_quantization(recipes: List[QuantizationRecipe]) -> Optional[QuantizationRecipe]:
     if not recipes:
         return None
@@ -187,16 +199,26 @@ def _combine_quantization(recipes: List[QuantizationRecipe]) -> Optional[Quantiz
         ao_quantization_configs=_concat(r.ao_quantization_configs for r in recipes),
         is_qat=recipes[0].is_qat,
         dynamic_batch_size=any(r.dynamic_batch_size for r in recipes),
-        calibration_inputs_fn=_single([r.calibration_inputs_fn for r in recipes], "calibration_inputs_fn"),
+        calibration_inputs_fn=_chained([r.calibration_inputs_fn for r in recipes if r.calibration_inputs_fn]),
         train_fn=_single([r.train_fn for r in recipes], "train_fn"),
         **{name: _concat(getattr(r, name) for r in recipes)
            for name in ("pre_prepare_passes", "post_prepare_passes", "pre_convert_passes", "post_convert_passes")},
     )
 
 
-def _combine_lowering(recipes: List[LoweringRecipe]) -> Optional[LoweringRecipe]:
-    if not recipes:
+def _differences(a: Any, b: Any) -> list[tuple]:
+    """The fields of two dataclasses that differ, as (field, value in a, value in b)."""
+    def shown(v: Any) -> str:  # operators print as aten.linear.default, not as their repr
+        return f"[{', '.join(map(str, v))}]" if isinstance(v, (list, tuple)) else repr(v)
+
+    return [(f.name, shown(getattr(a, f.name)), shown(getattr(b, f.name))) for f in dataclasses.fields(a)
+            if getattr(a, f.name) != getattr(b, f.name)]
+
+
+def _combine_lowering(named: List[tuple]) -> Optional[LoweringRecipe]:
+    if not named:
         return None
+    recipes = [r for _, r in named]
     parts = [r.partitioners for r in recipes if r.partitioners]
     if any(isinstance(p, dict) for p in parts) and not all(isinstance(p, dict) for p in parts):
         raise ValueError("cannot combine recipes whose partitioners are a list in one and per-method in "
@@ -208,11 +230,15 @@ def _combine_lowering(recipes: List[LoweringRecipe]) -> Optional[LoweringRecipe]
                 partitioners.setdefault(method, []).extend(found)
     else:
         partitioners = _concat(parts)
-    configs = [r.edge_compile_config for r in recipes if r.edge_compile_config is not None]
-    for other in configs[1:]:
-        if dataclasses.asdict(other) != dataclasses.asdict(configs[0]):
-            raise ValueError("cannot combine recipes whose edge_compile_config differ: "
-                             f"{configs[0]} vs {other}")
+    configs = [(name, r.edge_compile_config) for name, r in named if r.edge_compile_config is not None]
+    for name, other in configs[1:]:
+        first_name, first = configs[0]
+        diff = _differences(first, other)
+        if diff:
+            fields = "; ".join(f"{f} ({first_name}={x}, {name}={y})" for f, x, y in diff)
+            raise ValueError(f"cannot combine recipes whose edge_compile_configs differ in {fields}; give them "
+                             "the same EdgeCompileConfig")
+    configs = [c for _, c in configs]
     return LoweringRecipe(
         partitioners=partitioners or None,
         edge_transform_passes=_concat(r.edge_transform_passes for r in recipes),

@@ -20,6 +20,7 @@ class RecipeRegistry:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
             cls._instance._providers = {}
+            cls._instance._initialized = True
         return cls._instance
 
     def register_backend_recipe_provider(self, provider: BackendRecipeProvider) -> None:
@@ -30,7 +31,7 @@ class RecipeRegistry:
 
     def _provider(self, backend: str) -> BackendRecipeProvider:
         if backend not in self._providers:
-            raise ValueError(f"backend '{backend}' has no recipe provider; registered backends: "
+            raise ValueError(f"Backend '{backend}' not available: it has no recipe provider; registered backends: "
                              f"{sorted(self._providers)} (register one with "
                              "recipe_registry.register_backend_recipe_provider)")
         return self._providers[backend]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import inspect
+import sys
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Dict, List, Optional, Union
 
@@ -11,11 +13,41 @@ import torch
 from torch import nn
 from torch.export import ExportedProgram
 
+from executorch.devtools.backend_debug import get_delegation_info  # noqa: F401  (called through _this)
 from executorch.exir.config import EdgeCompileConfig
 from executorch.exir.error import ExportError
-from executorch.exir.program import EdgeProgramManager, to_edge, to_edge_transform_and_lower
+from executorch.exir.program import EdgeProgramManager, to_edge, to_edge_transform_and_lower  # noqa: F401
 from executorch.export.recipe import LoweringRecipe, QuantizationRecipe
 from executorch.export.types import StageType
+
+# torchao's pt2e and source-transform entry points, names of this module as upstream's stages module has them
+# (tools and tests patch them here); torchao is optional, so each is imported on first use.
+_TORCHAO_NAMES = {
+    "ComposableQuantizer": "torchao.quantization.pt2e.quantizer",
+    "prepare_pt2e": "torchao.quantization.pt2e.quantize_pt2e",
+    "prepare_qat_pt2e": "torchao.quantization.pt2e.quantize_pt2e",
+    "convert_pt2e": "torchao.quantization.pt2e.quantize_pt2e",
+    "allow_exported_model_train_eval": "torchao.quantization.pt2e",
+    "move_exported_model_to_eval": "torchao.quantization.pt2e",
+    "move_exported_model_to_train": "torchao.quantization.pt2e",
+    "quantize_": "torchao.quantization",
+    "unwrap_tensor_subclass": "torchao.utils",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _TORCHAO_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from executorch.export._torchao import require_torchao
+
+    require_torchao(f"executorch.export.stages.{name}")
+    value = getattr(importlib.import_module(_TORCHAO_NAMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+# Calls go through the module, so a name patched here is the one called.
+_this = sys.modules[__name__]
 
 
 class PipelineArtifact:
@@ -60,7 +92,7 @@ class Stage(ABC):
 
     def get_artifacts(self) -> PipelineArtifact:
         if self._artifact is None:
-            raise RuntimeError(f"stage {self.stage_type.value} has not run yet; call run(artifact) first")
+            raise RuntimeError(f"Stage: {type(self).__name__} not executed: call run(artifact) first")
         return self._artifact
 
 
@@ -84,16 +116,10 @@ class SourceTransformStage(Stage):
         if len(configs) > 1:
             raise ValueError(f"{len(configs)} ao_quantization_configs given; torchao configs do not compose, "
                              "give one")
-        from executorch.export._torchao import require_torchao
-
-        require_torchao("the source transform (ao_quantization_configs)")
-        from torchao.quantization import quantize_
-        from torchao.utils import unwrap_tensor_subclass
-
         models = artifact.data if self._in_place else copy.deepcopy(artifact.data)
         for model in models.values():
-            quantize_(model, configs[0].ao_base_config, configs[0].filter_fn)
-            unwrap_tensor_subclass(model)
+            _this.quantize_(model, configs[0].ao_base_config, configs[0].filter_fn)
+            _this.unwrap_tensor_subclass(model)
         self._artifact = artifact.copy_with_new_data(models)
 
 
@@ -118,10 +144,27 @@ class QuantizeStage(Stage):
         quantized = {}
         for method, model in artifact.data.items():
             if not inputs.get(method):
-                raise ValueError(f"method '{method}': no example inputs to calibrate with; pass "
-                                 f"example_inputs={{'{method}': [(...), ...]}}")
-            quantized[method] = quantize_pt2e(method, model, inputs[method], self._recipe)
+                raise ValueError(f"Example inputs for method {method} not found or empty: the quantize stage "
+                                 f"calibrates on them; pass example_inputs={{'{method}': [(...), ...]}}")
+            quantized[method] = quantize_pt2e(method, model, inputs[method], self._recipe,
+                                              self._get_quantizer_for_prepare_pt2e(self._recipe.quantizers))
         self._artifact = artifact.copy_with_new_data(quantized)
+
+    def _get_quantizer_for_prepare_pt2e(self, quantizers: List[Any]) -> Any:
+        """The recipe's quantizers as the one torchao quantizer prepare_pt2e takes (their composition)."""
+        if not quantizers:
+            raise ValueError("No quantizers detected: give QuantizationRecipe.quantizers at least one torchao "
+                             "pt2e Quantizer")
+        from executorch.export._torchao import require_torchao
+
+        require_torchao("the quantize stage (QuantizationRecipe.quantizers)")
+        from torchao.quantization.pt2e.quantizer import Quantizer
+
+        wrong = [q for q in quantizers if not isinstance(q, Quantizer)]
+        if wrong:
+            raise TypeError(f"quantizer {type(wrong[0]).__name__} is not a torchao pt2e Quantizer "
+                            "(torchao.quantization.pt2e.quantizer.Quantizer); port it to torchao's interface")
+        return _this.ComposableQuantizer(list(quantizers))
 
 
 class TorchExportStage(Stage):
@@ -143,8 +186,8 @@ class TorchExportStage(Stage):
         with torch.no_grad():
             for method, model in artifact.data.items():
                 if not inputs.get(method):
-                    raise ValueError(f"method '{method}': no example inputs; pass example_inputs as a list of "
-                                     f"input tuples (or {{'{method}': [...]}} for several methods)")
+                    raise ValueError(f"Example inputs for method {method} not found: pass example_inputs as a "
+                                     f"list of input tuples (or {{'{method}': [...]}} for several methods)")
                 sample = inputs[method][0]
                 check_arguments(method, model, sample)
                 try:
@@ -194,9 +237,8 @@ def _first_line(e: Exception) -> str:
 
 
 def _delegation_context(artifact: PipelineArtifact, manager: EdgeProgramManager) -> None:
-    from executorch.devtools.backend_debug import get_delegation_info
-
-    by_method = {m: get_delegation_info(manager.exported_program(m).graph_module) for m in sorted(manager.methods)}
+    by_method = {m: _this.get_delegation_info(manager.exported_program(m).graph_module)
+                 for m in sorted(manager.methods)}
     artifact.add_context("delegation_info_by_method", by_method)
     artifact.add_context("delegation_info", by_method.get("forward", next(iter(by_method.values()), None)))
 
@@ -237,7 +279,7 @@ class EdgeTransformAndLowerStage(Stage):
 
     def run(self, artifact: PipelineArtifact) -> None:
         programs = artifact.data
-        manager = to_edge_transform_and_lower(
+        manager = _this.to_edge_transform_and_lower(
             programs, transform_passes=_resolve_passes(self._transform_passes, programs),
             partitioner=self._partitioners, constant_methods=artifact.get_context("constant_methods"),
             compile_config=self._compile_config, generate_etrecord=artifact.get_context("generate_etrecord", False))
@@ -246,7 +288,12 @@ class EdgeTransformAndLowerStage(Stage):
 
     @property
     def delegation_info(self) -> Any:
+        """The delegation summary of `forward` (or of the first method by name)."""
         return self.get_artifacts().get_context("delegation_info")
+
+    @property
+    def delegation_info_by_method(self) -> Dict[str, Any]:
+        return self.get_artifacts().get_context("delegation_info_by_method")
 
 
 class ToEdgeStage(Stage):
@@ -265,7 +312,7 @@ class ToEdgeStage(Stage):
     can_start_pipeline = True
 
     def run(self, artifact: PipelineArtifact) -> None:
-        manager = to_edge(artifact.data, constant_methods=artifact.get_context("constant_methods"),
+        manager = _this.to_edge(artifact.data, constant_methods=artifact.get_context("constant_methods"),
                           compile_config=self._config,
                           generate_etrecord=artifact.get_context("generate_etrecord", False))
         self._artifact = artifact.copy_with_new_data(manager)
@@ -342,5 +389,6 @@ class ExecutorchStage(Stage):
 
     def run(self, artifact: PipelineArtifact) -> None:
         if artifact.data is None:
-            raise RuntimeError("stage to_executorch got no EdgeProgramManager")
+            raise RuntimeError("Edge program manager is not set: the to_executorch stage needs the product of "
+                               "an edge stage (to_edge, to_edge_transform_and_lower or to_backend) before it")
         self._artifact = artifact.copy_with_new_data(artifact.data.to_executorch(self._config))
