@@ -85,3 +85,14 @@ class Verifier:
                 if (spec.mem_id is not None) != wanted:
                     raise AssertionError(f"graph {what} {spec} is {'' if spec.mem_id is not None else 'not '}planned, "
                                          f"but alloc_graph_{what}={wanted}")
+
+
+def _do_user_inputs_exist(graph_signature) -> bool:
+    """Whether a method has a user input the plan must check: one that is not a Python scalar or string (a
+    method without a signature, or whose user inputs are all such constants, has none)."""
+    if graph_signature is None:
+        return False
+    from torch.export.graph_signature import ConstantArgument, InputKind
+
+    return any(not isinstance(spec.arg, ConstantArgument) or not isinstance(spec.arg.value, (int, float, bool, str))
+               for spec in graph_signature.input_specs if spec.kind == InputKind.USER_INPUT)

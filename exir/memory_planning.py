@@ -434,7 +434,7 @@ _SPEC_PLANNERS = ("MemoryAlgoResult", "MemoryPlanningAlgorithmSuite", "SpecAlloc
 
 def __getattr__(name: str):
     # The plan checkers' code ships with the full wheel only (tools/packaging/components.py).
-    if name in ("Verifier", "filter_nodes", "verify"):
+    if name in ("Verifier", "filter_nodes", "verify", "_do_user_inputs_exist"):
         from executorch.exir import _plan_checks
 
         return getattr(_plan_checks, name)

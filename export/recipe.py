@@ -211,8 +211,13 @@ def _differences(a: Any, b: Any) -> list[tuple]:
     def shown(v: Any) -> str:  # operators print as aten.linear.default, not as their repr
         return f"[{', '.join(map(str, v))}]" if isinstance(v, (list, tuple)) else repr(v)
 
+    def same(x: Any, y: Any, name: str) -> bool:  # preserve_ops is a set of operators, whatever its order
+        if name == "preserve_ops" and isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            return len(x) == len(y) and set(x) == set(y)
+        return x == y
+
     return [(f.name, shown(getattr(a, f.name)), shown(getattr(b, f.name))) for f in dataclasses.fields(a)
-            if getattr(a, f.name) != getattr(b, f.name)]
+            if not same(getattr(a, f.name), getattr(b, f.name), f.name)]
 
 
 def _combine_lowering(named: List[tuple]) -> Optional[LoweringRecipe]:

@@ -198,8 +198,9 @@ class TorchExportStage(Stage):
                     raise ExportError(f"method '{method}': {what} failed: {_first_line(e)}") from e
                 for p in self._passes or []:
                     if not callable(p):
-                        raise TypeError(f"aten_transform_passes: {p!r} is not callable; give functions "
-                                        "(method_name, ExportedProgram) -> ExportedProgram")
+                        raise ValueError(f"Aten transform passes must be a callable that can transform and "
+                                         f"return an exported program: {p!r} is not callable; give functions "
+                                         "(method_name, ExportedProgram) -> ExportedProgram")
                     programs[method] = p(method, programs[method])
         self._artifact = artifact.copy_with_new_data(programs)
 
@@ -369,10 +370,21 @@ class ToBackendStage(Stage):
 
     def run(self, artifact: PipelineArtifact) -> None:
         manager = artifact.data
-        if self._partitioners:
+        if manager is None:
+            raise RuntimeError("Edge program manager is not set: the to_backend stage needs the product of "
+                               "to_edge (or edge_program_manager_transform) before it")
+        if isinstance(self._partitioners, dict):
+            # round i lowers every method with its i-th partitioner, as upstream's stage does
+            for i in range(max(map(len, self._partitioners.values()), default=0)):
+                manager = manager.to_backend({m: ps[i] for m, ps in self._partitioners.items() if i < len(ps)})
+        elif self._partitioners:
             manager = manager.to_backend(self._partitioners)
         self._artifact = artifact.copy_with_new_data(manager)
         _delegation_context(self._artifact, manager)
+
+    @property
+    def delegation_info_by_method(self) -> Dict[str, Any]:
+        return self.get_artifacts().get_context("delegation_info_by_method")
 
 
 class ExecutorchStage(Stage):
