@@ -19,11 +19,10 @@ def _apply(method: str, step: str, model: Any, passes: Optional[List[Callable]])
 
 
 def quantize_pt2e(method: str, model: Any, samples: Sequence[tuple], recipe: QuantizationRecipe,
-                  quantizer: Any) -> torch.fx.GraphModule:
+                  quantizer: Any, s: Any) -> torch.fx.GraphModule:
     """Capture `model`, prepare it with `quantizer`, calibrate on every sample (or train with
     `train_fn`), and convert: a GraphModule with quantize/dequantize ops. torchao's functions are
-    called through executorch.export.stages, where upstream has them."""
-    from executorch.export import stages as s
+    attributes of `s` (executorch.export.stages, where upstream has them)."""
 
     first = samples[0]
     dynamic = None

@@ -147,7 +147,7 @@ class QuantizeStage(Stage):
                 raise ValueError(f"Example inputs for method {method} not found or empty: the quantize stage "
                                  f"calibrates on them; pass example_inputs={{'{method}': [(...), ...]}}")
             quantized[method] = quantize_pt2e(method, model, inputs[method], self._recipe,
-                                              self._get_quantizer_for_prepare_pt2e(self._recipe.quantizers))
+                                              self._get_quantizer_for_prepare_pt2e(self._recipe.quantizers), _this)
         self._artifact = artifact.copy_with_new_data(quantized)
 
     def _get_quantizer_for_prepare_pt2e(self, quantizers: List[Any]) -> Any:

@@ -25,10 +25,14 @@ def aligned(offset: int, alignment: int) -> int:
     return offset + (-offset % alignment)
 
 
+class InvalidAlignmentError(SerializeError, ValueError):
+    """An alignment argument that is not a positive power of two: a ValueError too, as upstream raises."""
+
+
 def check_alignment(name: str, value: object) -> int:
-    """Returns `value` if it is a positive power of two, else raises SerializeError."""
+    """Returns `value` if it is a positive power of two, else raises InvalidAlignmentError."""
     if not is_power_of_two(value):
-        raise SerializeError(
+        raise InvalidAlignmentError(
             f"{name}={value!r} is not a valid alignment: it must be a positive power of two (e.g. 16)"
         )
     return value
