@@ -167,8 +167,8 @@ def test_numeric_gap_against_the_etrecord_is_rounding_on_every_engine(gap_progra
     gap = _debug_run(engine, et, inputs, tmp_path).calculate_numeric_gap("MSE")
     if xnnpack:  # one delegate: one row, the call's output against the partition's last node
         assert list(gap["runtime_ops"]) == [["DELEGATE_CALL"]]
-    else:  # a row per node (a decomposition's pieces share one)
-        assert len(gap) >= 40
+    else:  # a row per source op: a decomposition's pieces (a linear's permute and addmm) share one
+        assert len(gap) >= 30
     worst = max(g[0] for g in gap["gap"])
     scale = max(float(torch.mean(t.float() ** 2)) for t in gap["aot_intermediate_output"])
     assert worst <= 1e-9 * max(scale, 1.0), (worst, scale)

@@ -43,12 +43,21 @@ def insert_call(graph: fx.Graph, fake_mode, target: Callable, args: tuple, kwarg
         for key in CARRIED_META:
             if key in like.meta:
                 node.meta[key] = like.meta[key]
+        node.meta.setdefault("from_node", made_from(like))
     if target is operator.getitem:
         node.meta["val"] = val(args[0])[args[1]]
     else:
         with fake_mode:
             node.meta["val"] = target(*val(args), **val(kwargs))
     return node
+
+
+def made_from(node: fx.Node) -> list:
+    """The `from_node` of a node that replaces `node`, as torch's decomposer records it: the pieces of one
+    decomposition share their origin, and so their debug handle."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    return [NodeSource(node, "decompose", NodeSourceAction.CREATE)]
 
 
 def source_line(node: fx.Node) -> str:

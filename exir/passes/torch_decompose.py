@@ -29,7 +29,7 @@ from torch.export.graph_signature import (
 )
 from torch.utils import _pytree as pytree
 
-from executorch.exir.passes._graph import fake_mode_of, val
+from executorch.exir.passes._graph import fake_mode_of, made_from, val
 
 # The metadata run_decompositions carries from a node to the nodes it decomposes into.
 _NODE_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn", "custom")
@@ -232,6 +232,7 @@ def _splice(g: fx.Graph, node: fx.Node, holders: list[fx.Node], body: list[fx.No
             new = g.create_node(n.op, n.target, *fx.node.map_arg((n.args, n.kwargs), env.__getitem__), name=n.name)
             new.meta = {k: v for k, v in n.meta.items() if k not in (*_NODE_META, "val", "from_node")}
             new.meta.update({k: node.meta[k] for k in _NODE_META if k in node.meta})
+            new.meta["from_node"] = node.meta.get("from_node") or made_from(node)
             if n.target is operator.getitem:
                 new.meta["val"] = val(new.args[0])[new.args[1]]
             else:
