@@ -227,6 +227,8 @@ def _preserving(config: EdgeCompileConfig, partitioner, programs: dict) -> Optio
                 continue
             got, node_filter = p.ops_to_not_decompose(ep)
             for op in got:
+                if not _in_functional_graph(op):
+                    continue
                 if op not in ops:
                     ops.append(op)
                 if node_filter is not None:
@@ -238,6 +240,17 @@ def _preserving(config: EdgeCompileConfig, partitioner, programs: dict) -> Optio
     keep._preserve_filters = filters
     keep._for_partitioner = frozenset(op for op in ops if op not in config.preserve_ops)
     return keep
+
+
+def _in_functional_graph(op) -> bool:
+    """Whether `op` can be in the functional graph (`run_decompositions({})`) the published stack asks partitioners
+    about: in-place ops and the composites torch will not keep (batch_norm, flatten, dropout) are gone from it, so a
+    partitioner asking to keep them whole, shown the program as exported, is not followed."""
+    from torch._export.utils import _check_valid_to_preserve, _is_cia_op
+
+    if not isinstance(op, torch._ops.OpOverload):
+        return True
+    return not op._schema.is_mutable and (not _is_cia_op(op) or _check_valid_to_preserve(op))
 
 
 def _apply_pass(p: Callable, ep: ExportedProgram) -> ExportedProgram:
