@@ -224,6 +224,18 @@ void bitwise_xor_out(KernelRuntimeContext& ctx, Args a) {
   bitwise_kernel(ctx, a, [](int64_t x, int64_t y) { return x ^ y; });
 }
 
+// Shifts as torch computes them on integers: a count past the value's bits (or negative)
+// shifts everything out, leaving 0, or for a right shift the sign. Computed in int64 and
+// stored truncated to the output's width, which gives the narrower types' results too.
+int64_t shift_left(int64_t x, int64_t n) {
+  return n < 0 || n >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(x) << n);
+}
+int64_t shift_right(int64_t x, int64_t n) { return n < 0 || n >= 64 ? (x < 0 ? -1 : 0) : x >> n; }
+
+// bitwise_left_shift / bitwise_right_shift .Tensor_out and .Tensor_Scalar_out(self, other, *, out)
+void bitwise_left_shift_out(KernelRuntimeContext& ctx, Args a) { bitwise_kernel(ctx, a, shift_left); }
+void bitwise_right_shift_out(KernelRuntimeContext& ctx, Args a) { bitwise_kernel(ctx, a, shift_right); }
+
 }  // namespace
 
 // Registrations are generated from kernels/portable/functions.yaml (only the selected kernels).

@@ -1,5 +1,6 @@
 // aten::convolution.out for 1-D and 2-D float32 NCHW convolutions, forward and transposed (16-bit floats widened);
-// 2-D ones with constant weights run the channels-last kernels over weights packed at load.
+// 2-D ones with constant weights run the channels-last kernels over weights packed at load. Also
+// convolution_backward.out, the gradients of a forward convolution.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -120,6 +121,104 @@ void convolution_out(KernelRuntimeContext& ctx, Args args) {
   }
   cpu::conv2d(s, in.const_data_ptr<float>(), weight.const_data_ptr<float>(), b, out.mutable_data_ptr<float>(),
               workspace);
+}
+
+// convolution_backward.out(grad_output, input, weight, bias_sizes?, stride, padding, dilation,
+// transposed, output_padding, groups, output_mask, *, out0, out1, out2): the gradients of a forward
+// 1-D or 2-D convolution with respect to its input, weight and bias (each computed when its
+// output_mask entry is set). Every output gradient element is spread over the input and weight
+// elements its window touched.
+void convolution_backward_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 14)) return call_widened(ctx, args, 14, 3, convolution_backward_out);
+  ET_KERNEL_CHECK(
+      ctx,
+      args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::None, Tag::ListInt, Tag::ListInt, Tag::ListInt,
+                     Tag::Bool, Tag::ListInt, Tag::Int, Tag::ListBool, Tag::Tensor, Tag::Tensor, Tag::Tensor}),
+      InvalidArgument);
+  const Tensor grad = args[0]->toTensor(), in = args[1]->toTensor(), weight = args[2]->toTensor();
+  const Tensor gin = args[11]->toTensor(), gw = args[12]->toTensor(), gb = args[13]->toTensor();
+  const Span<const bool> mask = args[10]->toBoolList();
+  const int64_t groups = args[9]->toInt();
+  ET_KERNEL_CHECK_MSG(ctx, !args[7]->toBool(), NotSupported, ,
+                      "convolution_backward: transposed convolutions are not supported");
+  ET_KERNEL_CHECK_MSG(ctx, mask.size() == 3, InvalidArgument, , "convolution_backward: output_mask needs 3 entries");
+  for (const Tensor* t : {&grad, &in, &weight})
+    ET_KERNEL_CHECK_MSG(ctx, t->scalar_type() == ScalarType::Float && t->is_contiguous(), InvalidType, ,
+                        "convolution_backward: only contiguous float32 tensors");
+  ET_KERNEL_CHECK_MSG(ctx, (in.dim() == 3 || in.dim() == 4) && weight.dim() == in.dim() && grad.dim() == in.dim(),
+                      NotSupported, , "convolution_backward: only 1-D and 2-D convolutions");
+  const size_t spatial = static_cast<size_t>(in.dim() - 2);
+  const bool is1d = spatial == 1;
+  int64_t p[3][2] = {};  // stride, padding, dilation per spatial dim
+  const Span<const int64_t> lists[3] = {args[4]->toIntList(), args[5]->toIntList(), args[6]->toIntList()};
+  const int64_t fallback[3] = {1, 0, 1};
+  constexpr int64_t kMaxParam = int64_t(1) << 24;
+  for (int k = 0; k < 3; ++k)
+    for (size_t i = 0; i < spatial; ++i)
+      ET_KERNEL_CHECK_MSG(ctx,
+                          spatial_param(lists[k], spatial, i, fallback[k], &p[k][i]) && p[k][i] <= kMaxParam &&
+                              p[k][i] >= (k == 1 ? 0 : 1),
+                          InvalidArgument, , "convolution_backward: bad stride/padding/dilation list");
+  const int64_t n = in.size(0), cin = in.size(1), cout = weight.size(0);
+  const int64_t h = is1d ? 1 : in.size(2), w = in.size(-1);
+  const int64_t kh = is1d ? 1 : weight.size(2), kw = weight.size(-1);
+  const int64_t sh = is1d ? 1 : p[0][0], sw = p[0][spatial - 1], ph = is1d ? 0 : p[1][0], pw = p[1][spatial - 1];
+  const int64_t dh = is1d ? 1 : p[2][0], dw = p[2][spatial - 1];
+  ET_KERNEL_CHECK_MSG(
+      ctx,
+      groups > 0 && groups <= kMaxParam && cin % groups == 0 && cout % groups == 0 && weight.size(1) * groups == cin,
+      InvalidArgument, , "convolution_backward: weight and groups do not match the input channels");
+  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  ET_KERNEL_CHECK_MSG(ctx,
+                      grad.size(0) == n && grad.size(1) == cout && (is1d || grad.size(2) == oh) &&
+                          grad.size(-1) == ow && oh > 0 && ow > 0,
+                      InvalidArgument, , "convolution_backward: grad_output does not have the convolution's shape");
+  const Tensor* outs[3] = {&gin, &gw, &gb};
+  for (int k = 0; k < 3; ++k)
+    ET_KERNEL_CHECK_MSG(ctx, !mask[k] || outs[k]->scalar_type() == ScalarType::Float, InvalidType, ,
+                        "convolution_backward: gradients are float32");
+  if (mask[0] && !resize_out(ctx, gin, in)) return;
+  if (mask[1] && !resize_out(ctx, gw, weight)) return;
+  if (mask[2] && !resize_out(ctx, gb, {&cout, 1})) return;
+  for (int k = 0; k < 3; ++k)
+    ET_KERNEL_CHECK_MSG(ctx, !mask[k] || outs[k]->is_contiguous(), NotSupported, ,
+                        "convolution_backward: gradients must be contiguous");
+  const float* g = grad.const_data_ptr<float>();
+  const float* x = in.const_data_ptr<float>();
+  const float* wt = weight.const_data_ptr<float>();
+  float* dx = mask[0] ? gin.mutable_data_ptr<float>() : nullptr;
+  float* dw_ = mask[1] ? gw.mutable_data_ptr<float>() : nullptr;
+  float* db = mask[2] ? gb.mutable_data_ptr<float>() : nullptr;
+  if (dx) std::memset(dx, 0, static_cast<size_t>(gin.numel()) * sizeof(float));
+  if (dw_) std::memset(dw_, 0, static_cast<size_t>(gw.numel()) * sizeof(float));
+  const int64_t cin_g = cin / groups, cout_g = cout / groups;
+  for (int64_t co = 0; co < cout; ++co) {
+    const int64_t c0 = (co / cout_g) * cin_g;  // the group's first input channel
+    double bias_sum = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      const float* gp = g + (b * cout + co) * oh * ow;
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          const float go = gp[y * ow + xo];
+          bias_sum += go;
+          for (int64_t ci = 0; ci < cin_g; ++ci) {
+            const int64_t plane = (b * cin + c0 + ci) * h * w;
+            const int64_t wbase = (co * cin_g + ci) * kh * kw;
+            for (int64_t i = 0; i < kh; ++i) {
+              const int64_t iy = y * sh - ph + i * dh;
+              if (iy < 0 || iy >= h) continue;
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t ix = xo * sw - pw + j * dw;
+                if (ix < 0 || ix >= w) continue;
+                if (dx) dx[plane + iy * w + ix] += go * wt[wbase + i * kw + j];
+                if (dw_) dw_[wbase + i * kw + j] += go * x[plane + iy * w + ix];
+              }
+            }
+          }
+        }
+    }
+    if (db) db[co] = static_cast<float>(bias_sum);
+  }
 }
 
 // What pack_convolutions() prepares for one call site.

@@ -1,4 +1,4 @@
-// Tensor factories with preallocated outputs: full/zeros/ones (+ _like), scalar_tensor, arange.
+// Tensor factories with preallocated outputs: full/zeros/ones (+ _like), fill, empty, scalar_tensor, arange.
 #include <cmath>
 
 #include "kernels/portable/util/copy.h"
@@ -95,6 +95,30 @@ void arange_start_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListScalar, Tag::ListScalar, Tag::ListScalar, Tag::Tensor}),
                   InvalidArgument);
   arange(ctx, *args[0], *args[1], *args[2], args[3]->toTensor());
+}
+
+// fill.Scalar_out(self, value, *, out) / fill.Tensor_out(self, value, *, out): self's shape, every
+// element `value` (a Scalar, or a 0-d tensor's one element).
+void fill_scalar_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::ListScalar, Tag::Tensor}), InvalidArgument);
+  like(ctx, args[0]->toTensor(), args[2]->toTensor(), *args[1]);
+}
+void fill_tensor_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor value = args[1]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, value.dim() == 0 && is_supported_dtype(value.scalar_type()), InvalidArgument, ,
+                      "fill: the value must be a 0-d tensor of a supported dtype, got %lld dims of %s",
+                      static_cast<long long>(value.dim()), runtime::scalar_type_name(value.scalar_type()));
+  const EValue v = is_integral(value.scalar_type(), true)
+                       ? EValue(load_int(value.const_data_ptr(), value.scalar_type(), 0))
+                       : EValue(load_double(value.const_data_ptr(), value.scalar_type(), 0));
+  like(ctx, args[0]->toTensor(), args[2]->toTensor(), v);
+}
+
+// empty.out(size, *, memory_format?, out): the shape only; the contents stay whatever they were.
+void empty_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::ListInt, Tag::None, Tag::Tensor}), InvalidArgument);
+  resize_out(ctx, args[2]->toTensor(), args[0]->toIntList());
 }
 
 }  // namespace

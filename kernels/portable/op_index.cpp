@@ -1,4 +1,5 @@
-// Indexing and ordering: index_select, embedding, gather, index.Tensor, sort, topk.
+// Indexing and ordering: index_select, embedding, gather, index.Tensor, sort, topk, and the ops
+// whose output size depends on the data: nonzero, masked_select, repeat_interleave.
 #include <cmath>
 
 #include "kernels/portable/util/copy.h"
@@ -285,6 +286,92 @@ void topk_out(KernelRuntimeContext& ctx, Args args) {
                   InvalidArgument);
   ordered(ctx, args[0]->toTensor(), args[2]->toInt(), args[1]->toInt(), args[3]->toBool(), args[5]->toTensor(),
           args[6]->toTensor());
+}
+
+// nonzero.out(self, *, out): the [count, rank] int64 indices of the nonzero elements, row-major order.
+void nonzero_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[1]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, is_supported_dtype(in.scalar_type()) && out.scalar_type() == ScalarType::Long, InvalidType, ,
+                      "nonzero: needs a supported input dtype and an int64 output, got %s -> %s",
+                      runtime::scalar_type_name(in.scalar_type()), runtime::scalar_type_name(out.scalar_type()));
+  const Operand o = tensor_operand(in);
+  Walk w;
+  plan_broadcast_walk(&o, 1, &w);
+  const void* x = in.const_data_ptr();
+  const ScalarType t = in.scalar_type();
+  int64_t count = 0;
+  walk(w, [&](int64_t, const int64_t* io) { count += load_double(x, t, io[0]) != 0.0; });
+  const int64_t sizes[2] = {count, in.dim()};
+  if (!resize_out(ctx, out, {sizes, 2})) return;
+  // torch's nonzero gives a column-major result, and programs may plan it so: write through the strides.
+  int64_t* y = out.mutable_data_ptr<int64_t>();
+  const int64_t row_stride = out.stride(0), col_stride = out.stride(1);
+  const size_t nd = w.ndim;
+  walk(w, [&](int64_t pos, const int64_t* io) {
+    if (load_double(x, t, io[0]) == 0.0) return;
+    for (size_t d = nd; d > 0; --d) {
+      y[static_cast<int64_t>(d - 1) * col_stride] = pos % w.sizes[d - 1];
+      pos /= w.sizes[d - 1];
+    }
+    y += row_stride;
+  });
+}
+
+// masked_select.out(self, mask, *, out): the elements of self (broadcast with mask) where mask
+// holds, in row-major order, as a 1-D tensor.
+void masked_select_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), mask = args[1]->toTensor(), out = args[2]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, is_mask_dtype(mask), InvalidType, , "masked_select: the mask must be bool, got %s",
+                      runtime::scalar_type_name(mask.scalar_type()));
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == out.scalar_type(), InvalidType, ,
+                      "masked_select: output dtype %s differs from the input's %s",
+                      runtime::scalar_type_name(out.scalar_type()), runtime::scalar_type_name(in.scalar_type()));
+  const Operand ops[2] = {tensor_operand(in), tensor_operand(mask)};
+  Walk w;
+  ET_KERNEL_CHECK_MSG(ctx, plan_broadcast_walk(ops, 2, &w), InvalidArgument, ,
+                      "masked_select: input and mask shapes do not broadcast");
+  const uint8_t* m = static_cast<const uint8_t*>(mask.const_data_ptr());
+  int64_t count = 0;
+  walk(w, [&](int64_t, const int64_t* io) { count += m[io[1]] != 0; });
+  if (!resize_out(ctx, out, {&count, 1})) return;
+  const size_t es = in.element_size();
+  const char* x = static_cast<const char*>(in.const_data_ptr());
+  char* y = static_cast<char*>(out.mutable_data_ptr());
+  walk(w, [&](int64_t, const int64_t* io) {
+    if (m[io[1]] == 0) return;
+    for (size_t b = 0; b < es; ++b) y[b] = x[io[0] * static_cast<int64_t>(es) + b];
+    y += es;
+  });
+}
+
+// repeat_interleave.Tensor_out(repeats, *, output_size?, out): i repeated repeats[i] times, for
+// each i of the 1-D int tensor `repeats`.
+void repeat_interleave_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args[1]->isNone() || args[1]->isInt(), InvalidArgument);
+  const Tensor reps = args[0]->toTensor(), out = args[2]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, reps.dim() <= 1 && index_dtype(reps) && out.scalar_type() == reps.scalar_type(),
+                      InvalidArgument, , "repeat_interleave: repeats must be a 1-D int32/int64 tensor, out its dtype");
+  const int64_t n = reps.numel();
+  const int64_t step = reps.dim() == 1 ? reps.stride(0) : 1;
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = load_int(reps.const_data_ptr(), reps.scalar_type(), i * step);
+    ET_KERNEL_CHECK_MSG(ctx, r >= 0 && !add_overflows(total, r, &total), InvalidArgument, ,
+                        "repeat_interleave: repeats[%lld] = %lld is negative", static_cast<long long>(i),
+                        static_cast<long long>(r));
+  }
+  ET_KERNEL_CHECK_MSG(ctx, args[1]->isNone() || args[1]->toInt() == total, InvalidArgument, ,
+                      "repeat_interleave: output_size %lld differs from the repeats' sum %lld",
+                      static_cast<long long>(args[1]->isInt() ? args[1]->toInt() : 0), static_cast<long long>(total));
+  if (!resize_out(ctx, out, {&total, 1})) return;
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = load_int(reps.const_data_ptr(), reps.scalar_type(), i * step);
+    for (int64_t j = 0; j < r; ++j) store_int(out.mutable_data_ptr(), out.scalar_type(), k++, i);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// Matrix products on float32, float16 and bfloat16 (float32 accumulation): mm, bmm, addmm, linear.
+// Matrix products on float32, float16 and bfloat16 (float32 accumulation): mm, bmm, addmm, linear;
+// and the pairwise p-norm distances between rows, cdist and pdist (float32, 16-bit floats widened).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
@@ -8,6 +10,7 @@
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
+#include "kernels/portable/util/widen.h"
 #include "kernels/portable/load_passes.h"
 
 namespace executorch {
@@ -222,6 +225,109 @@ void linear_out(KernelRuntimeContext& ctx, Args args) {
   gemm_into(ctx, m, n, k, 1.f, a, b, bias.has_value(), out.mutable_data_ptr(), out.scalar_type(),
             gemm_workspace(ctx, m, n, k, b),
             [&](int64_t r0, int64_t rows, float* c) { fill_rows(s, se, 0, cs, 1.f, r0, rows, n, c); });
+}
+
+// The p-norm of the difference of two rows of m floats: p = 0 counts the differing elements,
+// p = inf takes the largest difference; 1 and 2 have their own loops (the common cases).
+struct PNorm {
+  double p;
+  float operator()(const float* a, const float* b, int64_t m) const {
+    if (p == 2.0) {
+      float acc = 0;
+      for (int64_t k = 0; k < m; ++k) acc += (a[k] - b[k]) * (a[k] - b[k]);
+      return std::sqrt(acc);
+    }
+    if (p == 1.0) {
+      float acc = 0;
+      for (int64_t k = 0; k < m; ++k) acc += std::fabs(a[k] - b[k]);
+      return acc;
+    }
+    if (p == 0.0) {
+      float acc = 0;
+      for (int64_t k = 0; k < m; ++k) acc += a[k] != b[k];
+      return acc;
+    }
+    if (std::isinf(p)) {
+      float acc = 0;
+      for (int64_t k = 0; k < m; ++k) acc = std::max(acc, std::fabs(a[k] - b[k]));
+      return acc;
+    }
+    double acc = 0;
+    for (int64_t k = 0; k < m; ++k) acc += std::pow(std::fabs(static_cast<double>(a[k]) - b[k]), p);
+    return static_cast<float>(std::pow(acc, 1.0 / p));
+  }
+};
+
+// _cdist_forward.out(x1, x2, p, compute_mode?, *, out): out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p,
+// the batch dims broadcast.
+void cdist_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 5)) return call_widened(ctx, args, 5, 1, cdist_out);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Double, Tag::None, Tag::Tensor}), InvalidArgument);
+  const Tensor a = args[0]->toTensor(), b = args[1]->toTensor(), out = args[4]->toTensor();
+  const double p = args[2]->toDouble();
+  ET_KERNEL_CHECK_MSG(ctx, p >= 0, InvalidArgument, , "cdist: p = %g must be non-negative", p);
+  ET_KERNEL_CHECK_MSG(ctx,
+                      a.scalar_type() == ScalarType::Float && b.scalar_type() == ScalarType::Float &&
+                          out.scalar_type() == ScalarType::Float,
+                      InvalidType, , "cdist: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, a.dim() >= 2 && b.dim() >= 2 && a.size(-1) == b.size(-1), InvalidArgument, ,
+                      "cdist: inputs need rank 2 or more and the same row length");
+  ET_KERNEL_CHECK_MSG(ctx, a.is_contiguous() && b.is_contiguous(), NotSupported, , "cdist: inputs must be contiguous");
+  // Batch dims: broadcast as for elementwise ops; each input's batch stride is 0 where it has size 1.
+  const size_t na = static_cast<size_t>(a.dim()) - 2, nb = static_cast<size_t>(b.dim()) - 2;
+  const size_t nbat = std::max(na, nb);
+  int64_t sizes[kMaxDim], sa[kMaxDim], sb[kMaxDim];
+  const int64_t rows = a.size(-2), cols = b.size(-2), m = a.size(-1);
+  for (size_t d = 0; d < nbat; ++d) {
+    const int64_t da = d + na >= nbat ? a.size(d + na - nbat) : 1, db = d + nb >= nbat ? b.size(d + nb - nbat) : 1;
+    ET_KERNEL_CHECK_MSG(ctx, da == db || da == 1 || db == 1, InvalidArgument, , "cdist: batch dims do not broadcast");
+    sizes[d] = da == 1 ? db : da;
+    sa[d] = da == 1 ? 0 : a.stride(d + na - nbat);
+    sb[d] = db == 1 ? 0 : b.stride(d + nb - nbat);
+  }
+  sizes[nbat] = rows;
+  sizes[nbat + 1] = cols;
+  if (!resize_out(ctx, out, {sizes, nbat + 2})) return;
+  ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "cdist: the output must be contiguous");
+  int64_t batches = 1;
+  for (size_t d = 0; d < nbat; ++d) batches *= sizes[d];
+  const PNorm norm{p};
+  float* y = out.mutable_data_ptr<float>();
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rest = bi, oa = 0, ob = 0;
+    for (size_t d = nbat; d > 0; --d) {
+      const int64_t i = rest % sizes[d - 1];
+      rest /= sizes[d - 1];
+      oa += i * sa[d - 1];
+      ob += i * sb[d - 1];
+    }
+    const float* x1 = a.const_data_ptr<float>() + oa;
+    const float* x2 = b.const_data_ptr<float>() + ob;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) y[(bi * rows + i) * cols + j] = norm(x1 + i * m, x2 + j * m, m);
+  }
+}
+
+// _pdist_forward.out(self, p, *, out): the p-norm distance of every pair of rows i < j of an
+// [n, m] input, in row-major order of (i, j).
+void pdist_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 3)) return call_widened(ctx, args, 3, 1, pdist_out);
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Double, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
+  const double p = args[1]->toDouble();
+  ET_KERNEL_CHECK_MSG(ctx, p >= 0, InvalidArgument, , "pdist: p = %g must be non-negative", p);
+  ET_KERNEL_CHECK_MSG(ctx, in.scalar_type() == ScalarType::Float && out.scalar_type() == ScalarType::Float, InvalidType,
+                      , "pdist: only float32");
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() == 2 && in.is_contiguous(), InvalidArgument, ,
+                      "pdist: needs a contiguous 2-D input");
+  const int64_t n = in.size(0), m = in.size(1);
+  const int64_t pairs = n > 1 ? n * (n - 1) / 2 : 0;
+  if (!resize_out(ctx, out, {&pairs, 1})) return;
+  const PNorm norm{p};
+  const float* x = in.const_data_ptr<float>();
+  float* y = out.mutable_data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) *y++ = norm(x + i * m, x + j * m, m);
 }
 
 }  // namespace

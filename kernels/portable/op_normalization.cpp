@@ -184,24 +184,15 @@ void group_norm_out(KernelRuntimeContext& ctx, Args args) {
   }
 }
 
-// _native_batch_norm_legit.no_stats_out(input, weight?, bias?, training, momentum, eps,
-// *, out, save_mean, save_invstd): statistics over every dim but the channel dim.
-void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
-  if (has_half_tensor(args, 9)) return call_widened(ctx, args, 9, 3, batch_norm_no_stats_out);
-  ET_KERNEL_CHECK(ctx,
-                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Double, Tag::Double, Tag::Tensor,
-                                 Tag::Tensor, Tag::Tensor}),
-                  InvalidArgument);
-  const Tensor in = args[0]->toTensor(), out = args[6]->toTensor();
-  const auto weight = args[1]->toOptionalTensor(), bias = args[2]->toOptionalTensor();
-  const double eps = args[5]->toDouble();
-  if (!check_io(ctx, in, out, "batch_norm")) return;
-  ET_KERNEL_CHECK_MSG(ctx, in.dim() >= 2, InvalidArgument, , "batch_norm: input needs a channel dim");
+// Batch norm of a checked float32 input with statistics from the batch (over every dim but the
+// channel dim), saved to mean_out/rstd_out when they are 1-D float32; running_mean/var, when
+// given, move toward the batch's mean and unbiased variance by `momentum`.
+void batch_norm_batch_stats(KernelRuntimeContext& ctx, const Tensor& in, const std::optional<Tensor>& weight,
+                            const std::optional<Tensor>& bias, double eps, const Tensor& out, const Tensor& mean_out,
+                            const Tensor& rstd_out, const Tensor* running_mean, const Tensor* running_var,
+                            double momentum) {
   const int64_t outer = in.size(0), c = in.size(1);
   const int64_t inner = outer * c > 0 ? in.numel() / (outer * c) : 0;
-  ET_KERNEL_CHECK_MSG(ctx, opt_float(weight, c) && opt_float(bias, c), InvalidArgument, ,
-                      "batch_norm: weight/bias must be float32 of size C");
-  const Tensor mean_out = args[7]->toTensor(), rstd_out = args[8]->toTensor();
   const int64_t stat_sizes[1] = {c};
   const bool want_stats = is_float(mean_out) && is_float(rstd_out) && mean_out.dim() == 1 && rstd_out.dim() == 1;
   if (want_stats && (!resize_out(ctx, mean_out, {stat_sizes, 1}) || !resize_out(ctx, rstd_out, {stat_sizes, 1})))
@@ -228,6 +219,74 @@ void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
       mean_out.mutable_data_ptr<float>()[ch] = static_cast<float>(mu);
       rstd_out.mutable_data_ptr<float>()[ch] = static_cast<float>(rstd);
     }
+    if (running_mean && running_var) {
+      float* rm = running_mean->mutable_data_ptr<float>();
+      float* rv = running_var->mutable_data_ptr<float>();
+      const double unbiased = count > 1 ? sq / (count - 1) : sq / count;
+      rm[ch] = static_cast<float>((1.0 - momentum) * rm[ch] + momentum * mu);
+      rv[ch] = static_cast<float>((1.0 - momentum) * rv[ch] + momentum * unbiased);
+    }
+  }
+}
+
+// _native_batch_norm_legit.no_stats_out(input, weight?, bias?, training, momentum, eps,
+// *, out, save_mean, save_invstd): statistics over every dim but the channel dim.
+void batch_norm_no_stats_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 9)) return call_widened(ctx, args, 9, 3, batch_norm_no_stats_out);
+  ET_KERNEL_CHECK(ctx,
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Double, Tag::Double, Tag::Tensor,
+                                 Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[6]->toTensor();
+  const auto weight = args[1]->toOptionalTensor(), bias = args[2]->toOptionalTensor();
+  if (!check_io(ctx, in, out, "batch_norm")) return;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() >= 2, InvalidArgument, , "batch_norm: input needs a channel dim");
+  const int64_t c = in.size(1);
+  ET_KERNEL_CHECK_MSG(ctx, opt_float(weight, c) && opt_float(bias, c), InvalidArgument, ,
+                      "batch_norm: weight/bias must be float32 of size C");
+  batch_norm_batch_stats(ctx, in, weight, bias, args[5]->toDouble(), out, args[7]->toTensor(), args[8]->toTensor(),
+                         nullptr, nullptr, 0.0);
+}
+
+// _native_batch_norm_legit.out(input, weight?, bias?, running_mean, running_var, training, momentum,
+// eps, *, out, save_mean, save_invstd): in training, the batch's statistics, which also update the
+// running ones; otherwise the running statistics, and empty saved ones.
+void batch_norm_legit_out(KernelRuntimeContext& ctx, Args args) {
+  // The widened copies would take the running statistics' update with them.
+  ET_KERNEL_CHECK_MSG(ctx,
+                      args_count_ok(args, 11) && !(args[3]->isTensor() && is_half(args[3]->toTensor().scalar_type())) &&
+                          !(args[4]->isTensor() && is_half(args[4]->toTensor().scalar_type())),
+                      InvalidType, , "batch_norm: running statistics must be float32");
+  if (has_half_tensor(args, 11)) return call_widened(ctx, args, 11, 3, batch_norm_legit_out);
+  ET_KERNEL_CHECK(ctx,
+                  args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Tensor, Tag::Tensor, Tag::Bool, Tag::Double,
+                                 Tag::Double, Tag::Tensor, Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
+  const Tensor in = args[0]->toTensor(), rm = args[3]->toTensor(), rv = args[4]->toTensor(), out = args[8]->toTensor();
+  const auto weight = args[1]->toOptionalTensor(), bias = args[2]->toOptionalTensor();
+  const double momentum = args[6]->toDouble(), eps = args[7]->toDouble();
+  if (!check_io(ctx, in, out, "batch_norm")) return;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() >= 2, InvalidArgument, , "batch_norm: input needs a channel dim");
+  const int64_t c = in.size(1);
+  ET_KERNEL_CHECK_MSG(ctx, opt_float(weight, c) && opt_float(bias, c) && opt_float(rm, c) && opt_float(rv, c),
+                      InvalidArgument, , "batch_norm: weight, bias and running statistics must be float32 of size C");
+  const Tensor save_mean = args[9]->toTensor(), save_invstd = args[10]->toTensor();
+  if (args[5]->toBool()) {
+    batch_norm_batch_stats(ctx, in, weight, bias, eps, out, save_mean, save_invstd, &rm, &rv, momentum);
+    return;
+  }
+  const int64_t empty[1] = {0};
+  if ((save_mean.dim() == 1 && !resize_out(ctx, save_mean, {empty, 1})) ||
+      (save_invstd.dim() == 1 && !resize_out(ctx, save_invstd, {empty, 1})))
+    return;
+  const int64_t outer = in.size(0), inner = outer * c > 0 ? in.numel() / (outer * c) : 0;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float inv = static_cast<float>(1.0 / std::sqrt(static_cast<double>(rv.const_data_ptr<float>()[ch]) + eps));
+    const float scale = inv * (weight ? weight->const_data_ptr<float>()[ch] : 1.f);
+    const float shift = (bias ? bias->const_data_ptr<float>()[ch] : 0.f) - rm.const_data_ptr<float>()[ch] * scale;
+    for (int64_t o = 0; o < outer; ++o)
+      affine_per_channel(in.const_data_ptr<float>() + (o * c + ch) * inner,
+                         out.mutable_data_ptr<float>() + (o * c + ch) * inner, 1, 1, inner, &scale, &shift);
   }
 }
 

@@ -1,4 +1,5 @@
-// Pooling kernels on float32 NCHW (or CHW) tensors, 16-bit floats widened: max (with indices), average, adaptive average.
+// Pooling kernels on float32 NCHW (or CHW) tensors, 16-bit floats widened: max (with indices, and its
+// gradient), average, adaptive average.
 #include "kernels/cpu/pool.h"
 #include "kernels/portable/util/kernel_util.h"
 #include "kernels/portable/util/widen.h"
@@ -112,6 +113,46 @@ void adaptive_avg_pool2d_out(KernelRuntimeContext& ctx, Args args) {
   if (!resize_pool_out(ctx, in, out, size[0], size[1])) return;
   cpu::adaptive_avg_pool2d(s.planes, s.in_h, s.in_w, size[0], size[1], in.const_data_ptr<float>(),
                            out.mutable_data_ptr<float>());
+}
+
+// max_pool2d_with_indices_backward.grad_input(grad_output, self, kernel, stride, padding, dilation,
+// ceil_mode, indices, *, grad_input): each output gradient added to the input element its window's
+// maximum came from (indices count within a plane, as max_pool2d_with_indices writes them).
+void max_pool2d_backward_out(KernelRuntimeContext& ctx, Args args) {
+  if (has_half_tensor(args, 9)) return call_widened(ctx, args, 9, 1, max_pool2d_backward_out);
+  ET_KERNEL_CHECK(ctx,
+                  args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::ListInt, Tag::ListInt, Tag::ListInt, Tag::ListInt,
+                                 Tag::Bool, Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
+  const Tensor grad = args[0]->toTensor(), in = args[1]->toTensor(), idx = args[7]->toTensor(),
+               out = args[8]->toTensor();
+  cpu::Pool2dShape s{};
+  if (!pool_input(ctx, in, out, &s) || !window_args(ctx, *args[2], *args[3], *args[4], args[5], args[6]->toBool(), &s))
+    return;
+  ET_KERNEL_CHECK_MSG(ctx, grad.scalar_type() == ScalarType::Float && grad.is_contiguous(), InvalidType, ,
+                      "max_pool2d_backward: grad_output must be contiguous float32");
+  ET_KERNEL_CHECK_MSG(ctx, idx.scalar_type() == ScalarType::Long && idx.is_contiguous(), InvalidType, ,
+                      "max_pool2d_backward: indices must be contiguous int64");
+  const int64_t per_plane = s.out_h * s.out_w;
+  ET_KERNEL_CHECK_MSG(ctx,
+                      grad.dim() == in.dim() && idx.dim() == in.dim() && grad.size(-2) == s.out_h &&
+                          grad.size(-1) == s.out_w && grad.numel() == s.planes * per_plane && same_shape(grad, idx),
+                      InvalidArgument, , "max_pool2d_backward: grad_output and indices must have the pooled shape");
+  if (!resize_out(ctx, out, in)) return;
+  const int64_t plane = s.in_h * s.in_w;
+  const float* g = grad.const_data_ptr<float>();
+  const int64_t* ix = idx.const_data_ptr<int64_t>();
+  float* y = out.mutable_data_ptr<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) y[i] = 0.f;
+  for (int64_t p = 0; p < s.planes; ++p) {
+    for (int64_t k = 0; k < per_plane; ++k) {
+      const int64_t at = ix[p * per_plane + k];
+      ET_KERNEL_CHECK_MSG(ctx, at >= 0 && at < plane, InvalidArgument, ,
+                          "max_pool2d_backward: index %lld is outside the %lld-element plane",
+                          static_cast<long long>(at), static_cast<long long>(plane));
+      y[p * plane + at] += g[p * per_plane + k];
+    }
+  }
 }
 
 }  // namespace

@@ -190,6 +190,17 @@ void max_dim_out(KernelRuntimeContext& ctx, Args args) {
   const Tensor v = args[3]->toTensor(), i = args[4]->toTensor();
   extreme(ctx, args[0]->toTensor(), {&dim, 1}, false, args[2]->toBool(), &v, &i, true);
 }
+// max.unary_out / min.unary_out(self, *, out): the extreme of every element, as a 0-d tensor.
+void max_unary_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor out = args[1]->toTensor();
+  extreme(ctx, args[0]->toTensor(), {}, true, false, &out, nullptr, true);
+}
+void min_unary_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor out = args[1]->toTensor();
+  extreme(ctx, args[0]->toTensor(), {}, true, false, &out, nullptr, false);
+}
 void min_dim_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Bool, Tag::Tensor, Tag::Tensor}), InvalidArgument);
   const int64_t dim = args[1]->toInt();
@@ -258,22 +269,19 @@ void any_all_all_out(KernelRuntimeContext& ctx, Args args) {  // (self, *, out)
   any_all(ctx, args[0]->toTensor(), {}, true, false, args[1]->toTensor(), kAny);
 }
 
-// var.correction_out / std.correction_out(self, dim?, *, correction?, keepdim, out), and
-// var.out / std.out(self, dim?, unbiased, keepdim, *, out): the bool is a correction of 1 or 0.
-template <bool kStd>
-void var_out(KernelRuntimeContext& ctx, Args args) {
-  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}), InvalidArgument);
+// Variance (or its square root) over dims into `out`, and the mean into `mean_out` when given.
+void variance(KernelRuntimeContext& ctx, const Tensor& in, const EValue& dims_v, double correction, bool keepdim,
+              const Tensor& out, const Tensor* mean_out, bool take_sqrt) {
   Span<const int64_t> dims;
   bool all = false;
-  ET_KERNEL_CHECK(ctx, dims_arg(*args[1], &dims, &all), InvalidArgument);
-  const double correction = args[2]->isBool()     ? (args[2]->toBool() ? 1.0 : 0.0)
-                            : args[2]->isScalar() ? args[2]->toScalarDouble()
-                                                  : 1.0;
-  const Tensor in = args[0]->toTensor(), out = args[4]->toTensor();
+  ET_KERNEL_CHECK(ctx, dims_arg(dims_v, &dims, &all), InvalidArgument);
   ET_KERNEL_CHECK_MSG(ctx, is_floating(in.scalar_type()) && is_floating(out.scalar_type()), InvalidType, ,
                       "var/std: only floating point");
+  ET_KERNEL_CHECK_MSG(ctx, !mean_out || is_floating(mean_out->scalar_type()), InvalidType, ,
+                      "var_mean: the mean output must be floating point");
   ReducePlan p;
-  if (!make_reduce_plan(ctx, in, dims, all, &p) || !prepare_reduce_out(ctx, in, p, args[3]->toBool(), out)) return;
+  if (!make_reduce_plan(ctx, in, dims, all, &p) || !prepare_reduce_out(ctx, in, p, keepdim, out)) return;
+  if (mean_out && !prepare_reduce_out(ctx, in, p, keepdim, *mean_out)) return;
   const void* x = in.const_data_ptr();
   for (int64_t i = 0; i < p.out_count; ++i) {
     const int64_t base = reduce_base(p, i);
@@ -286,8 +294,33 @@ void var_out(KernelRuntimeContext& ctx, Args args) {
     });
     const double denom = static_cast<double>(p.red_count) - correction;
     const double var = denom > 0 ? sq / denom : (denom == 0 && sq == 0 ? NAN : sq / denom);
-    store_double(out.mutable_data_ptr(), out.scalar_type(), i, kStd ? std::sqrt(var) : var);
+    store_double(out.mutable_data_ptr(), out.scalar_type(), i, take_sqrt ? std::sqrt(var) : var);
+    if (mean_out) store_double(mean_out->mutable_data_ptr(), mean_out->scalar_type(), i, mu);
   }
+}
+
+// The correction argument: a Scalar, absent (1), or the legacy `unbiased` bool (1 or 0).
+double correction_of(const EValue& v) {
+  if (v.isBool()) return v.toBool() ? 1.0 : 0.0;
+  return v.isScalar() ? v.toScalarDouble() : 1.0;
+}
+
+// var.correction_out / std.correction_out(self, dim?, *, correction?, keepdim, out), and
+// var.out / std.out(self, dim?, unbiased, keepdim, *, out): the bool is a correction of 1 or 0.
+template <bool kStd>
+void var_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor}), InvalidArgument);
+  variance(ctx, args[0]->toTensor(), *args[1], correction_of(*args[2]), args[3]->toBool(), args[4]->toTensor(), nullptr,
+           kStd);
+}
+
+// var_mean.correction_out(self, dim?, *, correction?, keepdim, out0, out1): the variance and the mean.
+void var_mean_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::None, Tag::Bool, Tag::Tensor, Tag::Tensor}),
+                  InvalidArgument);
+  const Tensor mean = args[5]->toTensor();
+  variance(ctx, args[0]->toTensor(), *args[1], correction_of(*args[2]), args[3]->toBool(), args[4]->toTensor(), &mean,
+           false);
 }
 
 // cumsum.out(self, int dim, *, dtype?, out)

@@ -1,8 +1,9 @@
 // Writes into parts of a tensor (the ops stateful programs and KV caches use): copy_/copy,
-// index_put(_), index_copy, slice_scatter, select_scatter, scatter, scatter_add.
+// index_put(_), index_copy, slice_scatter, select_scatter, scatter, scatter_add, masked_scatter.
 // Every index read from a tensor is bounds-checked: a bad cache position is an error, never a
 // write outside the destination.
 #include "kernels/portable/util/copy.h"
+#include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/kernel_util.h"
 
 namespace executorch {
@@ -372,6 +373,38 @@ void scatter_value_out(KernelRuntimeContext& ctx, Args args) {
   ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor, Tag::ListScalar, Tag::Tensor}),
                   InvalidArgument);
   scatter(ctx, args, nullptr, args[3], false);
+}
+
+// masked_scatter.out(self, mask, source, *, out): self (broadcast with mask) with the elements
+// where mask holds replaced, in row-major order, by source's elements taken in its row-major order.
+void masked_scatter_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor self = args[0]->toTensor(), mask = args[1]->toTensor(), source = args[2]->toTensor(),
+               out = args[3]->toTensor();
+  ET_KERNEL_CHECK_MSG(ctx, is_mask_dtype(mask), InvalidType, , "masked_scatter: the mask must be bool, got %s",
+                      runtime::scalar_type_name(mask.scalar_type()));
+  ET_KERNEL_CHECK_MSG(ctx, self.scalar_type() == out.scalar_type() && source.scalar_type() == out.scalar_type(),
+                      InvalidType, , "masked_scatter: self, source and out must have one dtype");
+  ET_KERNEL_CHECK_MSG(ctx, source.is_contiguous(), NotSupported, , "masked_scatter: source must be contiguous");
+  const Operand ops[2] = {tensor_operand(self), tensor_operand(mask)};
+  Walk w;
+  ET_KERNEL_CHECK_MSG(ctx, plan_broadcast_walk(ops, 2, &w), InvalidArgument, ,
+                      "masked_scatter: self and mask shapes do not broadcast");
+  if (!resize_out(ctx, out, {w.sizes, w.ndim})) return;
+  ET_KERNEL_CHECK_MSG(ctx, out.is_contiguous(), NotSupported, , "masked_scatter: the output must be contiguous");
+  const uint8_t* m = static_cast<const uint8_t*>(mask.const_data_ptr());
+  int64_t needed = 0;
+  walk(w, [&](int64_t, const int64_t* io) { needed += m[io[1]] != 0; });
+  ET_KERNEL_CHECK_MSG(ctx, needed <= source.numel(), InvalidArgument, ,
+                      "masked_scatter: the mask selects %lld elements, source has only %lld",
+                      static_cast<long long>(needed), static_cast<long long>(source.numel()));
+  int64_t k = 0;
+  walk(w, [&](int64_t pos, const int64_t* io) {
+    if (m[io[1]] != 0)
+      put(source, k++, out, pos, false);
+    else
+      put(self, io[0], out, pos, false);
+  });
 }
 
 }  // namespace

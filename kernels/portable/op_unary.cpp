@@ -61,6 +61,9 @@ ET_UNARY_OP(tan, std::tan(v))
 ET_UNARY_OP(asin, std::asin(v))
 ET_UNARY_OP(acos, std::acos(v))
 ET_UNARY_OP(atan, std::atan(v))
+ET_UNARY_OP(asinh, std::asinh(v))
+ET_UNARY_OP(acosh, std::acosh(v))
+ET_UNARY_OP(atanh, std::atanh(v))
 ET_UNARY_OP(sinh, std::sinh(v))
 ET_UNARY_OP(cosh, std::cosh(v))
 ET_UNARY_OP(tanh, std::tanh(v))
@@ -232,6 +235,70 @@ void softplus_out(KernelRuntimeContext& ctx, Args args) {
     using R = std::conditional_t<std::is_integral_v<T>, double, T>;
     const R v = static_cast<R>(x);
     return static_cast<T>(v * R(beta) > R(threshold) ? v : std::log1p(std::exp(v * R(beta))) / R(beta));
+  });
+}
+
+// logit.out(self, float? eps, *, out): log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given.
+void logit_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::None, Tag::Tensor}), InvalidArgument);
+  ET_KERNEL_CHECK(ctx, args[1]->isNone() || args[1]->isDouble(), InvalidArgument);
+  const bool clamp = args[1]->isDouble();
+  const double eps = clamp ? args[1]->toDouble() : 0.0;
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::None, Tag::Tensor}, [=](auto x) {
+    using T = decltype(x);
+    using R = std::conditional_t<std::is_integral_v<T>, double, T>;
+    R v = static_cast<R>(x);
+    if (clamp) {
+      const R lo = static_cast<R>(eps), hi = R(1) - static_cast<R>(eps);
+      v = v < lo ? lo : (v > hi ? hi : v);  // NaN passes through
+    }
+    return to_element<T>(std::log(v / (R(1) - v)));
+  });
+}
+
+// bitwise_not.out(self, *, out): ~x on integers, logical not on bools; floats are refused as torch refuses them.
+void bitwise_not_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const ScalarType it = args[0]->toTensor().scalar_type(), ot = args[1]->toTensor().scalar_type();
+  ET_KERNEL_CHECK_MSG(ctx, is_integral(it, true) && it == ot, InvalidType, ,
+                      "bitwise_not: needs an integer or bool tensor and an output of its dtype, got %s -> %s",
+                      runtime::scalar_type_name(it), runtime::scalar_type_name(ot));
+  if (it == ScalarType::Bool) {
+    unary_kernel(ctx, args, {Tag::Tensor, Tag::Tensor}, [](auto x) { return static_cast<decltype(x)>(x == 0); });
+    return;
+  }
+  unary_kernel(ctx, args, {Tag::Tensor, Tag::Tensor}, [](auto x) {
+    using T = decltype(x);
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(~x);
+    else
+      return x;  // unreachable: integer tensors compute in int64
+  });
+}
+
+// glu.out(self, dim, *, out): the first half along dim times the sigmoid of the second half.
+void glu_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Int, Tag::Tensor}), InvalidArgument);
+  const Tensor in = args[0]->toTensor(), out = args[2]->toTensor();
+  int64_t d;
+  ET_KERNEL_CHECK_MSG(ctx, in.dim() > 0 && normalize_dim(args[1]->toInt(), in.dim(), &d), InvalidArgument, ,
+                      "glu: dim %lld out of range for a %lld-dim input", static_cast<long long>(args[1]->toInt()),
+                      static_cast<long long>(in.dim()));
+  ET_KERNEL_CHECK_MSG(ctx, in.size(d) % 2 == 0, InvalidArgument, , "glu: dim %lld has odd size %lld",
+                      static_cast<long long>(d), static_cast<long long>(in.size(d)));
+  ET_KERNEL_CHECK_MSG(ctx, is_floating(in.scalar_type()) && is_floating(out.scalar_type()), InvalidType, ,
+                      "glu: needs floating tensors");
+  // The two halves are operands over the output shape: the input's strides, the second moved half a dim in.
+  Operand a = tensor_operand(in);
+  a.sizes[d] /= 2;
+  a.row_major = false;
+  Operand b = a;
+  b.data = static_cast<const char*>(b.data) +
+           a.sizes[d] * a.strides[d] * static_cast<int64_t>(runtime::element_size(in.scalar_type()));
+  const Operand ins[2] = {a, b};
+  map_elementwise(ctx, ins, out, [](auto x, auto y) {
+    using T = decltype(x);
+    return static_cast<T>(x / (T(1) + std::exp(-y)));
   });
 }
 

@@ -112,6 +112,26 @@ Walk plan_walk(const Tensor& out, const Operand* ins, size_t n) {
   return w;
 }
 
+bool plan_broadcast_walk(const Operand* ins, size_t n, Walk* w) {
+  size_t nd = 0;
+  int64_t sizes[kMaxDim];
+  if (!broadcast_shape(ins, n, sizes, &nd)) return false;
+  w->ndim = nd;
+  w->count = n + 1;
+  int64_t stride = 1;
+  for (size_t d = nd; d > 0; --d) {
+    w->sizes[d - 1] = sizes[d - 1];
+    w->strides[0][d - 1] = stride;
+    stride *= sizes[d - 1];
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const size_t shift = nd - ins[k].ndim;
+    for (size_t d = 0; d < nd; ++d)
+      w->strides[k + 1][d] = d >= shift && ins[k].sizes[d - shift] == sizes[d] ? ins[k].strides[d - shift] : 0;
+  }
+  return true;
+}
+
 ComputeKind compute_kind(ScalarType out, const Operand* ins, size_t n) {
   bool all_f32 = out == ScalarType::Float;
   bool all_int = is_integral(out, true);

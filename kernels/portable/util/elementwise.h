@@ -57,6 +57,16 @@ struct Walk {
 // Plans the walk of `out` (already resized to the broadcast shape) over `ins`.
 Walk plan_walk(const Tensor& out, const Operand* ins, size_t n);
 
+// Plans a walk over the broadcast of `ins` (tensors) whose output offset is the row-major
+// position in that shape: for ops whose output is not the broadcast (masked_select). False when
+// the shapes do not broadcast.
+bool plan_broadcast_walk(const Operand* ins, size_t n, Walk* w);
+
+// Mask elements (bool, or uint8 as torch also takes) are tested as bytes.
+inline bool is_mask_dtype(const Tensor& t) {
+  return t.scalar_type() == ScalarType::Bool || t.scalar_type() == ScalarType::Byte;
+}
+
 // Calls f(out_offset, in_offsets) for every output element.
 template <typename F>
 void walk(const Walk& w, F&& f) {
