@@ -19,40 +19,42 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class DType:
     """One row: `name` is the torch dtype's name (`torch.<name>`); `exportable` says programs may
-    hold tensors of it; `runtime` says the Python runtime can hold them as torch tensors."""
+    hold tensors of it; `runtime` says the Python runtime can hold them as torch tensors; `cpp_name` is
+    the runtime's C++ name (`executorch::aten::ScalarType::Float`), which its bindings print."""
 
     scalar_type: ScalarType
     name: str
     itemsize: int
     exportable: bool
     runtime: bool
+    cpp_name: str
 
 
 _T = ScalarType
 DTYPES: tuple[DType, ...] = (
-    DType(_T.BYTE, "uint8", 1, True, True),
-    DType(_T.CHAR, "int8", 1, True, True),
-    DType(_T.SHORT, "int16", 2, True, True),
-    DType(_T.INT, "int32", 4, True, True),
-    DType(_T.LONG, "int64", 8, True, True),
-    DType(_T.HALF, "float16", 2, True, True),
-    DType(_T.FLOAT, "float32", 4, True, True),
-    DType(_T.DOUBLE, "float64", 8, True, True),
-    DType(_T.BOOL, "bool", 1, True, True),
-    DType(_T.QINT8, "qint8", 1, False, False),
-    DType(_T.QUINT8, "quint8", 1, False, False),
-    DType(_T.QINT32, "qint32", 4, False, False),
-    DType(_T.BFLOAT16, "bfloat16", 2, True, True),
-    DType(_T.QUINT4X2, "quint4x2", 1, False, False),
-    DType(_T.QUINT2X4, "quint2x4", 1, False, False),
-    DType(_T.BITS16, "bits16", 2, False, False),
-    DType(_T.FLOAT8E5M2, "float8_e5m2", 1, False, True),
-    DType(_T.FLOAT8E4M3FN, "float8_e4m3fn", 1, False, True),
-    DType(_T.FLOAT8E5M2FNUZ, "float8_e5m2fnuz", 1, False, True),
-    DType(_T.FLOAT8E4M3FNUZ, "float8_e4m3fnuz", 1, False, True),
-    DType(_T.UINT16, "uint16", 2, True, True),
-    DType(_T.UINT32, "uint32", 4, True, True),
-    DType(_T.UINT64, "uint64", 8, True, True),
+    DType(_T.BYTE, "uint8", 1, True, True, "Byte"),
+    DType(_T.CHAR, "int8", 1, True, True, "Char"),
+    DType(_T.SHORT, "int16", 2, True, True, "Short"),
+    DType(_T.INT, "int32", 4, True, True, "Int"),
+    DType(_T.LONG, "int64", 8, True, True, "Long"),
+    DType(_T.HALF, "float16", 2, True, True, "Half"),
+    DType(_T.FLOAT, "float32", 4, True, True, "Float"),
+    DType(_T.DOUBLE, "float64", 8, True, True, "Double"),
+    DType(_T.BOOL, "bool", 1, True, True, "Bool"),
+    DType(_T.QINT8, "qint8", 1, False, False, "QInt8"),
+    DType(_T.QUINT8, "quint8", 1, False, False, "QUInt8"),
+    DType(_T.QINT32, "qint32", 4, False, False, "QInt32"),
+    DType(_T.BFLOAT16, "bfloat16", 2, True, True, "BFloat16"),
+    DType(_T.QUINT4X2, "quint4x2", 1, False, False, "QUInt4x2"),
+    DType(_T.QUINT2X4, "quint2x4", 1, False, False, "QUInt2x4"),
+    DType(_T.BITS16, "bits16", 2, False, False, "Bits16"),
+    DType(_T.FLOAT8E5M2, "float8_e5m2", 1, False, True, "Float8_e5m2"),
+    DType(_T.FLOAT8E4M3FN, "float8_e4m3fn", 1, False, True, "Float8_e4m3fn"),
+    DType(_T.FLOAT8E5M2FNUZ, "float8_e5m2fnuz", 1, False, True, "Float8_e5m2fnuz"),
+    DType(_T.FLOAT8E4M3FNUZ, "float8_e4m3fnuz", 1, False, True, "Float8_e4m3fnuz"),
+    DType(_T.UINT16, "uint16", 2, True, True, "UInt16"),
+    DType(_T.UINT32, "uint32", 4, True, True, "UInt32"),
+    DType(_T.UINT64, "uint64", 8, True, True, "UInt64"),
 )
 del _T
 
@@ -75,6 +77,12 @@ def dtype_name(code: int) -> str:
     """A readable name for a ScalarType code (`float32`), also for codes no row holds."""
     d = _BY_CODE.get(int(code))
     return d.name if d is not None else f"scalar type {int(code)}"
+
+
+def cpp_dtype_name(code: int) -> str:
+    """The C++ runtime's name for a ScalarType code (`Float`), as the bindings print it."""
+    d = _BY_CODE.get(int(code))
+    return d.cpp_name if d is not None else f"ScalarType({int(code)})"
 
 
 def _row_of(dtype: "torch.dtype") -> Optional[DType]:

@@ -40,9 +40,10 @@ class TensorInfo:
         return self._dynamism
 
     def __repr__(self) -> str:
-        return (f"TensorInfo(sizes={list(self._sizes)}, dtype={self._dtype}, "
-                f"is_memory_planned={self._is_memory_planned}, nbytes={self._nbytes}, "
-                f"shape_dynamism={self._dynamism})")
+        from executorch.exir._dtypes import cpp_dtype_name
+
+        return (f"TensorInfo(sizes={list(self._sizes)}, dtype={cpp_dtype_name(self._dtype)}, "
+                f"is_memory_planned={self._is_memory_planned}, nbytes={self._nbytes})")
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,13 @@ class MethodMeta:
         return _tensor_at(self._outputs, index, "output", self._name)
 
     def __repr__(self) -> str:
+        # as the bindings print it: each tensor's TensorInfo as a string (None for a non-tensor value)
+        def infos(values: tuple) -> list:
+            return [None if v is None else repr(v) for v in values]
+
         return (f"MethodMeta(name={self._name!r}, num_inputs={len(self._inputs)}, "
-                f"num_outputs={len(self._outputs)})")
+                f"input_tensor_meta={infos(self._inputs)}, num_outputs={len(self._outputs)}, "
+                f"output_tensor_meta={infos(self._outputs)})")
 
 
 def _tensor_at(infos: tuple[Optional[TensorInfo], ...], index: int, what: str, method: str) -> TensorInfo:

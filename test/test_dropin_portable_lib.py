@@ -84,3 +84,24 @@ def test_missing_native_extension_gives_a_clear_import_error(monkeypatch):
     monkeypatch.delitem(sys.modules, "executorch.extension.pybindings.portable_lib", raising=False)
     with pytest.raises(ImportError, match="EXECUTORCH_BUILD_PYBIND=ON"):
         importlib.import_module("executorch.extension.pybindings.portable_lib")
+
+
+class _Double(torch.nn.Module):
+    def forward(self, x):
+        return x + x
+
+
+@needs_native
+def test_one_input_method_takes_its_tensor_and_meta_prints_as_upstream():
+    """A lone tensor is one input (as upstream's bindings take it), not a sequence of rows; MethodMeta and
+    TensorInfo print as upstream's, dtypes by their C++ names."""
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    x = torch.ones(2, 2)
+    module = _load_for_executorch_from_buffer(to_edge(torch.export.export(_Double(), (x,))).to_executorch().buffer)
+    assert torch.equal(module(x)[0], x + x) and torch.equal(module.forward((x,))[0], x + x)
+    info = "TensorInfo(sizes=[2, 2], dtype=Float, is_memory_planned=True, nbytes=16)"
+    meta = module.method_meta("forward")
+    assert str(meta.input_tensor_meta(0)) == info
+    assert str(meta) == (f"MethodMeta(name='forward', num_inputs=1, input_tensor_meta=['{info}'], num_outputs=1, "
+                         f"output_tensor_meta=['{info}'])")

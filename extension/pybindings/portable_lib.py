@@ -46,6 +46,14 @@ def _etdump_option(enable_etdump: bool, debug_buffer_size: int) -> Optional[int]
     return debug_buffer_size if enable_etdump else None
 
 
+def _input_list(inputs: Any) -> list:
+    """The inputs as a list; a lone tensor is one input, as upstream's bindings take it (a method of one
+    input may be called with its tensor)."""
+    import torch
+
+    return [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+
+
 class ExecuTorchMethod:
     """One loaded method: `call(inputs)` runs it and returns its outputs as a list; or, step by step,
     `set_inputs(inputs)`, `execute()`, `get_outputs()`."""
@@ -56,13 +64,13 @@ class ExecuTorchMethod:
         self._outputs: Optional[list] = None
 
     def call(self, inputs: Sequence[Any]) -> list:
-        return self._handle.execute(list(inputs))
+        return self._handle.execute(_input_list(inputs))
 
     def set_inputs(self, inputs: Sequence[Any]) -> None:
         """Give the next `execute()` these inputs; tensors are copied now, as into the method's memory."""
         import torch
 
-        self._inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        self._inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in _input_list(inputs)]
 
     def execute(self) -> None:
         """Run the method on the inputs of the last `set_inputs`; `get_outputs()` returns the results."""
