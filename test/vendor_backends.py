@@ -21,6 +21,10 @@ import pytest
 ARM_FOLDERS = ("arm", "transforms", "cortex_m")
 # Vulkan's imports the shared graph transforms (and XNNPACK's FuseBatchNormPass, which is ours).
 VULKAN_FOLDERS = ("vulkan", "transforms")
+# Core ML's imports nothing else of the published wheel (its executorchcoreml extension sits in its folder).
+COREML_FOLDERS = ("apple/coreml",)
+# OpenVINO's imports nothing else either.
+OPENVINO_FOLDERS = ("openvino",)
 
 
 def reference_site_packages() -> Path:
@@ -93,3 +97,17 @@ def vulkan_backends(tmp_path_factory) -> Path:
     backends = copy_vendor_backends(tmp_path_factory.mktemp("vendor_vulkan"), VULKAN_FOLDERS)
     add_vendor_path(backends)
     return backends
+
+
+@pytest.fixture(scope="session")
+def coreml_backends(tmp_path_factory) -> Path:
+    """Core ML's backend, copied from the published wheel and importable here."""
+    backends = copy_vendor_backends(tmp_path_factory.mktemp("vendor_coreml"), COREML_FOLDERS)
+    add_vendor_path(backends)
+    return backends
+
+
+@pytest.fixture(scope="session")
+def openvino_backends(tmp_path_factory) -> Path:
+    """OpenVINO's backend, copied from the published wheel (it is imported in the processes that run its flow)."""
+    return copy_vendor_backends(tmp_path_factory.mktemp("vendor_openvino"), OPENVINO_FOLDERS)
