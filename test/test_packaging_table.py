@@ -82,9 +82,11 @@ def test_minimal_plan_is_pure_python_with_only_flatbuffers():
     assert not any(value for value in minimal.cmake_options.values())
     assert "executorch.exir" in minimal.whole_packages
     assert not any(sourcetree.matches("executorch.**.tests", p) for p in minimal.packages)
-    # The example models ship (vendor scripts import the registry at start-up); nothing else under examples.
+    # The example models ship (vendor scripts import the registry at start-up), and the Llama package's custom
+    # KV caches (optimum-executorch imports them); nothing else under examples.
     assert ([p for p in minimal.packages if p.startswith("executorch.examples")]
-            == ["executorch.examples", "executorch.examples.models"])
+            == ["executorch.examples", "executorch.examples.models", "executorch.examples.models.llama",
+                "executorch.examples.models.llama.source_transformation"])
 
 
 def test_extras_reach_the_wheel_metadata():

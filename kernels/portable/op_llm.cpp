@@ -1,4 +1,5 @@
-// LLM custom ops: llama::custom_sdpa.out (fused attention over a KV cache) and llama::update_cache.out.
+// LLM custom ops: llama::custom_sdpa.out (fused attention over a KV cache), llama::update_cache.out and
+// llama::update_cache_with_indices.out.
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -189,6 +190,38 @@ void update_cache_out(KernelRuntimeContext& ctx, Args args) {
   for (int64_t b = 0; b < value.size(0); ++b)
     std::memmove(dst + (b * len + start) * static_cast<int64_t>(row), src + b * seq * static_cast<int64_t>(row),
                  static_cast<size_t>(seq) * row);
+}
+
+// update_cache_with_indices.out(value, Tensor(a!) cache, SymInt start_pos, Tensor indices, *, out): value[b, s]
+// into cache[b, indices[b, s]] (a ring buffer's slots); where indices repeat, the later position wins.
+void update_cache_with_indices_out(KernelRuntimeContext& ctx, Args args) {
+  ET_KERNEL_CHECK(ctx, args_ok(args, {Tag::Tensor, Tag::Tensor, Tag::Int, Tag::Tensor, Tag::Tensor}), InvalidArgument);
+  const Tensor value = args[0]->toTensor(), cache = args[1]->toTensor(), indices = args[3]->toTensor();
+  ET_KERNEL_CHECK_MSG(
+      ctx, dense4(value) && dense4(cache), InvalidArgument, ,
+      "update_cache_with_indices: value and cache must be contiguous 4-D [batch, seq, heads, head_dim]");
+  ET_KERNEL_CHECK_MSG(ctx, value.scalar_type() == cache.scalar_type(), InvalidType, ,
+                      "update_cache_with_indices: value and cache dtypes differ");
+  ET_KERNEL_CHECK_MSG(
+      ctx, value.size(0) == cache.size(0) && value.size(2) == cache.size(2) && value.size(3) == cache.size(3),
+      InvalidArgument, , "update_cache_with_indices: value does not fit the cache in batch, heads or head_dim");
+  ET_KERNEL_CHECK_MSG(ctx,
+                      indices.scalar_type() == ScalarType::Long && indices.dim() == 2 && indices.is_contiguous() &&
+                          indices.size(0) == value.size(0) && indices.size(1) == value.size(1),
+                      InvalidArgument, , "update_cache_with_indices: indices must be int64 [batch, seq] like value");
+  const int64_t seq = value.size(1), len = cache.size(1);
+  const int64_t* slots = indices.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < indices.numel(); ++i)
+    ET_KERNEL_CHECK_MSG(ctx, slots[i] >= 0 && slots[i] < len, InvalidArgument, ,
+                        "update_cache_with_indices: index %lld is outside the cache's %lld positions",
+                        static_cast<long long>(slots[i]), static_cast<long long>(len));
+  const size_t row = static_cast<size_t>(value.size(2) * value.size(3)) * value.element_size();
+  const char* src = static_cast<const char*>(value.const_data_ptr());
+  char* dst = static_cast<char*>(cache.mutable_data_ptr());
+  for (int64_t b = 0; b < value.size(0); ++b)
+    for (int64_t s = 0; s < seq; ++s)
+      std::memmove(dst + (b * len + slots[b * seq + s]) * static_cast<int64_t>(row),
+                   src + (b * seq + s) * static_cast<int64_t>(row), row);
 }
 
 }  // namespace

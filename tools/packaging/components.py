@@ -115,12 +115,13 @@ COMPONENTS: tuple[Component, ...] = (
         packages=("executorch.export.**",),
     ),
     Component(
-        "llm", "ExecuTorch's LLM custom ops (torch.library registrations) and export passes; the optimum extra "
+        "llm", "ExecuTorch's LLM custom ops (torch.library registrations), export passes and the custom KV caches "
+        "optimum-executorch's --use_custom_kv_cache builds on (examples.models.llama); the optimum extra "
         "holds what Hugging Face optimum-executorch imports and leaves to executorch to install (its recipe "
         "discovery imports every recipe module: Core ML's needs coremltools, XNNPACK's pandas and tabulate, "
         "its tasks torchao), with the published wheel's versions and platform markers",
         EVERY_MODE,
-        packages=("executorch.extension.llm.**",),
+        packages=("executorch.extension.llm.**", "executorch.examples.models.llama.**"),
         extras=(("optimum", OPTIMUM_EXTRA),),
         entry_points=(("executorch.runtime.operator_libraries", "llama = executorch.extension.llm.custom_ops"),),
     ),

@@ -1,4 +1,5 @@
-"""Registers ExecuTorch's `llama::custom_sdpa` and `llama::update_cache` (with out variants) in torch.library."""
+"""Registers ExecuTorch's `llama::custom_sdpa`, `llama::update_cache` and `llama::update_cache_with_indices` (with
+out variants) in torch.library."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ _SCHEMAS = {
     "update_cache": "update_cache(Tensor value, Tensor(a!) cache, SymInt start_pos) -> Tensor",
     "update_cache.out": "update_cache.out(Tensor value, Tensor(a!) cache, SymInt start_pos, *, Tensor(b!) out) "
                         "-> Tensor(b!)",
+    "update_cache_with_indices": "update_cache_with_indices(Tensor value, Tensor(a!) cache, SymInt start_pos, "
+                                 "Tensor indices) -> Tensor",
+    "update_cache_with_indices.out": "update_cache_with_indices.out(Tensor value, Tensor(a!) cache, SymInt start_pos, "
+                                     "Tensor indices, *, Tensor(b!) out) -> Tensor(b!)",
 }
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -128,11 +133,52 @@ def update_cache_out(value, cache, start_pos, *, out):
     return out
 
 
+def _check_indices(value, cache, indices) -> None:
+    if value.dim() != 4 or cache.dim() != 4:
+        raise ValueError("update_cache_with_indices: value and cache must be 4-D; "
+                         f"got {value.dim()}-D and {cache.dim()}-D")
+    if value.dtype != cache.dtype:
+        raise ValueError(f"update_cache_with_indices: value is {value.dtype} but the cache is {cache.dtype}; cast one")
+    if value.shape[0] != cache.shape[0] or value.shape[2:] != cache.shape[2:]:
+        raise ValueError(f"update_cache_with_indices: value {tuple(value.shape)} does not fit cache "
+                         f"{tuple(cache.shape)} in batch, heads or head_dim")
+    if indices.dtype != torch.int64 or indices.dim() != 2 or tuple(indices.shape) != tuple(value.shape[:2]):
+        raise ValueError("update_cache_with_indices: indices must be int64 [batch, seq] matching value's first two "
+                         f"dims {tuple(value.shape[:2])}; got {indices.dtype} {tuple(indices.shape)}")
+
+
+def update_cache_with_indices(value, cache, start_pos, indices):
+    """Writes `value[b, s]` into `cache[b, indices[b, s]]` for every batch row b and position s (a later
+    position wins where indices repeat); `start_pos` is where the sequence starts, for the caller's
+    bookkeeping. Returns a one-element placeholder, as ExecuTorch's op does."""
+    _check_indices(value, cache, indices)
+    if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= cache.shape[1]):
+        raise ValueError(f"update_cache_with_indices: indices {indices.tolist()} fall outside the cache's "
+                         f"{cache.shape[1]} positions")
+    for b in range(value.shape[0]):
+        for s, slot in enumerate(indices[b].tolist()):
+            cache[b, slot].copy_(value[b, s])
+    return torch.empty((1,), dtype=value.dtype)
+
+
+def update_cache_with_indices_meta(value, cache, start_pos, indices):
+    _check_indices(value, cache, indices)
+    return torch.empty((1,), dtype=value.dtype, device="meta")
+
+
+def update_cache_with_indices_out(value, cache, start_pos, indices, *, out):
+    update_cache_with_indices(value, cache, start_pos, indices)
+    return out
+
+
 _IMPLS = {
     "custom_sdpa": {"CompositeExplicitAutograd": custom_sdpa, "Meta": custom_sdpa_meta},
     "custom_sdpa.out": {"CompositeExplicitAutograd": custom_sdpa_out},
     "update_cache": {"CompositeExplicitAutograd": update_cache, "Meta": update_cache_meta},
     "update_cache.out": {"CompositeExplicitAutograd": update_cache_out},
+    "update_cache_with_indices": {"CompositeExplicitAutograd": update_cache_with_indices,
+                                  "Meta": update_cache_with_indices_meta},
+    "update_cache_with_indices.out": {"CompositeExplicitAutograd": update_cache_with_indices_out},
 }
 for _name in _NEW:
     for _key, _fn in _IMPLS[_name].items():
