@@ -162,18 +162,39 @@ def _materialize(ep: ExportedProgram, known: dict) -> dict[str, InputSpec]:
             continue
         if node.op == "placeholder":
             continue
-        fqn = _new_name(ep)
-        ep.constants[fqn] = value
-        with ep.graph.inserting_before(first_input):
-            placeholder = ep.graph.placeholder(fqn)
-        placeholder.meta.update(node.meta)
-        placeholder.meta["val"] = mode.from_tensor(value, static_shapes=True)
-        placeholder.meta["val"].constant = value
+        placeholder, spec = _placeholder(ep, value, mode, first_input, node.meta)
         node.replace_all_uses_with(placeholder)
         ep.graph.erase_node(node)
-        specs[placeholder.name] = InputSpec(kind=InputKind.CONSTANT_TENSOR, arg=TensorArgument(name=placeholder.name),
-                                            target=fqn, persistent=True)
+        specs[placeholder.name] = spec
     return specs
+
+
+def _placeholder(ep: ExportedProgram, value: torch.Tensor, mode, before: Optional[fx.Node],
+                 meta: Optional[dict] = None) -> tuple[fx.Node, InputSpec]:
+    # A new lifted constant holding `value`, its placeholder inserted before `before`; the caller
+    # places its input spec (the signature lists placeholders in graph order).
+    fqn = _new_name(ep)
+    ep.constants[fqn] = value
+    with ep.graph.inserting_before(before):
+        placeholder = ep.graph.placeholder(fqn)
+    placeholder.meta.update(meta or {})
+    placeholder.meta["val"] = mode.from_tensor(value, static_shapes=True)
+    placeholder.meta["val"].constant = value
+    return placeholder, InputSpec(kind=InputKind.CONSTANT_TENSOR, arg=TensorArgument(name=placeholder.name),
+                                  target=fqn, persistent=True)
+
+
+def add_constants(ep: ExportedProgram, values: list[torch.Tensor]) -> list[fx.Node]:
+    """New lifted constants (named `_prop_tensor_constantN`) holding `values`, with their placeholders
+    and input specs; returns the placeholders, for the caller to wire in."""
+    mode = _fake_mode(ep)
+    first_input = next((n for n in ep.graph.find_nodes(op="placeholder")
+                        if n.name in ep.graph_signature.user_inputs), None)
+    made = [_placeholder(ep, value, mode, first_input) for value in values]
+    specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    specs.update({node.name: spec for node, spec in made})
+    ep.graph_signature.input_specs = [specs[n.name] for n in ep.graph.find_nodes(op="placeholder")]
+    return [node for node, _ in made]
 
 
 def _copy_constant_outputs(ep: ExportedProgram, skip_dim_order: bool) -> None:

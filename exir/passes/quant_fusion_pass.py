@@ -12,7 +12,7 @@ from torch.utils import _pytree as pytree
 
 from executorch.exir.dialects.edge._ops import aten_op
 from executorch.exir.pass_base import PassResult
-from executorch.exir.passes.constant_prop_pass import constant_prop_pass
+from executorch.exir.passes.constant_prop_pass import add_constants, constant_placeholders, constant_prop_pass
 
 
 def _q():
@@ -110,9 +110,94 @@ class QuantFusionPass:
         return PassResult(graph_module, modified)
 
 
+# torchao's integer range per embedding width: (quant_min, quant_max) -> bits per value.
+_EMBEDDING_WIDTHS = {(-128, 127): 8, (-8, 7): 4, (-2, 1): 2}
+
+
+def _dequantize_affine():
+    torchao = getattr(torch.ops, "torchao", None)
+    packet = getattr(torchao, "dequantize_affine", None) if torchao is not None else None
+    return None if packet is None else packet.default
+
+
+def pack_embedding_weight(values: torch.Tensor, bits: int) -> torch.Tensor:
+    """Signed `bits`-bit integers [rows, cols] (int8) as ExecuTorch's quantized embeddings store them:
+    each offset by 2**(bits-1) to be unsigned, `8 // bits` to a byte in row order, the first value in the
+    high nibble for 4 bits and in the low bits for 2 (uint8 [rows, cols * bits // 8])."""
+    if bits == 8:
+        return values.contiguous()
+    per_byte = 8 // bits
+    if values.size(1) % per_byte:
+        raise ValueError(f"pack_embedding_weight: {values.size(1)} columns do not fill whole bytes of {per_byte} "
+                         f"{bits}-bit values")
+    unsigned = (values.to(torch.int16) + (1 << (bits - 1))).to(torch.uint8).view(values.size(0), -1, per_byte)
+    shifts = (4, 0) if bits == 4 else (0, 2, 4, 6)
+    packed = torch.zeros(unsigned.shape[:2], dtype=torch.uint8)
+    for i, shift in enumerate(shifts):
+        packed |= unsigned[..., i] << shift
+    return packed
+
+
+def fuse_quantized_embeddings(program: ExportedProgram) -> int:
+    """`torchao.dequantize_affine` of a constant int8 table (one scale per row or per group of columns:
+    block size [1, group]) feeding `embedding` as its weight becomes `quantized_decomposed.embedding_byte`,
+    `embedding_4bit` or `embedding_2bit` (by the range, [-128, 127], [-8, 7] or [-2, 1]) of the packed
+    table, so the file holds the narrow integers and the lookup dequantizes only the rows it reads. A zero
+    point that is all zeros is dropped. Edits `program` in place; returns the count."""
+    dequantize = _dequantize_affine()
+    if dequantize is None:
+        return 0
+    import executorch.exir.dialects._quantized_ops  # noqa: F401  (defines the embedding ops)
+
+    gm, constants, fused = program.graph_module, constant_placeholders(program), 0
+    for emb in list(gm.graph.nodes):
+        if not _call(emb, torch.ops.aten.embedding.default) or not _call(emb.args[0], dequantize):
+            continue
+        dq = emb.args[0]
+        args = dict(zip(("input", "block_size", "scale", "zero_point", "input_dtype", "quant_min", "quant_max",
+                         "output_dtype"), dq.args), **dq.kwargs)
+        table, scale, zero = args["input"], args["scale"], args.get("zero_point")
+        bits = _EMBEDDING_WIDTHS.get((args.get("quant_min"), args.get("quant_max")))
+        if (bits is None or table not in constants or scale not in constants or args["input_dtype"] != torch.int8
+                or (zero is not None and zero not in constants)):
+            continue
+        values, scales = constants[table], constants[scale]
+        block = list(args["block_size"])
+        if (values.dim() != 2 or values.dtype != torch.int8 or len(block) != 2 or block[0] != 1
+                or values.size(1) % block[1] or scales.dim() not in (1, 2) or scales.size(0) != values.size(0)
+                or scales.numel() != values.numel() // block[1] or values.size(1) * bits % 8):
+            continue
+        scales = scales.reshape(values.size(0), -1)
+        zeros = None if zero is None or not constants[zero].any() else \
+            constants[zero].reshape(scales.shape).to(scales.dtype)
+        out_dtype = args.get("output_dtype", torch.float32)
+        new = add_constants(program, [pack_embedding_weight(values, bits), scales]
+                            + ([] if zeros is None else [zeros]))
+        name = {8: "embedding_byte", 4: "embedding_4bit", 2: "embedding_2bit"}[bits]
+        packet = getattr(torch.ops.quantized_decomposed, name)
+        call_args = (new[0], new[1], new[2] if zeros is not None else None, args["quant_min"], args["quant_max"],
+                     emb.args[1])
+        with gm.graph.inserting_before(emb):
+            if out_dtype == scales.dtype:
+                lookup = gm.graph.call_function(packet.default, call_args)
+            else:
+                lookup = gm.graph.call_function(packet.dtype, call_args, {"dtype": out_dtype})
+        lookup.meta.update(emb.meta)
+        _refresh_val(lookup)
+        emb.replace_all_uses_with(lookup)
+        gm.graph.erase_node(emb)
+        fused += 1
+    if fused:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return fused
+
+
 def quant_fusion_and_const_prop_pass(program: ExportedProgram) -> ExportedProgram:
-    """The quantized patterns of `FUSIONS` fused, then `constant_prop_pass`: what
+    """The quantized patterns of `FUSIONS` fused, quantized embedding tables packed
+    (`fuse_quantized_embeddings`), then `constant_prop_pass`: what
     `ExecutorchBackendConfig(do_quant_fusion_and_const_prop=True)` runs on each method. Edits
     `program` in place and returns it."""
     QuantFusionPass()(program.graph_module)
+    fuse_quantized_embeddings(program)
     return constant_prop_pass(program)

@@ -354,9 +354,12 @@ class EdgeProgramManager:
             to_aten_targets(ep.graph_module)  # the rewrites below work on torch operators
             for sub in edge.graph_modules(ep.graph_module):
                 decompose.rewrite_to_core_aten(sub, _keeper(config))
+                # A custom op (torchao's dequantize of an embedding table, say) stays as to_edge keeps
+                # custom ops; an ATen op must become core ATen.
                 left = sorted({str(n.target) for n in sub.graph.nodes if n.op == "call_function"
                                and n.target in kept and not edge.is_edge_op(n.target)
-                               and n.target not in config.preserve_ops})
+                               and n.target not in config.preserve_ops
+                               and getattr(n.target, "namespace", "aten") == "aten"})
                 if left:
                     raise ExportError(
                         f"method '{name}': {left} were kept whole for a partitioner (ops_to_not_decompose) but "

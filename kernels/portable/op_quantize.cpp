@@ -385,6 +385,108 @@ void choose_qparams_tensor_out(KernelRuntimeContext& ctx, Args args) {
   store_int(zp_out.mutable_data_ptr(), zp_out.scalar_type(), 0, zp < qmin ? qmin : (zp > qmax ? qmax : zp));
 }
 
+// Quantized embeddings: rows of a table of `bits`-bit integers, `8 / bits` to a byte (offset by 2^(bits-1):
+// the first value in the high nibble for 4 bits, the low bits for 2; int8 or uint8 as is for 8), each row's
+// columns split into groups with one scale (and optional zero point) per row and group; the rows `indices`
+// name are dequantized into `out` [*indices.shape, cols].
+struct EmbeddingTable {
+  const uint8_t* data;
+  int64_t rows, cols, row_bytes, groups;
+  int bits;
+  bool is_signed;  // an 8-bit table of int8 (uint8 otherwise)
+
+  int64_t value(int64_t row, int64_t col) const {
+    const uint8_t* r = data + row * row_bytes;
+    if (bits == 8) return is_signed ? static_cast<int8_t>(r[col]) : r[col];
+    const int per_byte = 8 / bits;
+    const int slot = static_cast<int>(col % per_byte);
+    const int shift = bits == 4 ? (slot == 0 ? 4 : 0) : 2 * slot;
+    return static_cast<int64_t>((r[col / per_byte] >> shift) & ((1 << bits) - 1)) - (int64_t{1} << (bits - 1));
+  }
+};
+
+void quantized_embedding(KernelRuntimeContext& ctx, const char* op, int bits, Args args, const EValue* dtype,
+                         const Tensor& out) {
+  const Tensor &weight = args[0]->toTensor(), &scales = args[1]->toTensor(), &indices = args[5]->toTensor();
+  const Tensor zp_tensor = args[2]->isTensor() ? args[2]->toTensor() : Tensor(nullptr);
+  const bool has_zp = args[2]->isTensor();
+  const bool is_signed = weight.scalar_type() == ScalarType::Char;
+  ET_KERNEL_CHECK_MSG(ctx,
+                      weight.dim() == 2 && weight.is_contiguous() &&
+                          (weight.scalar_type() == ScalarType::Byte || (bits == 8 && is_signed)),
+                      InvalidArgument, , "%s: the table must be a contiguous 2-D uint8 tensor (int8 too for 8 bits)",
+                      op);
+  const int64_t rows = weight.size(0), cols = weight.size(1) * (8 / bits);
+  ET_KERNEL_CHECK_MSG(ctx,
+                      is_floating(scales.scalar_type()) && scales.is_contiguous() &&
+                          (scales.dim() == 1 || scales.dim() == 2) && scales.size(0) == rows,
+                      InvalidArgument, , "%s: scales must be float, [rows] or [rows, groups]", op);
+  const int64_t groups = scales.dim() == 2 ? scales.size(1) : 1;
+  ET_KERNEL_CHECK_MSG(ctx, groups > 0 && cols % groups == 0, InvalidArgument, ,
+                      "%s: %lld groups do not divide the %lld columns", op, static_cast<long long>(groups),
+                      static_cast<long long>(cols));
+  ET_KERNEL_CHECK_MSG(
+      ctx,
+      !has_zp || (zp_tensor.numel() == scales.numel() && zp_tensor.is_contiguous() &&
+                  (is_floating(zp_tensor.scalar_type()) || is_integral(zp_tensor.scalar_type(), false))),
+      InvalidArgument, , "%s: zero points must match the scales in count", op);
+  const int64_t qmin = args[3]->toInt(), qmax = args[4]->toInt();
+  const int64_t lo = bits == 8 ? (is_signed ? -128 : 0) : -(int64_t{1} << (bits - 1)), hi = lo + (1 << bits) - 1;
+  ET_KERNEL_CHECK_MSG(ctx, qmin >= lo && qmax <= hi && qmin <= qmax, InvalidArgument, ,
+                      "%s: quant range [%lld, %lld] does not fit %d-bit values", op, static_cast<long long>(qmin),
+                      static_cast<long long>(qmax), bits);
+  ET_KERNEL_CHECK_MSG(ctx, index_dtype(indices) && indices.is_contiguous(), InvalidArgument, ,
+                      "%s: indices must be a contiguous int32 or int64 tensor", op);
+  const ScalarType out_type =
+      dtype != nullptr && !dtype->isNone() ? static_cast<ScalarType>(dtype->toInt()) : scales.scalar_type();
+  ET_KERNEL_CHECK_MSG(ctx, out.scalar_type() == out_type && is_floating(out_type), InvalidType, ,
+                      "%s: out must be the requested float dtype", op);
+  int64_t sizes[kMaxDim];
+  const size_t rank = sizes_of(indices, sizes);
+  ET_KERNEL_CHECK_MSG(ctx, rank < kMaxDim, InvalidArgument, , "%s: indices have too many dims", op);
+  sizes[rank] = cols;
+  if (!resize_out(ctx, out, Span<const int64_t>(sizes, rank + 1))) return;
+  const EmbeddingTable table{weight.const_data_ptr<uint8_t>(), rows, cols, weight.size(1), groups, bits, is_signed};
+  const int64_t group_size = cols / groups;
+  void* y = out.mutable_data_ptr();
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    const int64_t row = load_int(indices.const_data_ptr(), indices.scalar_type(), i);
+    ET_KERNEL_CHECK_MSG(ctx, row >= 0 && row < rows, InvalidArgument, , "%s: index %lld is outside the %lld rows", op,
+                        static_cast<long long>(row), static_cast<long long>(rows));
+    for (int64_t g = 0; g < groups; ++g) {
+      const double scale = load_double(scales.const_data_ptr(), scales.scalar_type(), row * groups + g);
+      const double zp =
+          has_zp ? load_double(zp_tensor.const_data_ptr(), zp_tensor.scalar_type(), row * groups + g) : 0.0;
+      for (int64_t c = g * group_size; c < (g + 1) * group_size; ++c)
+        store_double(y, out_type, i * cols + c, (static_cast<double>(table.value(row, c)) - zp) * scale);
+    }
+  }
+}
+
+template <int Bits>
+void embedding_out(KernelRuntimeContext& ctx, Args args) {
+  // embedding_Nbit.out(weight, weight_scales, weight_zero_points?, int quant_min, int quant_max, indices, *, out)
+  ET_KERNEL_CHECK(ctx,
+                  args_count_ok(args, 7) && args[0]->isTensor() && args[1]->isTensor() &&
+                      (args[2]->isNone() || args[2]->isTensor()) && args[3]->isInt() && args[4]->isInt() &&
+                      args[5]->isTensor() && args[6]->isTensor(),
+                  InvalidArgument);
+  quantized_embedding(ctx, Bits == 8 ? "embedding_byte" : (Bits == 4 ? "embedding_4bit" : "embedding_2bit"), Bits, args,
+                      nullptr, args[6]->toTensor());
+}
+
+template <int Bits>
+void embedding_dtype_out(KernelRuntimeContext& ctx, Args args) {
+  // embedding_Nbit.dtype_out(..., indices, *, ScalarType? dtype, out)
+  ET_KERNEL_CHECK(ctx,
+                  args_count_ok(args, 8) && args[0]->isTensor() && args[1]->isTensor() &&
+                      (args[2]->isNone() || args[2]->isTensor()) && args[3]->isInt() && args[4]->isInt() &&
+                      args[5]->isTensor() && (args[6]->isNone() || args[6]->isInt()) && args[7]->isTensor(),
+                  InvalidArgument);
+  quantized_embedding(ctx, Bits == 8 ? "embedding_byte" : (Bits == 4 ? "embedding_4bit" : "embedding_2bit"), Bits, args,
+                      args[6], args[7]->toTensor());
+}
+
 }  // namespace
 
 int32_t quantize_8bit_value(float x, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {

@@ -45,6 +45,15 @@ class _Claimed(OperatorSupportBase):
         return node in self.nodes
 
 
+def _embedding_table(node: torch.fx.Node) -> bool:
+    # A torchao dequantize whose every user looks rows up in it (`embedding` of its result) stays whole for
+    # the quantized-embedding fusion of to_executorch (do_quant_fusion_and_const_prop), which stores the
+    # table as narrow integers; decomposed, it would be folded to a float table.
+    return (qu.qd_name(node) in qu.DEQUANTIZE_AFFINE and bool(node.users)
+            and all(getattr(u.target, "__name__", "") == "embedding.default" and u.args[0] is node
+                    for u in node.users))
+
+
 class XnnpackPartitioner(Partitioner):
     """Claims what XNNPACK runs (see `partition.config`); `configs` narrows the op list,
     `config_precisions` the precisions, `per_op_mode` gives every claimed op its own delegate."""
@@ -86,7 +95,8 @@ class XnnpackPartitioner(Partitioner):
                 keep.setdefault(op, []).append(config)
 
         def claimed(node: torch.fx.Node) -> bool:
-            return any(c.check_constraints(node, ep) for c in keep.get(node.target, ()))
+            return (any(c.check_constraints(node, ep) for c in keep.get(node.target, ()))
+                    or _embedding_table(node))
 
         if any(qu.qd_name(n) in qu.QUANTIZE_AFFINE + qu.DEQUANTIZE_AFFINE for n in ep.graph.nodes):
             # torchao's quantized weights are tensor subclasses: to_edge retraces the whole graph to unwrap
