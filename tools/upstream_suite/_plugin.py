@@ -208,7 +208,7 @@ def _cause(excinfo, used: list) -> dict:
         return {"kind": "missing name", "what": used[0]}
     first = chain[0]
     message = _one_line(first)
-    if re.search(r"is not supported|is refused|not provided", message):
+    if not isinstance(first, AssertionError) and re.search(r"is not supported|is refused|not provided", message):
         return {"kind": "option refused", "what": message}
     return {"kind": "behaviour", "what": message}
 
