@@ -2,7 +2,7 @@
 `to_executorch`) and write `<out>/<model>.pte`; the same script runs on this package (with `--vendor DIR`, the
 folder holding the published wheel's vendor folders) and on the published stack.
 
-    python vendor_lower_export.py OUT_DIR coreml|openvino MODEL... [--vendor DIR]
+    python vendor_lower_export.py OUT_DIR coreml|openvino MODEL... [--vendor DIR] [--stub-llm-builder]
 
 The models are vendor_vulkan_export's (a conv/batch-norm/ReLU/mean/linear model, MobileNetV2). OpenVINO's flow
 also saves the inputs and eager outputs (`<model>.io.pt`), for checking its payload on the OpenVINO runtime.
@@ -32,6 +32,22 @@ def partitioner(backend: str):
     raise SystemExit(f"unknown backend {backend!r}: coreml or openvino")
 
 
+def _stub_llm_builder() -> None:
+    """OpenVINO's package imports `executorch.extension.llm.export.builder.LLMEdgeManager` (ExecuTorch's LLM export
+    manager, which this package does not provide) for the annotations of its LLM weight compression; a stand-in
+    module lets the rest of it load. The stand-in refuses to be used."""
+    import types
+
+    module = types.ModuleType("executorch.extension.llm.export.builder")
+
+    class LLMEdgeManager:
+        def __init__(self, *args, **kwargs):
+            raise NotImplementedError("LLMEdgeManager is a stand-in here: the LLM export manager is not provided")
+
+    module.LLMEdgeManager = LLMEdgeManager
+    sys.modules[module.__name__] = module
+
+
 def main(argv: list[str]) -> None:
     if "--vendor" in argv:
         at = argv.index("--vendor")
@@ -39,6 +55,9 @@ def main(argv: list[str]) -> None:
 
         executorch.backends.__path__.append(argv[at + 1])
         argv = argv[:at] + argv[at + 2:]
+    if "--stub-llm-builder" in argv:
+        argv = [a for a in argv if a != "--stub-llm-builder"]
+        _stub_llm_builder()
     import executorch
     from executorch.exir import to_edge_transform_and_lower
 
