@@ -158,13 +158,14 @@ COMPONENTS: tuple[Component, ...] = (
         "exir_tools", "upstream's graph tools that exporting does not need: memory_planning's Verifier and "
         "filter_nodes, emit_program and EmitterOutput, _ExtendedHeader and Program <-> JSON, the deprecated capture(), "
         "the lowered-graph helpers of backend.utils, the canonical partitioners, scalar_type, _serialize.padding "
-        "the .ptn package (_serialize._ptn) and the FlatBuffer-only round trip (_serialize._flatbuffer_program)",
+        "the .ptn package (_serialize._ptn), the FlatBuffer-only round trip (_serialize._flatbuffer_program) and "
+        "export.utils's platform checks",
         frozenset({FULL}),
         modules=("executorch.exir._plan_checks", "executorch.exir.emit._emit_program",
                  "executorch.exir._serialize._pte_tools", "executorch.exir.capture._capture",
                  "executorch.exir.backend._graph_tools", "executorch.exir.scalar_type",
                  "executorch.exir._serialize.padding", "executorch.exir._serialize._ptn",
-                 "executorch.exir._serialize._flatbuffer_program",
+                 "executorch.exir._serialize._flatbuffer_program", "executorch.export.utils",
                  "executorch.exir.emit._output",
                  "executorch.exir.backend.canonical_partitioners.all_node_partitioner",
                  "executorch.exir.backend.canonical_partitioners.pattern_op_partitioner"),
