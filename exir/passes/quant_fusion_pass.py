@@ -150,6 +150,7 @@ def fuse_quantized_embeddings(program: ExportedProgram) -> int:
     import executorch.exir.dialects._quantized_ops  # noqa: F401  (defines the embedding ops)
 
     gm, constants, fused = program.graph_module, constant_placeholders(program), 0
+    made: dict = {}  # (table, scale, zero point, bits) -> the new constants: a table looked up twice is stored once
     for emb in list(gm.graph.nodes):
         if not _call(emb, torch.ops.aten.embedding.default) or not _call(emb.args[0], dequantize):
             continue
@@ -171,8 +172,11 @@ def fuse_quantized_embeddings(program: ExportedProgram) -> int:
         zeros = None if zero is None or not constants[zero].any() else \
             constants[zero].reshape(scales.shape).to(scales.dtype)
         out_dtype = args.get("output_dtype", torch.float32)
-        new = add_constants(program, [pack_embedding_weight(values, bits), scales]
-                            + ([] if zeros is None else [zeros]))
+        key = (table, scale, zero, bits)
+        if key not in made:
+            made[key] = add_constants(program, [pack_embedding_weight(values, bits), scales]
+                                      + ([] if zeros is None else [zeros]))
+        new = made[key]
         name = {8: "embedding_byte", 4: "embedding_4bit", 2: "embedding_2bit"}[bits]
         packet = getattr(torch.ops.quantized_decomposed, name)
         call_args = (new[0], new[1], new[2] if zeros is not None else None, args["quant_min"], args["quant_max"],
