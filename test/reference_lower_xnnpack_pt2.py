@@ -18,6 +18,14 @@ from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_
 from executorch.exir.passes import MemoryPlanningPass
 
 source, out = sys.argv[1], sys.argv[2]
+if "--optimum" in sys.argv[3:]:
+    # An optimum export may call ExecuTorch's LLM ops and hold torchao's quantization ops: both
+    # libraries define them when imported, which loading the program needs.
+    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+    import executorch.kernels.quantized  # noqa: F401
+
+    if importlib.util.find_spec("torchao") is not None:
+        import torchao  # noqa: F401
 if source.endswith(".pt2"):
     ep = torch.export.load(source)
 else:

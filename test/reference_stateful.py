@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama::* kernels, for files that call them)
+import executorch.kernels.quantized  # noqa: F401  (quantized_decomposed::* kernels: quantized embeddings)
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.runtime import Runtime

@@ -81,15 +81,15 @@ def exports(checkpoints, tmp_path_factory):
     return get
 
 
-def _export(checkpoint: Path, recipe: str, qlinear, out: Path) -> Path:
+def _export(checkpoint: Path, recipe: str, qlinear, out: Path, flags: tuple = ()) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     cli = Path(sys.executable).with_name("optimum-cli")
     args = [str(cli), "export", "executorch", "--model", str(checkpoint), "--task", "text-generation",
-            "--recipe", recipe, "--max_seq_len", str(MAX_SEQ_LEN), "--output_dir", str(out)]
+            "--recipe", recipe, "--max_seq_len", str(MAX_SEQ_LEN), "--output_dir", str(out), *flags]
     if qlinear:
         args += ["--qlinear", qlinear]
     done = subprocess.run(args, capture_output=True, text=True, timeout=1200, env=_env(), cwd=out.parent)
-    assert done.returncode == 0, f"optimum-cli {recipe} {qlinear or ''} failed:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, f"optimum-cli {recipe} {qlinear or ''} {flags} failed:\n{done.stderr[-4000:]}"
     assert (out / "model.pte").is_file(), list(out.iterdir())
     return out
 
@@ -317,3 +317,147 @@ def test_xnnpack_fp32_decodes_like_eager_on_our_engines(fp32_xnnpack, engine):
 def test_xnnpack_fp32_decodes_like_eager_on_published_runtime(fp32_xnnpack, reference_runtime, tmp_path):
     got = _published_logits(fp32_xnnpack["pte"], reference_runtime, tmp_path)
     assert_outputs_close(got, fp32_xnnpack["want"])
+
+
+# optimum-executorch's recommended command for CPUs: custom SDPA over its custom KV cache (ExecuTorch's
+# llama::custom_sdpa and llama::update_cache), int8-dynamic / int4-weight linears and 4-bit embeddings.
+CUSTOM_CACHE = ("--use_custom_sdpa", "--use_custom_kv_cache")
+_BYTE, _FLOAT = 0, 6  # ScalarType numbers of uint8 and float32
+RECOMMENDED = CUSTOM_CACHE + ("--qembedding", "4w")
+
+
+def _needs_custom_kv_cache() -> None:
+    from transformers import cache_utils
+
+    if not hasattr(cache_utils, "HybridCache"):
+        pytest.skip("optimum-executorch 1.1.0's --use_custom_kv_cache imports transformers.cache_utils.HybridCache, "
+                    f"which transformers {transformers.__version__} no longer has; its own pin (5.0.0rc1, what "
+                    "`pip install \"executorch[optimum]\" optimum-executorch==1.1.0` installs) has it, and CI runs "
+                    "these tests in such a venv (.ci/scripts/test_native.sh)")
+
+
+@pytest.fixture(scope="module")
+def recommended(checkpoints, tmp_path_factory):
+    """`get(arch, flags)`: the xnnpack recipe's 8da4w export with extra optimum-cli flags, made once."""
+    _needs_partitioner()
+    _needs_custom_kv_cache()
+    if importlib.util.find_spec("torchao") is None:
+        pytest.skip("torchao is not installed (pip install torchao==0.18.0)")
+    made, root = {}, tmp_path_factory.mktemp("optimum_recommended")
+
+    def get(arch: str, flags: tuple = RECOMMENDED) -> bytes:
+        key = (arch, flags)
+        if key not in made:
+            out = root / f"{arch}-{len(made)}" / "out"
+            made[key] = (_export(checkpoints[arch], "xnnpack", "8da4w", out, flags) / "model.pte").read_bytes()
+        return made[key]
+
+    return get
+
+
+def _embedding_lookups(pte: bytes) -> list:
+    """(operator, table dtype as ScalarType's number, table shape) of each embedding call in the program's forward."""
+    from executorch.exir._serialize._program import read_program
+
+    plan = read_program(pte).execution_plan[0]
+    names = [f"{op.name}.{op.overload}" for op in plan.operators]
+    found = []
+    for chain in plan.chains:
+        for instruction in chain.instructions:
+            index = getattr(instruction.instr_args, "op_index", None)
+            if index is not None and "embedding" in names[index]:
+                table = plan.values[instruction.instr_args.args[0]].val
+                found.append((names[index], int(table.scalar_type), list(table.sizes)))
+    return found
+
+
+def _recommended_eager(checkpoint: Path):
+    from optimum.exporters.executorch.quantization import quantize_model_
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(checkpoint).eval()
+    quantize_model_(model, qlinear_config="8da4w", qlinear_group_size=32, qembedding_config="4w")
+    return model
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_recommended_command_stores_4bit_embeddings_and_qd8_linears(recommended, arch):
+    pte, without = recommended(arch), recommended(arch, CUSTOM_CACHE)
+    hidden = _TINY["hidden_size"]
+    assert _embedding_lookups(pte) == [("quantized_decomposed::embedding_4bit.out", _BYTE,
+                                        [_TINY["vocab_size"], hidden // 2])]
+    assert _qd8_linears(pte) == 15  # 2 layers x (q, k, v, o, gate, up, down) + lm_head, as without --qembedding
+    # The gate: without --qembedding the table is float, looked up by aten::embedding, and the file is larger.
+    assert _embedding_lookups(without) == [("aten::embedding.out", _FLOAT, [_TINY["vocab_size"], hidden])]
+    assert len(pte) < len(without) - _TINY["vocab_size"] * hidden * 3, (len(pte), len(without))
+
+
+def _greedy(method, count: int) -> tuple[list, torch.Tensor]:
+    """The prompt prefilled, then `count` greedy tokens fed back one at a time; the tokens and every logit row."""
+    rows = [method.execute([torch.tensor([PROMPT]), torch.arange(len(PROMPT))])[0].reshape(-1, _TINY["vocab_size"])]
+    tokens = []
+    for pos in range(len(PROMPT), len(PROMPT) + count):
+        tokens.append(int(rows[-1][-1].argmax()))
+        step = method.execute([torch.tensor([[tokens[-1]]]), torch.tensor([pos])])[0]
+        rows.append(step.reshape(-1, _TINY["vocab_size"]))
+    return tokens, torch.cat(rows)
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_recommended_command_decodes_like_eager_on_our_engines(recommended, checkpoints, arch, engine):
+    runtime = project_runtimes().get(engine)
+    if runtime is None:
+        pytest.skip("the native runtime is not built (bash tools/run_tests.sh builds it)")
+    program = runtime.load_program(recommended(arch))
+    tokens, got = _greedy(program.load_method("forward"), MAX_SEQ_LEN - len(PROMPT))
+    assert tokens == [int(row.argmax()) for row in got[len(PROMPT) - 1:-1]]
+    fed = list(PROMPT) + tokens
+    want = _eager_logits(_recommended_eager(checkpoints[arch]), fed)
+    _assert_within_quantization_noise(got, want, _eager_logits(_eager(checkpoints[arch], None), fed))
+
+
+def _without_padding_idx(ep) -> None:
+    # What the recipe's RemovePaddingIdxEmbeddingPass does before lowering: padding_idx only changes gradients.
+    for node in ep.graph.nodes:
+        if node.target == torch.ops.aten.embedding.default and len(node.args) > 2:
+            node.args = node.args[:2]
+    ep.graph_module.recompile()
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_recommended_command_decodes_as_the_published_stack(recommended, checkpoints, arch, reference_runtime,
+                                                             tmp_path):
+    # The published stack: its exporter lowers the program optimum exports with the recommended flags (the
+    # recipe's options), and its runtime runs both files; all give our native engine's greedy tokens.
+    import optimum.exporters.executorch.convert  # noqa: F401  (registers the custom_sdpa attention, as the CLI does)
+    from optimum.exporters.executorch.task_registry import discover_tasks, task_registry
+
+    discover_tasks()
+    module = task_registry.get("text-generation")(str(checkpoints[arch]), max_seq_len=MAX_SEQ_LEN,
+                                                  use_custom_sdpa=True, use_custom_kv_cache=True, qlinear="8da4w",
+                                                  qembedding="4w")
+    (ep,) = module.export().values()
+    _without_padding_idx(ep)
+    torch.export.save(ep, tmp_path / "m.pt2")
+    script = Path(__file__).with_name("reference_lower_xnnpack_pt2.py")
+    done = subprocess.run([reference_runtime.python, str(script), str(tmp_path / "m.pt2"), str(tmp_path / "ref.pte"),
+                           "--optimum"], capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    published, ours = (tmp_path / "ref.pte").read_bytes(), recommended(arch)
+    assert _embedding_lookups(published) == _embedding_lookups(ours)
+    engine = project_runtimes().get("native") or project_runtimes()["python"]
+    program = engine.load_program(ours)
+    tokens, _ = _greedy(program.load_method("forward"), MAX_SEQ_LEN - len(PROMPT))
+    fed = list(PROMPT) + tokens
+    calls = [[torch.tensor([PROMPT]), torch.arange(len(PROMPT))]] + [
+        [torch.tensor([[t]]), torch.tensor([p])] for p, t in enumerate(fed[len(PROMPT):], len(PROMPT))]
+    for name, pte in (("ours", ours), ("published", published)):
+        (tmp_path / f"{name}.pte").write_bytes(pte)
+        torch.save([("forward", call) for call in calls], tmp_path / f"{name}.calls.pt")
+    runner = Path(__file__).with_name("reference_stateful.py")
+    done = subprocess.run([reference_runtime.python, str(runner), str(tmp_path), "ours", "published"],
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0 and not list(tmp_path.glob("*.err.txt")), done.stderr[-2000:]
+    for name in ("ours", "published"):
+        logits = _logits(torch.load(tmp_path / f"{name}.out.pt"))
+        assert [int(row.argmax()) for row in logits[len(PROMPT) - 1:-1]] == tokens, name
