@@ -25,9 +25,11 @@ from executorch.examples.models import MODELS  # noqa: E402
 # graph_module, the program transforms: 328,593 B), then to 344 KB by the example-model registry those scripts
 # import (346,683 B; 349,979 B with Wav2Letter and the ExportPass size helpers), then to 349 KB by what Vulkan's
 # backend runs in its preprocess (issue 35: SpecPropPass, the sym-shape passes, the spec-based planners, flatc on
-# dataclass JSON, FuseBatchNormPass, the quantized embeddings: 344,263 -> 356,834 B); KB = 1024 B as in
-# `inspect_wheel.py --max-kb`.
-MAX_WHEEL_BYTES = 349 * 1024
+# dataclass JSON, FuseBatchNormPass, the quantized embeddings: 344,263 -> 356,834 B), then to 360 KB by Core ML's
+# and OpenVINO's imports (dim_order_utils, DimOrderOpsRevertPass), optimum's recommended command (the custom KV
+# caches in examples.models.llama, the quantized-embedding fusion) and the names upstream's own export tests patch
+# (365,931 B); KB = 1024 B as in `inspect_wheel.py --max-kb`.
+MAX_WHEEL_BYTES = 360 * 1024
 
 
 @pytest.fixture(scope="module")
