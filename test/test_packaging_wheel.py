@@ -86,10 +86,12 @@ def test_no_compiled_native_test_or_example_content(minimal_wheel):
     assert not [n for n in files if "/test/" in n or "/tests/" in n or n.split("/")[-1].startswith("test_")]
     for folder in ("kernels", "tools", "bin", "test", "benchmarks"):
         assert not [n for n in files if n.startswith(f"executorch/{folder}/")], folder
-    # Of the examples, only the model registry vendor scripts import (the example_models row), as Python source.
+    # Of the examples, only the model registry vendor scripts import (the example_models row) and the Llama
+    # package's custom KV caches optimum imports (the llm row), as Python source.
     examples = [n for n in files if n.startswith("executorch/examples/")]
-    assert sorted(examples) == sorted(f"executorch/examples/models/{p.name}"
-                                      for p in (REPO / "examples" / "models").glob("*.py"))
+    models = REPO / "examples" / "models"
+    assert sorted(examples) == sorted(f"executorch/examples/models/{p.relative_to(models).as_posix()}"
+                                      for p in [*models.glob("*.py"), *(models / "llama").rglob("*.py")])
     # Of the backends, only XNNPACK's ahead-of-time half and Python runtime, and its schema.
     backends = [n for n in files if n.startswith("executorch/backends/")]
     assert backends and all(n.startswith("executorch/backends/xnnpack/") and n.endswith((".py", ".fbs"))
