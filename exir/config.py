@@ -100,8 +100,9 @@ class ExecutorchBackendConfig:
     # each parameter/buffer placeholder node and returns a file name (str), True (the default
     # file), or None/False (stays in the .pte).
     external_constants: Union[bool, Callable[[Any], Union[str, bool, None]]] = False
-    # ExecuTorch's default turns view_copy ops into memory views; this exporter keeps the copies.
-    remove_view_copy: bool = False
+    # True (ExecuTorch's default): a view copy the runtime can read in place becomes a view of its base's
+    # memory (no instruction; an et_view over symbolic sizes). False: every view copy is a kernel call.
+    remove_view_copy: bool = True
     emit_mutable_buffer_names: bool = False
     sym_shape_eval_pass: Any = None
     external_mutable_weights: bool = False
@@ -117,8 +118,6 @@ class ExecutorchBackendConfig:
     reinplace_extra_ops: Optional[frozenset] = None
 
     def __post_init__(self) -> None:
-        _refuse("remove_view_copy", self.remove_view_copy, False,
-                "view_copy ops stay kernel calls here (no memory views); pass remove_view_copy=False")
         _check_sym_shape_eval(self.sym_shape_eval_pass)
         if not isinstance(self.external_constants, bool) and not callable(self.external_constants):
             raise ExportError(

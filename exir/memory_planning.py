@@ -174,10 +174,12 @@ class MemoryPlanningPass:
         return self.run(graph_module)
 
     def run(self, graph_module: fx.GraphModule, graph_signature=None, *, method: str = "forward",
-            shared: Optional[SharedState] = None, by_device: bool = True) -> PassResult:
+            shared: Optional[SharedState] = None, by_device: bool = True, views: bool = True) -> PassResult:
         """Plan one method's graph and record the plan in its specs and `graph_module.meta`. Without a
         signature, a graph whose nodes carry TensorSpecs (a backend's partition after SpecPropPass) has
-        those very specs planned, as upstream plans them (`_spec_planners.plan_node_specs`)."""
+        those very specs planned, as upstream plans them (`_spec_planners.plan_node_specs`). With `views`
+        (`ExecutorchBackendConfig.remove_view_copy`), a view the runtime can read in place is kept in its
+        base's storage; without, every view copy gets storage of its own."""
         if graph_signature is None and any(isinstance(n.meta.get("spec"), (TensorSpec, tuple, list))
                                            for n in graph_module.graph.nodes):
             from executorch.exir import _spec_planners as sp
@@ -192,7 +194,7 @@ class MemoryPlanningPass:
         # state (by default this method's own); by_device=False puts every value in the host's arena.
         own = self.share_mutable_buffers and shared is None
         shared = SharedState(self.alignment) if own else shared
-        walk = _Walk(method, self.alloc_graph_input, shared if self.share_mutable_buffers else None)
+        walk = _Walk(method, self.alloc_graph_input, shared if self.share_mutable_buffers else None, views)
         nodes = list(graph_module.graph.nodes)
         with torch_targets(graph_module):  # the graph as the emitter sees it
             walk.placeholders(nodes, graph_signature)
@@ -232,7 +234,7 @@ def plan_program(programs: dict, config) -> None:
     for name, ep in programs.items():
         plan = config.memory_planning_pass_for(name)
         plan.run(ep.graph_module, ep.graph_signature, method=name, shared=shared,
-                 by_device=config.enable_non_cpu_memory_planning)
+                 by_device=config.enable_non_cpu_memory_planning, views=config.remove_view_copy)
         if plan.share_mutable_buffers:
             sharing.append(ep.graph_module.meta["non_const_buffer_sizes"])
     for sizes in sharing:  # every method sharing state declares all of arena 2
@@ -272,8 +274,8 @@ class _Walk:
     """One method's tensor values and the buffers holding them, in the order the emitter makes them."""
     # A view the runtime can read in place shares its base's buffer; an in-place op's or a copy_'s result is its
     # first argument; a control-flow body's values live at the step of the node that runs it.
-    def __init__(self, method: str, alloc_inputs: bool, shared: Optional[SharedState]) -> None:
-        self.method, self.alloc_inputs, self.shared = method, alloc_inputs, shared
+    def __init__(self, method: str, alloc_inputs: bool, shared: Optional[SharedState], views: bool = True) -> None:
+        self.method, self.alloc_inputs, self.shared, self.views = method, alloc_inputs, shared, views
         self.storage = {}  # node -> its Buffer, a list of them (several results), or None
         self.buffers = []  # in the order their values are emitted
         self.placed = []  # (spec, buffer it is in)
@@ -386,9 +388,11 @@ class _Walk:
             self.results(node, step)
 
     def _views(self, node: fx.Node, base) -> bool:
-        # A static view on the host, never of what a write-back changes.
+        # A view on the host, never of what a write-back changes: static, or a view_copy over symbolic sizes
+        # (the emitter gives that one an et_view instruction, which sets its sizes at run time).
         target, val = node.target, node.meta.get("val")
-        if target not in ALIAS_VIEW_COPIES and target not in SAME_ORDER_COPIES or not isinstance(base, fx.Node):
+        if (not self.views or target not in ALIAS_VIEW_COPIES and target not in SAME_ORDER_COPIES
+                or not isinstance(base, fx.Node)):
             return False
         buf, base_val = self.storage.get(base), base.meta.get("val")
         # a same-order copy is a view when both are contiguous in one dtype (and an expand expands nothing)
@@ -399,7 +403,7 @@ class _Walk:
             return False
         return (isinstance(buf, Buffer) and device_of(base) == CPU == device_of(node)
                 and not any(buf is b for b in self.written)
-                and all(isinstance(s, int) for s in (*val.shape, *base_val.shape)))
+                and (target in ALIAS_VIEW_COPIES or all(isinstance(s, int) for s in (*val.shape, *base_val.shape))))
 
 def _placeholders(gm: fx.GraphModule) -> list[fx.Node]:
     return [n for n in gm.graph.nodes if n.op == "placeholder"]

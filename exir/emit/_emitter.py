@@ -303,7 +303,13 @@ class _MethodEmitter:
             self._instruction(prim, args + [out], node=node)
             return
         if is_alias(node):
-            self.node_values[node] = self._planned_tensor(val, node, node.meta["spec"])
+            out = self.node_values[node] = self._planned_tensor(val, node, node.meta["spec"])
+            if any(not isinstance(d, int) for d in val.shape):
+                # A view over symbolic sizes: et_view gives it its base's memory and this call's sizes.
+                size_type = torch.ops.aten.view_copy.default._schema.arguments[1].type
+                self._instruction("executorch_prim::et_view", [self._node_value(node.args[0]),
+                                                              self._arg(list(node.args[1]), size_type, node), out],
+                                  "default", node=node)
             return
         if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" and writes_first_argument(target):
             self._emit_in_place(node)
