@@ -76,7 +76,8 @@ def _attend(query, key, value, start_pos: int, attn_mask, is_causal: bool, scale
         scores = scores.masked_fill(torch.arange(length).unsqueeze(0) > rows, float("-inf"))
     elif attn_mask is not None:
         scores = scores + attn_mask[:, :length].float()
-    return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).to(query.dtype)
+    # Contiguous [batch, seq, heads, head_dim], as ExecuTorch's kernel returns: callers view it as [batch, seq, dim].
+    return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).contiguous().to(query.dtype)
 
 
 def custom_sdpa(query, key, value, start_pos, attn_mask=None, drpout_p=0.0, is_causal=False, scale=None):
