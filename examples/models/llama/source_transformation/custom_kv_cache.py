@@ -78,3 +78,17 @@ class CustomRingKVCache(CustomKVCache):
         if not isinstance(kv_cache, CustomKVCache):
             batch, heads, _, head_dim = kv_cache.k_cache.shape  # a [batch, heads, seq, head_dim] cache
         return cls(batch, sliding_window_size, heads, head_dim, dtype=kv_cache.k_cache.dtype)
+
+
+def replace_kv_cache_with_custom_kv_cache(module: nn.Module) -> nn.Module:
+    """Replaces every `attention.KVCache` submodule with a `CustomKVCache` of the same size and dtype, in place
+    (the cache is then written by `llama::update_cache`); returns the module."""
+    from executorch.examples.models.llama.attention import KVCache
+
+    for name, child in module.named_children():
+        if isinstance(child, KVCache):
+            batch, heads, positions, head_dim = child.k_cache.shape
+            setattr(module, name, CustomKVCache(batch, positions, heads, head_dim, dtype=child.k_cache.dtype))
+        else:
+            replace_kv_cache_with_custom_kv_cache(child)
+    return module

@@ -1,0 +1,1 @@
+"""export_llm's configuration dataclasses (executorch.extension.llm.export.config.llm_config)."""
