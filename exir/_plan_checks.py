@@ -75,10 +75,19 @@ class Verifier:
     def verify_graph_input_output(self) -> None:
         """AssertionError when a graph input or output is planned against `alloc_graph_input` /
         `alloc_graph_output`."""
+        # Write-backs of mutated state are not outputs; an input returned as is takes the caller's memory when
+        # either flag says so, so it is not checked when they differ.
+        from executorch.exir.memory_planning import _user_outputs
+
         nodes = list(self.graph_module.graph.nodes)
         user = set(self.graph_signature.user_inputs) if self.graph_signature is not None else None
         inputs = self._specs(n for n in nodes if n.op == "placeholder" and (user is None or n.name in user))
-        outputs = self._specs(filter_nodes(nodes[-1].args) if nodes and nodes[-1].op == "output" else [])
+        returned = (_user_outputs(self.graph_module, self.graph_signature)
+                    if nodes and nodes[-1].op == "output" else [])
+        outputs = self._specs(returned)
+        if self.alloc_graph_input != self.alloc_graph_output:
+            both = {id(s) for s in inputs} & {id(s) for s in outputs}
+            inputs, outputs = ([s for s in specs if id(s) not in both] for specs in (inputs, outputs))
         for what, specs, wanted in (("input", inputs, self.alloc_graph_input),
                                     ("output", outputs, self.alloc_graph_output)):
             for spec in specs:

@@ -172,7 +172,8 @@ def _is_out_variant(node) -> bool:
     return isinstance(target, torch._ops.OpOverload) and any(a.is_out for a in target._schema.arguments)
 
 
-def plan_node_specs(graph_module, algo, alignment: int, alloc_graph_input: bool = True):
+def plan_node_specs(graph_module, algo, alignment: int, alloc_graph_input: bool = True,
+                    alloc_graph_output: bool = True):
     """Plan the TensorSpecs a graph's nodes already carry (SpecPropPass's), as a backend plans its partition with
     `MemoryPlanningPass.run(graph_module)`: each spec lives from the first to the last node that makes or reads it
     (a graph input from step 0); the specs not `const` (nor of out-variant nodes), in node order, go to `algo`,
@@ -186,11 +187,14 @@ def plan_node_specs(graph_module, algo, alignment: int, alloc_graph_input: bool 
             first = 0 if node.op == "placeholder" else (step if first is None or first > step else first)
             spec.lifetime = [first, step if last is None or last < step else last]
     specs, seen = [], set()
+    returned = set() if alloc_graph_output else {
+        id(s) for a in pytree.tree_leaves(graph_module.graph.output_node().args) if isinstance(a, torch.fx.Node)
+        for s in _node_specs(a)}
     for node in nodes:
         if node.op == "get_attr" or _is_out_variant(node) or (node.op == "placeholder" and not alloc_graph_input):
             continue
         for spec in _node_specs(node):
-            if not spec.const and id(spec) not in seen:
+            if not spec.const and id(spec) not in seen and id(spec) not in returned:
                 seen.add(id(spec))
                 specs.append(spec)
     sizes = algo(alignment, specs, graph_module, None, 0)

@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple, Optional
 
 import torch
 from torch import fx
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.passes.infra.pass_base import PassResult
 
 from executorch.exir._arena import Buffer, greedy_buffers, naive_buffers
@@ -116,9 +116,11 @@ class MemoryPlanningPass:
 
     # The algorithm: "greedy" or "naive", an upstream-style callable such as
     # `MemoryPlanningAlgorithmSuite(algo_list=[greedy, naive])`, or a callable `(buffers, alignment) -> arena size`.
-    # With alloc_graph_input=False the runtime reads the caller's input memory in place; outputs and mutable
-    # buffers always get planned memory. With share_mutable_buffers=True every method so planned keeps its mutable
-    # buffers in memory arena 2, one place per buffer name across methods, so the methods read and write one
+    # With alloc_graph_input=False the runtime reads the caller's input memory in place; with
+    # alloc_graph_output=False the method's outputs (and an input returned as is) get no planned memory: the
+    # caller binds memory to them (`Method::set_output_data_ptr`; the hosts and bindings do it themselves).
+    # Mutable buffers always get planned memory. With share_mutable_buffers=True every method so planned keeps its
+    # mutable buffers in memory arena 2, one place per buffer name across methods, so the methods read and write one
     # state (a prefill and a decode method sharing a KV cache); the runtimes share arena 2 among a program's methods.
     memory_planning_algo: object = "greedy"
     alignment: int = DEFAULT_ALIGNMENT
@@ -131,15 +133,9 @@ class MemoryPlanningPass:
         if not isinstance(self.share_mutable_buffers, bool):
             raise ExportError(
                 f"MemoryPlanningPass.share_mutable_buffers must be True or False, not {self.share_mutable_buffers!r}")
-        if self.alloc_graph_output is not True:
-            raise ExportError(
-                f"MemoryPlanningPass.alloc_graph_output={self.alloc_graph_output!r} is not supported: the runtimes "
-                "cannot bind caller memory to outputs, so outputs always get planned memory; pass "
-                "alloc_graph_output=True"
-            )
-        if not isinstance(self.alloc_graph_input, bool):
-            raise ExportError(f"MemoryPlanningPass.alloc_graph_input must be True or False, "
-                              f"not {self.alloc_graph_input!r}")
+        for option in ("alloc_graph_input", "alloc_graph_output"):
+            if not isinstance(getattr(self, option), bool):
+                raise ExportError(f"MemoryPlanningPass.{option} must be True or False, not {getattr(self, option)!r}")
         if self.alloc_mutable_buffers is not True:
             raise ExportError(
                 f"MemoryPlanningPass.alloc_mutable_buffers={self.alloc_mutable_buffers!r} is not supported: mutable "
@@ -188,17 +184,29 @@ class MemoryPlanningPass:
             if isinstance(algo, str) or not _takes_specs(algo):
                 buffers = PLANNERS[algo] if isinstance(algo, str) else algo
                 algo = lambda a, specs, gm, sig, pad: sp._plan_specs(buffers, a, specs, gm, pad)  # noqa: E731
-            sp.plan_node_specs(graph_module, algo, self.alignment, self.alloc_graph_input)
+            sp.plan_node_specs(graph_module, algo, self.alignment, self.alloc_graph_input, self.alloc_graph_output)
             return PassResult(graph_module, True)
         # Without a signature every placeholder is an input. `shared` is the program's arena 2 when methods share
         # state (by default this method's own); by_device=False puts every value in the host's arena.
         own = self.share_mutable_buffers and shared is None
         shared = SharedState(self.alignment) if own else shared
-        walk = _Walk(method, self.alloc_graph_input, shared if self.share_mutable_buffers else None, views)
         nodes = list(graph_module.graph.nodes)
-        with torch_targets(graph_module):  # the graph as the emitter sees it
-            walk.placeholders(nodes, graph_signature)
-            walk.graph(graph_module, None)
+        outputs = None if self.alloc_graph_output else _user_outputs(graph_module, graph_signature)
+        unviewed: set[fx.Node] = set(outputs or ())
+        while True:
+            walk = _Walk(method, self.alloc_graph_input, shared if self.share_mutable_buffers else None, views,
+                         unviewed)
+            with torch_targets(graph_module):  # the graph as the emitter sees it
+                walk.placeholders(nodes, graph_signature)
+                walk.graph(graph_module, None)
+            if outputs is None:
+                break
+            # The caller's memory holds an output and whatever shares its storage (an in-place op's argument, an
+            # input returned as is); a view of that storage would have none, so it becomes a copy instead.
+            lost = walk.leave_unplanned(outputs)
+            if not lost:
+                break
+            unviewed |= lost
         for node, life in lifetimes(graph_module).items():
             buf = walk.storage.get(node)
             if isinstance(buf, Buffer):
@@ -270,12 +278,25 @@ class SharedState:
 
 
 
+def _user_outputs(gm: fx.GraphModule, signature) -> list[fx.Node]:
+    """The nodes a method returns to its caller (not the write-backs of what it mutates)."""
+    args = gm.graph.output_node().args[0]
+    args = args if isinstance(args, (list, tuple)) else [args]
+    if signature is not None:
+        args = [a for a, s in zip(args, signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
+    return [a for a in args if isinstance(a, fx.Node)]
+
+
 class _Walk:
     """One method's tensor values and the buffers holding them, in the order the emitter makes them."""
-    # A view the runtime can read in place shares its base's buffer; an in-place op's or a copy_'s result is its
-    # first argument; a control-flow body's values live at the step of the node that runs it.
-    def __init__(self, method: str, alloc_inputs: bool, shared: Optional[SharedState], views: bool = True) -> None:
+    # A view the runtime can read in place shares its base's buffer (unless it is in `unviewed`); an in-place
+    # op's or a copy_'s result is its first argument; a control-flow body's values live at the step of the node
+    # that runs it.
+    def __init__(self, method: str, alloc_inputs: bool, shared: Optional[SharedState], views: bool = True,
+                 unviewed: frozenset | set = frozenset()) -> None:
         self.method, self.alloc_inputs, self.shared, self.views = method, alloc_inputs, shared, views
+        self.unviewed = unviewed
+        self.viewing = []  # (view node, the buffer it shares)
         self.storage = {}  # node -> its Buffer, a list of them (several results), or None
         self.buffers = []  # in the order their values are emitted
         self.placed = []  # (spec, buffer it is in)
@@ -383,16 +404,26 @@ class _Walk:
             buf = self.storage[base]
             spec = tensor_spec(val, node, self.method)
             self.placed.append((spec, buf))
+            self.viewing.append((node, buf))
             self.put(node, buf, spec)
         else:
             self.results(node, step)
+
+    def leave_unplanned(self, outputs: list[fx.Node]) -> set[fx.Node]:
+        """Take the buffers holding `outputs` out of the plan (mutable state stays planned); the views that
+        shared one of them, which must be walked again as copies."""
+        held = [self.storage.get(n) for n in outputs]
+        gone = {id(b) for b in held if isinstance(b, Buffer) and not any(b is s for s in self.state)}
+        self.buffers = [b for b in self.buffers if id(b) not in gone]
+        self.placed = [(spec, b) for spec, b in self.placed if id(b) not in gone]
+        return {n for n, b in self.viewing if id(b) in gone}
 
     def _views(self, node: fx.Node, base) -> bool:
         # A view on the host, never of what a write-back changes: static, or a view_copy over symbolic sizes
         # (the emitter gives that one an et_view instruction, which sets its sizes at run time).
         target, val = node.target, node.meta.get("val")
         if (not self.views or target not in ALIAS_VIEW_COPIES and target not in SAME_ORDER_COPIES
-                or not isinstance(base, fx.Node)):
+                or not isinstance(base, fx.Node) or node in self.unviewed):
             return False
         buf, base_val = self.storage.get(base), base.meta.get("val")
         # a same-order copy is a view when both are contiguous in one dtype (and an expand expands nothing)
