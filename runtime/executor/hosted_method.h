@@ -187,6 +187,8 @@ class HostedMethod final {
         self->method_block_ = std::move(block);
         self->method_.emplace(std::move(*method));
         self->method_->set_instruction_limit(limits.instruction_limit);
+        Error bound = self->bind_caller_outputs(limits.max_planned_bytes);
+        if (bound != Error::Ok) return bound;
         return Result<std::unique_ptr<HostedMethod>>(std::move(self));
       }
       if (method.error() != Error::MemoryAllocationFailed || bytes >= limits.max_method_bytes) return method.error();
@@ -206,6 +208,31 @@ class HostedMethod final {
     (void)block;
     (void)bytes;
 #endif
+  }
+
+  // Outputs the program leaves to the caller (exported with alloc_graph_output=False) get heap memory of
+  // their upper-bound size once, here, so execute() needs nothing more and returns them as usual.
+  Error bind_caller_outputs(uint64_t max_bytes) {
+    Method& m = *method_;
+    uint64_t total = 0;
+    for (size_t i = 0; i < m.outputs_size(); ++i) {
+      if (!m.output_is_caller_bound(i)) continue;
+      Result<const EValue*> out = m.get_output(i);
+      if (!out.ok()) return out.error();
+      TensorImpl* t = (*out)->toTensor().unsafeGetTensorImpl();
+      if (t->data() != nullptr) continue;  // the same value as an output bound before
+      size_t bytes = t->capacity_bytes();
+      total += bytes;
+      ET_CHECK_OR_RETURN(total <= max_bytes, OutOfResources,
+                         "method '%s' returns %llu bytes of outputs in caller memory; the limit is %llu",
+                         m.method_meta().name(), static_cast<unsigned long long>(total),
+                         static_cast<unsigned long long>(max_bytes));
+      Error e = add_block(bytes);
+      if (e != Error::Ok) return e;
+      e = m.set_output_data_ptr(blocks_.back().get(), bytes, i);
+      if (e != Error::Ok) return e;
+    }
+    return Error::Ok;
   }
 
   Error add_block(size_t size) {

@@ -298,6 +298,7 @@ Error Method::init(const Program& program, MemoryManager* mm) {
   ET_ALLOC_OR_RETURN(output_index_, alloc_list<uint32_t>(mm->method_allocator, num_outputs_));
   ET_ALLOC_OR_RETURN(input_bound_, alloc_list<bool>(mm->method_allocator, num_inputs_));
   ET_ALLOC_OR_RETURN(input_borrowed_, alloc_list<bool>(mm->method_allocator, num_inputs_));
+  ET_ALLOC_OR_RETURN(output_state_, alloc_list<uint8_t>(mm->method_allocator, num_outputs_));
   for (size_t i = 0; i < num_inputs_; ++i) {
     int32_t v = inputs->Get(i);
     ET_CHECK_OR_RETURN(v >= 0 && static_cast<size_t>(v) < num_values_, InvalidProgram,
@@ -430,7 +431,7 @@ Error Method::check_lists() {
   return Error::Ok;
 }
 
-// Every tensor a kernel can touch must have memory; only inputs may get it later.
+// Every tensor a kernel can touch must have memory; only inputs and outputs may get it later.
 // The view op's output is not planned: it shares its input's memory, which the
 // kernel points it at when it runs. Pointing it there now keeps it valid even if a
 // malformed program reads it before the view runs.
@@ -462,7 +463,7 @@ Error Method::check_tensor_memory() {
     if (!values_[i].isTensor()) continue;
     TensorImpl* t = values_[i].toTensor().unsafeGetTensorImpl();
     if (t->data() != nullptr || t->nbytes() == 0) continue;
-    bool is_input = false;
+    bool is_input = false, is_output = false;
     for (size_t k = 0; k < num_inputs_; ++k) {
       if (input_index_[k] == i) {
         input_bound_[k] = false;
@@ -470,7 +471,17 @@ Error Method::check_tensor_memory() {
         is_input = true;
       }
     }
-    ET_CHECK_OR_RETURN(is_input, InvalidProgram, "tensor value %zu has no planned memory and no constant data", i);
+    // An output that is also an input has the input's memory.
+    for (size_t k = 0; k < num_outputs_ && !is_input; ++k) {
+      if (output_index_[k] == i) {
+        output_state_[k] = kUnbound;
+        is_output = true;
+      }
+    }
+    ET_CHECK_OR_RETURN(is_input || is_output, InvalidProgram,
+                       "tensor value %zu has no planned memory and no constant data", i);
+    // Its sizes are at their upper bounds until it runs: the bytes a caller's buffer must hold.
+    if (is_output) t->set_capacity_bytes(t->nbytes());
   }
   return Error::Ok;
 }
@@ -700,6 +711,26 @@ Error Method::set_input(size_t index, const EValue& value) {
   return Error::Ok;
 }
 
+Error Method::set_output_data_ptr(void* buffer, size_t size, size_t output_idx) {
+  ET_CHECK_OR_RETURN(output_idx < num_outputs_, InvalidArgument, "output %zu is out of range (%zu outputs)", output_idx,
+                     num_outputs_);
+  ET_CHECK_OR_RETURN(output_state_[output_idx] != kOwnMemory, InvalidArgument,
+                     "output %zu has the program's memory; only outputs exported with alloc_graph_output=False "
+                     "take a caller's buffer",
+                     output_idx);
+  uint32_t v = output_index_[output_idx];
+  TensorImpl* t = values_[v].toTensor().unsafeGetTensorImpl();
+  ET_CHECK_OR_RETURN(buffer != nullptr && size >= t->capacity_bytes(), InvalidArgument,
+                     "output %zu needs a buffer of %zu bytes (its upper-bound sizes); got %zu", output_idx,
+                     t->capacity_bytes(), buffer == nullptr ? size_t(0) : size);
+  ET_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(buffer) % t->element_size() == 0, InvalidArgument,
+                     "output %zu: the buffer is not aligned to its %zu-byte elements", output_idx, t->element_size());
+  t->set_data(buffer);
+  for (size_t k = 0; k < num_outputs_; ++k)  // every output naming this value
+    if (output_index_[k] == v) output_state_[k] = kBound;
+  return Error::Ok;
+}
+
 Result<const EValue*> Method::get_output(size_t index) const {
   ET_CHECK_OR_RETURN(index < num_outputs_, InvalidArgument, "output %zu is out of range (%zu outputs)", index,
                      num_outputs_);
@@ -716,6 +747,11 @@ Error Method::execute() {
   for (size_t i = 0; i < num_inputs_; ++i)
     ET_CHECK_OR_RETURN(input_bound_[i], InvalidState,
                        "input %zu has no data: set it with set_input_tensor before execute", i);
+  for (size_t i = 0; i < num_outputs_; ++i)
+    ET_CHECK_OR_RETURN(output_state_[i] != kUnbound, InvalidState,
+                       "output %zu has no memory (exported with alloc_graph_output=False): bind a buffer with "
+                       "set_output_data_ptr before execute",
+                       i);
   if (event_tracer_ == nullptr) return run_steps<false>();
   EventTracer* tracer = event_tracer_;
   tracer->create_event_block("Execute");

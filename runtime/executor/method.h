@@ -72,6 +72,13 @@ class Method final {
   // Replaces scalar input `index` (Int, Double or Bool; the tag must match).
   Error set_input(size_t index, const EValue& value);
 
+  // Binds `buffer` (`size` bytes) to output `output_idx`, one the program leaves to the caller (exported
+  // with alloc_graph_output=False). It must hold the output at its upper-bound sizes and be aligned to its
+  // elements; the binding holds until replaced, and execute() refuses while such an output is unbound.
+  Error set_output_data_ptr(void* buffer, size_t size, size_t output_idx);
+  // Whether output `index` takes the caller's memory (set_output_data_ptr) rather than the program's.
+  bool output_is_caller_bound(size_t index) const { return index < num_outputs_ && output_state_[index] != kOwnMemory; }
+
   // Runs every instruction; the first kernel failure stops it and is returned.
   Error execute();
 
@@ -118,6 +125,9 @@ class Method final {
   // An input without planned memory borrows caller data; it must be bound first.
   bool* input_borrowed_ = nullptr;
   bool* input_bound_ = nullptr;
+  // Per output: planned or constant memory, or caller memory not yet bound / bound.
+  static constexpr uint8_t kOwnMemory = 0, kUnbound = 1, kBound = 2;
+  uint8_t* output_state_ = nullptr;
   Step* steps_ = nullptr;
   size_t num_steps_ = 0;
   uint64_t instruction_limit_ = kDefaultInstructionLimit;

@@ -258,3 +258,57 @@ RTEST(planned_arenas_on_a_device_come_from_its_allocator) {
   }
   RCHECK(memory.freed == memory.allocated);
 }
+
+// caller_outputs.pte: the published exporter's file for models.py's make_caller_outputs with
+// alloc_graph_output=False (x + y, its square, and x + y again): its outputs take caller memory.
+RTEST(caller_bound_outputs_need_a_buffer_before_execute) {
+  Loaded l = load("native/caller_outputs.pte");
+  RCHECK(l.program.has_value());
+  if (!l.program) return;
+  std::vector<uint8_t> method_mem(1 << 16), arena(64);
+  MemoryAllocator method_alloc(method_mem.data(), method_mem.size());
+  Span<uint8_t> arenas[] = {Span<uint8_t>(arena.data(), arena.size())};
+  MemoryManager mm;
+  mm.method_allocator = &method_alloc;
+  mm.planned_buffers = Span<Span<uint8_t>>(arenas, 1);
+  Result<Method> loaded = l.program->load_method("forward", &mm);
+  RCHECK(loaded.ok());
+  if (!loaded.ok()) return;
+  Method& m = *loaded;
+  RCHECK(m.outputs_size() == 3 && m.output_is_caller_bound(0) && m.output_is_caller_bound(2));
+  RCHECK(!m.output_is_caller_bound(3));
+  RCHECK(set_floats(m, 0, {2, 3}, {1, 2, 3, 4, 5, 6}) == Error::Ok);
+  RCHECK(set_floats(m, 1, {2, 3}, {1, 1, 1, 1, 1, 1}) == Error::Ok);
+  RCHECK(m.execute() == Error::InvalidState);  // no output bound yet
+  alignas(8) float sum[6], square[6], big[8];
+  RCHECK(m.set_output_data_ptr(sum, sizeof(sum) - 4, 0) == Error::InvalidArgument);  // too small
+  RCHECK(m.set_output_data_ptr(nullptr, sizeof(sum), 0) == Error::InvalidArgument);
+  RCHECK(m.set_output_data_ptr(reinterpret_cast<uint8_t*>(big) + 1, sizeof(sum), 0) == Error::InvalidArgument);
+  RCHECK(m.set_output_data_ptr(sum, sizeof(sum), 3) == Error::InvalidArgument);  // no output 3
+  RCHECK(m.set_output_data_ptr(sum, sizeof(sum), 0) == Error::Ok);  // also binds output 2, the same value
+  RCHECK(m.execute() == Error::InvalidState);  // output 1 still unbound
+  RCHECK(m.set_output_data_ptr(big, sizeof(big), 1) == Error::Ok);  // larger is fine
+  RCHECK(m.set_output_data_ptr(square, sizeof(square), 1) == Error::Ok);  // rebinding replaces it
+  RCHECK(m.execute() == Error::Ok);
+  RCHECK((std::vector<float>(sum, sum + 6) == std::vector<float>{2, 3, 4, 5, 6, 7}));
+  RCHECK((std::vector<float>(square, square + 6) == std::vector<float>{4, 9, 16, 25, 36, 49}));
+  RCHECK(output_floats(m, 2) == output_floats(m, 0));
+  RCHECK(set_floats(m, 1, {2, 3}, {0, 0, 0, 0, 0, 0}) == Error::Ok);
+  RCHECK(m.execute() == Error::Ok);  // bindings hold across runs
+  RCHECK((std::vector<float>(square, square + 6) == std::vector<float>{1, 4, 9, 16, 25, 36}));
+}
+
+RTEST(hosted_method_binds_caller_bound_outputs_itself) {
+  Loaded l = load("native/caller_outputs.pte");
+  RCHECK(l.program.has_value());
+  if (!l.program) return;
+  auto hosted = HostedMethod::load(*l.program, "forward", {});
+  RCHECK(hosted.ok());
+  if (!hosted.ok()) return;
+  Method& m = (*hosted)->method();
+  RCHECK(set_floats(m, 0, {2, 3}, {1, 2, 3, 4, 5, 6}) == Error::Ok);
+  RCHECK(set_floats(m, 1, {2, 3}, {1, 1, 1, 1, 1, 1}) == Error::Ok);
+  RCHECK(m.execute() == Error::Ok);
+  RCHECK((output_floats(m, 1) == std::vector<float>{4, 9, 16, 25, 36, 49}));
+  RCHECK((output_floats(m, 2) == std::vector<float>{2, 3, 4, 5, 6, 7}));
+}
