@@ -232,6 +232,8 @@ def test_backend_config_options_honoured_or_refused_by_name():
     with pytest.raises(ExportError, match="alloc_mutable_buffers=False"):
         MemoryPlanningPass(alloc_mutable_buffers=False)
     assert MemoryPlanningPass(alloc_mutable_buffers=True).alloc_mutable_buffers
+    # honoured: outputs take the caller's memory (test_exir_caller_bound_outputs.py)
+    assert MemoryPlanningPass(alloc_graph_output=False).alloc_graph_output is False
 
 
 def test_memory_planning_pass_per_method():

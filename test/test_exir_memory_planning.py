@@ -205,9 +205,18 @@ def test_alloc_graph_input_false_leaves_inputs_to_the_caller_on_every_engine():
         assert_outputs_close(method.execute([x]), [Chain()(x)])
 
 
-def test_alloc_graph_output_false_is_refused_by_name():
-    with pytest.raises(Exception, match="alloc_graph_output=False is not supported"):
-        MemoryPlanningPass(alloc_graph_output=False)
+def test_alloc_graph_output_false_leaves_outputs_to_the_caller():
+    # The whole story (views, constants, state, delegates, the published files): test_exir_caller_bound_outputs.py.
+    from conftest import project_runtimes
+
+    x = torch.randn(8, 64)
+    ep = torch.export.export(Chain(), (x,))
+    pte = to_edge(ep).to_executorch(ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_output=False))).buffer
+    for name, rt in project_runtimes().items():
+        method = rt.load_program(pte).load_method("forward")
+        assert method.metadata.output_tensor_meta(0).is_memory_planned() is False, name
+        assert_outputs_close(method.execute([x]), [Chain()(x)])
 
 
 # --- planning is a step before emission; the emitter reads the plan from the graph ------------------------------
