@@ -126,6 +126,16 @@ COMPONENTS: tuple[Component, ...] = (
         entry_points=(("executorch.runtime.operator_libraries", "llama = executorch.extension.llm.custom_ops"),),
     ),
     Component(
+        "llm_export", "export_llm (python -m executorch.extension.llm.export.export_llm, its LlmConfig) and the "
+        "Llama-family Transformer it exports (examples.models.llama: model_args, llama_transformer, the custom-op "
+        "SDPA swap); full wheel only, to keep the minimal wheel within its budget (360 KB)",
+        frozenset({FULL}),
+        modules=("executorch.extension.llm.export.export_llm", "executorch.extension.llm.export.config.llm_config",
+                 "executorch.examples.models.llama.export_llama_lib", "executorch.examples.models.llama.model_args",
+                 "executorch.examples.models.llama.llama_transformer",
+                 "executorch.examples.models.llama.source_transformation.sdpa"),
+    ),
+    Component(
         "xnnpack", "the XNNPACK delegate's ahead-of-time half (partitioner, payload writer, quantizer) "
         "and its runtime for the pure-Python engine",
         EVERY_MODE,
