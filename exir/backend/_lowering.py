@@ -28,8 +28,10 @@ _ASSERTION_ARITHMETIC = frozenset({
 
 
 def tagged_nodes(gm: fx.GraphModule, tag: str) -> list[fx.Node]:
-    """The partition's compute nodes in graph order, with the getitems that unpack them."""
-    part = [n for n in gm.graph.nodes if n.op == "call_function" and n.meta.get("delegation_tag") == tag]
+    """The partition's compute nodes in graph order, with the getitems that unpack them. A delegate call an
+    earlier partitioner left keeps its tag, which a later partitioner may reuse: it is never part of a new one."""
+    part = [n for n in gm.graph.nodes if n.op == "call_function" and n.meta.get("delegation_tag") == tag
+            and n.target is not executorch_call_delegate]
     members = set(part)
     for n in list(part):
         for u in n.users:
