@@ -30,7 +30,7 @@ CONFIGS = {
     "fp32": [],
     "fp32_sdpa": ["model.use_sdpa_with_kv_cache=True"],
     "8da4w_xnnpack": QUANT,
-    "8da4w_xnnpack_sdpa": ["model.use_sdpa_with_kv_cache=True"] + QUANT,
+    "8da4w_xnnpack_sdpa": ["model.use_sdpa_with_kv_cache=True", "backend.xnnpack.extended_ops=True"] + QUANT,
 }
 
 
