@@ -9,7 +9,7 @@ from torch import fx
 from torch.utils import _pytree as pytree
 
 from executorch.exir._arena import Buffer
-from executorch.exir.tensor import TensorSpec, is_alias
+from executorch.exir.tensor import TensorSpec, is_alias, user_outputs
 
 
 def verify(buffers: list[Buffer]) -> None:
@@ -77,12 +77,10 @@ class Verifier:
         `alloc_graph_output`."""
         # Write-backs of mutated state are not outputs; an input returned as is takes the caller's memory when
         # either flag says so, so it is not checked when they differ.
-        from executorch.exir.memory_planning import _user_outputs
-
         nodes = list(self.graph_module.graph.nodes)
         user = set(self.graph_signature.user_inputs) if self.graph_signature is not None else None
         inputs = self._specs(n for n in nodes if n.op == "placeholder" and (user is None or n.name in user))
-        returned = (_user_outputs(self.graph_module, self.graph_signature)
+        returned = (user_outputs(self.graph_module, self.graph_signature)
                     if nodes and nodes[-1].op == "output" else [])
         outputs = self._specs(returned)
         if self.alloc_graph_input != self.alloc_graph_output:

@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple, Optional
 
 import torch
 from torch import fx
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import InputKind
 from torch.fx.passes.infra.pass_base import PassResult
 
 from executorch.exir._arena import Buffer, greedy_buffers, naive_buffers
@@ -34,7 +34,7 @@ from executorch.exir.passes._graph import source_line
 from executorch.exir.passes.propagate_device_pass import CPU, device_of
 from executorch.exir.passes.write_back import mutated_placeholders
 from executorch.exir.schema import TensorShapeDynamism
-from executorch.exir.tensor import ALIGNMENT as DEFAULT_ALIGNMENT, TensorSpec, shape_upper_bound
+from executorch.exir.tensor import ALIGNMENT as DEFAULT_ALIGNMENT, TensorSpec, shape_upper_bound, user_outputs
 
 
 class Lifetime(NamedTuple):
@@ -191,7 +191,7 @@ class MemoryPlanningPass:
         own = self.share_mutable_buffers and shared is None
         shared = SharedState(self.alignment) if own else shared
         nodes = list(graph_module.graph.nodes)
-        outputs = None if self.alloc_graph_output else _user_outputs(graph_module, graph_signature)
+        outputs = None if self.alloc_graph_output else user_outputs(graph_module, graph_signature)
         unviewed: set[fx.Node] = set(outputs or ())
         while True:
             walk = _Walk(method, self.alloc_graph_input, shared if self.share_mutable_buffers else None, views,
@@ -276,15 +276,6 @@ class SharedState:
                 "buffer must have one dtype and shape in every method (export each method from the same module)")
         return known[0]
 
-
-
-def _user_outputs(gm: fx.GraphModule, signature) -> list[fx.Node]:
-    """The nodes a method returns to its caller (not the write-backs of what it mutates)."""
-    args = gm.graph.output_node().args[0]
-    args = args if isinstance(args, (list, tuple)) else [args]
-    if signature is not None:
-        args = [a for a, s in zip(args, signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
-    return [a for a in args if isinstance(a, fx.Node)]
 
 
 class _Walk:

@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 
 import torch
 from torch import fx
+from torch.export.graph_signature import OutputKind
 
 from executorch.exir import _dtypes
 from executorch.exir import schema
@@ -212,3 +213,12 @@ def is_alias(node: fx.Node) -> bool:
     spec, of = node.meta.get("spec"), base.meta.get("spec") if isinstance(base, fx.Node) else None
     return (isinstance(spec, TensorSpec) and isinstance(of, TensorSpec) and spec is not of
             and spec.mem_obj_id is not None and spec.mem_obj_id == of.mem_obj_id)
+
+
+def user_outputs(gm: fx.GraphModule, signature) -> list[fx.Node]:
+    """The nodes a method returns to its caller (not the write-backs of what it mutates)."""
+    args = gm.graph.output_node().args[0]
+    args = args if isinstance(args, (list, tuple)) else [args]
+    if signature is not None:
+        args = [a for a, s in zip(args, signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
+    return [a for a in args if isinstance(a, fx.Node)]

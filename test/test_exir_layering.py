@@ -57,7 +57,8 @@ def test_the_package_uses_absolute_executorch_imports_only():
 # above it (what sits above registers through entry points, runtime/_plugins.py); extension (.ptd, LLM ops,
 # upstream's portable_lib API) builds on both; devtools, then export (recipes, sessions); backends at the top,
 # since each plugs into every layer below (exir's backend API, export's recipes and quantizers, the runtime's
-# registries); the command line and scripts last. One module is placed by hand: the compiled extension lives in
+# registries); the command line and scripts last (export_llm, a command at upstream's extension path, with them).
+# One module is placed by hand: the compiled extension lives in
 # extension/pybindings (upstream's path) but is the runtime's native engine.
 LAYERS = [
     ("exir", ["executorch.exir", "executorch.version"]),
@@ -67,7 +68,9 @@ LAYERS = [
     ("export", ["executorch.export"]),
     ("backends", ["executorch.backends"]),
     ("entry points", ["=executorch", "executorch.cli", "executorch.benchmarks", "executorch.tools", "executorch.sdk",
-                      "executorch._launch", "executorch.*.__main__"]),
+                      "executorch._launch", "executorch.*.__main__",
+                      # ExecuTorch's LLM export command (python -m ...export_llm) drives the Llama example
+                      "executorch.extension.llm.export.export_llm"]),
 ]
 # Modules built from C++ (no .py file): imported like the others, they sit where the table puts them.
 _COMPILED = {"executorch.extension.pybindings._portable_lib"}
