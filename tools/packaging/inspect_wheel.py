@@ -39,6 +39,8 @@ XNNPACK_PREFIX = "executorch/backends/xnnpack/"
 NOT_IN_MINIMAL = ("executorch/runtime/_native.py",)
 # The example-model registry and its small models (the table's example_models row): vendor scripts import it.
 EXAMPLE_MODELS_PREFIX = "executorch/examples/models/"
+# The Llama package's custom KV caches and attention (the llm row): optimum-executorch imports them.
+LLAMA_PREFIX = "executorch/examples/models/llama/"
 # The schemas of every format the minimal wheel writes and reads (.pte, XNNPACK payload, .ptd, .bpte).
 SCHEMAS = ("executorch/schema/program.fbs", "executorch/schema/scalar_type.fbs",
            "executorch/backends/xnnpack/serialization/schema.fbs",
@@ -81,6 +83,8 @@ def problems(wheel_path: Path, minimal: bool, requires: list[str] | None, max_kb
         elif name in LISTED:
             continue
         elif name.startswith(EXAMPLE_MODELS_PREFIX) and name.endswith(".py") and name.count("/") == 3:
+            continue
+        elif name.startswith(LLAMA_PREFIX) and name.endswith(".py") and not parts[-1].startswith("test_"):
             continue
         elif name.startswith(XNNPACK_PREFIX) and name.endswith((".py", ".fbs")) and not any(
                 part in ("test", "tests") for part in parts[3:-1]) and not parts[-1].startswith("test_"):
