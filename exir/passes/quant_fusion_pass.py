@@ -3,7 +3,7 @@ then constants fold."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 from torch import fx
@@ -120,6 +120,20 @@ def _dequantize_affine():
     return None if packet is None else packet.default
 
 
+def _affine_args(dq: fx.Node) -> dict:
+    return dict(zip(("input", "block_size", "scale", "zero_point", "input_dtype", "quant_min", "quant_max",
+                     "output_dtype"), dq.args), **dq.kwargs)
+
+
+def embedding_width(dq: fx.Node) -> Optional[int]:
+    """The bits per value (8, 4 or 2) a torchao `dequantize_affine` of int8 values would be packed to as an
+    embedding table, by its range; None for any other range or input dtype (not fusable)."""
+    args = _affine_args(dq)
+    if args.get("input_dtype") != torch.int8:
+        return None
+    return _EMBEDDING_WIDTHS.get((args.get("quant_min"), args.get("quant_max")))
+
+
 def pack_embedding_weight(values: torch.Tensor, bits: int) -> torch.Tensor:
     """Signed `bits`-bit integers [rows, cols] (int8) as ExecuTorch's quantized embeddings store them:
     each offset by 2**(bits-1) to be unsigned, `8 // bits` to a byte in row order, the first value in the
@@ -155,11 +169,10 @@ def fuse_quantized_embeddings(program: ExportedProgram) -> int:
         if not _call(emb, torch.ops.aten.embedding.default) or not _call(emb.args[0], dequantize):
             continue
         dq = emb.args[0]
-        args = dict(zip(("input", "block_size", "scale", "zero_point", "input_dtype", "quant_min", "quant_max",
-                         "output_dtype"), dq.args), **dq.kwargs)
+        args = _affine_args(dq)
         table, scale, zero = args["input"], args["scale"], args.get("zero_point")
-        bits = _EMBEDDING_WIDTHS.get((args.get("quant_min"), args.get("quant_max")))
-        if (bits is None or table not in constants or scale not in constants or args["input_dtype"] != torch.int8
+        bits = embedding_width(dq)
+        if (bits is None or table not in constants or scale not in constants
                 or (zero is not None and zero not in constants)):
             continue
         values, scales = constants[table], constants[scale]

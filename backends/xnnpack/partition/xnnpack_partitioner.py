@@ -13,6 +13,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
 from executorch.backends.xnnpack.partition.config.xnnpack_config import ConfigPrecisionType, XNNPartitionerConfig
 from executorch.backends.xnnpack.utils import quant_utils as qu
+from executorch.exir.passes.quant_fusion_pass import embedding_width
 from executorch.backends.xnnpack.utils.utils import is_param_node
 from executorch.exir.dialects.edge._ops import torch_targets
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
@@ -46,10 +47,10 @@ class _Claimed(OperatorSupportBase):
 
 
 def _embedding_table(node: torch.fx.Node) -> bool:
-    # A torchao dequantize whose every user looks rows up in it (`embedding` of its result) stays whole for
-    # the quantized-embedding fusion of to_executorch (do_quant_fusion_and_const_prop), which stores the
-    # table as narrow integers; decomposed, it would be folded to a float table.
-    return (qu.qd_name(node) in qu.DEQUANTIZE_AFFINE and bool(node.users)
+    # A torchao dequantize the quantized-embedding fusion of to_executorch (do_quant_fusion_and_const_prop) can
+    # pack, whose every user looks rows up in it (`embedding` of its result), stays whole for that fusion, which
+    # stores the table as narrow integers; decomposed, it would be folded to a float table.
+    return (qu.qd_name(node) in qu.DEQUANTIZE_AFFINE and bool(node.users) and embedding_width(node) is not None
             and all(getattr(u.target, "__name__", "") == "embedding.default" and u.args[0] is node
                     for u in node.users))
 
